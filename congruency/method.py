@@ -1,0 +1,129 @@
+"""The rules of METHOD.md as small pure functions (shared by the reference and the path selector).
+
+Paths are sequences of int ASNs; functions return tuples/lists of ints, never mutate input.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from congruency.params import MethodParams
+
+DEFAULT_ROUTES = frozenset({"0.0.0.0/0", "::/0"})
+#: Cleaning reasons in precedence order (METHOD.md step 1); `KEPT` counts the survivors.
+REASONS = ("default_route", "as_set", "first_as_not_peer", "reserved_asn", "loop")
+KEPT = "kept"
+GROUPS_TOML = Path(__file__).with_name("groups.toml")
+
+
+def strip_prepending(path: Sequence[int]) -> tuple[int, ...]:
+    """Collapse runs of equal consecutive ASNs: prepending is traffic engineering, not a hop."""
+    out: list[int] = []
+    for asn in path:
+        if not out or out[-1] != asn:
+            out.append(asn)
+    return tuple(out)
+
+
+def clean_path(
+    prefix: str,
+    as_path: Sequence[int] | None,
+    has_as_set: bool,
+    peer_asn: int,
+    params: MethodParams,
+) -> tuple[str | None, tuple[int, ...] | None]:
+    """(first cleaning reason, None) for a dropped row, (None, prepending-stripped path) for a kept one.
+
+    The order matters because each dropped row is counted under exactly one reason.
+    """
+    if prefix in DEFAULT_ROUTES:  # a default route says nothing about any origin
+        return "default_route", None
+    if has_as_set:  # sets have no order, so hops and adjacency are undefined
+        return "as_set", None
+    path = tuple(as_path or ())
+    if not path or path[0] != peer_asn:  # the VP must be the path's first AS
+        return "first_as_not_peer", None
+    if any(params.is_reserved(a) for a in path):  # private/documentation/AS_TRANS: not real ASes
+        return "reserved_asn", None
+    stripped = strip_prepending(path)
+    if len(set(stripped)) != len(stripped):  # a loop left after de-prepending is a broken path
+        return "loop", None
+    return None, stripped
+
+
+def cleaning_reason(
+    prefix: str,
+    as_path: Sequence[int] | None,
+    has_as_set: bool,
+    peer_asn: int,
+    params: MethodParams,
+) -> str | None:
+    """The first reason of METHOD.md step 1 that applies, or None when the row is kept."""
+    return clean_path(prefix, as_path, has_as_set, peer_asn, params)[0]
+
+
+def representative_path(paths: Mapping[tuple[int, ...], int]) -> tuple[int, ...]:
+    """Most observed path; ties to fewer ASes, then the smallest ASN sequence (deterministic)."""
+    return min(paths.items(), key=lambda kv: (-kv[1], len(kv[0]), tuple(kv[0])))[0]
+
+
+def shared_asns(v4: Sequence[int], v6: Sequence[int], vp: int, dest: int) -> list[int]:
+    """ASes on both paths besides the two ends, which every path trivially shares."""
+    return sorted((set(v4) & set(v6)) - {vp, dest})
+
+
+def is_adjacent(path: Sequence[int], asn: int) -> bool:
+    """True when `asn` is right after the VP (2nd AS) or right before the destination (2nd-to-last)."""
+    return len(path) >= 2 and (path[1] == asn or path[-2] == asn)
+
+
+def shared_adjacent(v4: Sequence[int], v6: Sequence[int], shared: Iterable[int]) -> bool | None:
+    """None when nothing is shared; else whether every shared AS is adjacent on both paths
+    (i.e. the divergence is explained by a direct neighbour of the VP or of the destination)."""
+    shared = list(shared)
+    if not shared:
+        return None
+    return all(is_adjacent(v4, a) and is_adjacent(v6, a) for a in shared)
+
+
+def non_adopters(v4: Sequence[int], vp: int, dest: int, v6_asns: set[int] | frozenset[int]) -> list[int]:
+    """Intermediate ASes of the IPv4 path never seen on any cleaned IPv6 path: likely not IPv6-capable."""
+    return sorted({a for a in v4 if a != vp and a != dest and a not in v6_asns})
+
+
+def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
+    """Levenshtein distance between ASN sequences (insert, delete, substitute cost 1)."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def quantiles_linear(values: Iterable[float], qs: Sequence[float]) -> list[float | None]:
+    """Quantiles by linear interpolation between closest ranks (numpy default, Spark `percentile`).
+
+    Position h = (n - 1) * q in the sorted values; result v[lo] + (h - lo) * (v[lo+1] - v[lo]).
+    All None when there are no values.
+    """
+    v = sorted(float(x) for x in values)
+    if not v:
+        return [None for _ in qs]
+    out: list[float | None] = []
+    for q in qs:
+        h = (len(v) - 1) * q
+        lo = math.floor(h)
+        hi = min(lo + 1, len(v) - 1)
+        out.append(v[lo] + (h - lo) * (v[hi] - v[lo]))
+    return out
+
+
+def load_groups(path: str | Path | None = None) -> dict[str, str]:
+    """collector -> VP group from groups.toml ([groups] table); collectors not listed are their own group."""
+    with open(path or GROUPS_TOML, "rb") as f:
+        return dict(tomllib.load(f).get("groups", {}))
+

@@ -1,0 +1,26 @@
+"""Parameters of the method (METHOD.md); one frozen object shared by the reference and Spark."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Inclusive ASN ranges that make a path invalid (RFC 6996, 7300, 5398, 6793 AS_TRANS).
+DEFAULT_RESERVED_ASNS: tuple[tuple[int, int], ...] = (
+    (0, 0),
+    (23456, 23456),
+    (64496, 131071),
+    (4200000000, 4294967295),
+)
+
+
+@dataclass(frozen=True)
+class MethodParams:
+    min_coverage: float = 0.9
+    reserved_asns: tuple[tuple[int, int], ...] = DEFAULT_RESERVED_ASNS
+    #: collector -> group; collectors not listed are their own group.
+    groups: dict[str, str] = field(default_factory=dict)
+
+    def group_of(self, collector: str) -> str:
+        return self.groups.get(collector, collector)
+
+    def is_reserved(self, asn: int) -> bool:
+        return any(lo <= asn <= hi for lo, hi in self.reserved_asns)

@@ -1,0 +1,46 @@
+"""pybgpstream (CAIDA libbgpstream) reading one local file through its `singlefile` interface.
+
+It needs the libbgpstream C library, which has no wheel; where it is missing this backend
+says so and the rest of the pipeline is unaffected.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from ingest.backends import raw_batch
+
+NAME = "pybgpstream"
+
+
+def available() -> str | None:
+    try:
+        import pybgpstream  # noqa: F401
+    except ImportError as exc:
+        return f"pybgpstream is not importable ({exc}); it needs libbgpstream from CAIDA"
+    return None
+
+
+def decode(path: Path, batch_rows: int = 200_000) -> Iterator[pa.RecordBatch]:
+    import pybgpstream
+
+    stream = pybgpstream.BGPStream(data_interface="singlefile")
+    stream.set_data_interface_option("singlefile", "rib-file", str(path))
+    ips: list = []
+    asns: list = []
+    prefixes: list = []
+    paths: list = []
+    for elem in stream:
+        if elem.type != "R":
+            continue
+        ips.append(elem.peer_address)
+        asns.append(elem.peer_asn)
+        prefixes.append(elem.fields["prefix"])
+        paths.append(elem.fields.get("as-path", ""))
+        if len(ips) >= batch_rows:
+            yield raw_batch(ips, asns, prefixes, paths)
+            ips, asns, prefixes, paths = [], [], [], []
+    if ips:
+        yield raw_batch(ips, asns, prefixes, paths)

@@ -1,0 +1,95 @@
+"""`congruency ingest` command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ingest import backends, catalogue, discovery
+from pipeline import console
+from pipeline.config import Config
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "ingest",
+        parents=parents,
+        help="discover, download, check and decode a month's RIB snapshots into Parquet",
+        description=(
+            "Discover the RIB snapshots of a month window in the RouteViews / RIPE RIS "
+            "archives, download them (cached, resumable), check every MRT record, decode "
+            "them and publish one Parquet file per snapshot under "
+            "DATA_DIR/rib_entries/month=YYYY-MM/collector=NAME/. A manifest records what "
+            "happened to each snapshot; a re-run retries only what failed."
+        ),
+    )
+    p.add_argument("--month", required=True, help="the month, YYYY-MM")
+    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
+    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
+    p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
+    p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) "
+                   "for every collector, instead of the public archives")
+    p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default bgpkit)")
+    p.add_argument("--concurrency", type=int, help="snapshots processed at once (default 2)")
+    p.add_argument("--tolerance-minutes", type=int,
+                   help="a missing snapshot may be replaced by the nearest dump this close (default 120)")
+    p.add_argument("--tolerate-failures", action="store_true", default=None,
+                   help="exit 0 even when some snapshots failed or are missing")
+    p.add_argument("--json", action="store_true", help="print the run's manifest rows as JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from ingest import run as ingest_run
+
+    try:
+        overrides = dict(
+            archive_root=args.archive_root, backend=args.backend, concurrency=args.concurrency,
+            tolerance_minutes=args.tolerance_minutes, tolerate_failures=args.tolerate_failures,
+            days=discovery.parse_days(args.days) if args.days else None,
+            times=discovery.parse_times(args.times) if args.times else None,
+            collectors=tuple(c.strip() for c in args.collectors.split(",") if c.strip())
+            if args.collectors else None,
+        )
+        discovery.parse_month(args.month)
+        cfg = cfg.with_overrides(**overrides)
+        for c in cfg.collectors:
+            try:
+                catalogue.get(c)
+            except KeyError as exc:
+                raise ValueError(f"--collectors: {exc.args[0]}") from None
+        discovery.window(args.month, cfg.days, cfg.times)
+        backends.get(cfg.backend)
+    except (ValueError, backends.BackendUnavailable) as exc:
+        console.error(str(exc))
+        return 2
+
+    def report(row):
+        if row.status != "ok":
+            console.error(f"{row.collector} {row.target_time:%Y-%m-%d %H:%M}: {row.error}")
+
+    with console.progress(transfer=True) as prog:
+        outcome = ingest_run.run(cfg, args.month, progress=prog, on_row=report)
+
+    ok = [r for r in outcome.rows if r.status == "ok"]
+    if args.json:
+        json.dump(
+            {
+                "month": args.month,
+                "manifest": str(outcome.manifest_path),
+                "already_done": outcome.skipped_done,
+                "snapshots": [r.to_dict() for r in outcome.rows],
+            },
+            sys.stdout, default=str, indent=1,
+        )
+        print()
+    else:
+        console.err.print(
+            f"ingest {args.month}: {len(ok)} published, {len(outcome.failed)} failed or missing, "
+            f"{outcome.skipped_done} already done; "
+            f"{sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in ok):,} entries; "
+            f"manifest {outcome.manifest_path}"
+        )
+    if outcome.failed and not cfg.tolerate_failures:
+        return 1
+    return 0

@@ -1,0 +1,100 @@
+"""The ingest manifest: one row per snapshot slot, saying what happened to it.
+
+Stored as `manifest/month=YYYY-MM/manifest.parquet`, rewritten atomically after each run
+and merged by slot, so it always shows the latest outcome of every slot of the month and
+a re-run knows what is already done.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema(
+    [
+        ("month", pa.string()),
+        ("slot", pa.string()),
+        ("collector", pa.string()),
+        ("project", pa.string()),
+        ("target_time", pa.timestamp("s", tz="UTC")),
+        ("dump_time", pa.timestamp("s", tz="UTC")),
+        ("substituted", pa.bool_()),
+        ("url", pa.string()),
+        ("local_path", pa.string()),
+        ("sha256", pa.string()),
+        ("bytes", pa.int64()),
+        ("records", pa.int64()),
+        ("entries_v4", pa.int64()),
+        ("entries_v6", pa.int64()),
+        ("skipped", pa.map_(pa.string(), pa.int64())),
+        ("backend", pa.string()),
+        ("duration_s", pa.float64()),
+        ("status", pa.string()),  # ok | failed | missing
+        ("error", pa.string()),
+        ("output", pa.string()),
+        ("ingested_at", pa.timestamp("s", tz="UTC")),
+    ]
+)
+
+
+@dataclass
+class Row:
+    month: str
+    slot: str
+    collector: str
+    project: str
+    target_time: datetime
+    status: str
+    dump_time: datetime | None = None
+    substituted: bool = False
+    url: str | None = None
+    local_path: str | None = None
+    sha256: str | None = None
+    bytes: int | None = None
+    records: int | None = None
+    entries_v4: int | None = None
+    entries_v6: int | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    backend: str | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    output: str | None = None
+    ingested_at: datetime | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["skipped"] = list(self.skipped.items())
+        return d
+
+
+def path(data_dir: Path, month: str) -> Path:
+    return data_dir / "manifest" / f"month={month}" / "manifest.parquet"
+
+
+def read(data_dir: Path, month: str) -> dict[str, dict]:
+    """Latest row per slot, as plain dicts."""
+    p = path(data_dir, month)
+    if not p.exists():
+        return {}
+    return {r["slot"]: r for r in pq.read_table(p).to_pylist()}
+
+
+def merge_write(data_dir: Path, month: str, rows: list[Row]) -> Path:
+    """Replace the rows of these slots, keep the others; atomic rename."""
+    current = read(data_dir, month)
+    for r in rows:
+        current[r.slot] = r.to_dict()
+    for r in current.values():
+        if isinstance(r.get("skipped"), dict):
+            r["skipped"] = list(r["skipped"].items())
+    table = pa.Table.from_pylist(sorted(current.values(), key=lambda r: r["slot"]), schema=SCHEMA)
+    p = path(data_dir, month)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, p)
+    return p

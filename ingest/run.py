@@ -1,0 +1,169 @@
+"""`congruency ingest`: discover, download, check, decode and publish a month's RIB snapshots.
+
+Each slot is independent: a failure is recorded in the manifest and on stderr, and the
+other slots go on. A re-run skips slots already published from the same dump.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from ingest import backends, catalogue, discovery, download, framing, manifest
+from ingest.discovery import Slot
+from ingest.normalize import to_entries
+from ingest.writer import SnapshotWriter, entries_path
+from pipeline.config import Config
+
+
+class IngestError(Exception):
+    """A snapshot could not be ingested; the message is one line naming the file."""
+
+
+@dataclass
+class Outcome:
+    rows: list[manifest.Row]
+    skipped_done: int
+    manifest_path: Path
+
+    @property
+    def failed(self) -> list[manifest.Row]:
+        return [r for r in self.rows if r.status != "ok"]
+
+
+def plan(cfg: Config, month: str) -> list[Slot]:
+    targets = discovery.window(month, cfg.days, cfg.times)
+    slots: list[Slot] = []
+    for name in cfg.collectors:
+        col = catalogue.get(name)
+        slots += discovery.discover(
+            col, month, targets, root=cfg.archive_root,
+            tolerance=timedelta(minutes=cfg.tolerance_minutes), timeout=cfg.timeout_s,
+        )
+    return slots
+
+
+def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, batch_rows: int,
+                source: str, on_rows=None) -> tuple[framing.FrameStats, dict[int, int]]:
+    """Decode `local` into `writer` while our own framing pass checks it in a thread."""
+    result: dict = {}
+
+    def check():
+        try:
+            result["stats"] = framing.scan(local)
+        except BaseException as exc:  # reported below, after the decoder stops
+            result["error"] = exc
+
+    checker = threading.Thread(target=check, daemon=True)
+    checker.start()
+    decoded = {4: 0, 6: 0}
+    snapshot_time = slot.dump_time
+    try:
+        for raw in backend.decode(local, batch_rows):
+            batch = to_entries(raw, collector=slot.collector, project=slot.project,
+                               snapshot_time=snapshot_time, source_file=source)
+            afi = batch.column("afi").to_numpy(zero_copy_only=False)
+            decoded[4] += int((afi == 4).sum())
+            decoded[6] += int((afi == 6).sum())
+            writer.write(batch)
+            if on_rows:
+                on_rows(batch.num_rows)
+    finally:
+        checker.join()
+    if "error" in result:
+        raise IngestError(f"{source}: {result['error']}")
+    stats = result["stats"]
+    if stats.total_entries == 0:
+        raise IngestError(f"{source}: no RIB entries (not a RIB dump? records: {dict(stats.skipped)})")
+    for afi in (4, 6):
+        if decoded[afi] != stats.entries.get(afi, 0):
+            raise IngestError(
+                f"{source}: backend {backend.NAME} decoded {decoded[afi]} IPv{afi} entries "
+                f"but the file's records announce {stats.entries.get(afi, 0)}"
+            )
+    return stats, decoded
+
+
+def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row:
+    started = time.monotonic()
+    row = manifest.Row(month=slot.month, slot=slot.key, collector=slot.collector,
+                       project=slot.project, target_time=slot.target, status="missing",
+                       dump_time=slot.dump_time, substituted=slot.substituted, url=slot.url,
+                       backend=backend.NAME, ingested_at=datetime.now(timezone.utc))
+    if slot.error:
+        row.error = slot.error
+        return row
+    task = None
+    writer = None
+    try:
+        if download.is_remote(slot.url):
+            dest = cfg.cache_dir / slot.collector / slot.file_name
+            if progress is not None:
+                task = progress.add_task(f"{slot.collector} {slot.file_name}", total=None)
+            fetched = download.fetch(
+                slot.url, dest, timeout=cfg.timeout_s, retries=cfg.retries, backoff=cfg.backoff_s,
+                on_bytes=(lambda n: progress.update(task, completed=n)) if task is not None else None,
+                on_total=(lambda t: progress.update(task, total=t)) if task is not None else None,
+            )
+            local = fetched.path
+        else:
+            local = Path(slot.url)  # a local mirror is read in place; the framing pass checks it
+        row.local_path = str(local)
+        final = entries_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
+        writer = SnapshotWriter(final)
+        stats, decoded = decode_file(local, slot, backend, writer,
+                                     batch_rows=cfg.batch_rows, source=slot.url)
+        if stats.first_timestamp is not None:
+            row.dump_time = datetime.fromtimestamp(stats.first_timestamp, timezone.utc)
+        row.output = str(writer.publish())
+        writer = None
+        row.records, row.sha256, row.bytes = stats.records, stats.sha256, stats.file_bytes
+        row.entries_v4, row.entries_v6 = decoded[4], decoded[6]
+        row.skipped = dict(stats.skipped)
+        row.status = "ok"
+    except download.DownloadError as exc:
+        row.status, row.error = "failed", str(exc)
+    except (IngestError, framing.FramingError) as exc:
+        row.status, row.error = "failed", str(exc)
+    except Exception as exc:  # a backend crash must not stop the other snapshots
+        row.status, row.error = "failed", f"{slot.url}: {type(exc).__name__}: {exc}".splitlines()[0]
+    finally:
+        if writer is not None:
+            writer.abort()
+        if task is not None:
+            progress.remove_task(task)
+    row.duration_s = round(time.monotonic() - started, 3)
+    return row
+
+
+def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
+    backend = backends.get(cfg.backend)
+    slots = plan(cfg, month)
+    previous = manifest.read(cfg.data_dir, month)
+    todo, done = [], 0
+    for s in slots:
+        prev = previous.get(s.key)
+        if prev and prev["status"] == "ok" and prev["url"] == s.url and prev["output"] \
+                and Path(prev["output"]).exists():
+            done += 1
+            continue
+        todo.append(s)
+    overall = progress.add_task(f"ingest {month}", total=len(todo)) if progress else None
+    rows: list[manifest.Row] = []
+
+    def work(s: Slot) -> manifest.Row:
+        r = ingest_slot(s, cfg, backend, progress)
+        if progress is not None:
+            progress.advance(overall)
+        if on_row:
+            on_row(r)
+        return r
+
+    with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
+        rows = list(pool.map(work, todo))
+    mpath = manifest.merge_write(cfg.data_dir, month, rows) if rows or not previous else \
+        manifest.path(cfg.data_dir, month)
+    return Outcome(rows=rows, skipped_done=done, manifest_path=mpath)

@@ -1,0 +1,46 @@
+"""Parquet output of one snapshot, written in batches and published atomically.
+
+The file grows under a dot-name that Spark, DuckDB globs and pyarrow datasets all skip,
+and is renamed into place only once every entry is in it and checked.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ingest.schema import FILE_SCHEMA
+
+
+def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
+    stem = file_name.split(".bz2")[0].split(".gz")[0]
+    return data_dir / "rib_entries" / f"month={month}" / f"collector={collector}" / f"{stem}.parquet"
+
+
+class SnapshotWriter:
+    def __init__(self, final: Path):
+        self.final = final
+        self.tmp = final.with_name(f".{final.name}.tmp")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(self.tmp, FILE_SCHEMA, compression="zstd")
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        batch = batch.select(FILE_SCHEMA.names)
+        self._writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def publish(self) -> Path:
+        self._writer.close()
+        with open(self.tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self.tmp, self.final)
+        return self.final
+
+    def abort(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)

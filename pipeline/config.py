@@ -1,0 +1,89 @@
+"""The one typed configuration object, from defaults, a TOML file and command-line flags.
+
+Precedence: flag > TOML file > default. Every command reads the same object, so a
+monthly job and an analyst's one-off run can share one `congruency.toml`.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from congruency.params import MethodParams
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message names the setting or file."""
+
+
+@dataclass(frozen=True)
+class Config:
+    #: Collectors to ingest (names from ingest/catalogue.toml).
+    collectors: tuple[str, ...] = ("route-views2", "route-views6")
+    #: Days of the month and UTC times that select RIB snapshots (the method's window).
+    days: tuple[int, ...] = (1, 2, 3, 4, 5)
+    times: tuple[str, ...] = ("00:00",)
+    #: A missing snapshot may be replaced by the nearest dump this close to it.
+    tolerance_minutes: int = 120
+    #: One root for every project (a mirror or a test server); None = the public archives.
+    archive_root: str | None = None
+    data_dir: Path = Path("data")
+    backend: str = "bgpkit"
+    #: Snapshots fetched and decoded at once.
+    concurrency: int = 2
+    timeout_s: float = 60.0
+    retries: int = 4
+    backoff_s: float = 1.0
+    #: With it, failed or missing snapshots don't make the exit code non-zero.
+    tolerate_failures: bool = False
+    batch_rows: int = 200_000
+    spark_master: str = "local[*]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    method: MethodParams = field(default_factory=MethodParams)
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.data_dir / "cache"
+
+    def with_overrides(self, **values) -> "Config":
+        """A copy with the given non-None values set (flags left unset stay as they are)."""
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+_TUPLE_FIELDS = {"collectors", "days", "times"}
+
+
+def load(path: str | Path | None = None) -> Config:
+    """Defaults, updated by the TOML file at `path` if given. The groups of the method
+    come from congruency/groups.toml unless the file sets [method.groups]."""
+    from congruency.method import load_groups
+
+    data: dict = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{p}: config file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+    method_data = data.pop("method", {})
+    known = {f.name for f in fields(Config)}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
+    kw = {}
+    for k, v in data.items():
+        if k in _TUPLE_FIELDS:
+            v = tuple(v)
+        elif k == "data_dir":
+            v = Path(v)
+        kw[k] = v
+    groups = method_data.pop("groups", None)
+    if "reserved_asns" in method_data:
+        method_data["reserved_asns"] = tuple(tuple(r) for r in method_data["reserved_asns"])
+    try:
+        method = MethodParams(groups=groups if groups is not None else load_groups(), **method_data)
+        return Config(method=method, **kw)
+    except TypeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

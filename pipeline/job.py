@@ -1,0 +1,119 @@
+"""Run the congruency job for one or more months: read, check, compute, stage, publish."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from pipeline import console
+from pipeline.compare import JobError, check_schema, compute
+from pipeline.config import Config
+
+TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "month_summary")
+SMALL = {"cleaning_stats", "vps", "month_summary"}
+
+
+@dataclass
+class MonthResult:
+    month: str
+    summary: dict | None = None
+    published: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class _StageTicker:
+    """Shows the running Spark stage's task progress under the current job step."""
+
+    def __init__(self, spark, progress, task):
+        self.tracker = spark.sparkContext.statusTracker()
+        self.progress, self.task = progress, task
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stop.wait(0.5):
+            try:
+                ids = self.tracker.getActiveStageIds()
+                infos = [self.tracker.getStageInfo(i) for i in ids]
+                infos = [i for i in infos if i]
+                if infos:
+                    done = sum(i.numCompletedTasks for i in infos)
+                    total = sum(i.numTasks for i in infos)
+                    self.progress.update(self.task, total=total, completed=done,
+                                         description=f"  spark stage {','.join(map(str, ids))}")
+            except Exception:
+                return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=2)
+
+
+def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
+    from pipeline import spark as sparkmod
+
+    own = spark is None
+    if own:
+        spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+    try:
+        return [run_month(spark, cfg, m) for m in months]
+    finally:
+        if own:
+            spark.stop()
+
+
+def run_month(spark, cfg: Config, month: str) -> MonthResult:
+    from pyspark.errors import PySparkException
+
+    from pipeline.publish import Store
+
+    store = Store(spark, str(cfg.data_dir.resolve()) if "://" not in str(cfg.data_dir) else str(cfg.data_dir))
+    res = MonthResult(month)
+    src = store.path("rib_entries", f"month={month}")
+    staged = None
+    with console.progress() as prog:
+        steps = prog.add_task(f"compare {month}", total=len(TABLE_ORDER) + 3)
+        stage = prog.add_task("  spark", total=None)
+
+        def step(name):
+            prog.update(steps, description=f"compare {month}: {name}")
+
+        try:
+            with _StageTicker(spark, prog, stage):
+                if not store.has_files(src):
+                    raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
+                entries = spark.read.option("basePath", store.path("rib_entries")).parquet(src)
+                check_schema(entries, src)
+                step("checking address families")
+                per_afi = {r["afi"]: r["count"] for r in entries.groupBy("afi").count().collect()}
+                for afi in (4, 6):
+                    if not per_afi.get(afi):
+                        raise JobError(f"{src}: month {month} has no IPv{afi} entries; "
+                                       "both address families are needed")
+                prog.advance(steps)
+                frames = compute(entries, month, cfg.method, step=step)
+                prog.advance(steps)
+                staged = store.staging(month)
+                for name, df in frames.items():
+                    step(f"writing {name}")
+                    out = df.coalesce(1) if name in SMALL else df
+                    out.write.mode("error").parquet(f"{staged}/{name}")
+                    prog.advance(steps)
+                step("publishing")
+                summary = spark.read.parquet(f"{staged}/month_summary").collect()
+                res.summary = summary[0].asDict() if summary else None
+                res.published = store.publish(staged, list(TABLE_ORDER), month)
+                staged = None
+                prog.advance(steps)
+                spark.catalog.clearCache()
+        except JobError as exc:
+            res.error = str(exc)
+        except PySparkException as exc:
+            res.error = f"{src}: Spark failed: {str(exc).splitlines()[0]}"
+        finally:
+            if staged is not None and store.exists(staged):
+                store.delete(staged)
+    return res

@@ -1,0 +1,114 @@
+"""Schemas of the job's output tables (METHOD.md), shared by Spark, the reference and tests.
+
+Column names are a contract with analysts and downstream tools: change them only with a
+version bump of the method.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+# Spark has no unsigned integers: ASNs (0..2^32-1) are stored as int64, losslessly.
+ASN = pa.int64()
+ASN_LIST = pa.list_(pa.field("element", ASN))
+STR_LIST = pa.list_(pa.field("element", pa.string()))
+
+CLEANING_STATS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("afi", pa.int8()),
+        ("reason", pa.string()),
+        ("entries", pa.int64()),
+    ]
+)
+
+PATHS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("dest_asn", ASN),
+        ("afi", pa.int8()),
+        ("path", ASN_LIST),
+        ("observations", pa.int64()),
+        ("path_observations", pa.int64()),
+        ("stability", pa.float64()),
+        ("prefixes", pa.int64()),
+        ("snapshots", pa.int64()),
+    ]
+)
+
+VPS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("sessions_v4", STR_LIST),  # distinct peer IPs, ascending (string order)
+        ("sessions_v6", STR_LIST),
+        ("origins_v4", pa.int64()),
+        ("origins_v6", pa.int64()),
+        ("coverage_v4", pa.float64()),
+        ("coverage_v6", pa.float64()),
+        ("dual_stacked", pa.bool_()),
+        ("default_free", pa.bool_()),
+        ("vp_class", pa.string()),  # 'transit' | 'edge'
+        ("pairs", pa.int64()),
+        ("noncongruent_pairs", pa.int64()),
+        ("noncongruent_fraction", pa.float64()),  # null when pairs == 0
+    ]
+)
+
+PAIRS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("dest_asn", ASN),
+        ("v4_path", ASN_LIST),
+        ("v6_path", ASN_LIST),
+        ("congruent", pa.bool_()),
+        ("hops_v4", pa.int32()),
+        ("hops_v6", pa.int32()),
+        ("shared_asns", ASN_LIST),
+        ("shared_adjacent", pa.bool_()),
+        ("non_adopters", ASN_LIST),
+        ("edit_distance", pa.int32()),
+    ]
+)
+
+MONTH_SUMMARY = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vps", pa.int64()),
+        ("vps_dual_stacked", pa.int64()),
+        ("vps_default_free", pa.int64()),
+        ("vps_with_pairs", pa.int64()),
+        ("destinations", pa.int64()),
+        ("pairs", pa.int64()),
+        ("noncongruent_pairs", pa.int64()),
+        ("noncongruent_fraction", pa.float64()),
+        ("congruent_1hop", pa.int64()),
+        ("congruent_2hop", pa.int64()),
+        ("congruent_3plus_hops", pa.int64()),
+        ("noncongruent_shared_0", pa.int64()),
+        ("noncongruent_shared_1", pa.int64()),
+        ("noncongruent_shared_2plus", pa.int64()),
+        ("noncongruent_with_shared", pa.int64()),
+        ("shared_all_adjacent", pa.int64()),
+        ("shared_all_adjacent_fraction", pa.float64()),
+        ("noncongruent_with_non_adopter", pa.int64()),
+        ("non_adopter_fraction", pa.float64()),
+        ("vp_noncongruent_min", pa.float64()),
+        ("vp_noncongruent_q1", pa.float64()),
+        ("vp_noncongruent_median", pa.float64()),
+        ("vp_noncongruent_q3", pa.float64()),
+        ("vp_noncongruent_max", pa.float64()),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "cleaning_stats": CLEANING_STATS,
+    "paths": PATHS,
+    "vps": VPS,
+    "pairs": PAIRS,
+    "month_summary": MONTH_SUMMARY,
+}
