@@ -156,7 +156,7 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         return F.lit(None).cast("double") if t == 0 else (F.col(n) / F.lit(t)).cast("double")
 
     transit = (
-        kept.select(F.explode(E("slice(path, 2, size(path) - 2)")).alias("vp_asn"))
+        kept.select(F.explode(E("slice(path, 2, greatest(size(path) - 2, 0))")).alias("vp_asn"))
         .distinct()
         .withColumn("is_transit", F.lit(True))
     )
@@ -217,7 +217,7 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     v6_asns = kept.filter("afi = 6").select(F.explode("path").alias("x")).distinct()
-    inner = base.select(*pk, F.explode(E("slice(v4_path, 2, size(v4_path) - 2)")).alias("x"))
+    inner = base.select(*pk, F.explode(E("slice(v4_path, 2, greatest(size(v4_path) - 2, 0))")).alias("x"))
     non_adopt = (
         inner.join(v6_asns, "x", "left_anti")
         .groupBy(*pk)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-LOG4J = Path(__file__).with_name("log4j2.properties")
+CONF_DIR = Path(__file__).with_name("sparkconf")
+LOG4J = CONF_DIR / "log4j2.properties"
 
 
 def java_problem() -> str | None:
@@ -31,6 +32,8 @@ def java_problem() -> str | None:
 def session(master: str | None = "local[*]", conf: dict[str, str] | None = None, app: str = "bgp-congruency"):
     from pyspark.sql import SparkSession
 
+    # Quiet logging from the first line the JVM prints, unless the user has a conf dir.
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     b = SparkSession.builder.appName(app)
     if master and not os.environ.get("SPARK_SUBMIT_DEPLOY_MODE") and "PYSPARK_GATEWAY_PORT" not in os.environ:
         b = b.master(master)
