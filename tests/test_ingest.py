@@ -1,0 +1,307 @@
+"""Ingest against independent evidence: bgpdump -m line counts, the shared data's known facts,
+a real HTTP server on 127.0.0.1 with faults, and the manifest."""
+from __future__ import annotations
+
+import bz2
+import json
+import os
+import subprocess
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest import backends, discovery, framing, manifest
+from ingest import run as ingest_run
+from ingest.discovery import Slot
+from ingest.normalize import to_entries
+from ingest.writer import SnapshotWriter
+from pipeline.cli import main as cli
+from tests.archive_server import serve
+from tests.shared import (ARCHIVE, ARCHIVE_RIBS, EDGE, FAULTY, PEERS_IN_BOTH_2026, RV2_2026,
+                          RV6_2026, needs_data, require_tool)
+
+pytestmark = needs_data
+EDGE_RIBS = sorted(p for p in EDGE.glob("*") if p.is_file())
+
+
+def bgpdump_counts(path: Path) -> Counter:
+    """Entries per AFI by the Debian bgpdump: lines of `bgpdump -m`, AFI from the prefix."""
+    require_tool("bgpdump")
+    out = subprocess.run(["bgpdump", "-q", "-m", str(path)], capture_output=True, check=True).stdout
+    c = Counter()
+    for line in out.splitlines():
+        prefix = line.split(b"|")[5]
+        c[6 if b":" in prefix else 4] += 1
+    return c
+
+
+def decode_all(path: Path, backend: str) -> pa.Table:
+    mod = backends.get(backend)
+    t = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    return pa.Table.from_batches(
+        [to_entries(b, collector="c", project="p", snapshot_time=t, source_file="f")
+         for b in mod.decode(path, 50_000)]
+    )
+
+
+# ------------------------------------------------------------------ framing vs bgpdump
+@pytest.mark.parametrize("path", ARCHIVE_RIBS + EDGE_RIBS, ids=lambda p: p.name)
+def test_framing_entries_equal_bgpdump_lines(path):
+    stats = framing.scan(path)
+    assert dict(stats.entries) == {k: v for k, v in bgpdump_counts(path).items()}
+
+
+def test_known_totals_from_the_manifest_of_the_data():
+    assert framing.scan(RV2_2026).entries == {4: 679_347}
+    assert framing.scan(RV6_2026).entries == {6: 164_279}
+
+
+def test_rib_generic_records_are_skipped_and_counted():
+    stats = framing.scan(EDGE / "lab.openbgpd.rib.tdv2.mrt")
+    assert stats.skipped == {"rib_generic": 2}
+    assert stats.entries == {4: 11, 6: 20}
+
+
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        (FAULTY / "route-views2.rib.20260730.1400.truncated-download.bz2", "truncated bzip2 stream"),
+        (FAULTY / "route-views6.rib.20260730.1400.truncated-download.bz2", "truncated bzip2 stream"),
+        (FAULTY / "bview.20140112.1600.no-peer-index.bz2", "before any PEER_INDEX_TABLE"),
+    ],
+    ids=lambda x: getattr(x, "name", "msg"),
+)
+def test_faulty_files_that_decoders_accept_silently_are_rejected(path, message):
+    # The decoders read these without complaint (that is the danger):
+    assert sum(bgpdump_counts(path).values()) in (0, 679_347, 164_279)
+    with pytest.raises(framing.FramingError, match=message):
+        framing.scan(path)
+
+
+def test_not_mrt_and_cut_records_are_rejected(tmp_path):
+    text = tmp_path / "rib.bz2"
+    text.write_bytes(bz2.compress(b"<html>404 Not Found</html>\n" * 50))
+    with pytest.raises(framing.FramingError, match="not an MRT record"):
+        framing.scan(text)
+    raw = bz2.decompress(RV6_2026.read_bytes())[:100_000]  # cut mid-record, recompressed whole
+    cut = tmp_path / "cut.bz2"
+    cut.write_bytes(bz2.compress(raw))
+    with pytest.raises(framing.FramingError, match="cut short"):
+        framing.scan(cut)
+
+
+# ------------------------------------------------------------------ backends agree
+def _rows(table: pa.Table) -> Counter:
+    return Counter(tuple(tuple(v) if isinstance(v, list) else v for v in r.values())
+                   for r in table.drop(["snapshot_time"]).to_pylist())
+
+
+@pytest.mark.parametrize("path", ARCHIVE_RIBS + EDGE_RIBS, ids=lambda p: p.name)
+def test_backends_give_the_same_rows(path):
+    require_tool("bgpdump")
+    a, b = decode_all(path, "bgpkit"), decode_all(path, "bgpdump")
+    assert a.num_rows == sum(bgpdump_counts(path).values())
+    assert _rows(a) == _rows(b)
+
+
+def test_pybgpstream_backend_skips_with_reason_when_missing():
+    why = backends.get.__globals__["importlib"].import_module("ingest.backends.pybgpstream").available()
+    if why:
+        pytest.skip(f"pybgpstream backend unavailable: {why}")
+    assert _rows(decode_all(RV6_2026, "pybgpstream")) == _rows(decode_all(RV6_2026, "bgpkit"))
+
+
+def test_as_set_rows_keep_raw_text_and_have_no_origin():
+    t = decode_all(ARCHIVE / "route-views6/bgpdata/2015.11/RIBS/rib.20151101.0600.bz2", "bgpkit")
+    sets = t.filter(t["has_as_set"]).to_pylist()
+    assert len(sets) == 181  # bgpdump -m lines with {..} in the path (MANIFEST check in README)
+    first = next(r for r in sets if r["as_path_raw"] == "3257 11666 6509 {271,7860,8111,26677}")
+    assert first["as_path"] is None and first["origin_asn"] is None
+    plain = t.filter(pa.compute.invert(t["has_as_set"])).slice(0, 1000).to_pylist()
+    assert all(r["origin_asn"] == r["as_path"][-1] and r["as_path_raw"] is None for r in plain)
+
+
+def test_prepending_and_4byte_asns_are_kept_as_announced():
+    t = decode_all(EDGE / "lab.quagga.rib.tdv2.mrt", "bgpkit").to_pylist()
+    assert t[0]["as_path"] == [4200000000, 4200000000, 4200000000, 64512, 64512, 64512]
+    assert t[0]["origin_asn"] == 64512
+
+
+# ------------------------------------------------------------------ discovery
+def test_parse_days_and_times():
+    assert discovery.parse_days("30") == (30,)
+    assert discovery.parse_days("1-5") == (1, 2, 3, 4, 5)
+    assert discovery.parse_days("1,15") == (1, 15)
+    assert discovery.parse_times("0:00,14:00") == ("00:00", "14:00")
+    for bad in ("0", "5-1", "x", "1-40"):
+        with pytest.raises(ValueError, match="--days"):
+            discovery.parse_days(bad)
+    with pytest.raises(ValueError, match="2026-02 has 28 days"):
+        discovery.window("2026-02", (30,), ("00:00",))
+
+
+def _tree(tmp_path: Path, files: dict[str, Path | bytes]) -> Path:
+    """A throwaway archive folder (in tmp) of shared files and small made-up files."""
+    import shutil
+
+    for rel, src in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(src, Path):
+            shutil.copyfile(src, p)
+        else:
+            p.write_bytes(src)
+    return tmp_path
+
+
+def test_nearest_dump_stands_in_and_legacy_route_views2_path(tmp_path):
+    from ingest import catalogue
+
+    root = _tree(tmp_path, {"bgpdata/2026.07/RIBS/rib.20260730.1400.bz2": RV2_2026})  # legacy only
+    with serve(root) as url:
+        t = datetime(2026, 7, 30, 13, 0, tzinfo=timezone.utc)
+        [s] = discovery.discover(catalogue.get("route-views2"), "2026-07", [t], root=url)
+        assert s.url == f"{url}/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
+        assert s.substituted and s.dump_time == datetime(2026, 7, 30, 14, 0, tzinfo=timezone.utc)
+        from datetime import timedelta
+
+        [s] = discovery.discover(catalogue.get("route-views2"), "2026-07", [t], root=url,
+                                 tolerance=timedelta(minutes=30))
+        assert s.url is None and "rib.20260730.1300: not in the archive" in s.error
+
+
+# ------------------------------------------------------------------ end to end over HTTP
+def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
+    data = tmp_path / "data"
+    with serve(ARCHIVE) as url:
+        args = ["ingest", "--month", "2026-07", "--days", "30", "--times", "14:00",
+                "--archive-root", url, "--data-dir", str(data), "--json"]
+        assert cli(args) == 0
+        out = json.loads(capsys.readouterr().out)
+        rows = {r["collector"]: r for r in out["snapshots"]}
+        assert rows["route-views2"]["entries_v4"] == 679_347 and rows["route-views2"]["entries_v6"] == 0
+        assert rows["route-views6"]["entries_v6"] == 164_279 and rows["route-views6"]["entries_v4"] == 0
+        assert all(r["status"] == "ok" and r["error"] is None for r in rows.values())
+        import hashlib
+
+        assert rows["route-views6"]["sha256"] == hashlib.sha256(RV6_2026.read_bytes()).hexdigest()
+        assert rows["route-views2"]["dump_time"].startswith("2026-07-30 14:00")
+        files = ["/" + p.relative_to(ARCHIVE).as_posix() for p in (RV2_2026, RV6_2026)]
+        assert [url.hits(f) for f in files] == [1, 1]
+        assert cli(args) == 0  # everything already done: the folders are listed, no file fetched
+        assert json.loads(capsys.readouterr().out)["already_done"] == 2
+        assert [url.hits(f) for f in files] == [1, 1]
+
+    con = duckdb.connect()
+    glob = f"{data}/rib_entries/*/*/*.parquet"
+    per = dict(con.execute(
+        f"SELECT collector, count(*) FROM read_parquet('{glob}', hive_partitioning=true) GROUP BY 1"
+    ).fetchall())
+    assert per == {"route-views2": 679_347, "route-views6": 164_279}
+    both = {r[0] for r in con.execute(f"""
+        SELECT peer_asn FROM read_parquet('{glob}', hive_partitioning=true)
+        GROUP BY peer_asn HAVING count(DISTINCT afi) = 2""").fetchall()}
+    # MANIFEST.md's 13 are the peers whose IPv4 and IPv6 routes reach common origins (the
+    # job's VPs with pairs, test_compare). A 14th, AS53767, has IPv6 routes too, but only ::/0
+    # and one AS112 /48 (bgpdump -m agrees): it has routes in both files but no pair.
+    assert both == PEERS_IN_BOTH_2026 | {53767}
+    v6_53767 = con.execute(f"""SELECT list(prefix ORDER BY prefix) FROM read_parquet('{glob}',
+        hive_partitioning=true) WHERE peer_asn = 53767 AND afi = 6""").fetchone()[0]
+    assert v6_53767 == ["2001:4:112::/48", "::/0"]
+    m = pq.read_table(manifest.path(data, "2026-07")).to_pylist()
+    assert [r["status"] for r in m] == ["ok", "ok"]
+
+
+def test_bad_inputs_are_recorded_others_still_ingested_and_rerun_retries_only_failures(tmp_path, capsys):
+    rv2 = "route-views2/bgpdata/2026.07/RIBS/"
+    root = _tree(tmp_path / "archive", {
+        rv2 + "rib.20260730.1000.bz2": FAULTY / "route-views2.rib.20260730.1400.truncated-download.bz2",
+        rv2 + "rib.20260730.1200.bz2": bz2.compress(b"this is not MRT\n" * 100),
+        rv2 + "rib.20260730.1400.bz2": RV2_2026,  # served with a dropping connection
+        rv2 + "rib.20260730.1600.bz2": FAULTY / "bview.20140112.1600.no-peer-index.bz2",
+        "route-views6/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2": RV6_2026,
+    })
+    data = tmp_path / "data"
+    faults = {"/" + rv2 + "rib.20260730.1400.bz2": "drop:300000"}
+    with serve(root, faults) as url:
+        args = ["ingest", "--month", "2026-07", "--days", "30", "--times", "10:00,12:00,14:00,16:00,20:00",
+                "--collectors", "route-views2,route-views6", "--tolerance-minutes", "0",
+                "--archive-root", url, "--data-dir", str(data), "--json", "--backend", "bgpkit"]
+        assert cli(args + ["--config", str(_fast_config(tmp_path))]) == 1
+        captured = capsys.readouterr()
+        rows = {(r["collector"], r["target_time"][11:16]): r for r in json.loads(captured.out)["snapshots"]}
+        errors = [ln for ln in captured.err.splitlines() if ln.startswith("error: ")]
+        assert rows[("route-views6", "14:00")]["status"] == "ok", rows[("route-views6", "14:00")]["error"]
+        assert rows[("route-views6", "14:00")]["entries_v6"] == 164_279
+        expect = {
+            ("route-views2", "10:00"): "truncated",
+            ("route-views2", "12:00"): "not an MRT record",
+            ("route-views2", "14:00"): "connection dropped",
+            ("route-views2", "16:00"): "before any PEER_INDEX_TABLE",
+            ("route-views2", "20:00"): "not in the archive",
+        }
+        for key, msg in expect.items():
+            assert rows[key]["status"] in ("failed", "missing") and msg in rows[key]["error"], rows[key]
+        assert len(errors) == 5 + 4  # every rv2 slot, and rv6 at 10, 12, 16 and 20 (missing)
+        # Nothing partial: only the good snapshot is published, no temp files anywhere.
+        published = sorted(p.relative_to(data / "rib_entries").as_posix()
+                           for p in (data / "rib_entries").rglob("*") if p.is_file())
+        assert published == ["month=2026-07/collector=route-views6/rib.20260730.1400.parquet"]
+        assert not [p for p in data.rglob(".*") if p.is_file() and "cache" not in p.parts]
+        assert not list((data / "cache").rglob("*.part"))
+
+        # Repair the archive, re-run: only the failed slots are fetched again.
+        (root / rv2 / "rib.20260730.1000.bz2").unlink()
+        url.faults.clear()
+        rv6_hits = url.hits("/route-views6/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2")
+        args2 = [a if a != "10:00,12:00,14:00,16:00,20:00" else "12:00,14:00,16:00" for a in args]
+        args2 = [a if a != "route-views2,route-views6" else "route-views2" for a in args2]
+        assert cli(args2 + ["--config", str(_fast_config(tmp_path))]) == 1  # 12:00 and 16:00 still bad
+        out = json.loads(capsys.readouterr().out)
+        assert {r["target_time"][11:16]: r["status"] for r in out["snapshots"]} == {
+            "12:00": "failed", "14:00": "ok", "16:00": "failed"}
+        assert url.hits("/route-views6/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2") == rv6_hits
+        assert cli(args2 + ["--config", str(_fast_config(tmp_path)), "--tolerate-failures"]) == 0
+    m = {(r["collector"], r["target_time"].strftime("%H:%M")): r["status"]
+         for r in pq.read_table(manifest.path(data, "2026-07")).to_pylist()}
+    assert m[("route-views2", "14:00")] == "ok" and m[("route-views6", "14:00")] == "ok"
+    # 10:00 was not in the second window: its first outcome stays on record.
+    assert m[("route-views2", "12:00")] == "failed" and m[("route-views2", "10:00")] == "failed"
+
+
+def _fast_config(tmp_path: Path) -> Path:
+    p = tmp_path / "fast.toml"
+    p.write_text("retries = 2\nbackoff_s = 0.01\ntimeout_s = 5.0\n")
+    return p
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
+    assert cli(["ingest", "--month", "2026-13", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: --month: expected YYYY-MM, got '2026-13'"]
+    assert cli(["ingest", "--month", "2026-07", "--collectors", "rrc99", "--data-dir", str(tmp_path)]) == 2
+    assert "--collectors: unknown collector 'rrc99'" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("colectors = []\n")
+    assert cli(["ingest", "--month", "2026-07", "--config", str(bad)]) == 2
+    assert "unknown setting(s) colectors" in capsys.readouterr().err
+
+
+def test_decode_edge_files_through_the_writer(tmp_path):
+    """ADD-PATH subtypes and a >64 KiB record come out whole, with bgpdump's counts."""
+    for name in ("lab.rib.ipv4-addpath.gz", "lab.rib.ipv6-addpath.gz", "rrc00.bview.20180919.0800.64k-record.gz"):
+        path = EDGE / name
+        slot = Slot(collector="rrc00", project="ris", month="2018-09",
+                    target=datetime(2018, 9, 19, tzinfo=timezone.utc), url=str(path),
+                    dump_time=datetime(2018, 9, 19, tzinfo=timezone.utc))
+        w = SnapshotWriter(tmp_path / f"{name}.parquet")
+        stats, decoded = ingest_run.decode_file(path, slot, backends.get("bgpkit"), w, batch_rows=7,
+                                                source=str(path))
+        out = w.publish()
+        assert {k: v for k, v in decoded.items() if v} == dict(bgpdump_counts(path))
+        assert pq.read_metadata(out).num_rows == sum(decoded.values())

@@ -1,0 +1,267 @@
+"""The synthetic Internet generator: real MRT files, policy routing, ground truth."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from congruency.method import load_groups, strip_prepending
+from congruency.params import MethodParams
+from ingest.synth import generate
+from ingest.synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
+
+SEED, ASES, VPS, MONTHS = 7, 60, 6, ("2026-06", "2026-07")
+REL = {CUSTOMER: "c", PEER: "p", PROVIDER: "P"}  # what a route's next AS is to its holder
+#: Read from the VP towards the origin: up to providers, one peer at most, down to customers.
+VALLEY_FREE = re.compile(r"P*p?c*")
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth")
+    summary = generate(out, seed=SEED, ases=ASES, vps=VPS, months=MONTHS, snapshots_per_month=2)
+    return out, summary
+
+
+@pytest.fixture(scope="module")
+def decoded(archive):
+    """Every file read back with pybgpkit, as rib_entries-like rows (+ month)."""
+    pybgpkit_parser = pytest.importorskip("pybgpkit_parser")
+    out, _ = archive
+    rows = []
+    for f in json.loads((out / "ground_truth" / "files.json").read_text())["files"]:
+        when = datetime.fromisoformat(f["snapshot_time"].replace("Z", "+00:00"))
+        for e in pybgpkit_parser.Parser(url=str(out / f["path"])):
+            has_set = "{" in e.as_path
+            rows.append(dict(
+                month=f["month"], collector=f["collector"], snapshot_time=when, peer_asn=e.peer_asn,
+                peer_ip=e.peer_ip, afi=6 if ":" in e.prefix else 4, prefix=e.prefix, has_as_set=has_set,
+                as_path=None if has_set else [int(x) for x in e.as_path.split()],
+            ))
+    return rows
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _rels(g: Graph, path: list[int]) -> str | None:
+    """The relationship string of a clean path in g, or None if a hop is not a link."""
+    ix = [g.index(a) for a in path]
+    out = []
+    for a, b in zip(ix, ix[1:]):
+        if (a, b) not in g.rel:
+            return None
+        out.append(REL[g.rel[(a, b)]])
+    return "".join(out)
+
+
+# --- the archive -----------------------------------------------------------------------
+def test_layout_and_files_json(archive):
+    out, summary = archive
+    listed = json.loads((out / "ground_truth" / "files.json").read_text())["files"]
+    expected = set()
+    for m in MONTHS:
+        for d in ("01", "02"):
+            ym, stamp = m.replace("-", "."), f"{m.replace('-', '')}{d}.0000"
+            expected |= {f"{c}/bgpdata/{ym}/RIBS/rib.{stamp}.bz2" for c in ("route-views2", "route-views6")}
+            expected |= {f"{c}/{ym}/bview.{stamp}.gz" for c in ("rrc00", "rrc01")}
+    assert {f["path"] for f in listed} == expected
+    on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.suffix in (".bz2", ".gz", ".tmp")}
+    assert on_disk == expected  # nothing else, no temp files left
+    afis = {"route-views2": {"4"}, "route-views6": {"6"}, "rrc00": {"4", "6"}, "rrc01": {"4", "6"}}
+    for f in listed:
+        assert set(f["entries"]) == afis[f["collector"]]
+    assert summary["entries"] == sum(sum(f["entries"].values()) for f in listed) > 0
+    synth = json.loads((out / "SYNTH.json").read_text())
+    assert (synth["seed"], synth["ases"], synth["vps"], synth["months"]) == (SEED, ASES, VPS, list(MONTHS))
+    for m in MONTHS:
+        for t in ("pairs", "vps", "month_summary"):
+            assert (out / "ground_truth" / f"month={m}" / f"{t}.parquet").is_file()
+
+
+def test_deterministic(tmp_path):
+    kw = dict(ases=40, vps=4, months=("2026-07",), snapshots_per_month=1)
+    generate(tmp_path / "a", seed=3, **kw)
+    generate(tmp_path / "b", seed=3, **kw)
+    generate(tmp_path / "c", seed=4, **kw)
+    a, b, c = (_tree_digest(tmp_path / x) for x in "abc")
+    assert a == b
+    mrt = [k for k in a if k.endswith((".bz2", ".gz"))]
+    assert mrt and all(a[k] != c.get(k) for k in mrt)
+
+
+def test_rerun_replaces_previous_archive(tmp_path):
+    kw = dict(ases=30, vps=3, snapshots_per_month=1, ground_truth=False)
+    generate(tmp_path, months=("2026-01",), **kw)
+    generate(tmp_path, months=("2026-02",), **kw)
+    left = {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")}
+    assert not any("2026.01" in p or "2026-01" in p for p in left), left
+
+
+@pytest.mark.skipif(shutil.which("bgpdump") is None, reason="bgpdump (Debian package) not on PATH")
+def test_bgpdump_counts_match_files_json(archive):
+    out, _ = archive
+    for f in json.loads((out / "ground_truth" / "files.json").read_text())["files"]:
+        res = subprocess.run(["bgpdump", "-m", str(out / f["path"])], capture_output=True, text=True, check=True)
+        lines = res.stdout.splitlines()
+        assert all(line.startswith("TABLE_DUMP2|") for line in lines)
+        by_afi = {"4": 0, "6": 0}
+        for line in lines:
+            by_afi["6" if ":" in line.split("|")[5] else "4"] += 1
+        assert {k: v for k, v in by_afi.items() if k in f["entries"]} == f["entries"], f["path"]
+
+
+def test_bgpkit_reads_every_entry(archive, decoded):
+    out, summary = archive
+    assert len(decoded) == summary["entries"]
+
+
+def test_ground_truth_is_the_reference_on_the_files(archive, decoded):
+    """The rows fed to the reference while writing are exactly what the files decode to."""
+    from congruency.reference import compute_month
+
+    out, _ = archive
+    params = MethodParams(min_coverage=0.9, groups=load_groups())
+    for m in MONTHS:
+        got = compute_month([r for r in decoded if r["month"] == m], m, params)
+        for t in ("pairs", "vps", "month_summary"):
+            assert pq.read_table(out / "ground_truth" / f"month={m}" / f"{t}.parquet").to_pylist() == got[t], (m, t)
+        s = got["month_summary"][0]
+        assert s["pairs"] > 0 and 0 < s["noncongruent_pairs"] < s["pairs"]
+        assert s["vps_default_free"] < s["vps"]  # partial feeds are not default-free
+
+
+def test_dirty_rows_present_but_rare(decoded):
+    reserved = MethodParams()
+    n = len(decoded)
+    as_set = sum(r["has_as_set"] for r in decoded)
+    clean = [r for r in decoded if not r["has_as_set"]]
+    res = sum(any(reserved.is_reserved(a) for a in r["as_path"]) for r in clean)
+    loops = sum(len(set(p)) < len(p) for p in (strip_prepending(r["as_path"]) for r in clean))
+    prepended = sum(len(strip_prepending(r["as_path"])) < len(r["as_path"]) for r in clean)
+    for count in (as_set, res, loops, prepended):
+        assert 0 < count < 0.15 * n
+
+
+def test_archive_paths_follow_policy(archive, decoded):
+    """Every clean path in the files is valley-free in its month's family graph, and the
+    partial feeds send only customer routes."""
+    out, _ = archive
+    synth = json.loads((out / "SYNTH.json").read_text())
+    partial = {vp["asn"] for vp in synth["vantage_points"] if vp["partial"]}
+    net = Internet.build(SEED, ASES)
+    graphs = {(afi, m): net.graph(afi, m) for afi in (4, 6) for m in MONTHS}
+    known = set(net.asns)
+    checked = 0
+    for r in decoded:
+        if r["has_as_set"] or r["prefix"] in ("0.0.0.0/0", "::/0"):
+            continue
+        path = list(strip_prepending(r["as_path"]))
+        if len(set(path)) < len(path) or not known.issuperset(path):
+            continue  # the dirty originations (loops, private ASNs)
+        rels = _rels(graphs[(r["afi"], r["month"])], path)
+        assert rels is not None and VALLEY_FREE.fullmatch(rels), (r, rels)
+        if r["peer_asn"] in partial:
+            assert set(rels) <= {"c"}, r
+        checked += 1
+    assert checked > 0.8 * len(decoded)
+
+
+# --- policy routing on the topology -----------------------------------------------------
+@pytest.mark.parametrize("afi", [4, 6])
+def test_routing_is_the_stable_valley_free_choice(afi):
+    net = Internet.build(11, 120)
+    g = net.graph(afi, "2026-07")
+    dests = sorted({p.origin for p in net.month_prefixes(afi, "2026-07")})
+    for d in dests:
+        r = g.route(d)
+        for v in range(g.n):
+            if not g.present[v] or v == d:
+                continue
+            assert r.dist[v] >= 0  # everyone present reaches every destination
+            path = g.path(r, v)
+            clean = list(strip_prepending(path))
+            assert len(path) - 1 == r.dist[v] and clean[-1] == net.asns[d] and len(set(clean)) == len(clean)
+            rels = _rels(g, clean)
+            assert VALLEY_FREE.fullmatch(rels), rels
+            assert not re.search(r"[cp][pP]", rels)  # never provider->customer->provider, no 2 peers
+            best = g.candidates(r, v)[0]  # the stable state: v holds its best offer
+            assert best == (r.cls[v], r.dist[v], r.nh[v])
+
+
+def test_customer_route_beats_shorter_peer_route():
+    # 1 peers with origin 100 (1 hop) but also reaches it via its customer 50 (2 hops).
+    g = Graph.from_asns(c2p=[(100, 50), (50, 1)], p2p=[(1, 100)])
+    assert g.path(g.route(g.index(100)), g.index(1)) == [1, 50, 100]
+
+
+def test_peer_route_beats_shorter_provider_route():
+    # 2's provider 3 is 100's provider (2 hops); 2's peer 4 reaches 100 via 5 (3 hops).
+    g = Graph.from_asns(c2p=[(2, 3), (100, 3), (100, 5), (5, 4)], p2p=[(2, 4)])
+    assert g.path(g.route(g.index(100)), g.index(2)) == [2, 4, 5, 100]
+
+
+def test_ties_go_to_lowest_neighbour_and_prepending_counts():
+    links = [(100, 20), (100, 10), (20, 1), (10, 1)]
+    g = Graph.from_asns(c2p=links)
+    assert g.path(g.route(g.index(100)), g.index(1)) == [1, 10, 100]
+    g = Graph.from_asns(c2p=links, prepend={(100, 10): 1})  # 100 prepends towards 10
+    assert g.path(g.route(g.index(100)), g.index(1)) == [1, 20, 100]
+    assert g.path(g.route(g.index(100)), g.index(10)) == [10, 100, 100]
+
+
+def test_no_valley_through_a_customer():
+    # 7 is a customer of both 1 and 2: 1 must not reach 2's customer 300 through 7.
+    g = Graph.from_asns(c2p=[(7, 1), (7, 2), (300, 2), (1, 9), (2, 9)])
+    assert g.path(g.route(g.index(300)), g.index(1)) == [1, 9, 2, 300]
+
+
+# --- IPv6 -----------------------------------------------------------------------------
+def test_ipv6_adoption_grows_and_relationships_differ(archive):
+    net = Internet.build(SEED, 300)
+    months = ["2025-07", "2026-01", "2026-07", "2027-01"]
+    adopted = [net.adopted(m) for m in months]
+    counts = [sum(a) for a in adopted]
+    assert counts == sorted(counts) and counts[0] < counts[-1] < len(net.asns)
+    assert all(not x or y for a, b in zip(adopted, adopted[1:]) for x, y in zip(a, b))  # nobody drops IPv6
+    c2p6, p2p6, _, _ = net.relationships(6, "2026-07")
+    v4 = {frozenset(l) for l in net.c2p + net.p2p}
+    v6 = {frozenset(l) for l in c2p6 + p2p6}
+    assert v6 - v4 and v4 - v6  # IPv6-only links (open peering, tunnels) and missing ones
+    out, _ = archive
+    by_month = json.loads((out / "SYNTH.json").read_text())["topology"]["ipv6_adopters"]
+    assert by_month[MONTHS[0]] <= by_month[MONTHS[1]]
+
+
+# --- CLI ------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad, name", [
+    (["--months", "2026-13"], "--months"),
+    (["--seed", "x"], "--seed"),
+    (["--ases", "30", "--vps", "31"], "--vps"),
+    (["--min-coverage", "1.5"], "--min-coverage"),
+])
+def test_cli_bad_arguments(tmp_path, capsys, bad, name):
+    from pipeline.cli import main
+
+    assert main(["synth", "--out", str(tmp_path), *bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and name in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_json(tmp_path, capsys):
+    from pipeline.cli import main
+
+    args = ["synth", "--out", str(tmp_path), "--ases", "30", "--vps", "3", "--months", "2026-06..2026-07",
+            "--snapshots-per-month", "1", "--json"]
+    assert main(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["months"] == ["2026-06", "2026-07"] and summary["files"] == 8 and summary["entries"] > 0
