@@ -53,6 +53,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         )
         discovery.parse_month(args.month)
         cfg = cfg.with_overrides(**overrides)
+        if isinstance(cfg.data_dir, str):
+            raise ValueError(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
         for c in cfg.collectors:
             try:
                 catalogue.get(c)

@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "data_dir", None):
         from pathlib import Path
 
-        cfg = cfg.with_overrides(data_dir=Path(args.data_dir))
+        # hdfs://, s3a:// ... stay strings (Path would fold '//'); Spark jobs accept them.
+        d = args.data_dir
+        cfg = cfg.with_overrides(data_dir=d if "://" in d else Path(d))
     return args.func(args, cfg)
 
 

@@ -27,7 +27,8 @@ class Config:
     tolerance_minutes: int = 120
     #: One root for every project (a mirror or a test server); None = the public archives.
     archive_root: str | None = None
-    data_dir: Path = Path("data")
+    #: A local folder; for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
+    data_dir: Path | str = Path("data")
     backend: str = "bgpkit"
     #: Snapshots fetched and decoded at once.
     concurrency: int = 2
@@ -77,7 +78,7 @@ def load(path: str | Path | None = None) -> Config:
         if k in _TUPLE_FIELDS:
             v = tuple(v)
         elif k == "data_dir":
-            v = Path(v)
+            v = v if "://" in v else Path(v)
         kw[k] = v
     groups = method_data.pop("groups", None)
     if "reserved_asns" in method_data:

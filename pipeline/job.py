@@ -70,7 +70,8 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
 
     from pipeline.publish import Store
 
-    store = Store(spark, str(cfg.data_dir.resolve()) if "://" not in str(cfg.data_dir) else str(cfg.data_dir))
+    root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
+    store = Store(spark, root)
     res = MonthResult(month)
     src = store.path("rib_entries", f"month={month}")
     staged = None

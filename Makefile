@@ -1,0 +1,46 @@
+# The two quickstart commands (README): `make demo` and `make test`. Both install what they
+# need: a venv in .venv with the package and its Python dependencies, and for the tests the
+# Debian packages they use (bgpdump; Java for Spark if missing).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+SHARED ?= ../shared/data
+DEMO   ?= data/demo
+
+.PHONY: demo test setup system-deps check-java clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+check-java:
+	@$(BIN)/python -c "from pipeline.spark import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
+
+# Debian packages the tests use; installed when missing (needs root, as on CI machines).
+system-deps:
+	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
+	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "error: the tests need Debian packages:$$missing (sudo apt-get install$$missing)" >&2; exit 1; fi; \
+	fi
+
+# The main job end to end on the sample archive: ingest the 2026-07-30 14:00 route-views2 +
+# route-views6 RIBs, then the Spark job (coverage threshold 0: the samples are truncated).
+demo: setup check-java
+	$(BIN)/congruency ingest --month 2026-07 --days 30 --times 14:00 \
+	    --collectors route-views2,route-views6 --archive-root $(SHARED)/archive --data-dir $(DEMO)
+	$(BIN)/congruency compare --month 2026-07 --data-dir $(DEMO) --min-coverage 0
+
+test: setup system-deps check-java
+	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) data *.egg-info

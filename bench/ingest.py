@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Ingest throughput and peak RSS: each decoding backend, from the compressed MRT file to
+Parquet through ingest.run.decode_file (our framing check included, as production does
+it), next to `bgpdump -m FILE > /dev/null` and `bzip2 -dc FILE > /dev/null` (gzip -dc for
+.gz) on the same file(s), in the same run. Every run is a fresh child process; runs are
+interleaved round-robin and the fastest of --repeat is reported (peak RSS: the largest
+over the repeats). Ratios are times relative to `bgpdump -m` (below 1 = faster).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.common import MiB, mib, rate  # noqa: E402
+
+BACKENDS = ("bgpkit", "bgpdump")
+
+
+def slot_for(path: Path):
+    """The Slot production would have for an archive file (collector, project, month,
+    dump time from the path: RouteViews or RIS layout)."""
+    from ingest.discovery import Slot
+
+    m = re.match(r"^(rib|bview)\.(\d{8})\.(\d{4})\.(bz2|gz)$", path.name)
+    if not m:
+        raise ValueError(f"{path}: not a RIB dump name (rib.YYYYMMDD.HHMM.bz2 / bview.YYYYMMDD.HHMM.gz)")
+    when = datetime.strptime(m.group(2) + m.group(3), "%Y%m%d%H%M").replace(tzinfo=timezone.utc)
+    parts = path.parts
+    if m.group(1) == "rib":
+        i = parts.index("bgpdata") if "bgpdata" in parts else len(parts) - 3
+        collector, project = parts[i - 1], "routeviews"
+    else:
+        collector, project = parts[-3], "ris"
+    return Slot(collector=collector, project=project, month=f"{when:%Y-%m}", target=when,
+                url=str(path), dump_time=when)
+
+
+def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: str | None) -> int:
+    """Child mode: decode every file with one backend into out_dir (production layout)."""
+    from ingest import backends
+    from ingest.run import decode_file
+    from ingest.writer import SnapshotWriter, entries_path
+    from pipeline.config import Config
+
+    t0 = time.perf_counter()
+    backend = backends.get(backend_name)
+    batch_rows = Config().batch_rows
+    entries = 0
+    outputs = []
+    for f in files:
+        slot = slot_for(f)
+        writer = SnapshotWriter(entries_path(out_dir, slot.month, slot.collector, f.name))
+        try:
+            stats, decoded = decode_file(f, slot, backend, writer, batch_rows=batch_rows, source=str(f))
+            outputs.append(str(writer.publish()))
+            writer = None
+        finally:
+            if writer is not None:
+                writer.abort()
+        entries += decoded[4] + decoded[6]
+    common.write_result(result, {"entries": entries, "seconds": time.perf_counter() - t0,
+                                 "python_hwm": common.hwm_bytes(), "outputs": outputs,
+                                 "batch_rows": batch_rows})
+    common.reap_descendants()
+    return 0
+
+
+def decompressor(f: Path) -> str:
+    return "gzip -dc" if f.name.endswith(".gz") else "bzip2 -dc"
+
+
+def variants(files: list[Path], backends: list[str], work: Path, keep: dict[str, Path] | None = None):
+    """name -> (command, result file). keep: backend -> data dir to write its Parquet to."""
+    q = " ".join(f"'{f}'" for f in files)
+    out = {}
+    for b in backends:
+        dest = (keep or {}).get(b) or work / f"parquet-{b}"
+        res = work / f"result-{b}.json"
+        out[f"ingest ({b})"] = (common.py("ingest.py", "--child-decode", b, "--out-dir", dest,
+                                          "--result", res, *files), res)
+    out["bgpdump -m"] = (common.shell(f"for f in {q}; do bgpdump -m \"$f\" >/dev/null 2>&1 || exit 1; done"), None)
+    kinds = {decompressor(f) for f in files}
+    label = "bzip2 -dc" if kinds == {"bzip2 -dc"} else "gzip -dc" if kinds == {"gzip -dc"} else "bzip2/gzip -dc"
+    out[label] = (common.shell("; ".join(f"{decompressor(f)} '{f}' >/dev/null || exit 1" for f in files)), None)
+    return out
+
+
+def count_entries(files: list[Path]) -> int:
+    from ingest import framing
+
+    return sum(framing.scan(f).total_entries for f in files)
+
+
+def measure(files: list[Path], *, backends: list[str], repeat: int, work: Path, con,
+            keep: dict[str, Path] | None = None, timeout_s: float = 3600) -> dict:
+    """Run every variant `repeat` times, round-robin; returns figures per variant."""
+    work.mkdir(parents=True, exist_ok=True)
+    vs = variants(files, backends, work, keep)
+    runs: dict[str, list] = {k: [] for k in vs}
+    for r in range(max(1, repeat)):
+        for name, (cmd, res) in vs.items():
+            if runs[name] and runs[name][-1].rc != 0:
+                continue
+            con.print(f"[dim]run {r + 1}/{repeat}[/] {name} (load {common.load_now()})")
+            m = common.run_child(cmd, label=name, timeout_s=timeout_s, result_path=res)
+            con.print(f"  {m.wall_s:.2f}s, maxrss {mib(m.maxrss)}, tree {mib(m.tree_peak)}"
+                      + ("" if m.rc == 0 else f" [red]FAILED rc={m.rc}[/]"))
+            runs[name].append(m)
+    entries = None
+    for b in backends:
+        ok = [m for m in runs[f"ingest ({b})"] if m.rc == 0 and m.result.get("entries")]
+        if ok:
+            entries = ok[0].result["entries"]
+            break
+    if entries is None:
+        entries = count_entries(files)
+    base = common.best(runs["bgpdump -m"])
+    base_s = base.wall_s if base.rc == 0 else None
+    rows = {}
+    for name, ms in runs.items():
+        b = common.best(ms)
+        ok = b.rc == 0
+        rows[name] = {
+            "seconds": b.wall_s if ok else None,
+            "entries_per_s": round(entries / b.wall_s) if ok and b.wall_s else None,
+            "time_vs_bgpdump_m": round(b.wall_s / base_s, 3) if ok and base_s else None,
+            "maxrss_bytes": b.maxrss,
+            "tree_peak_bytes": b.tree_peak,
+            "cpu_s": round(b.user_s + b.sys_s, 2),
+            "inner_seconds": round(b.result["seconds"], 3) if b.result.get("seconds") else None,
+            "runs_s": [m.wall_s for m in ms],
+            "ok": ok,
+            "command": " ".join(b.cmd) if len(" ".join(b.cmd)) < 400 else " ".join(b.cmd)[:400] + " ...",
+        }
+    return {"files": [str(f) for f in files], "entries": entries,
+            "bytes": sum(f.stat().st_size for f in files), "repeat": repeat, "variants": rows}
+
+
+def render(res: dict) -> str:
+    rows = []
+    for name, v in res["variants"].items():
+        rows.append([name, f"{v['seconds']:.2f}" if v["seconds"] else "failed", rate(v["entries_per_s"]),
+                     f"{v['time_vs_bgpdump_m']:.2f}x" if v["time_vs_bgpdump_m"] else "-",
+                     mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"]), f"{v['cpu_s']:.1f}"])
+    return common.table(["variant", "seconds (best)", "entries/s", "time vs bgpdump -m",
+                         "peak RSS (max proc)", "peak RSS (tree sum)", "CPU s"], rows)
+
+
+def synth_file(entries: int, con) -> Path:
+    """A single-snapshot synthetic archive whose route-views2 RIB has about `entries`
+    entries (cached in bench/out/); returns that file, the archive's biggest RIB."""
+    params = common.synth_params(entries, per=common.SYNTH_RV2, snapshots=1)
+    out = common.OUT / f"synth-file-{entries}"
+    listing = common.synth_archive(out, params, con)
+    rv2 = [f for f in listing["files"] if f["collector"] == "route-views2"]
+    best = max(rv2, key=lambda f: sum(f["entries"].values()))
+    return out / best["path"]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--file", type=Path, help=f"MRT RIB file (default {common.DEFAULT_RIB})")
+    p.add_argument("--synth-entries", type=int, metavar="N",
+                   help="instead: a generated single-snapshot archive whose route-views2 RIB has "
+                        "about N entries (cached in bench/out/synth-file-N)")
+    p.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is reported (default 2)")
+    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default bgpkit,bgpdump)")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed (default 3600)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    p.add_argument("--child-decode", help=argparse.SUPPRESS)
+    p.add_argument("--out-dir", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    p.add_argument("files", nargs="*", type=Path, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child_decode:
+        return child_decode(a.child_decode, a.files, a.out_dir, a.result)
+    con = common.console()
+    if a.repeat < 1 or a.repeat > 20:
+        p.error("--repeat: 1..20")
+    if a.file and a.synth_entries:
+        p.error("--file and --synth-entries are exclusive")
+    from ingest import backends as B
+
+    wanted = [b.strip() for b in a.backends.split(",") if b.strip()]
+    usable = []
+    for b in wanted:
+        try:
+            B.get(b)
+            usable.append(b)
+        except B.BackendUnavailable as exc:
+            con.print(f"[yellow]skipping backend {b}: {exc}[/]")
+    if not shutil.which("bgpdump"):
+        con.print("[red]bgpdump is not on PATH: the bgpdump -m baseline is needed[/]")
+        return 2
+    if a.synth_entries:
+        f = synth_file(a.synth_entries, con)
+        tag = f"synth-{a.synth_entries}"
+    else:
+        f = a.file or common.DEFAULT_RIB
+        tag = "file"
+    if not f.is_file():
+        con.print(f"[red]{f}: no such file[/]")
+        return 2
+    work = common.OUT / "ingest" / tag
+    shutil.rmtree(work, ignore_errors=True)
+    con.print(f"ingest bench on {f} ({f.stat().st_size / MiB:.1f} MiB), backends {usable}, repeat {a.repeat}")
+    res = measure([f], backends=usable, repeat=a.repeat, work=work, con=con, timeout_s=a.timeout)
+    shutil.rmtree(work, ignore_errors=True)  # the Parquet outputs are not kept
+    res["machine"] = {"nproc": common.machine_facts()["nproc"]}
+    res["command"] = " ".join(["bench/ingest.py", *(argv if argv is not None else sys.argv[1:])])
+    common.write_json(res, common.OUT / f"ingest-{tag}.json", stdout=a.json)
+    con.print(f"\n{res['entries']:,} entries, {res['bytes'] / MiB:.1f} MiB; best of {a.repeat} runs "
+              "(wall time of a fresh process each; peak RSS = largest over the runs)")
+    con.print(render(res))
+    default = f"ingest (bgpkit)"
+    if default in res["variants"] and res["variants"][default]["time_vs_bgpdump_m"]:
+        v = res["variants"][default]
+        verdict = "as fast as or faster than" if v["time_vs_bgpdump_m"] <= 1 else "SLOWER than"
+        con.print(f"default backend (bgpkit) is {verdict} bgpdump -m alone: {v['time_vs_bgpdump_m']:.2f}x its time; "
+                  f"peak RSS {mib(max(v['maxrss_bytes'], v['tree_peak_bytes']))} "
+                  f"({'under' if max(v['maxrss_bytes'], v['tree_peak_bytes']) < 1024 * MiB else 'OVER'} 1 GiB)")
+    return 0 if all(v["ok"] for v in res["variants"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

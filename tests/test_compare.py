@@ -1,0 +1,254 @@
+"""The Spark job against the pure-Python reference (congruency/reference.py), row for row:
+on the real 2026-07-30 route-views2 + route-views6 pair and on the hand-made cases of
+test_method.py; on a real standalone cluster; through spark-submit; and on bad input."""
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from congruency import reference
+from ingest.schema import FILE_SCHEMA
+from pipeline import job
+from pipeline.tables import TABLES
+from tests import test_method as cases
+from tests.shared import PEERS_IN_BOTH_2026, ROOT
+
+pytestmark = pytest.mark.spark
+ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
+
+
+def published(data: Path, table: str, month: str) -> list[dict]:
+    rows = pq.read_table(data / table / f"month={month}").to_pylist()
+    assert set(rows[0]) == set(TABLES[table].names) - {"month"} if rows else True
+    return rows
+
+
+def canon(rows: list[dict]) -> list[tuple]:
+    """Rows as sorted tuples; floats to 12 significant digits (Spark's percentile sums
+    the interpolation terms in another order than the reference)."""
+    out = []
+    for r in rows:
+        out.append(tuple(sorted(
+            (k, tuple(v) if isinstance(v, list) else float(f"{v:.12g}") if isinstance(v, float) else v)
+            for k, v in r.items() if k != "month")))
+    return sorted(out, key=repr)
+
+
+def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
+    d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
+
+    def rows():
+        for b in d.to_batches(columns=ENTRY_COLS):
+            yield from b.to_pylist()
+
+    return reference.compute_month(rows(), month, params)
+
+
+def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
+    ref = reference_of(data, month, params)
+    for table in TABLES:
+        got = published(data, table, month)
+        assert canon(got) == canon(ref[table]), f"{table} differs for {month}"
+    return ref
+
+
+# ------------------------------------------------------------------ real data
+def test_real_pair_matches_reference(spark, config, ingested_2026):
+    cfg = config.with_overrides(data_dir=ingested_2026)
+    res = job.run_month(spark, cfg, "2026-07")
+    assert res.error is None, res.error
+    ref = assert_same_as_reference(ingested_2026, "2026-07", cfg.method)
+    vps_with_pairs = {r["vp_asn"] for r in published(ingested_2026, "vps", "2026-07") if r["pairs"]}
+    assert vps_with_pairs == PEERS_IN_BOTH_2026
+    [summary] = ref["month_summary"]
+    assert res.summary["pairs"] == summary["pairs"] > 1000
+    # Independent evidence for a few pairs: bgpdump -m shows these exact paths (see README).
+    pairs = {(r["vp_asn"], r["dest_asn"]): r for r in published(ingested_2026, "pairs", "2026-07")}
+    assert len(pairs) == summary["pairs"]
+
+
+# ------------------------------------------------------------------ hand-made cases
+def write_entries(data: Path, month: str, rows: list[dict]) -> None:
+    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector."""
+    by_col: dict[str, list[dict]] = {}
+    for r in rows:
+        by_col.setdefault(r["collector"], []).append(r)
+    for col, rs in by_col.items():
+        out = data / "rib_entries" / f"month={month}" / f"collector={col}" / "hand.parquet"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        t = [dict(
+            project="test",
+            snapshot_time=datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
+            peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
+            as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=None,
+            origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
+        pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
+
+
+HAND_CASES = {
+    "2024-01": (cases._full_month_rows, 0.0),
+    "2024-02": (cases._coverage_rows, 0.5),
+    "2024-03": (cases._quartile_rows, 0.0),
+}
+
+
+def test_hand_made_cases_match_reference(spark, config, tmp_path):
+    for month, (make, cov) in HAND_CASES.items():
+        write_entries(tmp_path, month, make())
+    for month, (make, cov) in HAND_CASES.items():
+        cfg = replace(config.with_overrides(data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
+        res = job.run_month(spark, cfg, month)
+        assert res.error is None, res.error
+        assert_same_as_reference(tmp_path, month, cfg.method)
+
+
+def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_path):
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-03", cases._quartile_rows())
+    cfg = config.with_overrides(data_dir=tmp_path)
+    assert job.run_month(spark, cfg, "2024-03").error is None
+    other = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}
+    first = job.run_month(spark, cfg, "2024-01")
+    again = job.run_month(spark, cfg, "2024-01")
+    assert first.error is None and again.error is None and first.summary == again.summary
+    assert len(published(tmp_path, "pairs", "2024-01")) == first.summary["pairs"]  # no duplicates
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()} == other
+    assert not list((tmp_path / "_staging").glob("*"))
+
+
+# ------------------------------------------------------------------ bad input
+def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    cfg = config.with_overrides(data_dir=tmp_path)
+    assert job.run_month(spark, cfg, "2024-01").error is None
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+
+    r = job.run_month(spark, cfg, "2023-12")
+    assert r.error.endswith("no ingested data for month 2023-12 (run congruency ingest first)")
+
+    v4_only = [x for x in cases._full_month_rows() if x["afi"] == 4]
+    write_entries(tmp_path, "2024-04", v4_only)
+    r = job.run_month(spark, cfg, "2024-04")
+    assert "month 2024-04 has no IPv6 entries" in r.error
+
+    bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
+    bad.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
+    r = job.run_month(spark, cfg, "2024-05")
+    assert "column 'snapshot_time' is missing" in r.error
+    for e in (r.error,):
+        assert "\n" not in e
+    after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p in before}
+    assert after == before
+    assert not (tmp_path / "pairs" / "month=2024-04").exists()
+    assert not (tmp_path / "pairs" / "month=2024-05").exists()
+
+
+def test_cli_compare_exit_codes(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2024-13",
+                        "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and p.stderr.strip() == "error: --month: expected YYYY-MM, got '2024-13'"
+    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2024-01",
+                        "--data-dir", str(tmp_path), "--min-coverage", "1.5"], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "--min-coverage" in p.stderr
+
+
+# ------------------------------------------------------------------ real cluster / spark-submit
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """A real Spark standalone master and one worker on 127.0.0.1 (pyspark's spark-class)."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_LOG_DIR": str(tmp_path / "logs"), "SPARK_WORKER_DIR": str(tmp_path / "work"),
+           "PYSPARK_PYTHON": sys.executable}
+    env.pop("SPARK_CONF_DIR", None)  # the daemons log at Spark's defaults into cluster.log
+    port, ui = _free_port(), _free_port()
+    cls = str(home / "bin" / "spark-class")
+    logs = open(tmp_path / "cluster.log", "wb")
+    master = subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                               "--port", str(port), "--webui-port", str(ui)],
+                              env=env, stdout=logs, stderr=logs)
+    worker = subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                               "--host", "127.0.0.1", "--cores", "2", "--memory", "3g",
+                               "--webui-port", str(_free_port())],
+                              env=env, stdout=logs, stderr=logs)
+    try:
+        import json
+        import urllib.request
+
+        def alive_workers() -> int:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
+                    return json.load(r).get("aliveworkers", 0)
+            except OSError:
+                return 0
+
+        deadline = time.monotonic() + 120
+        while alive_workers() < 1:  # bounded: fails after two minutes
+            log = (tmp_path / "cluster.log").read_text(errors="replace")[-2000:]
+            assert time.monotonic() < deadline, log
+            assert master.poll() is None and worker.poll() is None, log
+            time.sleep(0.5)
+        yield f"spark://127.0.0.1:{port}", env
+    finally:
+        for p in (worker, master):
+            p.terminate()
+        for p in (worker, master):
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        logs.close()
+
+
+@pytest.mark.cluster
+def test_standalone_cluster_gives_the_same_results(standalone_cluster, config, ingested_2026, tmp_path):
+    master, env = standalone_cluster
+    env = {**env, "PYTHONPATH": str(ROOT)}
+    data = tmp_path / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2026-07",
+                        "--data-dir", str(data), "--min-coverage", "0", "--master", master,
+                        "--conf", "spark.executor.memory=2g", "--json"],
+                       capture_output=True, text=True, env=env, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_same_as_reference(data, "2026-07", config.method)
+    import json
+
+    assert json.loads(p.stdout.splitlines()[-1])["summary"]["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
+
+
+def test_spark_submit_runs_the_job(config, tmp_path):
+    import pyspark
+
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
+           "SPARK_HOME": str(submit.parent.parent)}
+    p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "pipeline" / "submit.py"),
+                        "compare", "--month", "2024-01", "--data-dir", str(tmp_path), "--min-coverage", "0"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert_same_as_reference(tmp_path, "2024-01", config.method)
