@@ -10,7 +10,8 @@ left behind (a JVM, a decoder). Two memory figures come back:
   descendants' maxima into their reaper's): max(python, JVM, bgpdump...), not their sum.
   Floor: the launcher's own few MiB, which its fork carries into the command's figure;
 - `tree_peak`: the largest *sum* of RSS over the command's whole process tree, sampled
-  from /proc every 0.1 s (may miss a peak shorter than that).
+  from /proc every 0.1 s (may miss a peak shorter than that; fork-before-exec moments of
+  a process are not counted twice, see tree_rss).
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def reap_descendants(timeout_s: float = 120.0) -> int:
     return reaped
 
 
-def _ppid_map() -> dict[int, int]:
+def _proc_table() -> dict[int, tuple[int, bytes, int]]:
+    """pid -> (ppid, comm, rss bytes), from one pass over /proc/*/stat."""
     out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -91,9 +93,17 @@ def _ppid_map() -> dict[int, int]:
                 s = fh.read()
         except OSError:
             continue
-        rest = s[s.rfind(b")") + 2:].split()
-        out[int(d)] = int(rest[1])
+        close = s.rfind(b")")
+        rest = s[close + 2:].split()
+        try:
+            out[int(d)] = (int(rest[1]), s[s.find(b"(") + 1:close], int(rest[21]) * PAGE)
+        except (IndexError, ValueError):
+            continue
     return out
+
+
+def _ppid_map() -> dict[int, int]:
+    return {p: v[0] for p, v in _proc_table().items()}
 
 
 def _children(pid: int) -> list[int]:
@@ -111,6 +121,30 @@ def tree_pids(root: int) -> list[int]:
         out.append(p)
         stack.extend(kids.get(p, ()))
     return out
+
+
+def tree_rss(root: int, include_root: bool = False) -> int:
+    """Sum of RSS over root's descendants. A child with its parent's name and within 5% of
+    its parent's RSS (over 32 MiB) is a fork/vfork between fork and exec (the JVM and Python
+    start helper processes that way): it shares or copies the parent's pages for a moment
+    and is skipped, or every such moment would count the parent twice."""
+    tab = _proc_table()
+    kids: dict[int, list[int]] = {}
+    for p, v in tab.items():
+        kids.setdefault(v[0], []).append(p)
+    total, stack, seen = 0, [root], 0
+    while stack and seen < 10_000:
+        p = stack.pop()
+        seen += 1
+        stack.extend(kids.get(p, ()))
+        if p not in tab or (p == root and not include_root):
+            continue
+        ppid, comm, rss = tab[p]
+        parent = tab.get(ppid)
+        if parent and parent[1] == comm and parent[2] > 32 * MiB and abs(rss - parent[2]) <= 0.05 * parent[2]:
+            continue
+        total += rss
+    return total
 
 
 def rss_bytes(pid: int) -> int:
@@ -209,7 +243,7 @@ def run_child(cmd: list[str], *, label: str = "", timeout_s: float = 3600, stdou
 
     def sample():
         while not done.wait(SAMPLE_S):
-            total = sum(rss_bytes(p) for p in tree_pids(proc.pid) if p != proc.pid)
+            total = tree_rss(proc.pid)
             peak[0] = max(peak[0], total)
             if time.perf_counter() - t0 > timeout_s and not timed_out[0]:
                 timed_out[0] = True

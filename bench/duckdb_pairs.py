@@ -208,11 +208,13 @@ def method_params(min_coverage: float | None):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", type=Path, default=common.OUT / "data",
-                    help="data dir with rib_entries/ (and pairs/ for --check); default bench/out/data")
+    ap.add_argument("--data-dir", type=Path,
+                    help="data dir with rib_entries/ (and pairs/ for --check); default bench/out/data, "
+                         "the real 2026-07 pair that bench/compare.py ingests and runs the job on")
     ap.add_argument("--month", help="YYYY-MM (default: the latest month under rib_entries/)")
     ap.add_argument("--min-coverage", type=float,
-                    help="default-free threshold; must match the Spark run for --check (default: config, 0.9)")
+                    help="default-free threshold; must match the Spark run for --check (default: 0 for "
+                         "bench/out/data as bench/compare.py uses it, else the config's 0.9)")
     ap.add_argument("--check", action="store_true",
                     help="compare with the Spark job's published pairs; exit 1 on any difference")
     ap.add_argument("--out", type=Path, help="pairs Parquet to write (default bench/out/duckdb/pairs-M.parquet)")
@@ -222,6 +224,10 @@ def main(argv=None) -> int:
     ap.add_argument("--result", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     con = common.console()
+    if a.data_dir is None:
+        a.data_dir = common.OUT / "data"
+        if a.min_coverage is None:
+            a.min_coverage = 0.0
     month = a.month or latest_month(a.data_dir)
     if not month:
         con.print(f"[red]{a.data_dir}/rib_entries: no month found (ingest first)[/]")

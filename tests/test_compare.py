@@ -23,7 +23,9 @@ from ingest.schema import FILE_SCHEMA
 from pipeline import job
 from pipeline.tables import TABLES
 from tests import test_method as cases
-from tests.shared import PEERS_IN_BOTH_2026, ROOT
+from collections import Counter
+
+from tests.shared import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
 
 pytestmark = pytest.mark.spark
 ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
@@ -74,9 +76,31 @@ def test_real_pair_matches_reference(spark, config, ingested_2026):
     assert vps_with_pairs == PEERS_IN_BOTH_2026
     [summary] = ref["month_summary"]
     assert res.summary["pairs"] == summary["pairs"] > 1000
-    # Independent evidence for a few pairs: bgpdump -m shows these exact paths (see README).
     pairs = {(r["vp_asn"], r["dest_asn"]): r for r in published(ingested_2026, "pairs", "2026-07")}
     assert len(pairs) == summary["pairs"]
+    # Independent evidence: the most frequent prepend-free path in `bgpdump -m` of each file
+    # for a sample of pairs is the pair's IPv4 / IPv6 path.
+    sample = sorted(pairs)[:: max(1, len(pairs) // 25)]
+    for afi, f in ((4, RV2_2026), (6, RV6_2026)):
+        counts = bgpdump_paths(f, {k[0] for k in sample})
+        for vp, dest in sample:
+            seen = counts.get((vp, dest), Counter())
+            best = min(seen, key=lambda p: (-seen[p], len(p), p))
+            assert list(best) == pairs[(vp, dest)][f"v{afi}_path"], (vp, dest, afi)
+
+
+def bgpdump_paths(path: Path, peers: set[int]) -> dict[tuple[int, int], Counter]:
+    require_tool("bgpdump")
+    out = subprocess.run(["bgpdump", "-q", "-m", str(path)], capture_output=True, text=True, check=True).stdout
+    res: dict = {}
+    for line in out.splitlines():
+        f = line.split("|")
+        if int(f[4]) not in peers or f[5] in ("0.0.0.0/0", "::/0") or "{" in f[6]:
+            continue
+        asns = [int(a) for a in f[6].split()]
+        p = tuple(a for i, a in enumerate(asns) if i == 0 or a != asns[i - 1])
+        res.setdefault((p[0], p[-1]), Counter())[p] += 1
+    return res
 
 
 # ------------------------------------------------------------------ hand-made cases

@@ -1,0 +1,52 @@
+"""The one configuration object: defaults < TOML file < flags; the README's example is valid."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import Config, ConfigError, load
+from tests.shared import ROOT
+
+
+def test_defaults_are_the_methods_data_set():
+    cfg = load()
+    assert cfg.collectors == ("route-views2", "route-views6")
+    assert cfg.days == (1, 2, 3, 4, 5) and cfg.times == ("00:00",)
+    assert cfg.backend == "bgpkit" and cfg.method.min_coverage == 0.9
+    assert cfg.method.group_of("route-views6") == "route-views" and cfg.method.group_of("rrc00") == "rrc00"
+
+
+def test_readme_example_loads(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
+    p = tmp_path / "c.toml"
+    p.write_text(block)
+    cfg = load(p)
+    assert cfg.collectors == ("route-views2", "route-views6", "rrc00", "rrc01")
+    assert cfg.data_dir == Path("/srv/congruency") and cfg.backend == "bgpdump"
+    assert cfg.spark_conf == {"spark.driver.memory": "8g"}
+    assert cfg.method.reserved_asns[2] == (64496, 131071)
+    # flags win over the file
+    assert cfg.with_overrides(backend="bgpkit", days=None).backend == "bgpkit"
+    assert cfg.with_overrides(days=None).days == (1, 2, 3, 4, 5)
+
+
+def test_bad_files_name_the_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"nope.toml: config file not found"):
+        load(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("days = [1,\n")
+    with pytest.raises(ConfigError, match=r"bad.toml: not valid TOML"):
+        load(bad)
+    bad.write_text("[method]\nmin_coverag = 0.5\n")
+    with pytest.raises(ConfigError, match=r"bad.toml"):
+        load(bad)
+
+
+def test_remote_data_dir_stays_a_url(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('data_dir = "hdfs://nn:8020/congruency"\n')
+    assert load(p).data_dir == "hdfs://nn:8020/congruency"
+    assert isinstance(Config().data_dir, Path)
