@@ -164,9 +164,10 @@ def render_md(doc: dict) -> str:
     for s in scales:
         for name, v in s["stages"].get("ingest", {}).items():
             rows.append([s["scale"], f"{s['entries']:,}", name, _s(v["seconds"]), rate(v["entries_per_s"]),
-                         _ratio(v["time_vs_bgpdump_m"]), mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"])])
-    lines += [common.table(["scale", "entries", "variant", "seconds", "entries/s", "vs bgpdump -m",
-                            "peak RSS max proc", "peak RSS tree"], rows, align="rrlrrrrr"), ""]
+                         _ratio(v["time_vs_bgpdump_m"]), _s(v.get("cpu_s"), 1), mib(v["maxrss_bytes"]),
+                         mib(v["tree_peak_bytes"])])
+    lines += [common.table(["scale", "entries", "variant", "seconds", "entries/s", "vs bgpdump -m", "CPU s",
+                            "peak RSS max proc", "peak RSS tree"], rows, align="rrlrrrrrr"), ""]
     lines += ["## Spark job vs scan floor (local[*])", "",
               "Seconds from a ready SparkSession to the month published (job) or counted (floor: the same",
               "Parquet read as the job, every job column touched); session start (JVM) reported apart.",
@@ -175,10 +176,11 @@ def render_md(doc: dict) -> str:
     for s in scales:
         for name, v in s["stages"].get("compare", {}).items():
             rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
-                         _ratio(v["time_vs_floor"]), _s(v["session_s"], 1), mib(v["maxrss_bytes"]),
-                         mib(v["jvm_hwm_bytes"]), mib(v["tree_peak_bytes"])])
+                         _ratio(v["time_vs_floor"]), _s(v["session_s"], 1), _s(v.get("cpu_s"), 0),
+                         mib(v["maxrss_bytes"]), mib(v["jvm_hwm_bytes"]), mib(v["tree_peak_bytes"])])
     lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "session s",
-                            "peak RSS max proc", "JVM VmHWM", "peak RSS tree"], rows, align="rrlrrrrrrr"), ""]
+                            "CPU s (process)", "peak RSS max proc", "JVM VmHWM", "peak RSS tree"], rows,
+                           align="rrlrrrrrrrr"), ""]
     lines += ["## DuckDB pairs query (bench/duckdb_pairs.py, single process, all cores)", "",
               "Seconds to compute the pairs and write them to Parquet. `check`: its pairs compared row",
               "for row with the Spark job's published pairs of the same run.", ""]
@@ -189,10 +191,10 @@ def render_md(doc: dict) -> str:
             chk = v.get("check") or {}
             rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", _s(v["work_s"]), rate(v["rows_per_s"]),
                          _ratio(v.get("time_vs_spark_job")), _ratio(v.get("time_vs_spark_floor")),
-                         mib(v["maxrss_bytes"]), f"{v.get('pairs') or 0:,}",
+                         _s(v.get("cpu_s"), 1), mib(v["maxrss_bytes"]), f"{v.get('pairs') or 0:,}",
                          "identical" if chk.get("identical") else ("DIFFERENT" if chk else "-")])
     lines += [common.table(["scale", "rows", "seconds", "rows/s", "vs Spark job", "vs Spark floor",
-                            "peak RSS", "pairs", "check"], rows, align="rrrrrrrrl"), ""]
+                            "CPU s (process)", "peak RSS", "pairs", "check"], rows, align="rrrrrrrrrl"), ""]
     real = doc.get("real") or {}
     if real:
         lines += ["## Real data: the 2026-07-30 14:00 route-views2 + route-views6 pair", ""]
@@ -322,18 +324,26 @@ def notes(doc: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=int, nargs="+", required=True, metavar="N",
+    ap.add_argument("--scale", type=int, nargs="+", default=[], metavar="N",
                     help="about N million RIB entries per month, e.g. 1 10 50 (several allowed)")
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of ingest,compare,duckdb")
-    ap.add_argument("--backends", default="bgpkit,bgpdump",
-                    help="ingest backends (the first one's Parquet feeds the Spark and DuckDB stages)")
+    ap.add_argument("--backends", default="bgpkit",
+                    help="comma-separated ingest backends, default bgpkit (production's default); the "
+                         "first one's Parquet feeds the Spark and DuckDB stages")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measurement, best reported (default 2)")
     ap.add_argument("--min-coverage", type=float,
                     help="default-free threshold for the job and DuckDB (default: the config's, 0.9)")
     ap.add_argument("--timeout", type=float, default=3 * 3600, help="seconds per run before it is killed")
     ap.add_argument("--no-results", action="store_true", help="don't touch bench/RESULTS.md and RESULTS.png")
+    ap.add_argument("--note", action="append", default=[], metavar="TEXT",
+                    help="a line for the 'what limits each stage' section of RESULTS.md (repeatable; "
+                         "replaces the previous notes)")
+    ap.add_argument("--render-only", action="store_true",
+                    help="only re-render RESULTS.md/.png from their data and bench/out/*.json")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     a = ap.parse_args(argv)
+    if not a.scale and not a.render_only:
+        ap.error("--scale: required (unless --render-only)")
     if any(n < 1 or n > 1000 for n in a.scale):
         ap.error("--scale: 1..1000")
     con = common.console()
@@ -361,6 +371,11 @@ def main(argv=None) -> int:
     command = " ".join(["bench/run.py", *(argv if argv is not None else sys.argv[1:])])
     doc = load_previous()
     doc.setdefault("scales", {})
+    if a.note:
+        doc["notes_manual"] = a.note
+    if a.render_only:
+        write_results(doc, con)
+        return 0
     results = []
     for n in a.scale:
         r = run_scale(n, stages=stages, backends=backends, repeat=a.repeat, min_coverage=a.min_coverage,
@@ -395,7 +410,7 @@ def write_results(doc: dict, con) -> None:
     synth_files = sorted(common.OUT.glob("ingest-synth-*.json"))
     if synth_files:
         real["ingest_synth"] = [json.loads(p.read_text()) for p in synth_files]
-    doc["notes"] = doc.get("notes_fixed") or notes(doc)
+    doc["notes"] = doc.get("notes_manual") or notes(doc)
     RESULTS_MD.write_text(render_md(doc))
     p = plot(doc, RESULTS_PNG, con)
     con.print(f"wrote {RESULTS_MD}" + (f" and {p}" if p else ""))

@@ -152,6 +152,26 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
     return {"cleaning_stats": cleaning, "paths": paths, "vps": vps, "pairs": pairs, "month_summary": [summary]}
 
 
+def transitions(month: str, pairs: Iterable[Mapping], prev_pairs: Iterable[Mapping],
+                prev_vps: Iterable[Mapping], prev_paths: Iterable[Mapping]) -> list[dict]:
+    """Pairs of `month` that became congruent since the month before (METHOD.md)."""
+    before = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in prev_pairs}
+    old_vps = {(r["vp_group"], r["vp_asn"]) for r in prev_vps}
+    had_v6 = {r["dest_asn"] for r in prev_paths if r["afi"] == 6}
+    out = []
+    for r in pairs:
+        key = (r["vp_group"], r["vp_asn"], r["dest_asn"])
+        prev = before.get(key)
+        if not r["congruent"] or key[:2] not in old_vps or (prev and prev["congruent"]):
+            continue
+        kind = "existing_pair" if prev else "new_pair" if r["dest_asn"] in had_v6 else "new_ipv6_destination"
+        out.append(dict(month=month, vp_group=key[0], vp_asn=key[1], dest_asn=key[2], kind=kind,
+                        v4_path=list(r["v4_path"]), v6_path=list(r["v6_path"]),
+                        prev_v4_path=list(prev["v4_path"]) if prev else None,
+                        prev_v6_path=list(prev["v6_path"]) if prev else None))
+    return sorted(out, key=lambda x: (x["vp_group"], x["vp_asn"], x["dest_asn"]))
+
+
 def to_arrow(tables: Mapping[str, list[dict]]) -> dict[str, pa.Table]:
     """The tables of `compute_month` as Arrow tables with the schemas of pipeline/tables.py."""
     return {name: pa.Table.from_pylist(list(tables[name]), schema=TABLES[name]) for name in TABLES if name in tables}

@@ -299,3 +299,41 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         )
     )
     return MonthFrames(cleaning_stats, paths, vps, pairs, month_summary)
+
+
+def transitions(spark, pairs, prev: dict | None):
+    """Congruent pairs of this month that were not congruent pairs the month before
+    (METHOD.md, "Across months"). `prev` maps 'pairs', 'vps', 'paths' to the previous
+    month's published DataFrames; None gives the empty table."""
+    from pyspark.sql import functions as F
+
+    pk = ["vp_group", "vp_asn", "dest_asn"]
+    if prev is None:
+        return spark.createDataFrame([], TRANSITIONS_DDL)
+    before = prev["pairs"].select(*pk, F.col("congruent").alias("prev_congruent"),
+                                  F.col("v4_path").alias("prev_v4_path"),
+                                  F.col("v6_path").alias("prev_v6_path"))
+    old_vps = prev["vps"].select("vp_group", "vp_asn").distinct()
+    had_v6 = prev["paths"].filter("afi = 6").select("dest_asn").distinct().withColumn("had_v6", F.lit(True))
+    return (
+        pairs.filter("congruent")
+        .join(old_vps, ["vp_group", "vp_asn"], "left_semi")
+        .join(before, pk, "left")
+        .filter("prev_congruent IS NULL OR NOT prev_congruent")
+        .join(had_v6, "dest_asn", "left")
+        .select(
+            *pk,
+            F.when(F.col("prev_congruent").isNotNull(), "existing_pair")
+            .when(F.col("had_v6").isNull(), "new_ipv6_destination")
+            .otherwise("new_pair").alias("kind"),
+            "v4_path", "v6_path",
+            F.when(F.col("prev_congruent").isNotNull(), F.col("prev_v4_path")).alias("prev_v4_path"),
+            F.when(F.col("prev_congruent").isNotNull(), F.col("prev_v6_path")).alias("prev_v6_path"),
+        )
+    )
+
+
+TRANSITIONS_DDL = (
+    "vp_group string, vp_asn bigint, dest_asn bigint, kind string, v4_path array<bigint>, "
+    "v6_path array<bigint>, prev_v4_path array<bigint>, prev_v6_path array<bigint>"
+)

@@ -5,11 +5,16 @@ import threading
 from dataclasses import dataclass, field
 
 from pipeline import console
-from pipeline.compare import JobError, check_schema, compute
+from pipeline.compare import JobError, check_schema, compute, transitions
 from pipeline.config import Config
 
-TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "month_summary")
-SMALL = {"cleaning_stats", "vps", "month_summary"}
+TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
+SMALL = {"cleaning_stats", "vps", "month_summary", "transitions"}
+
+
+def previous_month(month: str) -> str:
+    y, m = map(int, month.split("-"))
+    return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
 
 
 @dataclass
@@ -95,10 +100,16 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
                         raise JobError(f"{src}: month {month} has no IPv{afi} entries; "
                                        "both address families are needed")
                 prog.advance(steps)
-                frames = compute(entries, month, cfg.method, step=step)
+                frames = dict(compute(entries, month, cfg.method, step=step).items())
+                prev = previous_month(month)
+                have_prev = all(store.has_files(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths"))
+                frames["transitions"] = transitions(spark, frames["pairs"], {
+                    t: spark.read.parquet(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths")
+                } if have_prev else None)
                 prog.advance(steps)
                 staged = store.staging(month)
-                for name, df in frames.items():
+                for name in TABLE_ORDER:
+                    df = frames[name]
                     step(f"writing {name}")
                     out = df.coalesce(1) if name in SMALL else df
                     out.write.mode("error").parquet(f"{staged}/{name}")

@@ -105,6 +105,22 @@ MONTH_SUMMARY = pa.schema(
     ]
 )
 
+#: Month M against the month before (METHOD.md, "Across months").
+TRANSITIONS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("dest_asn", ASN),
+        ("kind", pa.string()),  # existing_pair | new_ipv6_destination | new_pair
+        ("v4_path", ASN_LIST),
+        ("v6_path", ASN_LIST),
+        ("prev_v4_path", ASN_LIST),
+        ("prev_v6_path", ASN_LIST),
+    ]
+)
+
+#: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
     "cleaning_stats": CLEANING_STATS,
     "paths": PATHS,
