@@ -117,7 +117,8 @@ def write_entries(data: Path, month: str, rows: list[dict]) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         t = [dict(
             project="test",
-            snapshot_time=datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
+            snapshot_time=r["snapshot_time"] if isinstance(r["snapshot_time"], datetime) else
+            datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
             peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
             as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=None,
             origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
@@ -128,6 +129,8 @@ HAND_CASES = {
     "2024-01": (cases._full_month_rows, 0.0),
     "2024-02": (cases._coverage_rows, 0.5),
     "2024-03": (cases._quartile_rows, 0.0),
+    "2024-04": (cases._cleaning_rows, 0.0),  # every cleaning reason and their precedence
+    "2024-05": (cases._paths_rows, 0.0),  # the three tie-break levels of the representative path
 }
 
 

@@ -182,8 +182,8 @@ def test_load_groups(tmp_path):
 
 
 # ---------------------------------------------------------------- compute_month: cleaning_stats
-def test_cleaning_stats_counts_each_reason_per_afi():
-    rows = [
+def _cleaning_rows():
+    return [
         R("rrc00", 1, 4, [1, 2], prefix="0.0.0.0/0", as_set=True),
         R("rrc00", 1, 4, None, as_set=True),
         R("rrc00", 1, 4, [2, 3], as_set=True),
@@ -196,6 +196,10 @@ def test_cleaning_stats_counts_each_reason_per_afi():
         R("rrc00", 1, 6, [1, 2], prefix="::/0"),
         R("rrc00", 1, 6, [1, 2]),
     ]
+
+
+def test_cleaning_stats_counts_each_reason_per_afi():
+    rows = _cleaning_rows()
     got = compute_month(iter(rows), M, P0)["cleaning_stats"]  # an iterator: one pass
     assert got == [
         {"month": M, "afi": 4, "reason": "as_set", "entries": 2},
@@ -210,9 +214,9 @@ def test_cleaning_stats_counts_each_reason_per_afi():
 
 
 # ---------------------------------------------------------------- compute_month: paths
-def test_paths_representative_and_counts():
+def _paths_rows():
     t1, t2, t3 = (datetime(2024, 1, d, tzinfo=timezone.utc) for d in (1, 2, 3))
-    rows = [
+    return [
         # (VP 1, origin 9, v4): (1,2,9) seen 3x after de-prepending, (1,3,4,9) 2x
         R("rrc00", 1, 4, [1, 2, 9], prefix="10.1.0.0/16", t=t1),
         R("rrc00", 1, 4, [1, 1, 2, 9], prefix="10.2.0.0/16", t=t1),
@@ -231,6 +235,10 @@ def test_paths_representative_and_counts():
         # the VP's own prefix: a one-AS path, kept in paths
         R("rrc00", 1, 4, [1], t=t1),
     ]
+
+
+def test_paths_representative_and_counts():
+    rows = _paths_rows()
     got = compute_month(rows, M, P0)["paths"]
     base = {"month": M, "vp_group": "rrc00", "vp_asn": 1}
     assert got == [
