@@ -40,7 +40,7 @@ def plan(cfg: Config, month: str) -> list[Slot]:
     for name in cfg.collectors:
         col = catalogue.get(name)
         slots += discovery.discover(
-            col, month, targets, root=cfg.archive_root,
+            col, month, targets, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
             tolerance=timedelta(minutes=cfg.tolerance_minutes), timeout=cfg.timeout_s,
         )
     return slots

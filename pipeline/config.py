@@ -25,8 +25,10 @@ class Config:
     times: tuple[str, ...] = ("00:00",)
     #: A missing snapshot may be replaced by the nearest dump this close to it.
     tolerance_minutes: int = 120
-    #: One root for every project (a mirror or a test server); None = the public archives.
+    #: One root for every project (a mirror or a test server); None = per project below.
     archive_root: str | None = None
+    #: Per-project roots (routeviews, ris) overriding the public ones of ingest/catalogue.toml.
+    archive_roots: dict[str, str] = field(default_factory=dict)
     #: A local folder; for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
     data_dir: Path | str = Path("data")
     backend: str = "bgpkit"

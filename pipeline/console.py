@@ -26,4 +26,5 @@ def progress(*, transfer: bool = False) -> Progress:
     cols = [TextColumn("{task.description}"), BarColumn()]
     cols += [DownloadColumn(), TransferSpeedColumn()] if transfer else [MofNCompleteColumn()]
     cols.append(TimeElapsedColumn())
-    return Progress(*cols, console=err, transient=False, disable=not err.is_terminal and False)
+    # Off a terminal (CI logs) rich draws the bars once, at the end: a compact record.
+    return Progress(*cols, console=err, transient=False)

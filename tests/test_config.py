@@ -27,6 +27,7 @@ def test_readme_example_loads(tmp_path):
     assert cfg.collectors == ("route-views2", "route-views6", "rrc00", "rrc01")
     assert cfg.data_dir == Path("/srv/congruency") and cfg.backend == "bgpdump"
     assert cfg.spark_conf == {"spark.driver.memory": "8g"}
+    assert cfg.archive_root is None and cfg.archive_roots == {"ris": "https://ris-mirror.example.net"}
     assert cfg.method.reserved_asns[2] == (64496, 131071)
     # flags win over the file
     assert cfg.with_overrides(backend="bgpkit", days=None).backend == "bgpkit"

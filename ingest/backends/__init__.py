@@ -9,6 +9,8 @@ AS paths, AFIs or origins.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from types import ModuleType
 
 import pyarrow as pa
@@ -41,13 +43,17 @@ def get(name: str) -> ModuleType:
     return mod
 
 
-def raw_batch(peer_ip: list, peer_asn: list, prefix: list, path: list) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(peer_ip, pa.string()),
-            pa.array(peer_asn, pa.uint32()),
-            pa.array(prefix, pa.string()),
-            pa.array(path, pa.string()),
-        ],
-        schema=RAW_SCHEMA,
-    )
+def batches(rows: Iterable[tuple[str, int, str, str]], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """(peer_ip, peer_asn, prefix, as_path_text) tuples -> RAW_SCHEMA batches of batch_rows."""
+    it = iter(rows)
+    while chunk := list(islice(it, batch_rows)):
+        ips, asns, prefixes, paths = zip(*chunk)
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(ips, pa.string()),
+                pa.array(asns, pa.uint32()),
+                pa.array(prefixes, pa.string()),
+                pa.array(paths, pa.string()),
+            ],
+            schema=RAW_SCHEMA,
+        )

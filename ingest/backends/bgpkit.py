@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ingest.backends import raw_batch
+from ingest.backends import batches
 
 NAME = "bgpkit"
 
@@ -22,17 +22,5 @@ def available() -> str | None:
 def decode(path: Path, batch_rows: int = 200_000) -> Iterator[pa.RecordBatch]:
     import pybgpkit_parser
 
-    ips: list = []
-    asns: list = []
-    prefixes: list = []
-    paths: list = []
-    for elem in pybgpkit_parser.Parser(url=str(path)):
-        ips.append(elem.peer_ip)
-        asns.append(elem.peer_asn)
-        prefixes.append(elem.prefix)
-        paths.append(elem.as_path or "")
-        if len(ips) >= batch_rows:
-            yield raw_batch(ips, asns, prefixes, paths)
-            ips, asns, prefixes, paths = [], [], [], []
-    if ips:
-        yield raw_batch(ips, asns, prefixes, paths)
+    rows = ((e.peer_ip, e.peer_asn, e.prefix, e.as_path or "") for e in pybgpkit_parser.Parser(url=str(path)))
+    return batches(rows, batch_rows)

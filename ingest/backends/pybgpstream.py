@@ -10,7 +10,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ingest.backends import raw_batch
+from ingest.backends import batches
 
 NAME = "pybgpstream"
 
@@ -28,19 +28,9 @@ def decode(path: Path, batch_rows: int = 200_000) -> Iterator[pa.RecordBatch]:
 
     stream = pybgpstream.BGPStream(data_interface="singlefile")
     stream.set_data_interface_option("singlefile", "rib-file", str(path))
-    ips: list = []
-    asns: list = []
-    prefixes: list = []
-    paths: list = []
-    for elem in stream:
-        if elem.type != "R":
-            continue
-        ips.append(elem.peer_address)
-        asns.append(elem.peer_asn)
-        prefixes.append(elem.fields["prefix"])
-        paths.append(elem.fields.get("as-path", ""))
-        if len(ips) >= batch_rows:
-            yield raw_batch(ips, asns, prefixes, paths)
-            ips, asns, prefixes, paths = [], [], [], []
-    if ips:
-        yield raw_batch(ips, asns, prefixes, paths)
+    rows = (
+        (e.peer_address, e.peer_asn, e.fields["prefix"], e.fields.get("as-path", ""))
+        for e in stream
+        if e.type == "R"
+    )
+    return batches(rows, batch_rows)
