@@ -305,3 +305,17 @@ def test_decode_edge_files_through_the_writer(tmp_path):
         out = w.publish()
         assert {k: v for k, v in decoded.items() if v} == dict(bgpdump_counts(path))
         assert pq.read_metadata(out).num_rows == sum(decoded.values())
+
+
+def test_default_roots_are_the_public_archives():
+    from ingest import catalogue
+
+    rv2, rv6, rrc = (catalogue.get(n) for n in ("route-views2", "route-views6", "rrc00"))
+    assert discovery.month_dirs(rv2, rv2.project.root, 2026, 7) == [
+        "https://archive.routeviews.org/route-views2/bgpdata/2026.07/RIBS",
+        "https://archive.routeviews.org/bgpdata/2026.07/RIBS",  # before July 2026
+    ]
+    assert discovery.month_dirs(rv6, rv6.project.root, 2026, 7) == [
+        "https://archive.routeviews.org/route-views6/bgpdata/2026.07/RIBS"]
+    assert discovery.month_dirs(rrc, rrc.project.root, 2026, 7) == ["https://data.ris.ripe.net/rrc00/2026.07"]
+    assert set(rv2.afis) == {4} and set(rv6.afis) == {6} and set(rrc.afis) == {4, 6}
