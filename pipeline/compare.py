@@ -110,7 +110,7 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
               WHEN size(array_distinct({stripped})) != size({stripped}) THEN 'loop'
             END"""
         ).alias("reason"),
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    )  # not cached: read twice (stats, kept), cheaper than caching every entry
 
     cleaning_stats = (
         rows.groupBy("afi", F.coalesce("reason", F.lit("kept")).alias("reason"))
