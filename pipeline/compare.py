@@ -85,14 +85,20 @@ def check_schema(df, where: str) -> None:
             raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
 
 
-def compute(entries, month: str, params: MethodParams, step=lambda name: None) -> MonthFrames:
-    """All tables of one month from its rib_entries DataFrame (lazy; cached where reused)."""
+def compute(entries, month: str, params: MethodParams, materialize, step=lambda name: None) -> MonthFrames:
+    """All tables of one month from its rib_entries DataFrame.
+
+    `materialize(df, name) -> df` stores an intermediate that is used more than once and
+    returns it read back (the job writes Parquet into the month's staging folder: on
+    arrays that is ~5x faster than Spark's in-memory cache and survives executor loss);
+    names without a leading '_work/' are final output tables."""
     from pyspark.sql import functions as F
-    from pyspark import StorageLevel
 
     E = F.expr
     step("cleaning")
     stripped = "filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i))"
+    # The stripped path is computed once (a column of its own) and then tested: Spark
+    # does not inline a higher-order function into the expressions that reuse it.
     rows = entries.select(
         E(_groups_sql(params)).alias("vp_group"),
         F.col("peer_asn").alias("vp_asn"),
@@ -100,55 +106,66 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         "afi",
         "prefix",
         "snapshot_time",
+        "as_path",
+        "has_as_set",
         E(stripped).alias("path"),
+    ).select(
+        "vp_group", "vp_asn", "peer_ip", "afi", "prefix", "snapshot_time", "path",
         E(
             f"""CASE
               WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
               WHEN has_as_set THEN 'as_set'
-              WHEN as_path IS NULL OR size(as_path) = 0 OR as_path[0] != peer_asn THEN 'first_as_not_peer'
+              WHEN as_path IS NULL OR size(as_path) = 0 OR as_path[0] != vp_asn THEN 'first_as_not_peer'
               WHEN exists(as_path, x -> {_reserved_sql(params)}) THEN 'reserved_asn'
-              WHEN size(array_distinct({stripped})) != size({stripped}) THEN 'loop'
+              WHEN size(array_distinct(path)) != size(path) THEN 'loop'
             END"""
         ).alias("reason"),
-    )  # not cached: read twice (stats, kept), cheaper than caching every entry
+    )
 
+    # Two passes over the entries, each ending in a small aggregate; everything after
+    # works on those. (1) per (VP, AFI, session, reason): cleaning stats and sessions.
+    by_session = materialize(
+        rows.groupBy("vp_group", "vp_asn", "afi", "peer_ip", "reason").agg(F.count(F.lit(1)).alias("entries")),
+        "_work/by_session",
+    )
     cleaning_stats = (
-        rows.groupBy("afi", F.coalesce("reason", F.lit("kept")).alias("reason"))
-        .agg(F.count(F.lit(1)).alias("entries"))
+        by_session.groupBy("afi", F.coalesce("reason", F.lit("kept")).alias("reason"))
+        .agg(F.sum("entries").alias("entries"))
     )
 
-    kept = (
-        rows.filter("reason IS NULL")
-        .select("vp_group", "vp_asn", "peer_ip", "afi", "prefix", "snapshot_time", "path",
-                E("element_at(path, -1)").alias("dest_asn"))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-
+    # (2) per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots.
     step("representative paths")
     key = ["vp_group", "vp_asn", "dest_asn", "afi"]
-    from pyspark.sql.window import Window
-
-    per_path = kept.groupBy(*key, "path").agg(
-        F.count(F.lit(1)).alias("path_observations"),
-        F.countDistinct("prefix").alias("prefixes"),
-        F.countDistinct("snapshot_time").alias("snapshots"),
+    per_path = materialize(
+        rows.filter("reason IS NULL")
+        .groupBy("vp_group", "vp_asn", "afi", "path")
+        .agg(
+            F.count(F.lit(1)).alias("path_observations"),
+            E("size(collect_set(prefix))").alias("prefixes"),
+            E("size(collect_set(snapshot_time))").alias("snapshots"),
+        )
+        .withColumn("dest_asn", E("element_at(path, -1)")),
+        "_work/per_path",
     )
-    w = Window.partitionBy(*key)
-    ranked = per_path.select(
-        "*",
-        F.sum("path_observations").over(w).alias("observations"),
-        F.row_number()
-        .over(w.orderBy(F.desc("path_observations"), F.size("path"), F.asc("path")))
-        .alias("rank"),
+    # The representative path: most observations, then fewer ASes, then the smallest
+    # sequence; min_by over that ordering is one hash aggregate, no sort.
+    paths = materialize(
+        per_path.groupBy(*key)
+        .agg(
+            F.sum("path_observations").alias("observations"),
+            E("min_by(struct(path, path_observations, prefixes, snapshots), "
+              "struct(-path_observations, size(path), path))").alias("best"),
+        )
+        .select(
+            *key, "best.path", "observations", "best.path_observations",
+            (F.col("best.path_observations") / F.col("observations")).alias("stability"),
+            "best.prefixes", "best.snapshots",
+        ),
+        "paths",
     )
-    paths = ranked.filter("rank = 1").select(
-        *key, "path", "observations", "path_observations",
-        (F.col("path_observations") / F.col("observations")).alias("stability"),
-        "prefixes", "snapshots",
-    ).persist(StorageLevel.MEMORY_AND_DISK)
 
     step("vantage points")
-    origins_month = kept.groupBy("afi").agg(F.countDistinct("dest_asn").alias("n"))
+    origins_month = per_path.groupBy("afi").agg(F.countDistinct("dest_asn").alias("n"))
     total = {r["afi"]: r["n"] for r in origins_month.collect()}  # two numbers
     t4, t6 = total.get(4, 0), total.get(6, 0)
 
@@ -156,11 +173,11 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         return F.lit(None).cast("double") if t == 0 else (F.col(n) / F.lit(t)).cast("double")
 
     transit = (
-        kept.select(F.explode(E("slice(path, 2, greatest(size(path) - 2, 0))")).alias("vp_asn"))
+        per_path.select(F.explode(E("slice(path, 2, greatest(size(path) - 2, 0))")).alias("vp_asn"))
         .distinct()
         .withColumn("is_transit", F.lit(True))
     )
-    sessions = kept.groupBy("vp_group", "vp_asn").agg(
+    sessions = by_session.filter("reason IS NULL").groupBy("vp_group", "vp_asn").agg(
         E("array_sort(collect_set(CASE WHEN afi = 4 THEN peer_ip END))").alias("sessions_v4"),
         E("array_sort(collect_set(CASE WHEN afi = 6 THEN peer_ip END))").alias("sessions_v6"),
     )
@@ -169,7 +186,7 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         F.count(F.when(F.col("afi") == 6, 1)).alias("origins_v6"),
     )
     thr = float(params.min_coverage)
-    vp_base = (
+    vp_base = materialize(
         sessions.join(origins, ["vp_group", "vp_asn"])
         .join(F.broadcast(transit), "vp_asn", "left")
         .select(
@@ -184,8 +201,8 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
             F.col("dual_stacked")
             & F.coalesce(F.col("coverage_v4") >= thr, F.lit(False))
             & F.coalesce(F.col("coverage_v6") >= thr, F.lit(False)),
-        )
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        ),
+        "_work/vp_base",
     )
 
     step("pairs")
@@ -193,7 +210,7 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
     p4 = paths.filter("afi = 4").select(*pk, F.col("path").alias("v4_path"))
     p6 = paths.filter("afi = 6").select(*pk, F.col("path").alias("v6_path"))
     dfree = vp_base.filter("default_free").select("vp_group", "vp_asn")
-    base = (
+    base = materialize(
         p4.join(p6, pk)
         .join(F.broadcast(dfree), ["vp_group", "vp_asn"])
         .filter("dest_asn != vp_asn")
@@ -213,28 +230,31 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
                     (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
                     (a = try_element_at(v6_path, 2) OR a = try_element_at(v6_path, -2))) END"""
             ),
-        )
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        ),
+        "_work/pairs_base",
     )
-    v6_asns = kept.filter("afi = 6").select(F.explode("path").alias("x")).distinct()
+    v6_asns = per_path.filter("afi = 6").select(F.explode("path").alias("x")).distinct()
     inner = base.select(*pk, F.explode(E("slice(v4_path, 2, greatest(size(v4_path) - 2, 0))")).alias("x"))
     non_adopt = (
         inner.join(v6_asns, "x", "left_anti")
         .groupBy(*pk)
         .agg(E("array_sort(collect_set(x))").alias("non_adopters"))
     )
-    pairs = base.join(non_adopt, pk, "left").select(
-        *pk, "v4_path", "v6_path", "congruent", "hops_v4", "hops_v6", "shared_asns",
-        "shared_adjacent",
-        E("coalesce(non_adopters, cast(array() AS array<bigint>))").alias("non_adopters"),
-        "edit_distance",
-    ).persist(StorageLevel.MEMORY_AND_DISK)
+    pairs = materialize(
+        base.join(non_adopt, pk, "left").select(
+            *pk, "v4_path", "v6_path", "congruent", "hops_v4", "hops_v6", "shared_asns",
+            "shared_adjacent",
+            E("coalesce(non_adopters, cast(array() AS array<bigint>))").alias("non_adopters"),
+            "edit_distance",
+        ),
+        "pairs",
+    )
 
     per_vp = pairs.groupBy("vp_group", "vp_asn").agg(
         F.count(F.lit(1)).alias("pairs"),
         F.count(F.when(~F.col("congruent"), 1)).alias("noncongruent_pairs"),
     )
-    vps = (
+    vps = materialize(
         vp_base.join(per_vp, ["vp_group", "vp_asn"], "left")
         .select(
             "vp_group", "vp_asn", "sessions_v4", "sessions_v6", "origins_v4", "origins_v6",
@@ -245,12 +265,12 @@ def compute(entries, month: str, params: MethodParams, step=lambda name: None) -
         .withColumn(
             "noncongruent_fraction",
             F.when(F.col("pairs") > 0, F.col("noncongruent_pairs") / F.col("pairs")),
-        )
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        ),
+        "vps",
     )
 
     step("month summary")
-    dests = kept.groupBy("dest_asn").agg(F.countDistinct("afi").alias("n")).filter("n = 2")
+    dests = per_path.groupBy("dest_asn").agg(F.countDistinct("afi").alias("n")).filter("n = 2")
     vp_sum = vps.agg(
         F.count(F.lit(1)).alias("vps"),
         F.count(F.when(F.col("dual_stacked"), 1)).alias("vps_dual_stacked"),

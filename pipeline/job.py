@@ -100,20 +100,28 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
                         raise JobError(f"{src}: month {month} has no IPv{afi} entries; "
                                        "both address families are needed")
                 prog.advance(steps)
-                frames = dict(compute(entries, month, cfg.method, step=step).items())
+                staged = store.staging(month)
+                written: set[str] = set()
+
+                def materialize(df, name):
+                    out = df.coalesce(1) if name in SMALL else df
+                    out.write.mode("error").parquet(f"{staged}/{name}")
+                    written.add(name)
+                    return spark.read.parquet(f"{staged}/{name}")
+
+                frames = dict(compute(entries, month, cfg.method, materialize, step=step).items())
                 prev = previous_month(month)
                 have_prev = all(store.has_files(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths"))
                 frames["transitions"] = transitions(spark, frames["pairs"], {
                     t: spark.read.parquet(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths")
                 } if have_prev else None)
                 prog.advance(steps)
-                staged = store.staging(month)
                 for name in TABLE_ORDER:
-                    df = frames[name]
-                    step(f"writing {name}")
-                    out = df.coalesce(1) if name in SMALL else df
-                    out.write.mode("error").parquet(f"{staged}/{name}")
+                    if name not in written:
+                        step(f"writing {name}")
+                        materialize(frames[name], name)
                     prog.advance(steps)
+                store.delete(f"{staged}/_work")
                 step("publishing")
                 summary = spark.read.parquet(f"{staged}/month_summary").collect()
                 res.summary = summary[0].asDict() if summary else None
@@ -123,6 +131,8 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
                 spark.catalog.clearCache()
         except JobError as exc:
             res.error = str(exc)
+        except OSError as exc:
+            res.error = f"{src}: publishing failed: {exc}"
         except PySparkException as exc:
             res.error = f"{src}: Spark failed: {str(exc).splitlines()[0]}"
         finally:
