@@ -82,8 +82,8 @@ def reap_descendants(timeout_s: float = 120.0) -> int:
     return reaped
 
 
-def _proc_table() -> dict[int, tuple[int, bytes, int]]:
-    """pid -> (ppid, comm, rss bytes), from one pass over /proc/*/stat."""
+def _proc_table() -> dict[int, tuple[int, bytes, int, int]]:
+    """pid -> (ppid, comm, rss bytes, vsize bytes), from one pass over /proc/*/stat."""
     out = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -96,7 +96,7 @@ def _proc_table() -> dict[int, tuple[int, bytes, int]]:
         close = s.rfind(b")")
         rest = s[close + 2:].split()
         try:
-            out[int(d)] = (int(rest[1]), s[s.find(b"(") + 1:close], int(rest[21]) * PAGE)
+            out[int(d)] = (int(rest[1]), s[s.find(b"(") + 1:close], int(rest[21]) * PAGE, int(rest[20]))
         except (IndexError, ValueError):
             continue
     return out
@@ -124,10 +124,11 @@ def tree_pids(root: int) -> list[int]:
 
 
 def tree_rss(root: int, include_root: bool = False) -> int:
-    """Sum of RSS over root's descendants. A child with its parent's name and within 5% of
-    its parent's RSS (over 32 MiB) is a fork/vfork between fork and exec (the JVM and Python
-    start helper processes that way): it shares or copies the parent's pages for a moment
-    and is skipped, or every such moment would count the parent twice."""
+    """Sum of RSS over root's descendants. A child with exactly its parent's virtual size
+    and within 5% of its parent's RSS (over 32 MiB) is a fork/vfork between fork and exec
+    (the JVM's posix_spawn and Python's subprocess start helpers that way): it shares or
+    copies the parent's pages for a moment and is skipped, or every such moment would count
+    the parent twice."""
     tab = _proc_table()
     kids: dict[int, list[int]] = {}
     for p, v in tab.items():
@@ -139,9 +140,9 @@ def tree_rss(root: int, include_root: bool = False) -> int:
         stack.extend(kids.get(p, ()))
         if p not in tab or (p == root and not include_root):
             continue
-        ppid, comm, rss = tab[p]
+        ppid, _comm, rss, vsize = tab[p]
         parent = tab.get(ppid)
-        if parent and parent[1] == comm and parent[2] > 32 * MiB and abs(rss - parent[2]) <= 0.05 * parent[2]:
+        if parent and parent[3] == vsize and parent[2] > 32 * MiB and abs(rss - parent[2]) <= 0.05 * parent[2]:
             continue
         total += rss
     return total

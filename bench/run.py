@@ -254,6 +254,7 @@ def plot(doc: dict, path: Path, con) -> Path | None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401
     except ImportError:
         svg = path.with_suffix(".svg")
         svg.write_text(_svg(data))
@@ -268,11 +269,15 @@ def plot(doc: dict, path: Path, con) -> Path | None:
     for ax, title, unit in ((ax1, "time", "seconds (best run)"), (ax2, "peak RSS", "MiB (max of max-proc, tree sum)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(plain)
         ax.set_xlabel("RIB entries (millions)")
         ax.set_ylabel(unit)
         ax.set_title(f"{title} against entries, per stage")
         ax.grid(True, which="both", alpha=0.3)
     ax2.axhline(1024, color="grey", lw=0.8, ls=":")
+    ax2.annotate("1 GiB", (ax2.get_xlim()[0], 1024), textcoords="offset points", xytext=(4, 3), fontsize=8, color="grey")
     ax1.legend(fontsize=8)
     f = doc["machine"]
     fig.suptitle(f"bgp-congruency benchmarks: {f['nproc']} cores, {f['memory']} RAM, {f['cpu']}", fontsize=10)
