@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "Read DATA_DIR/rib_entries/month=YYYY-MM, clean paths, pick representative paths "
             "and compare IPv4 with IPv6 per dual-stacked vantage point (congruency/METHOD.md). "
-            "Publishes paths, vps, pairs, month_summary and cleaning_stats under "
+            "Publishes paths, vps, pairs, month_summary, cleaning_stats and transitions (against "
+            "the month before, when published) under "
             "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Local mode unless "
             "--master names a cluster (spark://, k8s://, yarn)."
         ),
