@@ -328,8 +328,11 @@ def transitions(spark, pairs, prev: dict | None):
     from pyspark.sql import functions as F
 
     pk = ["vp_group", "vp_asn", "dest_asn"]
-    if prev is None:
-        return spark.createDataFrame([], TRANSITIONS_DDL)
+    if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
+        return spark.range(0).selectExpr(
+            *(f"CAST(NULL AS {typ}) AS {name}" for name, typ in
+              (c.strip().split(" ", 1) for c in TRANSITIONS_DDL.split(", ")))
+        )
     before = prev["pairs"].select(*pk, F.col("congruent").alias("prev_congruent"),
                                   F.col("v4_path").alias("prev_v4_path"),
                                   F.col("v6_path").alias("prev_v6_path"))
