@@ -77,7 +77,6 @@ class _HashingReader:
         data = self.fh.read(n)
         self.h.update(data)
         self.stats.file_bytes += len(data)
-        self.stats.sha256 = self.h.hexdigest() if not data else self.stats.sha256
         return data
 
     def peek4(self) -> bytes:
@@ -88,36 +87,42 @@ def _chunks(path: Path, stats: "FrameStats"):
     """Yield decompressed chunks; raise FramingError if the compressed stream is cut."""
     with open(path, "rb") as raw:
         fh = _HashingReader(raw, stats)
-        head = fh.peek4()
-        make, kind = _decompressor(path, head)
-        if make is None:
-            while data := fh.read(CHUNK):
-                yield data
-            return
-        dec = make()
+        try:
+            yield from _decompressed(fh, path)
+        finally:
+            stats.sha256 = fh.h.hexdigest()  # every path that returns has read the whole file
+
+
+def _decompressed(fh: "_HashingReader", path: Path):
+    head = fh.peek4()
+    make, kind = _decompressor(path, head)
+    if make is None:
+        while data := fh.read(CHUNK):
+            yield data
+        return
+    dec = make()
+    pending = b""
+    while True:
+        data = pending or fh.read(1 << 20)
         pending = b""
-        while True:
-            data = pending or fh.read(1 << 20)
-            pending = b""
-            if not data:
-                break
-            try:
-                out = dec.decompress(data)
-            except (OSError, zlib.error, EOFError) as exc:
-                raise FramingError(f"corrupt {kind} stream: {exc}") from None
-            if out:
-                yield out
-            if dec.eof:
-                rest = dec.unused_data
-                if not rest and not (rest := fh.read(1 << 20)):
-                    fh.read(1)  # finalise the hash
-                    return
-                if not rest.startswith(head[:2]):
-                    raise FramingError(f"trailing garbage after the {kind} stream")
-                dec = make()  # multi-stream file (pbzip2, concatenated gzip)
-                pending = rest
-        if not dec.eof:
-            raise FramingError(f"truncated {kind} stream (download cut short?)")
+        if not data:
+            break
+        try:
+            out = dec.decompress(data)
+        except (OSError, zlib.error, EOFError) as exc:
+            raise FramingError(f"corrupt {kind} stream: {exc}") from None
+        if out:
+            yield out
+        if dec.eof:
+            rest = dec.unused_data
+            if not rest and not (rest := fh.read(1 << 20)):
+                return
+            if not rest.startswith(head[:2]):
+                raise FramingError(f"trailing garbage after the {kind} stream")
+            dec = make()  # multi-stream file (pbzip2, concatenated gzip)
+            pending = rest
+    if not dec.eof:
+        raise FramingError(f"truncated {kind} stream (download cut short?)")
 
 
 def scan(path: str | Path) -> FrameStats:
