@@ -37,7 +37,7 @@ JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "pref
 def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None):
     from dataclasses import replace
 
-    from pipeline.config import load
+    from common.config import load
 
     cfg = load().with_overrides(data_dir=data_dir, spark_conf={**(conf or {})} or None)
     if min_coverage is not None:
@@ -89,7 +89,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
 
 
 def ingest_real(data_dir: Path, con) -> None:
-    cmd = [sys.executable, "-m", "pipeline.cli", "ingest", "--month", REAL_MONTH, "--archive-root",
+    cmd = [sys.executable, "-m", "cli.main", "ingest", "--month", REAL_MONTH, "--archive-root",
            str(common.ARCHIVE), "--days", "30", "--times", "14:00", "--backend", "bgpdump",
            "--data-dir", str(data_dir)]
     con.print("ingesting the real 2026-07 pair: " + " ".join(cmd[2:]))
@@ -106,7 +106,7 @@ def synth_data(entries: int, con) -> Path:
     params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=2)
     listing = common.synth_archive(root / "archive", params, con)
     data = root / "data"
-    cmd = [sys.executable, "-m", "pipeline.cli", "ingest", "--month", common.SYNTH_MONTH, "--archive-root",
+    cmd = [sys.executable, "-m", "cli.main", "ingest", "--month", common.SYNTH_MONTH, "--archive-root",
            str(root / "archive"), "--days", f"1-{params['snapshots_per_month']}", "--times", "00:00",
            "--collectors", ",".join(sorted({f["collector"] for f in listing["files"]})),
            "--backend", "bgpdump", "--data-dir", str(data)]

@@ -200,7 +200,7 @@ def check(data_dir: Path, month: str, ours: Path, con_out, limit: int = 5) -> di
 def method_params(min_coverage: float | None):
     from dataclasses import replace
 
-    from pipeline.config import load
+    from common.config import load
 
     p = load().method
     return replace(p, min_coverage=min_coverage) if min_coverage is not None else p

@@ -49,7 +49,7 @@ def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: st
     from ingest import backends
     from ingest.run import decode_file
     from ingest.writer import SnapshotWriter, entries_path
-    from pipeline.config import Config
+    from common.config import Config
 
     t0 = time.perf_counter()
     backend = backends.get(backend_name)

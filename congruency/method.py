@@ -5,17 +5,14 @@ Paths are sequences of int ASNs; functions return tuples/lists of ints, never mu
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
-from congruency.params import MethodParams
+from common.params import MethodParams
 
 DEFAULT_ROUTES = frozenset({"0.0.0.0/0", "::/0"})
 #: Cleaning reasons in precedence order (METHOD.md step 1); `KEPT` counts the survivors.
 REASONS = ("default_route", "as_set", "first_as_not_peer", "reserved_asn", "loop")
 KEPT = "kept"
-GROUPS_TOML = Path(__file__).with_name("groups.toml")
 
 
 def strip_prepending(path: Sequence[int]) -> tuple[int, ...]:
@@ -120,10 +117,4 @@ def quantiles_linear(values: Iterable[float], qs: Sequence[float]) -> list[float
         hi = min(lo + 1, len(v) - 1)
         out.append(v[lo] + (h - lo) * (v[hi] - v[lo]))
     return out
-
-
-def load_groups(path: str | Path | None = None) -> dict[str, str]:
-    """collector -> VP group from groups.toml ([groups] table); collectors not listed are their own group."""
-    with open(path or GROUPS_TOML, "rb") as f:
-        return dict(tomllib.load(f).get("groups", {}))
 

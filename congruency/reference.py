@@ -20,8 +20,8 @@ from congruency.method import (
     shared_adjacent,
     shared_asns,
 )
-from congruency.params import MethodParams
-from pipeline.tables import TABLES
+from common.params import MethodParams
+from common.tables import TABLES
 
 AFIS = (4, 6)
 

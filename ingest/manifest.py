@@ -14,31 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-SCHEMA = pa.schema(
-    [
-        ("month", pa.string()),
-        ("slot", pa.string()),
-        ("collector", pa.string()),
-        ("project", pa.string()),
-        ("target_time", pa.timestamp("s", tz="UTC")),
-        ("dump_time", pa.timestamp("s", tz="UTC")),
-        ("substituted", pa.bool_()),
-        ("url", pa.string()),
-        ("local_path", pa.string()),
-        ("sha256", pa.string()),
-        ("bytes", pa.int64()),
-        ("records", pa.int64()),
-        ("entries_v4", pa.int64()),
-        ("entries_v6", pa.int64()),
-        ("skipped", pa.map_(pa.string(), pa.int64())),
-        ("backend", pa.string()),
-        ("duration_s", pa.float64()),
-        ("status", pa.string()),  # ok | failed | missing
-        ("error", pa.string()),
-        ("output", pa.string()),
-        ("ingested_at", pa.timestamp("s", tz="UTC")),
-    ]
-)
+from common.tables import MANIFEST as SCHEMA
+
 
 
 @dataclass

@@ -16,7 +16,7 @@ from ingest import backends, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.normalize import to_entries
 from ingest.writer import SnapshotWriter, entries_path
-from pipeline.config import Config
+from common.config import Config
 
 
 class IngestError(Exception):

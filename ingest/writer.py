@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.schema import FILE_SCHEMA
+from common.tables import FILE_SCHEMA
 
 
 def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:

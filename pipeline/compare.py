@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from congruency.params import MethodParams
+from common.params import MethodParams
 
 REQUIRED = {
     "collector": "string",

@@ -4,9 +4,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from pipeline import console
+from common import console
 from pipeline.compare import JobError, check_schema, compute, transitions
-from pipeline.config import Config
+from common.config import Config
 
 TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
 SMALL = {"cleaning_stats", "vps", "month_summary", "transitions"}

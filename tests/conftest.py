@@ -33,7 +33,7 @@ def fast_backend() -> str:
 
 @pytest.fixture(scope="session")
 def config():
-    from pipeline.config import load
+    from common.config import load
 
     cfg = load()
     return replace(cfg, method=replace(cfg.method, min_coverage=0.0))

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from congruency import reference
-from ingest.schema import FILE_SCHEMA
+from common.tables import FILE_SCHEMA
 from pipeline import job
-from pipeline.tables import TABLES
+from common.tables import TABLES
 from tests import test_method as cases
 from collections import Counter
 
@@ -32,7 +32,7 @@ ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefi
 
 
 def published(data: Path, table: str, month: str) -> list[dict]:
-    from pipeline.tables import TRANSITIONS
+    from common.tables import TRANSITIONS
 
     rows = pq.read_table(data / table / f"month={month}").to_pylist()
     schema = TRANSITIONS if table == "transitions" else TABLES[table]
@@ -188,10 +188,10 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
 
 def test_cli_compare_exit_codes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2024-13",
+    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-13",
                         "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and p.stderr.strip() == "error: --month: expected YYYY-MM, got '2024-13'"
-    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2024-01",
+    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01",
                         "--data-dir", str(tmp_path), "--min-coverage", "1.5"], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "--min-coverage" in p.stderr
 
@@ -259,7 +259,7 @@ def test_standalone_cluster_gives_the_same_results(standalone_cluster, config, i
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    p = subprocess.run([sys.executable, "-m", "pipeline.cli", "compare", "--month", "2026-07",
+    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2026-07",
                         "--data-dir", str(data), "--min-coverage", "0", "--master", master,
                         "--conf", "spark.executor.memory=2g", "--json"],
                        capture_output=True, text=True, env=env, timeout=900)
@@ -277,7 +277,7 @@ def test_spark_submit_runs_the_job(config, tmp_path):
     write_entries(tmp_path, "2024-01", cases._full_month_rows())
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
            "SPARK_HOME": str(submit.parent.parent)}
-    p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "pipeline" / "submit.py"),
+    p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "cli" / "submit.py"),
                         "compare", "--month", "2024-01", "--data-dir", str(tmp_path), "--min-coverage", "0"],
                        capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

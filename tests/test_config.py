@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import Config, ConfigError, load
+from common.config import Config, ConfigError, load
 from tests.shared import ROOT
 
 

@@ -20,7 +20,7 @@ from ingest import run as ingest_run
 from ingest.discovery import Slot
 from ingest.normalize import to_entries
 from ingest.writer import SnapshotWriter
-from pipeline.cli import main as cli
+from cli.main import main as cli
 from tests.archive_server import serve
 from tests.shared import (ARCHIVE, ARCHIVE_RIBS, EDGE, FAULTY, PEERS_IN_BOTH_2026, RV2_2026,
                           RV6_2026, needs_data, require_tool)

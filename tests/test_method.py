@@ -10,7 +10,6 @@ from congruency.method import (
     cleaning_reason,
     edit_distance,
     is_adjacent,
-    load_groups,
     non_adopters,
     quantiles_linear,
     representative_path,
@@ -18,9 +17,9 @@ from congruency.method import (
     shared_asns,
     strip_prepending,
 )
-from congruency.params import MethodParams
+from common.params import MethodParams, load_groups
 from congruency.reference import compute_month, to_arrow
-from pipeline.tables import TABLES
+from common.tables import TABLES
 
 M = "2024-01"
 P0 = MethodParams(min_coverage=0.0, groups=load_groups())  # the truncated-sample setting

@@ -12,8 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from congruency.method import load_groups, strip_prepending
-from congruency.params import MethodParams
+from common.params import load_groups
+from congruency.method import strip_prepending
+from common.params import MethodParams
 from ingest.synth import generate
 from ingest.synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
 
@@ -249,7 +250,7 @@ def test_ipv6_adoption_grows_and_relationships_differ(archive):
     (["--min-coverage", "1.5"], "--min-coverage"),
 ])
 def test_cli_bad_arguments(tmp_path, capsys, bad, name):
-    from pipeline.cli import main
+    from cli.main import main
 
     assert main(["synth", "--out", str(tmp_path), *bad]) == 2
     err = capsys.readouterr().err.strip()
@@ -258,7 +259,7 @@ def test_cli_bad_arguments(tmp_path, capsys, bad, name):
 
 
 def test_cli_json(tmp_path, capsys):
-    from pipeline.cli import main
+    from cli.main import main
 
     args = ["synth", "--out", str(tmp_path), "--ases", "30", "--vps", "3", "--months", "2026-06..2026-07",
             "--snapshots-per-month", "1", "--json"]

@@ -11,7 +11,7 @@ import pytest
 from congruency import reference
 from ingest.synth.generate import generate
 from pipeline import job
-from pipeline.cli import main as cli
+from cli.main import main as cli
 from tests.test_compare import canon, published
 
 pytestmark = pytest.mark.spark

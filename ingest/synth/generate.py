@@ -289,7 +289,7 @@ def _write_ground_truth(out: Path, month: str, result: dict) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pipeline.tables import TABLES
+    from common.tables import TABLES
 
     d = out / "ground_truth" / f"month={month}"
     d.mkdir(parents=True, exist_ok=True)
@@ -362,8 +362,8 @@ def generate(
         raise ValueError("min_coverage must be in [0, 1]")
     compute_month = params = None
     if ground_truth:
-        from congruency.method import load_groups
-        from congruency.params import MethodParams
+        from common.params import load_groups
+        from common.params import MethodParams
         from congruency.reference import compute_month
 
         params = method_params or MethodParams(min_coverage=min_coverage, groups=load_groups())

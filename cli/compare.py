@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
-from pipeline import console
-from pipeline.config import Config
+from common import console
+from common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

@@ -67,9 +67,9 @@ def main(args: argparse.Namespace, cfg=None) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from pipeline import console
+    from common import console
 
-    from .generate import generate
+    from ingest.synth.generate import generate
 
     try:
         if not args.out:

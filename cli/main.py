@@ -1,11 +1,20 @@
-"""The `congruency` command: one entry point, one subcommand per pipeline step."""
+"""The `congruency` command: one entry point, one module in cli/ per subcommand.
+
+cli/ is the top layer: it may import every step (ingest, pipeline, reports, ...); no
+step imports cli/.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from pipeline import console
-from pipeline.config import ConfigError, load
+from common import console
+from common.config import ConfigError, load
+
+
+#: Subcommand modules of cli/, in --help order; each has register(sub, parents).
+COMMANDS = ("ingest", "compare", "synth")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,14 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
         "from RouteViews and RIPE RIS RIB snapshots.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from ingest import cli as ingest_cli
-
-    ingest_cli.register(sub, [common])
-    from pipeline import compare_cli
-    from ingest.synth import cli as synth_cli
-
-    compare_cli.register(sub, [common])
-    synth_cli.register(sub, [common])
+    for module in COMMANDS:
+        importlib.import_module(f"cli.{module}").register(sub, [common])
     return parser
 
 

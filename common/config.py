@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from congruency.params import MethodParams
+from common.params import MethodParams
 
 
 class ConfigError(ValueError):
@@ -59,7 +59,7 @@ _TUPLE_FIELDS = {"collectors", "days", "times"}
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
     come from congruency/groups.toml unless the file sets [method.groups]."""
-    from congruency.method import load_groups
+    from common.params import load_groups
 
     data: dict = {}
     if path is not None:

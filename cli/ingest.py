@@ -6,8 +6,8 @@ import json
 import sys
 
 from ingest import backends, catalogue, discovery
-from pipeline import console
-from pipeline.config import Config
+from common import console
+from common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

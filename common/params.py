@@ -1,7 +1,12 @@
-"""Parameters of the method (METHOD.md); one frozen object shared by the reference and Spark."""
+"""Parameters of the method (congruency/METHOD.md); one frozen object shared by every engine,
+the reference and the configuration."""
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
+
+GROUPS_TOML = Path(__file__).with_name("groups.toml")
 
 #: Inclusive ASN ranges that make a path invalid (RFC 6996, 7300, 5398, 6793 AS_TRANS).
 DEFAULT_RESERVED_ASNS: tuple[tuple[int, int], ...] = (
@@ -24,3 +29,9 @@ class MethodParams:
 
     def is_reserved(self, asn: int) -> bool:
         return any(lo <= asn <= hi for lo, hi in self.reserved_asns)
+
+
+def load_groups(path: str | Path | None = None) -> dict[str, str]:
+    """collector -> VP group from groups.toml ([groups] table); collectors not listed are their own group."""
+    with open(path or GROUPS_TOML, "rb") as f:
+        return dict(tomllib.load(f).get("groups", {}))

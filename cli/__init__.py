@@ -1,0 +1,1 @@
+"""The `congruency` command line: the top layer, one module per subcommand."""
