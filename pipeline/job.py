@@ -4,7 +4,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from common import console
+from common import console, hooks
+from common.locks import LockBusy, month_lock
 from pipeline.compare import JobError, check_schema, compute, transitions
 from common.config import Config
 
@@ -71,6 +72,7 @@ def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
 
 
 def run_month(spark, cfg: Config, month: str) -> MonthResult:
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
     from pipeline.publish import Store
@@ -80,7 +82,9 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
     res = MonthResult(month)
     src = store.path("rib_entries", f"month={month}")
     staged = None
-    with console.progress() as prog:
+    with console.progress() as prog, _locked(cfg, month, res):
+        if res.error:
+            return res
         steps = prog.add_task(f"compare {month}", total=len(TABLE_ORDER) + 3)
         stage = prog.add_task("  spark", total=None)
 
@@ -107,6 +111,7 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
                     out = df.coalesce(1) if name in SMALL else df
                     out.write.mode("error").parquet(f"{staged}/{name}")
                     written.add(name)
+                    hooks.pause("compare")
                     return spark.read.parquet(f"{staged}/{name}")
 
                 frames = dict(compute(entries, month, cfg.method, materialize, step=step).items())
@@ -132,10 +137,38 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
-            res.error = f"{src}: publishing failed: {exc}"
-        except PySparkException as exc:
-            res.error = f"{src}: Spark failed: {str(exc).splitlines()[0]}"
+            res.error = _no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
+        except (PySparkException, Py4JJavaError) as exc:
+            res.error = _no_space(root, month, exc) or f"{src}: Spark failed: {str(exc).splitlines()[0]}"
         finally:
             if staged is not None and store.exists(staged):
                 store.delete(staged)
     return res
+
+
+class _locked:
+    """The month lock around one month's job; a busy month becomes `res.error`."""
+
+    def __init__(self, cfg: Config, month: str, res: MonthResult):
+        self.cm = month_lock(cfg.data_dir, month)
+        self.res = res
+
+    def __enter__(self):
+        try:
+            self.cm.__enter__()
+        except LockBusy as exc:
+            self.cm = None
+            self.res.error = str(exc)
+
+    def __exit__(self, *exc):
+        return self.cm.__exit__(*exc) if self.cm else False
+
+
+def _no_space(root: str, month: str, exc: BaseException) -> str | None:
+    """The one-line message for a full disk (however deep in a Java trace it is), or None."""
+    import errno
+
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+        return (f"{root}: no space left on device while writing month {month}; the published "
+                "tables are unchanged; free space and run again")
+    return None

@@ -1,0 +1,21 @@
+"""Named pause points for crash tests: CONGRUENCY_PAUSE_AT=point stops the process there.
+
+A test sets CONGRUENCY_PAUSE_AT (a point name) and CONGRUENCY_PAUSE_FILE (a path); when the
+code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_S seconds,
+default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
+lookup. Points: compare (a table staged), publish (between two tables' swaps).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def pause(point: str) -> None:
+    if os.environ.get("CONGRUENCY_PAUSE_AT") != point:
+        return
+    flag = os.environ.get("CONGRUENCY_PAUSE_FILE")
+    if flag:
+        Path(flag).write_text(f"{os.getpid()} {point}\n")
+    time.sleep(float(os.environ.get("CONGRUENCY_PAUSE_S", "120")))
