@@ -61,17 +61,25 @@ def read(data_dir: Path, month: str) -> dict[str, dict]:
 
 
 def merge_write(data_dir: Path, month: str, rows: list[Row]) -> Path:
-    """Replace the rows of these slots, keep the others; atomic rename."""
-    current = read(data_dir, month)
-    for r in rows:
-        current[r.slot] = r.to_dict()
-    for r in current.values():
-        if isinstance(r.get("skipped"), dict):
-            r["skipped"] = list(r["skipped"].items())
-    table = pa.Table.from_pylist(sorted(current.values(), key=lambda r: r["slot"]), schema=SCHEMA)
+    """Replace the rows of these slots, keep the others; atomic rename. Safe for concurrent
+    writers (one per collector, e.g. Airflow's mapped ingest tasks): the read-merge-write
+    holds the month's manifest lock."""
+    from common.locks import month_lock
+
     p = path(data_dir, month)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, p)
+    with month_lock(data_dir, month, part="manifest", wait_s=300):
+        current = read(data_dir, month)
+        for r in rows:
+            current[r.slot] = r.to_dict()
+        for r in current.values():
+            if isinstance(r.get("skipped"), dict):
+                r["skipped"] = list(r["skipped"].items())
+        table = pa.Table.from_pylist(sorted(current.values(), key=lambda r: r["slot"]), schema=SCHEMA)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
     return p
