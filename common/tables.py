@@ -155,6 +155,51 @@ TRANSITIONS = pa.schema(
     ]
 )
 
+#: Path selector advice per (source, destination) (congruency/selector.py, pipeline/hints.py):
+#: one row per pair of the month in the published table; the same fields in `advise` and
+#: the JSON Lines export (tunnels/jsonl.py adds the schema version).
+HINTS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("source_asn", ASN),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("via_proxy", pa.bool_()),
+        ("proxies", ASN_LIST),
+        ("dest_asn", ASN),
+        ("dest_asn_v6", ASN),
+        ("query", pa.string()),
+        ("endpoint", pa.string()),
+        ("addr_v4", pa.string()),
+        ("addr_v6", pa.string()),
+        ("prefix_v4", pa.string()),
+        ("prefix_v6", pa.string()),
+        ("v4_path", ASN_LIST),
+        ("v6_path", ASN_LIST),
+        ("hint_class", pa.string()),
+        ("reason", pa.string()),
+        ("shared_asns", ASN_LIST),
+        ("stability_v4", pa.float64()),
+        ("stability_v6", pa.float64()),
+        ("snapshots", pa.int64()),
+        ("confidence", pa.float64()),
+        ("primary_afi", pa.int8()),
+        ("mode", pa.string()),
+        ("path_manager", pa.string()),
+        ("congestion_control", pa.string()),
+        ("transport", pa.string()),
+        ("rationale", pa.string()),
+        ("mptcp_flags_v4", pa.string()),
+        ("mptcp_flags_v6", pa.string()),
+        ("mpt_weight_v4", pa.int32()),
+        ("mpt_weight_v6", pa.int32()),
+        ("mpt_status_v4", pa.int32()),
+        ("mpt_status_v6", pa.int32()),
+        ("notes", STR_LIST),
+        ("caveat", pa.string()),
+    ]
+)
+
 #: One row per snapshot slot of a month: what ingest did with it (ingest/manifest.py).
 MANIFEST = pa.schema(
     [
@@ -390,4 +435,49 @@ document(
     v6_path=("IPv6 path this month", "list of ASNs", _TR),
     prev_v4_path=("IPv4 path the month before (existing_pair only)", "list of ASNs", _TR),
     prev_v6_path=("IPv6 path the month before (existing_pair only)", "list of ASNs", _TR),
+)
+
+_SEL = "path selector (congruency/selector.py)"
+document(
+    "hints", HINTS,
+    "Path selector advice for every pair of the month: class, confidence and tunnel settings.",
+    "hints/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    source_asn=("AS the traffic leaves from (the VP's ASN in the table)", "ASN", _SEL),
+    vp_group=("collector group of the VP whose paths are used (the source or its proxy)", "-", "3. Vantage points"),
+    vp_asn=("ASN of the VP whose paths are used", "ASN", "3. Vantage points"),
+    via_proxy=("true when the source is not a VP and an upstream VP's paths stand in", "-", _SEL),
+    proxies=("VPs seen right before the source in the month's paths (proxy sources only)", "list of ASNs", _SEL),
+    dest_asn=("destination AS (origin of the IPv4 address when a host was asked)", "ASN", "6. Dual-stacked destinations"),
+    dest_asn_v6=("destination AS of the IPv6 path (differs from dest_asn only for split-origin hosts)", "ASN", _SEL),
+    query=("the destination as asked (ASN, prefix or address); null in the table", "-", _SEL),
+    endpoint=("candidate tunnel endpoint name (--endpoints); null otherwise", "-", _SEL),
+    addr_v4=("IPv4 address asked for; null otherwise", "-", _SEL),
+    addr_v6=("IPv6 address asked for; null otherwise", "-", _SEL),
+    prefix_v4=("longest month prefix covering the IPv4 address or prefix asked for", "-", _SEL + ": longest-prefix match"),
+    prefix_v6=("longest month prefix covering the IPv6 address or prefix asked for", "-", _SEL + ": longest-prefix match"),
+    v4_path=("representative IPv4 AS path from the source (proxy paths prefixed with the source)", "list of ASNs", "4. Representative path"),
+    v6_path=("representative IPv6 AS path from the source", "list of ASNs", "4. Representative path"),
+    hint_class=("disjoint | shared-edge | shared-core | congruent | unknown", "-", _SEL + ": class"),
+    reason=("why the class is unknown; null otherwise", "-", _SEL),
+    shared_asns=("ASes on both paths other than the ends, ascending", "list of ASNs", "7. Pairs"),
+    stability_v4=("stability of the IPv4 representative path", "fraction 0-1", "4. Representative path"),
+    stability_v6=("stability of the IPv6 representative path", "fraction 0-1", "4. Representative path"),
+    snapshots=("the fewer of the two paths' snapshot counts", "snapshots", "4. Representative path"),
+    confidence=("min stability x snapshot share x proxy factor (0.5) x proxy agreement; 0 when unknown",
+                "fraction 0-1", _SEL + ": confidence"),
+    primary_afi=("family kept when only one is used: more stable, then shorter, IPv4 on ties", "4 | 6", _SEL),
+    mode=("aggregate | backup | single-path", "-", _SEL + ": advice"),
+    path_manager=("Linux MPTCP in-kernel path manager endpoint flags to use", "-", _SEL + ": advice"),
+    congestion_control=("congestion control advice true for upstream Linux MPTCP", "-", _SEL + ": advice"),
+    transport=("MPTCP (TCP) and/or MPT (GRE-in-UDP, TCP and UDP)", "-", _SEL + ": advice"),
+    rationale=("one sentence: why this mode", "-", _SEL + ": advice"),
+    mptcp_flags_v4=("`ip mptcp endpoint` flags for the local IPv4 address; null: no endpoint", "-", _SEL + ": advice"),
+    mptcp_flags_v6=("`ip mptcp endpoint` flags for the local IPv6 address; null: no endpoint", "-", _SEL + ": advice"),
+    mpt_weight_v4=("MPT weight_out of the IPv4 path; null: no path", "weight", _SEL + ": advice"),
+    mpt_weight_v6=("MPT weight_out of the IPv6 path; null: no path", "weight", _SEL + ": advice"),
+    mpt_status_v4=("MPT status of the IPv4 path: 0 in use, 255 disabled (backup)", "MPT status code", _SEL + ": advice"),
+    mpt_status_v6=("MPT status of the IPv6 path: 0 in use, 255 disabled (backup)", "MPT status code", _SEL + ": advice"),
+    notes=("caveats of this hint: proxy use, split origins, several origins of a prefix", "-", _SEL),
+    caveat=("AS-level disjointness is a lower bound (the same sentence on every hint)", "-", _SEL),
 )
