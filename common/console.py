@@ -9,6 +9,7 @@ from rich.progress import (
     DownloadColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TransferSpeedColumn,
@@ -24,7 +25,27 @@ def error(message: str) -> None:
 
 def progress(*, transfer: bool = False) -> Progress:
     cols = [TextColumn("{task.description}"), BarColumn()]
-    cols += [DownloadColumn(), TransferSpeedColumn()] if transfer else [MofNCompleteColumn()]
+    cols += [_Amount(), _Speed()] if transfer else [MofNCompleteColumn()]
     cols.append(TimeElapsedColumn())
     # Off a terminal (CI logs) rich draws the bars once, at the end: a compact record.
     return Progress(*cols, console=err, transient=False)
+
+
+class _Amount(ProgressColumn):
+    """Bytes for a download (an unknown or large total), "done/total" for counted steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes, self.count = DownloadColumn(), MofNCompleteColumn()
+
+    def render(self, task):
+        return (self.bytes if _is_transfer(task) else self.count).render(task)
+
+
+class _Speed(TransferSpeedColumn):
+    def render(self, task):
+        return super().render(task) if _is_transfer(task) else ""
+
+
+def _is_transfer(task) -> bool:
+    return task.total is None or task.total > 10_000

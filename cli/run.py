@@ -1,0 +1,153 @@
+"""`congruency run` and `congruency status`: the monthly batch (runner/month.py) by hand."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import replace
+
+from common import console
+from common.config import Config
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from runner.month import STEPS
+
+    p = sub.add_parser(
+        "run",
+        parents=parents,
+        help="run every step of a month (ingest, compare, hints, warehouse, reports); resumable",
+        description=(
+            "Run a month end to end: ingest its RIB snapshots, the congruency job, then the "
+            "hints export, the warehouse refresh and the reports (each as it is available). "
+            "Each step's completion is recorded with its inputs in "
+            "DATA_DIR/_runs/month=YYYY-MM/state.json; a re-run skips what is complete and "
+            "still valid and redoes what changed. One run per month at a time (a lock); what "
+            "a killed run left is cleaned up or finished by the next one. Exit 1 when a step "
+            "failed, 2 for bad arguments."
+        ),
+    )
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--month", help="the month, YYYY-MM")
+    g.add_argument("--months", metavar="A..B", help="a range of months, run in order: 2026-01..2026-06")
+    p.add_argument("--force", nargs="?", const="all", metavar="STEP",
+                   help=f"redo the month even if complete, or only STEP and the steps after it "
+                        f"({', '.join(STEPS)})")
+    p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                   help="wait this long for another run of the same month to finish (default: refuse at once)")
+    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
+    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
+    p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
+    p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
+    p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
+    p.add_argument("--master", help="Spark master URL (default local[*])")
+    p.add_argument("--tolerate-failures", action="store_true", default=None,
+                   help="go on to compare even when some snapshots failed or are missing")
+    p.add_argument("--json", action="store_true", help="print each month's summary as JSON on stdout")
+    p.set_defaults(func=main)
+
+    s = sub.add_parser(
+        "status", parents=parents,
+        help="show what a month has: steps done, failed snapshots, pairs, outputs",
+        description="Read DATA_DIR/_runs/month=YYYY-MM/state.json and the manifest of a month "
+                    "(or a range) and print its status; exit 1 if a step failed.",
+    )
+    sg = s.add_mutually_exclusive_group(required=True)
+    sg.add_argument("--month", help="the month, YYYY-MM")
+    sg.add_argument("--months", metavar="A..B", help="a range of months")
+    s.add_argument("--json", action="store_true", help="print each month's status as JSON on stdout")
+    s.set_defaults(func=status_main)
+
+
+def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
+    """The config with this command's flags applied and the months; ValueError when bad."""
+    from ingest import catalogue, discovery
+    from runner.month import parse_months
+
+    months = parse_months(args.months or args.month)
+    over = {}
+    if getattr(args, "days", None):
+        over["days"] = discovery.parse_days(args.days)
+    if getattr(args, "times", None):
+        over["times"] = discovery.parse_times(args.times)
+    if getattr(args, "collectors", None):
+        over["collectors"] = tuple(c.strip() for c in args.collectors.split(",") if c.strip())
+        for c in over["collectors"]:
+            try:
+                catalogue.get(c)
+            except KeyError as exc:
+                raise ValueError(f"--collectors: {exc.args[0]}") from None
+    cfg = cfg.with_overrides(archive_root=getattr(args, "archive_root", None),
+                             spark_master=getattr(args, "master", None),
+                             tolerate_failures=getattr(args, "tolerate_failures", None), **over)
+    mc = getattr(args, "min_coverage", None)
+    if mc is not None:
+        if not 0 <= mc <= 1:
+            raise ValueError(f"--min-coverage: expected a number from 0 to 1, got {mc}")
+        cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
+    if isinstance(cfg.data_dir, str):
+        raise ValueError(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+    return cfg, months
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from common.locks import LockBusy
+    from runner import month as runner
+
+    try:
+        cfg, months = options(args, cfg)
+        runner.steps_to_force(args.force)
+    except ValueError as exc:
+        console.error(str(exc))
+        return 2
+    rc = 0
+    try:
+        with console.progress(transfer=True) as prog:
+            results = runner.run_months(cfg, months, force=args.force, progress=prog, wait_s=args.wait)
+    except LockBusy as exc:
+        console.error(str(exc))
+        return 1
+    for s in results:
+        for name, st in s["steps"].items():
+            if st.get("status") == "failed":
+                console.error(st["error"])
+        rc = rc or (0 if s["ok"] else 1)
+        print_summary(s, args.json)
+    return rc
+
+
+def status_main(args: argparse.Namespace, cfg: Config) -> int:
+    from runner import month as runner
+
+    try:
+        cfg, months = options(args, cfg)
+    except ValueError as exc:
+        console.error(str(exc))
+        return 2
+    rc = 0
+    for m in months:
+        s = runner.summary(cfg, m)
+        rc = rc or (1 if any(st.get("status") == "failed" for st in s["steps"].values()) else 0)
+        print_summary(s, args.json)
+    return rc
+
+
+def print_summary(s: dict, as_json: bool) -> None:
+    if as_json:
+        json.dump(s, sys.stdout, default=str)
+        print()
+        return
+    out = console.err
+    frac = s["noncongruent_fraction"]
+    out.print(f"[bold]{s['month']}[/]: {s['files']} files, {s['entries']:,} entries, "
+              f"{'n/a' if s['pairs'] is None else format(s['pairs'], ',')} pairs, non-congruent "
+              f"{'n/a' if frac is None else format(frac, '.1%')}")
+    for name, st in s["steps"].items():
+        extra = f" ({st['error']})" if st.get("error") and st.get("status") != "failed" else ""
+        out.print(f"  {name:10} {st.get('status', '?')}{extra}")
+        for c, r in sorted((st.get("collectors") or {}).items()):
+            out.print(f"    {c:18} {r.get('status')}" + (f": {r['error']}" if r.get("error") else ""))
+    for f in s["failed_slots"]:
+        out.print(f"  failed slot {f['slot']}: {f['error']}")
+    for k, v in s["outputs"].items():
+        out.print(f"  {k:14} {v}")

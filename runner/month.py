@@ -1,0 +1,461 @@
+"""The monthly batch: every step of a month, each recorded with the fingerprint of its inputs.
+
+DATA_DIR/_runs/month=M/state.json says, per step, when it last finished and from which
+inputs. A re-run skips a step whose inputs are unchanged and whose outputs are still there,
+and redoes one whose inputs changed (a new dump, other method parameters, the month before
+re-published). Inputs per step:
+- ingest: the selection (collectors, days, times, tolerance, archive roots);
+- compare: the manifest's sha256s of the month's ingested files, the method parameters,
+  the engine, and the month before's published tables (transitions read them);
+- hints, warehouse, reports: the published tables they read.
+The whole month runs under its lock (common/locks.py); a kill leaves nothing the next run
+does not clean (the compare job's staging recovery, the writers' dot-temp files).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from common import console
+from common.config import Config
+from common.locks import month_lock
+
+#: The steps of a month, in order; a step may read what the ones before it wrote.
+STEPS = ("ingest", "compare", "hints", "warehouse", "reports")
+#: Tables the compare step publishes per month (pipeline/job.py TABLE_ORDER).
+MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
+
+
+class StepFailed(Exception):
+    """A step could not finish; the message is one line naming what failed."""
+
+
+@dataclass
+class StepResult:
+    step: str
+    status: str  # done | skipped (complete and valid) | failed | unavailable | not run
+    seconds: float = 0.0
+    error: str | None = None
+    outputs: dict = field(default_factory=dict)
+
+
+# --- where things are -----------------------------------------------------------------
+
+def data_dir(cfg: Config) -> Path:
+    if isinstance(cfg.data_dir, str):
+        raise StepFailed(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+    return Path(cfg.data_dir)
+
+
+def state_path(cfg: Config, month: str) -> Path:
+    return data_dir(cfg) / "_runs" / f"month={month}" / "state.json"
+
+
+def read_state(cfg: Config, month: str) -> dict:
+    p = state_path(cfg, month)
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        return {"month": month, "steps": {}}
+
+
+def _update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> None:
+    """Read-modify-write of the state file, atomic and safe for concurrent tasks."""
+    with month_lock(data_dir(cfg), month, part="state", wait_s=300):
+        st = read_state(cfg, month)
+        change(st)
+        p = state_path(cfg, month)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(st, indent=1, sort_keys=True, default=str))
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+
+def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None) -> None:
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def change(st):
+        prev = st["steps"].get(res.step, {})
+        rec = {"status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
+               "outputs": res.outputs}
+        if res.status == "done":
+            rec["fingerprint"] = fingerprint
+        elif prev.get("fingerprint"):  # a failure does not forget the last good completion
+            rec["fingerprint"] = prev["fingerprint"] if prev.get("status") == "done" else None
+        st["steps"][res.step] = rec
+    _update_state(cfg, month, change)
+
+
+# --- fingerprints ---------------------------------------------------------------------
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
+    """(path, size, mtime_ns) of every published data file of these tables (and months)."""
+    out = []
+    for t in tables:
+        base = root / t
+        dirs = [base / f"month={m}" for m in months] if months is not None else [base]
+        for d in dirs:
+            for dp, dns, names in os.walk(d):
+                dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
+                for n in sorted(names):
+                    if n.startswith((".", "_")):
+                        continue
+                    st = os.stat(os.path.join(dp, n))
+                    out.append((os.path.relpath(os.path.join(dp, n), root), st.st_size, st.st_mtime_ns))
+    return out
+
+
+def previous_month(month: str) -> str:
+    y, m = map(int, month.split("-"))
+    return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
+
+
+def engine(cfg: Config) -> str:
+    return getattr(cfg, "engine", "spark")
+
+
+def _manifest_ok(cfg: Config, month: str) -> list[dict]:
+    from ingest import manifest
+
+    return [r for r in manifest.read(data_dir(cfg), month).values() if r["status"] == "ok"]
+
+
+def _selection(cfg: Config) -> dict:
+    return {"collectors": sorted(cfg.collectors), "days": list(cfg.days), "times": list(cfg.times),
+            "tolerance_minutes": cfg.tolerance_minutes, "archive_root": cfg.archive_root,
+            "archive_roots": dict(sorted(cfg.archive_roots.items()))}
+
+
+def fingerprint(cfg: Config, month: str, step: str) -> str:
+    root = data_dir(cfg)
+    if step == "ingest":
+        return _digest(_selection(cfg))
+    if step == "compare":
+        files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
+        return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
+                        "previous": tables_listing(root, ("pairs", "vps", "paths"), [previous_month(month)])})
+    if step == "hints":
+        return _digest(tables_listing(root, months=[month]))
+    if step == "warehouse":
+        return _digest(tables_listing(root))
+    if step == "reports":
+        return _digest({"tables": tables_listing(root), "warehouse": _outputs_listing(cfg, month, "warehouse")})
+    raise KeyError(step)
+
+
+def _outputs_listing(cfg: Config, month: str, step: str) -> list:
+    outs = read_state(cfg, month)["steps"].get(step, {}).get("outputs", {})
+    return [(k, os.stat(v).st_mtime_ns if os.path.exists(v) else None) for k, v in sorted(outs.items())
+            if isinstance(v, str)]
+
+
+# --- the steps ------------------------------------------------------------------------
+
+def _has(module: str, *names: str) -> str | None:
+    """None when module has every name, else why the step is not available (yet)."""
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return f"{module} is not built yet"
+    missing = [n for n in names if not hasattr(mod, n)]
+    return f"{module} has no {', '.join(missing)} yet" if missing else None
+
+
+def _cleanup_ingest(cfg: Config, month: str, collector: str | None = None) -> None:
+    """Remove the dot-temp Parquet files a killed ingest left (they are never read)."""
+    base = data_dir(cfg) / "rib_entries" / f"month={month}"
+    if collector:
+        base = base / f"collector={collector}"
+    for p in base.rglob(".*.tmp") if base.exists() else ():
+        p.unlink(missing_ok=True)
+
+
+def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = None) -> dict:
+    """Ingest the month's selected snapshots (or one collector's: the DAG's mapped task)."""
+    from ingest import run as ingest_run
+
+    if collector:
+        cfg = cfg.with_overrides(collectors=(collector,))
+    _cleanup_ingest(cfg, month, collector)
+
+    def report(row):
+        if row.status != "ok":
+            console.error(f"{row.collector} {row.target_time:%Y-%m-%d %H:%M}: {row.error}")
+
+    out = ingest_run.run(cfg, month, progress=progress, on_row=report)
+    if out.failed and not cfg.tolerate_failures:
+        names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
+        raise StepFailed(f"ingest {month}: {len(out.failed)} snapshot(s) failed or missing ({names}); "
+                         f"see {out.manifest_path}")
+    return {"manifest": str(out.manifest_path),
+            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")}
+
+
+def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
+    from pipeline import job
+
+    if not _manifest_ok(cfg, month):
+        raise StepFailed(f"compare {month}: no snapshot of the month was ingested")
+    if engine(cfg) == "spark":
+        from pipeline import spark as sparkmod
+
+        if problem := sparkmod.java_problem():
+            raise StepFailed(problem)
+        ctx = {} if ctx is None else ctx
+        if ctx.get("spark") is None:
+            ctx["spark"] = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+        (res,) = job.run_months(cfg, [month], spark=ctx["spark"])
+    else:
+        (res,) = job.run_months(cfg, [month])
+    if res.error:
+        raise StepFailed(res.error)
+    root = data_dir(cfg)
+    return {t: str(root / t / f"month={month}") for t in MONTH_TABLES}
+
+
+def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    from pipeline import hints
+
+    out = hints.publish(cfg, month)
+    return {"hints": str(out)} if out is not None else {}
+
+
+def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    from reports import warehouse
+
+    return {"warehouse": str(warehouse.refresh(cfg))}
+
+
+def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    from reports import html
+
+    return {"month_report": str(html.write_month_report(cfg, month)),
+            "trend_report": str(html.write_trend_report(cfg))}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable
+    available: Callable[[], str | None] = lambda: None
+
+
+REGISTRY = {
+    "ingest": Step("ingest", lambda cfg, m, progress=None, ctx=None: do_ingest(cfg, m, progress)),
+    "compare": Step("compare", do_compare),
+    "hints": Step("hints", do_hints, lambda: _has("pipeline.hints", "publish")),
+    "warehouse": Step("warehouse", do_warehouse, lambda: _has("reports.warehouse", "refresh")),
+    "reports": Step("reports", do_reports,
+                    lambda: _has("reports.html", "write_month_report", "write_trend_report")),
+}
+
+
+def _valid(cfg: Config, month: str, step: str, rec: dict) -> bool:
+    """A recorded completion still stands: same inputs, outputs still there."""
+    if rec.get("status") != "done" or rec.get("fingerprint") != fingerprint(cfg, month, step):
+        return False
+    outs = [v for v in rec.get("outputs", {}).values() if isinstance(v, str)]
+    if step == "ingest":
+        return all(Path(r["output"]).exists() for r in _manifest_ok(cfg, month)) and bool(outs)
+    return all(os.path.exists(v) for v in outs)
+
+
+def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progress=None,
+             ctx: dict | None = None) -> StepResult:
+    """Run one step unless its recorded completion is still valid; record what happened."""
+    s = REGISTRY[step]
+    if why := s.available():
+        return StepResult(step, "unavailable", error=why)
+    rec = read_state(cfg, month)["steps"].get(step, {})
+    if not force and _valid(cfg, month, step, rec):
+        return StepResult(step, "skipped", outputs=rec.get("outputs", {}))
+    t0 = time.monotonic()
+    try:
+        outputs = s.run(cfg, month, progress=progress, ctx=ctx)
+    except StepFailed as exc:
+        res = StepResult(step, "failed", time.monotonic() - t0, error=str(exc))
+        _record(cfg, month, res, None)
+        return res
+    except OSError as exc:
+        import errno
+
+        msg = (f"{data_dir(cfg)}: no space left on device during {step} {month}; published tables "
+               "are unchanged; free space and run again") if exc.errno == errno.ENOSPC else \
+            f"{step} {month}: {exc}"
+        res = StepResult(step, "failed", time.monotonic() - t0, error=msg)
+        try:
+            _record(cfg, month, res, None)
+        except OSError:
+            pass  # no room even for the state file: the next run redoes this step anyway
+        return res
+    res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
+    _record(cfg, month, res, fingerprint(cfg, month, step))
+    return res
+
+
+def steps_to_force(force: str | None) -> set[str]:
+    """`--force` (all steps) or `--force STEP` (that step and every one after it)."""
+    if force is None:
+        return set()
+    if force == "all":
+        return set(STEPS)
+    if force not in STEPS:
+        raise ValueError(f"--force: unknown step {force!r} (one of {', '.join(STEPS)})")
+    return set(STEPS[STEPS.index(force):])
+
+
+def run_month(cfg: Config, month: str, *, force: str | None = None, progress=None,
+              ctx: dict | None = None, wait_s: float = 0.0) -> dict:
+    """Every step of the month in order, under the month lock; stops at the first failure.
+    Returns the month's summary (see `summary`)."""
+    forced = steps_to_force(force)
+    results: list[StepResult] = []
+    overall = progress.add_task(f"run {month}", total=len(STEPS)) if progress is not None else None
+    with month_lock(data_dir(cfg), month, wait_s=wait_s):
+        for step in STEPS:
+            if progress is not None:
+                progress.update(overall, description=f"run {month}: {step}")
+            if results and results[-1].status == "failed":
+                results.append(StepResult(step, "not run"))
+            else:
+                results.append(run_step(cfg, month, step, force=step in forced, progress=progress, ctx=ctx))
+            if progress is not None:
+                progress.advance(overall)
+    return summary(cfg, month, results)
+
+
+def run_months(cfg: Config, months: list[str], *, force: str | None = None, progress=None,
+               wait_s: float = 0.0) -> list[dict]:
+    """Months in calendar order (transitions read the month before); one Spark session."""
+    ctx: dict = {}
+    out = []
+    try:
+        for m in sorted(months):
+            out.append(run_month(cfg, m, force=force, progress=progress, ctx=ctx, wait_s=wait_s))
+    finally:
+        if ctx.get("spark") is not None:
+            ctx["spark"].stop()
+    return out
+
+
+def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
+    """One collector's ingest (the DAG maps this over the collectors). Shares the month with
+    the other collectors' tasks, excludes a whole-month run; records its outcome."""
+    root = data_dir(cfg)
+    t0 = time.monotonic()
+    with month_lock(root, month, shared=True), month_lock(root, month, part=f"ingest.{collector}"):
+        try:
+            outputs = do_ingest(cfg, month, collector=collector)
+            res = {"status": "done", "error": None}
+        except StepFailed as exc:
+            outputs, res = {}, {"status": "failed", "error": str(exc)}
+    res["seconds"] = round(time.monotonic() - t0, 1)
+
+    def change(st):
+        st["steps"].setdefault("ingest", {}).setdefault("collectors", {})[collector] = res
+    _update_state(cfg, month, change)
+    if res["error"]:
+        raise StepFailed(res["error"])
+    return outputs
+
+
+def finish_ingest(cfg: Config, month: str) -> StepResult:
+    """After every collector's task: record the ingest step as a whole (the DAG's join)."""
+    cols = read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
+    bad = [f"{c}: {r['error']}" for c, r in sorted(cols.items())
+           if c in cfg.collectors and r.get("status") != "done"]
+    missing = [c for c in cfg.collectors if c not in cols]
+    from ingest import manifest
+
+    if bad or missing:
+        res = StepResult("ingest", "failed", error="; ".join(bad + [f"{c}: not run" for c in missing]))
+        fp = None
+    else:
+        res = StepResult("ingest", "done", outputs={
+            "manifest": str(manifest.path(data_dir(cfg), month)),
+            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")})
+        fp = fingerprint(cfg, month, "ingest")
+
+    def change(st):
+        rec = st["steps"].setdefault("ingest", {})
+        rec.update({"status": res.status, "error": res.error, "outputs": res.outputs,
+                    "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "fingerprint": fp})
+    _update_state(cfg, month, change)
+    return res
+
+
+# --- what a month has ---------------------------------------------------------------------
+
+def summary(cfg: Config, month: str, results: list[StepResult] | None = None) -> dict:
+    """Files, entries, pairs, the non-congruent fraction and where each output is, read
+    from the data dir itself (so a skipped step reports the same as a fresh one)."""
+    import pyarrow.parquet as pq
+    from ingest import manifest as mf
+
+    root = data_dir(cfg)
+    rows = list(mf.read(root, month).values())
+    ok = [r for r in rows if r["status"] == "ok"]
+    ms_dir = root / "month_summary" / f"month={month}"
+    ms = None
+    if any(p.suffix == ".parquet" for p in ms_dir.glob("*.parquet")):
+        t = pq.read_table(ms_dir)
+        ms = t.to_pylist()[0] if t.num_rows else None
+    st = read_state(cfg, month)
+    steps = {name: {k: v for k, v in rec.items() if k in ("status", "at", "error", "seconds", "collectors")}
+             for name, rec in st["steps"].items()}
+    for r in results or []:
+        steps[r.step] = {**steps.get(r.step, {}), "status": r.status, "error": r.error,
+                         "seconds": round(r.seconds, 1)}
+    steps = {k: steps[k] for k in sorted(steps, key=lambda k: STEPS.index(k) if k in STEPS else 99)}
+    outputs = {}
+    for name in STEPS:
+        outputs.update(st["steps"].get(name, {}).get("outputs", {}))
+    outputs["state"] = str(state_path(cfg, month))
+    return {
+        "month": month,
+        "ok": all(s.get("status") not in ("failed", "not run") for s in steps.values()) and ms is not None,
+        "files": len(ok),
+        "failed_slots": [{"slot": r["slot"], "collector": r["collector"], "status": r["status"],
+                          "error": r["error"]} for r in rows if r["status"] != "ok"],
+        "entries": sum((r["entries_v4"] or 0) + (r["entries_v6"] or 0) for r in ok),
+        "pairs": ms["pairs"] if ms else None,
+        "noncongruent_fraction": ms["noncongruent_fraction"] if ms else None,
+        "steps": steps,
+        "outputs": outputs,
+    }
+
+
+_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+
+def parse_months(spec: str) -> list[str]:
+    """'2026-07' or '2026-01..2026-06' (inclusive) -> the months in order."""
+    a, sep, b = spec.partition("..")
+    for m in (a, b) if sep else (a,):
+        if not _MONTH.match(m):
+            raise ValueError(f"--months: expected YYYY-MM or YYYY-MM..YYYY-MM, got {spec!r}")
+    if not sep:
+        return [a]
+    if b < a:
+        raise ValueError(f"--months: {b} is before {a}")
+    out, m = [], a
+    while m <= b:
+        out.append(m)
+        y, mm = map(int, m.split("-"))
+        m = f"{y + 1}-01" if mm == 12 else f"{y}-{mm + 1:02d}"
+    return out
