@@ -1,0 +1,134 @@
+"""`congruency query` command line: named queries and the analyst's own SQL on the warehouse."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from common import console
+from common.config import Config
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "query",
+        parents=parents,
+        help="run a named query (reports/queries/NAME.sql) or your own SQL on the warehouse",
+        description=(
+            "Run a named query from reports/queries/ with bound parameters, or --sql on a "
+            "read-only connection to DATA_DIR/warehouse.duckdb (run `congruency warehouse` "
+            "first). --list shows the named queries and their parameters."
+        ),
+    )
+    p.add_argument("name", nargs="?", help="named query (see --list)")
+    p.add_argument("--list", action="store_true", help="list the named queries, one line each")
+    p.add_argument("--sql", metavar="SQL", help="your own SELECT statement(s); statements that write are refused")
+    p.add_argument("--month", metavar="YYYY-MM", help="the $month parameter")
+    p.add_argument("--vp", metavar="ASN", help="the $vp parameter (a VP's ASN)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="any other parameter, e.g. --param other=2026-01 --param limit=50")
+    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for parquet)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from reports import query, warehouse
+
+    if args.list:
+        for q in query.named().values():
+            ps = " ".join(f"--{p}" if p in ("month", "vp") else f"--param {p}=" for p in q.params)
+            print(f"{q.name:<16} {q.summary}{f'  [{ps}]' if ps else ''}")
+        return 0
+    if bool(args.name) == bool(args.sql):
+        console.error("give a query NAME or --sql \"...\" (or --list)")
+        return 2
+    if args.format == "parquet" and not args.out:
+        console.error("--format parquet: needs --out FILE")
+        return 2
+    given = {"month": args.month, "vp": args.vp}
+    for kv in args.param:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            console.error(f"--param: expected NAME=VALUE, got {kv!r}")
+            return 2
+        given[k] = v
+    try:
+        if args.sql:
+            if any(v is not None for v in given.values()):
+                raise query.QueryError("--sql takes no parameters (they are for named queries)")
+        else:
+            q = query.get(args.name)
+            query.bind(q, given)
+    except query.QueryError as exc:
+        console.error(str(exc))
+        return 2
+    try:
+        con = warehouse.connect(cfg)
+    except warehouse.WarehouseError as exc:
+        console.error(str(exc))
+        return 1
+    try:
+        table = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
+    except query.QueryError as exc:
+        console.error(str(exc))
+        return 1
+    finally:
+        con.close()
+    write(table, args.format, Path(args.out) if args.out else None)
+    return 0
+
+
+def write(table, fmt: str, out: Path | None) -> None:
+    """The result on stdout, or atomically into `out` (dot-temp name, then rename)."""
+    import io
+
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    tmp = out.with_name(f".{out.name}.tmp") if out else None
+    if fmt == "parquet":
+        pq.write_table(table, tmp)
+    else:
+        buf = io.StringIO()
+        if fmt == "csv":
+            b = io.BytesIO()
+            pacsv.write_csv(_flat(table), b)
+            buf.write(b.getvalue().decode())
+        elif fmt == "json":
+            json.dump(table.to_pylist(), buf, indent=1, default=str)
+            buf.write("\n")
+        else:
+            _table(table, buf)
+        if tmp is None:
+            sys.stdout.write(buf.getvalue())
+            return
+        tmp.write_text(buf.getvalue())
+    os.replace(tmp, out)
+
+
+def _flat(table):
+    """CSV has no lists: list columns become '[1, 2, 3]' text."""
+    import pyarrow as pa
+
+    cols = []
+    for col in table.columns:
+        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or pa.types.is_struct(col.type):
+            col = pa.array([None if v is None else json.dumps(v) for v in col.to_pylist()], pa.string())
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def _table(table, buf) -> None:
+    """A boxed text table, columns as wide as their widest cell (no wrapping)."""
+    rows = [["" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()]
+            for r in table.to_pylist()]
+    widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(table.column_names)]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
+    fmt = lambda cells: "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|\n"
+    buf.write(line + fmt(table.column_names) + line + "".join(fmt(r) for r in rows) + line)
+    buf.write(f"({table.num_rows} rows)\n")

@@ -1,0 +1,150 @@
+"""Named queries (reports/queries/NAME.sql) and the analyst's own SQL, on the warehouse.
+
+A named query's header says what it is and which parameters it takes:
+
+    -- One line saying what the query returns.
+    -- param month: YYYY-MM
+    -- param limit: integer, number of rows, default 20
+
+Parameters are bound by DuckDB (`$month`), never pasted into the SQL text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+QUERIES_DIR = Path(__file__).parent / "queries"
+_MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+#: Statement kinds `--sql` accepts: reading only (COPY ... TO, SET, ATTACH, CREATE TEMP ... are refused).
+READ_ONLY_KINDS = {"SELECT", "EXPLAIN"}
+
+
+class QueryError(Exception):
+    """A one-line reason a query cannot run (bad name, parameter or SQL)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # 'month' | 'integer'
+    help: str
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    summary: str
+    sql: str
+    params: dict[str, Param] = field(default_factory=dict)
+
+
+def parse(name: str, text: str) -> Query:
+    summary, params = [], {}
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        body = line[2:].strip()
+        m = re.fullmatch(r"param (\w+):\s*(.*)", body)
+        if m:
+            pname, rest = m.groups()
+            dm = re.search(r"default (\S+)$", rest)
+            kind = "month" if rest.startswith("YYYY-MM") else "integer"
+            params[pname] = Param(pname, kind, rest, dm.group(1) if dm else None)
+        elif not params:
+            summary.append(body)
+    used = set(re.findall(r"\$(\w+)", text))
+    if used != set(params):
+        raise QueryError(f"{name}.sql: header declares {sorted(params)} but the SQL uses {sorted(used)}")
+    return Query(name, summary[0] if summary else "", text, params)
+
+
+def named() -> dict[str, Query]:
+    return {p.stem: parse(p.stem, p.read_text()) for p in sorted(QUERIES_DIR.glob("*.sql"))}
+
+
+def get(name: str) -> Query:
+    qs = named()
+    if name not in qs:
+        raise QueryError(f"unknown query {name!r} (known: {', '.join(qs)}; see congruency query --list)")
+    return qs[name]
+
+
+def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
+    """Checked values for q's parameters from `given` (name -> text); unknown or missing ones are errors."""
+    given = {k: v for k, v in given.items() if v is not None}
+    extra = sorted(set(given) - set(q.params))
+    if extra:
+        takes = ", ".join(q.params) or "no parameters"
+        raise QueryError(f"query {q.name} has no parameter {extra[0]!r} (it takes: {takes})")
+    out: dict[str, object] = {}
+    for p in q.params.values():
+        text = given.get(p.name, p.default)
+        if text is None:
+            raise QueryError(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
+                             if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
+        if p.kind == "month":
+            if not _MONTH.fullmatch(text):
+                raise QueryError(f"{p.name}: expected YYYY-MM, got {text!r}")
+            out[p.name] = text
+        else:
+            try:
+                out[p.name] = int(text)
+            except ValueError:
+                raise QueryError(f"{p.name}: expected an integer, got {text!r}") from None
+            if out[p.name] < 0:
+                raise QueryError(f"{p.name}: expected a non-negative integer, got {text!r}")
+    return out
+
+
+def check_months(con, values: dict[str, object]) -> None:
+    """Every month parameter must be a published month of the compare job."""
+    from reports.warehouse import months
+
+    have = months(con)
+    for k, v in values.items():
+        if isinstance(v, str) and _MONTH.fullmatch(v) and v not in have:
+            span = f"{have[0]}..{have[-1]}" if have else "none"
+            raise QueryError(f"month {v}: no published results (published months: {span})")
+
+
+def run_named(con, name: str, given: dict[str, str | None]):
+    """Run a named query; returns a pyarrow Table."""
+    q = get(name)
+    values = bind(q, given)
+    check_months(con, values)
+    return _run(con, q.sql, values)
+
+
+def run_sql(con, sql: str):
+    """The analyst's own SQL: one or more statements, each of which may only read."""
+    import duckdb
+
+    try:
+        stmts = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(f"--sql: {_first(exc)}") from None
+    if not stmts:
+        raise QueryError("--sql: no statement given")
+    for s in stmts:
+        kind = str(s.type).rsplit(".", 1)[-1]
+        if kind not in READ_ONLY_KINDS:
+            raise QueryError(f"--sql: refused a {kind} statement: the warehouse is read-only (SELECT only)")
+    result = None
+    for s in stmts:
+        result = _run(con, s.query, None)
+    return result
+
+
+def _run(con, sql: str, params):
+    import duckdb
+
+    try:
+        return con.sql(sql, params=params).to_arrow_table() if params else con.sql(sql).to_arrow_table()
+    except duckdb.Error as exc:
+        raise QueryError(_first(exc)) from None
+
+
+def _first(exc: Exception) -> str:
+    return " ".join(str(exc).split("\n")[0].split())

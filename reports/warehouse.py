@@ -1,0 +1,212 @@
+"""DATA_DIR/warehouse.duckdb: one DuckDB view per published table, over the Parquet in place.
+
+No data is copied: each view is a `read_parquet` glob over the table's published files,
+resolved when a query runs, so a month published after the refresh shows up at once.
+The globs see only what is published: the compare job swaps a month's folder in by
+rename (its `_staging/` tree is outside every table's folder) and files being written are
+dot-names (`.x.parquet.tmp`), which the `[!.]*` in every glob excludes (DuckDB's own `*`
+matches dot files). `rib_entries` rows are further limited to the snapshots the manifest
+records as ingested `ok`, so a month still being ingested shows only its finished files
+once its manifest says so.
+
+Paths in the views are absolute, so the file works from any working directory; after
+moving DATA_DIR, refresh. The file is written in storage version STORAGE_VERSION so the
+`duckdb` command-line client (PyPI `duckdb-cli`, which lags the Python package) opens it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+from common.tables import DOCS, TableDoc
+
+#: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
+STORAGE_VERSION = "v1.4.0"
+FILE_NAME = "warehouse.duckdb"
+#: `month` is a 'YYYY-MM' string everywhere: in the files, the partition keys and the views.
+MONTH_TYPE = "VARCHAR"
+
+
+class WarehouseError(Exception):
+    """A one-line reason the warehouse could not be built or opened."""
+
+
+def data_root(cfg) -> Path:
+    d = cfg.data_dir
+    if isinstance(d, str) and "://" in d:
+        raise WarehouseError(f"{d}: the warehouse needs a local data dir (DuckDB reads the Parquet in place)")
+    return Path(d).resolve()
+
+
+def path(cfg) -> Path:
+    return data_root(cfg) / FILE_NAME
+
+
+def _glob(root: Path, doc: TableDoc) -> str:
+    """The table's layout (`t/month=YYYY-MM/collector=NAME/*.parquet`) as a glob that skips dot files."""
+    parts = []
+    for seg in doc.layout.split("/"):
+        if "=" in seg:
+            seg = seg.split("=")[0] + "=*"
+        elif seg.startswith("*"):
+            seg = "[!.]" + seg
+        parts.append(seg)
+    return str(root.joinpath(*parts))
+
+
+def _keys(doc: TableDoc) -> list[str]:
+    return [seg.split("=")[0] for seg in doc.layout.split("/") if "=" in seg]
+
+
+def published(root: Path) -> dict[str, str]:
+    """name -> glob for every documented table with at least one published file."""
+    out = {}
+    for name, doc in DOCS.items():
+        g = _glob(root, doc)
+        if any(Path(p).is_file() for p in _iglob(g)):
+            out[name] = g
+    return out
+
+
+def _iglob(pattern: str):
+    import glob
+
+    # Python's glob skips dot names for '*' already; '[!.]' keeps both tools in agreement.
+    return glob.iglob(pattern)
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _ident(s: str) -> str:
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", s):
+        raise WarehouseError(f"unexpected table or column name {s!r}")
+    return s
+
+
+def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
+    """CREATE VIEW for one table: month first, then the documented columns in schema order."""
+    doc = DOCS[name]
+    keys = _keys(doc)
+    hive_types = ", ".join(f"{_sql_str(k)}: {MONTH_TYPE}" for k in keys)
+    cols = ["month"] + [c for c in doc.schema.names if c != "month"]
+    select = ", ".join(f"e.{_ident(c)}" for c in cols)
+    src = (f"read_parquet({_sql_str(glob)}, hive_partitioning = true, hive_types = {{{hive_types}}}, "
+           f"union_by_name = true{', filename = true' if name == 'rib_entries' else ''})")
+    where = ""
+    if name == "rib_entries" and with_manifest:
+        where = (f" WHERE EXISTS (SELECT 1 FROM {schema}.manifest m WHERE m.status = 'ok' AND m.month = e.month"
+                 " AND m.collector = e.collector AND parse_filename(m.output) = parse_filename(e.filename))")
+    return f"CREATE VIEW {schema}.{_ident(name)} AS SELECT {select} FROM {src} e{where}"
+
+
+def create_views(con, schema: str, root: Path) -> dict[str, str]:
+    """Create one documented view per published table in `schema` of `con`; returns name -> glob."""
+    tables = published(root)
+    if not tables:
+        raise WarehouseError(f"{root}: no published tables (run congruency ingest and compare first)")
+    for name, g in tables.items():  # DOCS order: manifest before rib_entries
+        doc = DOCS[name]
+        con.execute(view_sql(schema, name, g, "manifest" in tables))
+        con.execute(f"COMMENT ON VIEW {schema}.{name} IS {_sql_str(doc.about)}")
+        for col, c in doc.columns.items():
+            text = f"{c.meaning} [unit: {c.unit}; step: {c.step}]"
+            con.execute(f"COMMENT ON COLUMN {schema}.{name}.{_ident(col)} IS {_sql_str(text)}")
+        if "month" not in doc.columns:
+            con.execute(f"COMMENT ON COLUMN {schema}.{name}.month IS "
+                        "'calendar month of the RIB snapshots (partition key from the directory name) [unit: YYYY-MM]'")
+    return tables
+
+
+def settings(con) -> None:
+    """Bounded resources: the machine is shared and the views can scan a lot of Parquet."""
+    con.execute("SET memory_limit = '2GB'")
+    con.execute("SET threads = 2")
+
+
+def memory(cfg):
+    """An in-memory DuckDB with the warehouse's views in schema `main` (for the reports)."""
+    import duckdb
+
+    con = duckdb.connect()
+    settings(con)
+    create_views(con, "main", data_root(cfg))
+    return con
+
+
+def _check_existing(target: Path) -> None:
+    """Refuse to replace a file another process holds open for writing, or that is not a DuckDB file."""
+    import duckdb
+
+    if not target.exists():
+        return
+    try:
+        duckdb.connect(str(target), read_only=True).close()
+    except duckdb.IOException as exc:
+        raise WarehouseError(f"{target}: {_why(exc)}; left as it is") from None
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{target}: cannot open it ({_why(exc)}); left as it is") from None
+
+
+def _why(exc: Exception) -> str:
+    msg = str(exc).splitlines()[0]
+    if "lock" in msg.lower():
+        return "locked by another process that has it open for writing (close it, then retry)"
+    if "not a valid DuckDB database" in msg or "file is not" in msg.lower() or "corrupt" in msg.lower():
+        return "not a valid DuckDB file (corrupt?); remove it and refresh"
+    return msg
+
+
+def refresh(cfg) -> Path:
+    """Build the warehouse file beside the old one, then swap it in by rename; returns its path."""
+    import duckdb
+
+    root = data_root(cfg)
+    target = root / FILE_NAME
+    if not root.is_dir():
+        raise WarehouseError(f"{root}: data dir does not exist")
+    _check_existing(target)
+    tmp = root / f".{FILE_NAME}.{uuid.uuid4().hex[:8]}.tmp"
+    con = duckdb.connect()
+    try:
+        settings(con)
+        con.execute(f"ATTACH {_sql_str(str(tmp))} AS w (STORAGE_VERSION {_sql_str(STORAGE_VERSION)})")
+        create_views(con, "w", root)
+        con.execute("DETACH w")
+        con.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{target}: building the views failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+        for p in (tmp, tmp.with_name(tmp.name + ".wal")):
+            p.unlink(missing_ok=True)
+    return target
+
+
+def connect(cfg):
+    """A read-only connection to the warehouse file, or a one-line WarehouseError."""
+    import duckdb
+
+    p = path(cfg)
+    if not p.is_file():
+        raise WarehouseError(f"{p}: no warehouse yet (run congruency warehouse)")
+    try:
+        con = duckdb.connect(str(p), read_only=True)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{p}: {_why(exc)}") from None
+    settings(con)
+    return con
+
+
+def months(con, table: str = "month_summary") -> list[str]:
+    """Published months of `table` (empty when the table has no view)."""
+    have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    if table not in have:
+        return []
+    return [r[0] for r in con.execute(f"SELECT DISTINCT month FROM {_ident(table)} ORDER BY 1").fetchall()]
