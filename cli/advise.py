@@ -1,0 +1,98 @@
+"""`congruency advise` command line: path-selector advice for one source and destination."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common import console
+from common.config import Config
+
+
+def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
+    """The question's flags, shared by advise and export."""
+    p.add_argument("--from", dest="source", metavar="ASN", required=required,
+                   help="source AS (a VP, or any AS: then its upstream VPs stand in); GROUP:ASN picks one VP")
+    p.add_argument("--to", action="append", metavar="ADDR|PREFIX|ASN",
+                   help="destination: an ASN, a prefix or an IP address; give --to twice for one host's "
+                        "IPv4 and IPv6 addresses")
+    p.add_argument("--month", metavar="YYYY-MM", help="month of published results (default: the latest)")
+    p.add_argument("--endpoints", metavar="FILE",
+                   help="TOML of candidate tunnel endpoints ([[endpoint]] name, ipv4, ipv6): rank their "
+                        "underlay paths and choose --k of them")
+    p.add_argument("--k", type=int, metavar="N", help="paths to choose among the endpoints' (default 2)")
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "advise",
+        parents=parents,
+        help="which IPv4/IPv6 tunnel paths are disjoint, and how to use them (MPTCP, MPT)",
+        description=(
+            "Read the month's published paths (DATA_DIR/paths, vps, pairs; rib_entries for address "
+            "lookups) and print one hint per (source, destination): the IPv4 and IPv6 AS paths, a "
+            "class (disjoint, shared-edge, shared-core, congruent, unknown with its reason), the "
+            "shared ASes, a confidence, and advice (mode aggregate|backup|single-path, path manager, "
+            "congestion control, transport). Addresses map to their origin AS by longest-prefix "
+            "match over the month's prefixes, per family. AS-level disjointness is a lower bound. "
+            "Exit 2 on bad input (ASN, prefix, address, month, endpoints file)."
+        ),
+    )
+    add_question(p)
+    p.add_argument("--json", action="store_true", help="print the answer as JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def ask(args: argparse.Namespace, cfg: Config) -> dict:
+    from pipeline.hints import advise
+
+    return advise(cfg, args.source, args.to, month=args.month, endpoints=args.endpoints, k=args.k)
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from pipeline.hints import HintError
+
+    try:
+        answer = ask(args, cfg)
+    except HintError as exc:
+        console.error(str(exc))
+        return 2
+    except OSError as exc:
+        console.error(f"reading {cfg.data_dir}: {exc}")
+        return 1
+    if args.json:
+        json.dump(answer, sys.stdout, indent=1)
+        print()
+        return 0
+    for h in answer["hints"]:
+        print(text(h))
+    sel = answer["selection"]
+    if sel:
+        print(f"ranked underlay paths (best first): " + "; ".join(
+            f"{r['endpoint']} IPv{r['afi']} {path(r['path'])} (stability {r['stability']:.2f})" for r in sel["ranking"]))
+        print(f"chosen k={sel['k']}: " + ", ".join(f"{r['endpoint']} IPv{r['afi']}" for r in sel["chosen"])
+              + f"; shared ASes: {', '.join(f'AS{a}' for a in sel['shared_asns']) or 'none'}")
+    return 0
+
+
+def path(p) -> str:
+    return " ".join(str(a) for a in p) if p else "-"
+
+
+def text(h: dict) -> str:
+    """A hint for people: a few lines."""
+    who = f"AS{h['source_asn']}" + (f" (via VP {h['vp_group']}:AS{h['vp_asn']})" if h["vp_asn"] else "")
+    to = (f"{h['endpoint']} " if h["endpoint"] else "") + f"{h['query'] or h['dest_asn']}"
+    lines = [f"{who} -> {to} [{h['month']}]: {h['hint_class']}"
+             + (f" ({h['reason']})" if h["reason"] else "")
+             + f", confidence {h['confidence']:.2f}",
+             f"  IPv4 path: {path(h['v4_path'])}" + (f"  ({h['prefix_v4']})" if h["prefix_v4"] else ""),
+             f"  IPv6 path: {path(h['v6_path'])}" + (f"  ({h['prefix_v6']})" if h["prefix_v6"] else ""),
+             f"  shared ASes: {', '.join(f'AS{a}' for a in h['shared_asns']) or 'none'}",
+             f"  mode: {h['mode']}. {h['rationale']}",
+             f"  path manager: {h['path_manager']}",
+             f"  congestion control: {h['congestion_control']}",
+             f"  transport: {h['transport']}"]
+    lines += [f"  note: {n}" for n in h["notes"]]
+    lines.append(f"  {h['caveat']}")
+    return "\n".join(lines)

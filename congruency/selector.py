@@ -1,0 +1,260 @@
+"""The path selector's definitions as pure functions: hint class, confidence, advice, and the
+choice of k underlay paths that share the fewest ASes.
+
+Path logic (shared ASes, adjacency) comes from congruency/method.py, the functions the
+reference and the compare job's tests use; nothing here re-derives it. I/O (reading a month,
+address lookups, publishing the `hints` table) is in pipeline/hints.py; rendering to
+tunnel configurations is in tunnels/.
+
+Class (from one IPv4 path and one IPv6 path from the same source AS):
+- `congruent`: the two paths are identical (METHOD.md step 7).
+- `disjoint`: not congruent and no shared AS besides the two ends (`shared_asns` empty).
+- `shared-edge`: shared ASes exist and every one is adjacent to the source or to the
+  destination on BOTH paths: exactly the pairs table's `shared_adjacent = true`. An AS next
+  to an end on one path but deep inside the other is a shared transit, so it counts as core.
+- `shared-core`: shared ASes exist and at least one is not adjacent on both paths
+  (`shared_adjacent = false`).
+- `unknown`: the question is valid but the data can't answer it; `reason` says why.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from congruency.method import shared_adjacent, shared_asns
+
+CLASSES = ("disjoint", "shared-edge", "shared-core", "congruent", "unknown")
+MODES = ("aggregate", "backup", "single-path")
+
+#: Stated by every hint.
+LOWER_BOUND = (
+    "AS-level disjointness is a lower bound: routers, links and IXPs inside an AS, "
+    "and the access link, can still be shared."
+)
+#: Confidence is multiplied by this when the source is not a VP and a proxy VP's paths stand in.
+PROXY_FACTOR = 0.5
+
+#: MPT (GRE-in-UDP multipath tunnels) path status codes (its STAT_* values).
+MPT_STATUS_OK = 0
+MPT_STATUS_DISABLED = 255
+#: MPT splits packets over the paths in proportion to weight_out; it must be >= 1.
+MPT_WEIGHT_PRIMARY = 10
+MPT_WEIGHT_BACKUP = 1
+
+_CC_UPSTREAM = (
+    "per-subflow TCP congestion control (each subflow uses net.ipv4.tcp_congestion_control, "
+    "e.g. cubic); upstream Linux MPTCP has no coupled congestion control: OLIA and BALIA "
+    "existed only in the out-of-tree multipath-tcp.org kernel"
+)
+
+
+def hint_class(congruent: bool, shared: Sequence[int], adjacent: bool | None) -> str:
+    """The class of a pair from the method's columns (`congruent`, `shared_asns`, `shared_adjacent`)."""
+    if congruent:
+        return "congruent"
+    if not shared:
+        return "disjoint"
+    return "shared-edge" if adjacent else "shared-core"
+
+
+def classify(v4: Sequence[int], v6: Sequence[int], src: int, dest_v4: int,
+             dest_v6: int | None = None) -> tuple[str, list[int]]:
+    """(class, shared ASes) of an IPv4 and an IPv6 path from `src`, with the method's functions.
+
+    When a host's IPv4 and IPv6 addresses have different origins, both ends are excluded
+    from the shared ASes, as the method excludes the one destination of a pair.
+    """
+    dest_v6 = dest_v4 if dest_v6 is None else dest_v6
+    shared = [a for a in shared_asns(v4, v6, src, dest_v4) if a != dest_v6]
+    return hint_class(tuple(v4) == tuple(v6), shared, shared_adjacent(v4, v6, shared)), shared
+
+
+def primary_afi(stability_v4: float | None, stability_v6: float | None,
+                hops_v4: int | None, hops_v6: int | None) -> int | None:
+    """The family to prefer when only one is used: the one with a path, then the more stable,
+    then the shorter; IPv4 on a full tie (the older, usually better provisioned, family)."""
+    if stability_v4 is None and stability_v6 is None:
+        return None
+    if stability_v6 is None:
+        return 4
+    if stability_v4 is None:
+        return 6
+    if stability_v4 != stability_v6:
+        return 4 if stability_v4 > stability_v6 else 6
+    return 6 if (hops_v6 or 0) < (hops_v4 or 0) else 4
+
+
+def confidence(stability_v4: float | None, stability_v6: float | None, snapshots: int | None,
+               month_snapshots: int | None, proxy: bool = False, agreement: float = 1.0) -> float:
+    """How far to trust a hint, in [0, 1]:
+    min(stability_v4, stability_v6) x min(1, snapshots / month_snapshots) x (PROXY_FACTOR if
+    a proxy VP stands in for the source) x agreement (the share of proxies whose paths give
+    the same class). `snapshots` is the fewer of the two paths' snapshot counts and
+    `month_snapshots` the most any path of the month has. 0 when a path is missing."""
+    if stability_v4 is None or stability_v6 is None or not snapshots or not month_snapshots:
+        return 0.0
+    c = min(stability_v4, stability_v6) * min(1.0, snapshots / month_snapshots)
+    if proxy:
+        c *= PROXY_FACTOR * agreement
+    return round(c, 6)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What to configure; every value is true for upstream Linux MPTCP and for MPT."""
+
+    mode: str
+    path_manager: str
+    congestion_control: str
+    transport: str
+    rationale: str
+    #: `ip mptcp endpoint` flags for the local address of each family (None: no endpoint).
+    mptcp_flags_v4: str | None
+    mptcp_flags_v6: str | None
+    #: MPT [path_N] weight_out and status per family (None: no such path).
+    mpt_weight_v4: int | None
+    mpt_weight_v6: int | None
+    mpt_status_v4: int | None
+    mpt_status_v6: int | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def advice(cls: str, primary: int | None) -> Advice:
+    """Mode and settings for a class; `primary` is the family kept when only one is used.
+
+    disjoint -> aggregate (no shared AS: the case where aggregation works best);
+    shared-edge -> aggregate (the shared AS sits next to an end, often the access provider:
+    expect at most about +15% unless the bottleneck lies elsewhere);
+    shared-core -> backup (a shared transit AS may be the common bottleneck, and uncoupled
+    subflows over one bottleneck only take more than a fair share);
+    congruent -> single-path (the same AS path twice gives nothing to aggregate);
+    unknown -> single-path on the family that has a path.
+    """
+    other = {4: 6, 6: 4}.get(primary)
+    flags: dict[int, str | None] = {4: None, 6: None}
+    weight: dict[int, int | None] = {4: None, 6: None}
+    status: dict[int, int | None] = {4: None, 6: None}
+    mpt_both = "MPTCP for TCP; MPT (GRE-in-UDP tunnel) to carry UDP as well"
+    if cls in ("disjoint", "shared-edge"):
+        mode = "aggregate"
+        for a in (4, 6):
+            flags[a], weight[a], status[a] = "subflow fullmesh", MPT_WEIGHT_PRIMARY, MPT_STATUS_OK
+        pm = ("in-kernel path manager: client endpoints 'subflow fullmesh' on its IPv4 and IPv6 "
+              "addresses, the server 'signal's its addresses")
+        cc = _CC_UPSTREAM + "; uncoupled cubic did better across separate ISPs"
+        transport = mpt_both
+        rationale = ("The IPv4 and IPv6 paths share no AS, so both can carry traffic at once."
+                     if cls == "disjoint" else
+                     "The paths share only ASes next to an end, so aggregating both gains at most "
+                     "about 15% when the bottleneck lies elsewhere and nothing when it is that AS "
+                     "or the access link.")
+    elif cls == "shared-core":
+        mode = "backup"
+        flags[primary], weight[primary], status[primary] = "subflow", MPT_WEIGHT_PRIMARY, MPT_STATUS_OK
+        flags[other], weight[other], status[other] = "subflow backup", MPT_WEIGHT_BACKUP, MPT_STATUS_DISABLED
+        pm = (f"in-kernel path manager: IPv{primary} endpoint 'subflow', IPv{other} endpoint "
+              f"'subflow backup' (the server 'signal backup's its IPv{other} address)")
+        cc = _CC_UPSTREAM + "; with a shared bottleneck, keep the second path as backup"
+        transport = mpt_both + (" (MPT has no standby state: the backup path is written "
+                                "disabled, status 255; set status 0 to fail over)")
+        rationale = ("The paths share a transit AS in the core, which can be the common bottleneck, "
+                     f"so IPv{other} is kept as a backup for IPv{primary}.")
+    elif cls in ("congruent", "unknown"):
+        mode = "single-path"
+        if primary is not None:
+            flags[primary], weight[primary], status[primary] = "subflow", MPT_WEIGHT_PRIMARY, MPT_STATUS_OK
+        pm = (f"in-kernel path manager: one 'subflow' endpoint on the IPv{primary} address"
+              if primary else "none: no path to use")
+        cc = _CC_UPSTREAM
+        transport = (f"plain TCP/UDP over IPv{primary}; MPTCP or MPT add failover only"
+                     if primary else "none")
+        rationale = ("Both families follow the same AS path, so a second subflow adds no AS-level "
+                     f"diversity; IPv{primary} is the steadier one." if cls == "congruent" else
+                     (f"Only IPv{primary} has a path, so there is nothing to combine it with."
+                      if primary else "There is no path in either family."))
+    else:
+        raise ValueError(f"unknown hint class {cls!r}")
+    return Advice(mode, pm, cc, transport, rationale, flags[4], flags[6], weight[4], weight[6],
+                  status[4], status[6])
+
+
+# ------------------------------------------------------------------ k paths
+@dataclass(frozen=True)
+class Candidate:
+    """One underlay path to a candidate endpoint: `key` names it (e.g. ('fra1', 6))."""
+
+    key: tuple
+    path: tuple[int, ...]
+    stability: float
+
+
+def shared_among(paths: Sequence[Sequence[int]], src: int) -> set[int]:
+    """ASes on at least two of the paths, besides the source and besides an AS that is only
+    ever the last AS (an endpoint's own network, as the method excludes the destination)."""
+    seen: dict[int, int] = {}
+    inner: set[int] = set()
+    for p in paths:
+        for i, a in enumerate(p):
+            if a == src:
+                continue
+            seen[a] = seen.get(a, 0) + 1
+            if i != len(p) - 1:
+                inner.add(a)
+    return {a for a, n in seen.items() if n >= 2 and a in inner}
+
+
+def selection_key(paths: Sequence[Candidate], src: int) -> tuple:
+    """What choose_k minimises: shared ASes, then -total stability, then total hops."""
+    return (len(shared_among([c.path for c in paths], src)),
+            -round(sum(c.stability for c in paths), 9), sum(len(c.path) - 1 for c in paths))
+
+
+def rank(cands: Sequence[Candidate]) -> list[Candidate]:
+    """Single paths best first: more stable, then shorter, then by key."""
+    return sorted(cands, key=lambda c: (-c.stability, len(c.path), repr(c.key)))
+
+
+def choose_k(cands: Sequence[Candidate], k: int, src: int) -> list[Candidate]:
+    """The k candidates that share the fewest ASes (ties: most stable, then shortest, then
+    the earliest in rank order). Exact: a branch-and-bound search over subsets in rank
+    order, pruned when the shared ASes so far already exceed the best complete set's (the
+    count never decreases as paths are added)."""
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    order = rank(cands)
+    if k >= len(order):
+        return order
+    best: list | None = None
+    best_key: tuple | None = None
+
+    def walk(start: int, chosen: list[Candidate]):
+        nonlocal best, best_key
+        if len(chosen) == k:
+            key = selection_key(chosen, src)
+            if best_key is None or key < best_key:
+                best, best_key = list(chosen), key
+            return
+        if best_key is not None and len(shared_among([c.path for c in chosen], src)) > best_key[0]:
+            return
+        for i in range(start, len(order) - (k - len(chosen)) + 1):
+            chosen.append(order[i])
+            walk(i + 1, chosen)
+            chosen.pop()
+
+    walk(0, [])
+    return best
+
+
+
+def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None,
+                hops_v4: int | None, hops_v6: int | None, snapshots: int | None,
+                month_snapshots: int | None, proxy: bool = False, agreement: float = 1.0) -> dict:
+    """Everything a hint derives from its class and its paths' numbers (the columns of the
+    `hints` table after the paths): one composition for the table and for `advise`."""
+    primary = primary_afi(stability_v4, stability_v6, hops_v4, hops_v6)
+    conf = 0.0 if cls == "unknown" else confidence(
+        stability_v4, stability_v6, snapshots, month_snapshots, proxy, agreement)
+    return {"hint_class": cls, "confidence": conf, "primary_afi": primary,
+            **advice(cls, primary).as_dict(), "caveat": LOWER_BOUND}

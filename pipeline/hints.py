@@ -1,0 +1,569 @@
+"""The path selector over a month's published tables: `advise` answers one question
+(source -> destination, optionally ranking candidate tunnel endpoints), `publish` builds the
+month's `hints` table (one row per pair) and swaps it in atomically.
+
+Definitions (class, confidence, advice, the k-path choice) are congruency/selector.py;
+this module only reads Parquet (DuckDB), resolves destinations and writes the table.
+
+Library use:
+
+    from common.config import load
+    from pipeline.hints import advise
+    answer = advise(load(), "6939", ["2001:db8::1"])      # latest published month
+    answer["hints"][0]["hint_class"], answer["hints"][0]["mode"]
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import shutil
+import time
+import tomllib
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common.config import Config
+from common.tables import HINTS
+from congruency import selector
+
+MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
+ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
+VP_RE = re.compile(r"([A-Za-z0-9_.-]{1,64}):(?:AS|as)?(\d{1,10})")
+MAX_ASN = 2**32 - 1
+MAX_CANDIDATE_PATHS = 64
+
+
+class HintError(ValueError):
+    """Bad input (argument, month, file): one line naming what is wrong; exit 2."""
+
+
+# ------------------------------------------------------------------ inputs
+def parse_asn(text: str, what: str = "ASN") -> int:
+    m = ASN_RE.fullmatch(str(text).strip())
+    if not m or not 1 <= int(m.group(1)) <= MAX_ASN:
+        raise HintError(f"{what}: expected an AS number 1..{MAX_ASN} (e.g. 6939 or AS6939), got {text!r}")
+    return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class Source:
+    asn: int
+    group: str | None = None  # a VP's collector group, when given as GROUP:ASN
+
+
+def parse_source(text: str) -> Source:
+    """`ASN`, `AS6939` or `GROUP:ASN` (one VP)."""
+    m = VP_RE.fullmatch(str(text).strip())
+    if m:
+        return Source(parse_asn(m.group(2), "--from"), m.group(1))
+    return Source(parse_asn(text, "--from"))
+
+
+@dataclass
+class Destination:
+    """What the question names: an AS, or a host/prefix per family (resolved to origins)."""
+
+    query: str
+    asn: int | None = None
+    nets: dict[int, ipaddress._BaseNetwork] = field(default_factory=dict)  # afi -> network asked
+    addrs: dict[int, str] = field(default_factory=dict)  # afi -> address text (hosts only)
+    endpoint: str | None = None
+
+
+def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -> Destination:
+    """An ASN, a prefix or an address; or one IPv4 and one IPv6 address/prefix of one host."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts or len(texts) > 2:
+        raise HintError(f"--to: expected one destination, or an IPv4 and an IPv6 address of one host; got {len(texts)}")
+    dest = Destination(query=",".join(texts), endpoint=endpoint)
+    for t in texts:
+        t = str(t).strip()
+        if ASN_RE.fullmatch(t):
+            if len(texts) > 1:
+                raise HintError(f"--to: an ASN ({t}) cannot be combined with another destination")
+            dest.asn = parse_asn(t, "--to")
+            return dest
+        try:
+            if "%" in t:
+                raise ValueError("scoped address")
+            if "/" in t:
+                net = ipaddress.ip_network(t, strict=True)
+            else:
+                addr = ipaddress.ip_address(t)
+                net = ipaddress.ip_network(addr)
+                dest.addrs[addr.version] = str(addr)
+        except ValueError as exc:
+            raise HintError(f"--to: not an ASN, prefix or IP address: {t!r} ({exc})") from None
+        if net.version in dest.nets:
+            raise HintError(f"--to: two IPv{net.version} destinations ({dest.nets[net.version]}, {t}); "
+                            "give at most one per family")
+        if net.prefixlen == 0:
+            raise HintError(f"--to: {t} is a default route, not a destination")
+        dest.nets[net.version] = net
+    return dest
+
+
+def load_endpoints(path: str | Path) -> list[Destination]:
+    """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "..."."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise HintError(f"{p}: endpoints file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HintError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
+    eps = data.get("endpoint")
+    if set(data) - {"endpoint"} or not isinstance(eps, list) or not eps:
+        raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and nothing else")
+    out, names = [], set()
+    for i, ep in enumerate(eps, 1):
+        if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6"}:
+            raise HintError(f"{p}: endpoint {i}: only the keys name, ipv4, ipv6 are allowed")
+        name = ep.get("name", f"endpoint-{i}")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in names:
+            raise HintError(f"{p}: endpoint {i}: name must be 1-64 of A-Z a-z 0-9 _ . - and unique, got {name!r}")
+        names.add(name)
+        addrs = []
+        for key, version in (("ipv4", 4), ("ipv6", 6)):
+            v = ep.get(key)
+            if not isinstance(v, str):
+                raise HintError(f"{p}: endpoint {name}: {key} is required (a string)")
+            try:
+                a = ipaddress.ip_address(v)
+            except ValueError:
+                raise HintError(f"{p}: endpoint {name}: {key} is not an IP address: {v!r}") from None
+            if a.version != version:
+                raise HintError(f"{p}: endpoint {name}: {key} is an IPv{a.version} address: {v!r}")
+            addrs.append(str(a))
+        try:
+            out.append(parse_destination(addrs, endpoint=name))
+        except HintError as exc:
+            raise HintError(f"{p}: endpoint {name}: {exc}") from None
+    return out
+
+
+# ------------------------------------------------------------------ the month's tables
+def _root(cfg: Config) -> Path:
+    if isinstance(cfg.data_dir, str) and "://" in cfg.data_dir:
+        raise HintError(f"data dir {cfg.data_dir}: the path selector reads a local data dir")
+    return Path(cfg.data_dir)
+
+
+def _has_parquet(d: Path) -> bool:
+    return d.is_dir() and any(not f.name.startswith((".", "_")) for f in d.glob("*.parquet"))
+
+
+def published_months(cfg: Config) -> list[str]:
+    """Months with a published pairs table, oldest first."""
+    d = _root(cfg) / "pairs"
+    months = [p.name.removeprefix("month=") for p in d.glob("month=*") if _has_parquet(p)] if d.is_dir() else []
+    return sorted(m for m in months if MONTH_RE.fullmatch(m))
+
+
+def resolve_month(cfg: Config, month: str | None) -> str:
+    """The month asked for (it must be published), or the latest published one."""
+    months = published_months(cfg)
+    if month is None:
+        if not months:
+            raise HintError(f"{_root(cfg)}: no published month (run congruency compare first)")
+        return months[-1]
+    if not MONTH_RE.fullmatch(str(month)):
+        raise HintError(f"--month: expected YYYY-MM, got {month!r}")
+    if month not in months:
+        raise HintError(f"{_root(cfg) / 'pairs' / f'month={month}'}: no published results for {month} "
+                        "(run congruency compare first)")
+    for t in ("paths", "vps"):
+        if not _has_parquet(_root(cfg) / t / f"month={month}"):
+            raise HintError(f"{_root(cfg) / t / f'month={month}'}: missing; re-run congruency compare for {month}")
+    return month
+
+
+def _glob(cfg: Config, table: str, month: str) -> str:
+    if table == "rib_entries":
+        return str(_root(cfg) / table / f"month={month}" / "*" / "*.parquet")
+    return str(_root(cfg) / table / f"month={month}" / "*.parquet")
+
+
+def connect(memory_limit: str = "2GB"):
+    """A DuckDB connection with capped memory and threads (the machine is shared)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{memory_limit}'")
+    con.execute("SET threads = 2")
+    return con
+
+
+def _month_snapshots(con, cfg: Config, month: str) -> int:
+    return con.execute(f"SELECT max(snapshots) FROM read_parquet('{_glob(cfg, 'paths', month)}')").fetchall()[0][0] or 0
+
+
+# ------------------------------------------------------------------ longest-prefix match
+def _covering(net) -> list[tuple[str, int]]:
+    """Every prefix that covers `net` (itself included, the default route excluded), as text."""
+    return [(str(net.supernet(new_prefix=n)) if n < net.prefixlen else str(net), n)
+            for n in range(net.prefixlen, 0, -1)]
+
+
+def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
+    """key -> (matched prefix, origin ASN, other origins) for each key -> network, by
+    longest-prefix match over the month's rib_entries prefixes of the network's family.
+
+    DuckDB joins the entries against every covering prefix of each network (at most 32 or
+    128 per network), so one scan answers all networks. The origin of a prefix is the one
+    seen on most of its entries (ties: the lowest ASN); the others are returned too.
+    """
+    if not nets:
+        return {}
+    keys, afis, cands, lens = [], [], [], []
+    for key, net in nets.items():
+        for text, n in _covering(net):
+            keys.append(str(key))
+            afis.append(net.version)
+            cands.append(text)
+            lens.append(n)
+    cand = pa.table({"k": keys, "afi": pa.array(afis, pa.int8()), "prefix": cands, "plen": lens})
+    con.register("lpm_candidates", cand)
+    rows = con.execute(f"""
+        SELECT c.k, c.plen, e.prefix, e.origin_asn, count(*) AS n
+        FROM read_parquet('{_glob(cfg, 'rib_entries', month)}') e
+        JOIN lpm_candidates c ON e.prefix = c.prefix AND e.afi = c.afi
+        WHERE e.origin_asn IS NOT NULL
+        GROUP BY ALL
+    """).fetchall()
+    con.unregister("lpm_candidates")
+    best: dict[str, tuple] = {}
+    for k, plen, prefix, origin, n in rows:
+        cur = best.get(k)
+        if cur is None or plen > cur[0]:
+            best[k] = (plen, prefix, {})
+            cur = best[k]
+        if plen == cur[0]:
+            cur[2][int(origin)] = cur[2].get(int(origin), 0) + n
+    out = {}
+    for key in nets:
+        hit = best.get(str(key))
+        if hit:
+            origins = sorted(hit[2].items(), key=lambda kv: (-kv[1], kv[0]))
+            out[key] = (hit[1], origins[0][0], [a for a, _ in origins[1:]])
+    return out
+
+
+# ------------------------------------------------------------------ one hint
+def _empty_hint(month: str, src: int) -> dict:
+    h = {name: None for name in HINTS.names}
+    h.update(month=month, source_asn=src, via_proxy=False, proxies=[], shared_asns=[], notes=[],
+             caveat=selector.LOWER_BOUND)
+    return h
+
+
+def _unknown(h: dict, reason: str, stab4=None, stab6=None, hops4=None, hops6=None) -> dict:
+    h.update(selector.hint_fields("unknown", stab4, stab6, hops4, hops6, None, None))
+    h["reason"] = reason
+    return h
+
+
+def _as_source(path: Sequence[int], src: int) -> list[int]:
+    """A proxy VP's path seen from the source: from the source on if it is on the path,
+    else the source prepended (its traffic enters the path through that upstream VP)."""
+    path = list(path)
+    return path[path.index(src):] if src in path else [src, *path]
+
+
+class _Month:
+    """The month's paths and VPs, read once per question with DuckDB."""
+
+    def __init__(self, con, cfg: Config, month: str):
+        self.con, self.cfg, self.month = con, cfg, month
+        self.paths = _glob(cfg, "paths", month)
+        self.snapshots = _month_snapshots(con, cfg, month)
+        self.vps = {(g, int(a)) for g, a in con.execute(
+            f"SELECT DISTINCT vp_group, vp_asn FROM read_parquet('{self.paths}')").fetchall()}
+
+    def seen(self, asn: int) -> tuple[bool, bool]:
+        """(on any path of the month, origin of any path of the month)."""
+        on, origin = self.con.execute(
+            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM read_parquet('{self.paths}')",
+            [asn, asn]).fetchall()[0]
+        return bool(on), bool(origin)
+
+    def upstream_vps(self, asn: int) -> list[tuple[str, int]]:
+        """VPs seen right before `asn` on the month's paths (its direct upstreams)."""
+        ups = {int(r[0]) for r in self.con.execute(f"""
+            SELECT DISTINCT path[list_position(path, ?::BIGINT) - 1] FROM read_parquet('{self.paths}')
+            WHERE list_position(path, ?::BIGINT) > 1""", [asn, asn]).fetchall()}
+        return sorted(vp for vp in self.vps if vp[1] in ups)
+
+    def paths_of(self, vps: list[tuple[str, int]], dests: set[int]) -> dict:
+        """(group, vp_asn, dest, afi) -> (path, stability, snapshots)."""
+        if not vps or not dests:
+            return {}
+        vp_t = pa.table({"g": [g for g, _ in vps], "a": pa.array([a for _, a in vps], pa.int64())})
+        self.con.register("q_vps", vp_t)
+        rows = self.con.execute(f"""
+            SELECT p.vp_group, p.vp_asn, p.dest_asn, p.afi, p.path, p.stability, p.snapshots
+            FROM read_parquet('{self.paths}') p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
+            WHERE p.dest_asn IN ({",".join(str(int(d)) for d in dests)})""").fetchall()
+        self.con.unregister("q_vps")
+        return {(g, int(a), int(d), int(afi)): (tuple(int(x) for x in p), s, n) for g, a, d, afi, p, s, n in rows}
+
+
+def _hint_via(m: _Month, src: int, vp: tuple[str, int], proxy: bool, d4: int, d6: int, paths: dict) -> dict:
+    h = _empty_hint(m.month, src)
+    h.update(vp_group=vp[0], vp_asn=vp[1], via_proxy=proxy, dest_asn=d4, dest_asn_v6=d6)
+    p4, p6 = paths.get((*vp, d4, 4)), paths.get((*vp, d6, 6))
+    if p4:
+        h.update(v4_path=_as_source(p4[0], src) if proxy else list(p4[0]), stability_v4=p4[1])
+    if p6:
+        h.update(v6_path=_as_source(p6[0], src) if proxy else list(p6[0]), stability_v6=p6[1])
+    hops4 = len(h["v4_path"]) - 1 if p4 else None
+    hops6 = len(h["v6_path"]) - 1 if p6 else None
+    who = f"VP {vp[0]}:AS{vp[1]}" + (f" (proxy for AS{src})" if proxy else "")
+    if not p4 or not p6:
+        missing = " and ".join(f"IPv{a}" for a, p in ((4, p4), (6, p6)) if not p)
+        dests = f"AS{d4}" if d4 == d6 else f"AS{d4}/AS{d6}"
+        return _unknown(h, f"no {missing} path from {who} to {dests} in {m.month}",
+                        h["stability_v4"], h["stability_v6"], hops4, hops6)
+    cls, shared = selector.classify(h["v4_path"], h["v6_path"], src, d4, d6)
+    h["shared_asns"] = shared
+    h["snapshots"] = min(p4[2], p6[2])
+    h.update(selector.hint_fields(cls, p4[1], p6[1], hops4, hops6, h["snapshots"], m.snapshots, proxy))
+    return h
+
+
+def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
+    """One hint for (source, destination); origins come from lookup_origins."""
+    h = _empty_hint(m.month, src.asn)
+    h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
+    notes: list[str] = []
+    if dest.asn is not None:
+        d4 = d6 = dest.asn
+    else:
+        found = {}
+        for afi, net in dest.nets.items():
+            hit = origins.get((dest.endpoint, dest.query, afi))
+            if hit is None:
+                return _unknown(h, f"no IPv{afi} prefix of {m.month} covers {net}")
+            prefix, origin, others = hit
+            h[f"prefix_v{afi}"] = prefix
+            found[afi] = origin
+            if others:
+                notes.append(f"{prefix} has several origins in {m.month} (AS{origin}, also "
+                             + ", ".join(f"AS{a}" for a in others) + "); the most seen is used")
+        d4 = found.get(4, found.get(6))
+        d6 = found.get(6, found.get(4))
+        if d4 != d6:
+            notes.append(f"the IPv4 and IPv6 addresses map to different origins (AS{d4}, AS{d6}); "
+                         "each path goes to its own origin")
+    h.update(dest_asn=d4, dest_asn_v6=d6, notes=notes)
+    if src.asn in (d4, d6):
+        return _unknown(h, f"the source AS{src.asn} is the destination")
+    vps = sorted(vp for vp in m.vps if vp[1] == src.asn and (src.group is None or vp[0] == src.group))
+    proxy = not vps
+    if src.group is not None and not vps:
+        raise HintError(f"--from: {src.group}:AS{src.asn} is not a vantage point in {m.month}")
+    if proxy:
+        vps = m.upstream_vps(src.asn)
+        if not vps:
+            return _unknown(h, f"AS{src.asn} is not a vantage point in {m.month} and no vantage point "
+                               "is seen right before it on the month's paths")
+    paths = m.paths_of(vps, {d4, d6})
+    cands = [_hint_via(m, src.asn, vp, proxy, d4, d6, paths) for vp in vps]
+    known = [c for c in cands if c["hint_class"] != "unknown"]
+    best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
+    if proxy:
+        agree = sum(c["hint_class"] == best["hint_class"] for c in known) / len(known) if known else 0.0
+        best["proxies"] = sorted({vp[1] for vp in vps})
+        if known:
+            best["confidence"] = selector.confidence(best["stability_v4"], best["stability_v6"], best["snapshots"],
+                                                     m.snapshots, proxy=True, agreement=agree)
+        notes.append(f"AS{src.asn} is not a vantage point: the paths are those of its upstream "
+                     f"VP {best['vp_group']}:AS{best['vp_asn']} with AS{src.asn} in front "
+                     f"({len(vps)} upstream VP(s), {agree:.0%} agree on the class); lower confidence")
+    elif len(vps) > 1:
+        notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
+    for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
+        best[k] = h[k]
+    best["notes"] = notes
+    return best
+
+
+def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
+           month: str | None = None, endpoints: str | Path | list[Destination] | None = None,
+           k: int | None = None) -> dict:
+    """Path-selector advice for traffic from `source` (ASN, or GROUP:ASN for one VP) to `to`
+    (an ASN, a prefix, an address, or one IPv4 and one IPv6 address of a host), over the
+    month's published tables (default: the latest published month).
+
+    With `endpoints` (a TOML file of [[endpoint]] name/ipv4/ipv6, or parsed Destinations),
+    every endpoint gets a hint, its IPv4 and IPv6 underlay paths are ranked, and the `k`
+    paths sharing the fewest ASes are chosen (ties: more stable, then shorter).
+
+    Returns {"month", "hints": [one dict per destination, keys of common.tables.HINTS],
+    "selection": None or {"k", "ranking", "chosen", "shared_asns"}}. Raises HintError on bad
+    input; a valid question the data can't answer gets an `unknown` hint with its reason.
+    """
+    src = parse_source(str(source))
+    if endpoints is not None and to:
+        raise HintError("--to and --endpoints: give one of them")
+    if endpoints is None and not to:
+        raise HintError("--to: a destination is required (or --endpoints)")
+    if k is not None and (endpoints is None or not 1 <= int(k) <= MAX_CANDIDATE_PATHS):
+        raise HintError(f"--k: needs --endpoints and a value 1..{MAX_CANDIDATE_PATHS}, got {k}")
+    dests = (load_endpoints(endpoints) if isinstance(endpoints, (str, Path)) else list(endpoints)
+             if endpoints is not None else [parse_destination(to)])
+    if 2 * len(dests) > MAX_CANDIDATE_PATHS:
+        raise HintError(f"--endpoints: at most {MAX_CANDIDATE_PATHS // 2} endpoints, got {len(dests)}")
+    month = resolve_month(cfg, month)
+    con = connect()
+    try:
+        m = _Month(con, cfg, month)
+        on, _ = m.seen(src.asn)
+        if not on:
+            raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
+        for d in dests:
+            if d.asn is not None and not m.seen(d.asn)[0]:
+                raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
+        nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
+        origins = lookup_origins(con, cfg, month, nets)
+        hints = [_hint(m, src, d, origins) for d in dests]
+    finally:
+        con.close()
+    selection = None
+    if endpoints is not None:
+        selection = select(hints, k or 2, src.asn)
+    return {"month": month, "hints": hints, "selection": selection}
+
+
+def select(hints: list[dict], k: int, src: int) -> dict:
+    """Rank the endpoints' underlay paths and choose the k sharing the fewest ASes."""
+    cands = [selector.Candidate((h["endpoint"], afi), tuple(h[f"v{afi}_path"]), h[f"stability_v{afi}"])
+             for h in hints for afi in (4, 6) if h[f"v{afi}_path"]]
+    chosen = selector.choose_k(cands, k, src) if cands else []
+
+    def row(c):
+        return {"endpoint": c.key[0], "afi": c.key[1], "path": list(c.path), "stability": c.stability}
+
+    return {"k": k, "ranking": [row(c) for c in selector.rank(cands)], "chosen": [row(c) for c in chosen],
+            "shared_asns": sorted(selector.shared_among([c.path for c in chosen], src))}
+
+
+# ------------------------------------------------------------------ the month's hints table
+_KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
+
+
+def _derived(con, month_snapshots: int) -> pa.Table:
+    """selector.hint_fields for every distinct key of the month's pairs (few, compared with
+    the pairs), so the row-level work stays in DuckDB and the definitions stay in Python."""
+    keys = con.execute(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").fetchall()
+    out: dict[str, list] = {c: [] for c in _KEY}
+    extra: dict[str, list] = {}
+    for row in keys:
+        r = dict(zip(_KEY, row))
+        cls = selector.hint_class(r["congruent"], [1] if r["has_shared"] else [], r["adjacent"])
+        fields = selector.hint_fields(cls, r["stability_v4"], r["stability_v6"], r["hops_v4"], r["hops_v6"],
+                                      r["snapshots"], month_snapshots)
+        for c in _KEY:
+            out[c].append(r[c])
+        for c, v in fields.items():
+            extra.setdefault(c, []).append(v)
+    return pa.table({**out, **extra}) if keys else None
+
+
+def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
+    """The month's hints table (schema HINTS), streamed: one row per pair of the pairs table."""
+    pairs, paths = _glob(cfg, "pairs", month), _glob(cfg, "paths", month)
+    con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW hint_input AS
+        SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
+               len(p.shared_asns) > 0 AS has_shared, p.shared_adjacent AS adjacent,
+               s4.stability AS stability_v4, s6.stability AS stability_v6,
+               p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
+        FROM read_parquet('{pairs}') p
+        JOIN read_parquet('{paths}') s4
+          ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
+        JOIN read_parquet('{paths}') s6
+          ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
+    derived = _derived(con, _month_snapshots(con, cfg, month))
+    if derived is None:
+        return pa.RecordBatchReader.from_batches(HINTS, [])
+    con.register("hint_derived", derived)
+    on = " AND ".join(f"i.{c} IS NOT DISTINCT FROM d.{c}" for c in _KEY)
+    cols = []
+    for name in HINTS.names:
+        if name == "month":
+            cols.append(f"'{month}' AS month")
+        elif name == "source_asn":
+            cols.append("i.vp_asn AS source_asn")
+        elif name in ("vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
+                      "stability_v4", "stability_v6", "snapshots"):
+            cols.append(f"i.{name}")
+        elif name == "dest_asn_v6":
+            cols.append("i.dest_asn AS dest_asn_v6")
+        elif name == "via_proxy":
+            cols.append("false AS via_proxy")
+        elif name in ("proxies", "notes"):
+            cols.append(f"[] AS {name}")
+        elif name in derived.column_names:
+            cols.append(f"d.{name}")
+        else:
+            cols.append(f"NULL AS {name}")
+    reader = con.execute(f"""
+        SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on}
+        ORDER BY i.vp_group, i.vp_asn, i.dest_asn""").to_arrow_reader(100_000)
+
+    def batches():
+        for b in reader:
+            yield pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] if b.num_rows else None
+
+    return pa.RecordBatchReader.from_batches(HINTS, (b for b in batches() if b is not None))
+
+
+def publish(cfg: Config, month: str | None = None) -> dict:
+    """Build the month's hints table and swap it in as DATA_DIR/hints/month=M (staged in a
+    dot-temp folder, then renamed: readers see the old month or the new one). Returns a
+    summary: month, rows, rows per class, path, seconds."""
+    from common import console
+
+    t0 = time.perf_counter()
+    month = resolve_month(cfg, month)
+    root = _root(cfg)
+    stage = root / "hints" / f".staging-{month}-{uuid.uuid4().hex[:8]}"
+    final = root / "hints" / f"month={month}"
+    con = connect()
+    classes: dict[str, int] = {}
+    rows = 0
+    try:
+        with console.progress() as prog:
+            task = prog.add_task(f"hints {month}", total=None)
+            stage.mkdir(parents=True)
+            reader = build(con, cfg, month)
+            with pq.ParquetWriter(stage / "part-0.parquet", HINTS, compression="zstd") as w:
+                for b in reader:
+                    w.write_batch(b)
+                    rows += b.num_rows
+                    for c, n in zip(*_value_counts(b.column(HINTS.get_field_index("hint_class")))):
+                        classes[c] = classes.get(c, 0) + n
+                    prog.update(task, completed=rows)
+            trash = root / "hints" / f".replaced-{month}-{uuid.uuid4().hex[:8]}"
+            if final.exists():
+                os.replace(final, trash)
+            os.replace(stage, final)
+            shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        con.close()
+        if stage.exists():
+            shutil.rmtree(stage, ignore_errors=True)
+    return {"month": month, "rows": rows, "classes": dict(sorted(classes.items())), "path": str(final),
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _value_counts(arr) -> tuple[list, list]:
+    vc = arr.value_counts()
+    return vc.field("values").to_pylist(), vc.field("counts").to_pylist()

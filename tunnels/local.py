@@ -1,0 +1,72 @@
+"""The operator's own side: interfaces with one address each (and a gateway for MPT), from a
+small TOML file or `--interface NAME=ADDR[@GATEWAY]` flags.
+
+    [[interface]]
+    name = "eth0"
+    address = "192.0.2.10"
+    gateway = "192.0.2.1"    # MPT's gw_ipaddr; optional for MPTCP
+"""
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tunnels import validate as v
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    address: str
+    gateway: str | None = None
+
+    @property
+    def version(self) -> int:
+        return ipaddress.ip_address(self.address).version
+
+
+def interface(name, address, gateway=None, where: str = "interface") -> Interface:
+    """A validated Interface (the gateway, when given, in the address's family)."""
+    n = v.ifname(name, f"{where}: name")
+    a = v.address(address, what=f"{where} {n}: address")
+    g = v.address(gateway, ipaddress.ip_address(a).version, f"{where} {n}: gateway") if gateway is not None else None
+    return Interface(n, a, g)
+
+
+def parse_flag(text: str) -> Interface:
+    """`NAME=ADDR` or `NAME=ADDR@GATEWAY`."""
+    name, sep, rest = str(text).partition("=")
+    if not sep:
+        raise v.ValidationError(f"--interface: expected NAME=ADDR[@GATEWAY], got {text!r}")
+    addr, _, gw = rest.partition("@")
+    return interface(name, addr, gw or None, "--interface")
+
+
+def load(path: str | Path) -> list[Interface]:
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise v.ValidationError(f"{p}: interfaces file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise v.ValidationError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
+    items = data.get("interface")
+    if set(data) - {"interface"} or not isinstance(items, list) or not items:
+        raise v.ValidationError(f"{p}: expected one or more [[interface]] tables (name, address, gateway)")
+    out = []
+    for i, it in enumerate(items, 1):
+        if not isinstance(it, dict) or set(it) - {"name", "address", "gateway"}:
+            raise v.ValidationError(f"{p}: interface {i}: only the keys name, address, gateway are allowed")
+        out.append(interface(it.get("name"), it.get("address"), it.get("gateway"), f"{p}: interface {i}"))
+    return check(out)
+
+
+def check(ifaces: list[Interface]) -> list[Interface]:
+    seen = set()
+    for i in ifaces:
+        if i.address in seen:
+            raise v.ValidationError(f"interface {i.name}: address {i.address} given twice")
+        seen.add(i.address)
+    return ifaces
