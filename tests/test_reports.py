@@ -1,0 +1,278 @@
+"""The offline HTML reports in real headless Chromium (Debian `chromium`), driven through the
+DevTools protocol: no console errors, no network requests, every figure drawn with the
+number of traces and points the published Parquet implies (read back with pyarrow), the
+per-VP table sorts and filters, and a screenshot that is not blank."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli.main import main as cli
+from tests.test_warehouse import MONTHS, published_multi_month
+
+SCREENSHOTS = Path(os.environ.get("CONGRUENCY_SCREENSHOTS", "")) if os.environ.get("CONGRUENCY_SCREENSHOTS") else None
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars")
+
+
+class Chromium:
+    """Headless Chromium on an ephemeral 127.0.0.1 DevTools port, one page, events recorded."""
+
+    def __init__(self, tmp: Path):
+        import websocket
+
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not exe:
+            pytest.fail("Debian chromium is missing (make system-deps installs it)") if os.environ.get("CI") \
+                else pytest.skip("chromium not installed (make system-deps)")
+        profile = tmp / "profile"
+        profile.mkdir()
+        self.proc = subprocess.Popen(
+            [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-address=127.0.0.1",
+             "--remote-debugging-port=0", "--window-size=1280,900", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.is_file() and port_file.read_text().count("\n") >= 1):
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError("chromium did not start its DevTools endpoint")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10))
+        url = next(p["webSocketDebuggerUrl"] for p in pages if p["type"] == "page")
+        self.ws = websocket.create_connection(url, timeout=60, suppress_origin=True)
+        self.next_id, self.events = 0, []
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        for _ in range(100_000):
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg["result"]
+            self.events.append(msg)
+        raise RuntimeError(f"{method}: no answer")
+
+    def wait_event(self, method: str, timeout: float = 60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(e.get("method") == method for e in self.events):
+                return
+            self.events.append(json.loads(self.ws.recv()))
+        raise RuntimeError(f"no {method} within {timeout}s")
+
+    def eval(self, js: str):
+        r = self.call("Runtime.evaluate", expression=js, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"{js[:60]}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def open(self, page: Path) -> None:
+        self.events.clear()
+        self.call("Page.navigate", url=page.resolve().as_uri())
+        self.wait_event("Page.loadEventFired")
+
+    def problems(self, page: Path) -> dict:
+        """Console errors, exceptions and every request but the page itself (data: and blob: URLs
+        are decoded in the page, not fetched)."""
+        errors, requests = [], []
+        for e in self.events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
+                errors.append(" ".join(str(a.get("value", a.get("description"))) for a in p["args"]))
+            elif m == "Runtime.exceptionThrown":
+                errors.append(p["exceptionDetails"].get("text"))
+            elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
+                errors.append(p["entry"]["text"])
+            elif m == "Network.requestWillBeSent" and p["request"]["url"] != page.resolve().as_uri() \
+                    and not p["request"]["url"].startswith(("data:", "blob:")):  # in-page, not network
+                requests.append(p["request"]["url"][:120])
+        return {"errors": errors, "requests": requests}
+
+    def screenshot(self, out: Path) -> dict:
+        """Full-page PNG into `out`; returns what the browser itself decodes from it."""
+        self.call("Emulation.clearDeviceMetricsOverride")
+        h = self.eval("document.documentElement.scrollHeight")
+        self.call("Emulation.setDeviceMetricsOverride", width=1280, height=min(int(h), 16000),
+                  deviceScaleFactor=1, mobile=False)
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        out.write_bytes(base64.b64decode(data))
+        stats = self.eval("""new Promise(function (ok) {
+          var img = new Image();
+          img.onload = function () {
+            var c = document.createElement('canvas'); c.width = img.width; c.height = img.height;
+            var g = c.getContext('2d'); g.drawImage(img, 0, 0);
+            var d = g.getImageData(0, 0, c.width, c.height).data, colors = {}, ink = 0;
+            for (var i = 0; i < d.length; i += 4 * 7) {
+              colors[d[i] + ',' + d[i + 1] + ',' + d[i + 2]] = 1;
+              if (d[i] + d[i + 1] + d[i + 2] < 600) ink++;
+            }
+            ok({width: img.width, height: img.height, colors: Object.keys(colors).length,
+                ink: ink / (d.length / (4 * 7))});
+          };
+          img.src = 'data:image/png;base64,""" + data + """';
+        })""")
+        return stats
+
+    def close(self) -> None:
+        try:
+            if getattr(self, "ws", None):
+                self.ws.close()
+        finally:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+FIGURES_JS = """Array.prototype.map.call(document.querySelectorAll('.js-plotly-plot'), function (d) {
+  return {id: d.id, traces: d.data.length, types: d.data.map(function (t) { return t.type; }),
+          names: d.data.map(function (t) { return t.name; }),
+          points: d.data.map(function (t) { return (t.type === 'funnel' ? t.x : t.x || t.y || []).length; }),
+          drawn: d.querySelectorAll('g.trace').length,
+          title: (d.querySelector('.gtitle') || {}).textContent || '',
+          xtitle: (d.querySelector('.xtitle') || {}).textContent || '',
+          ytitle: (d.querySelector('.ytitle') || {}).textContent || '',
+          hover: d.data.every(function (t) { return !!t.hovertemplate; }),
+          caption: (d.closest('figure').querySelector('figcaption') || {}).textContent || ''};
+})"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    b = Chromium(tmp_path_factory.mktemp("chromium"))
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return published_multi_month(tmp_path_factory)
+
+
+def _read(data: Path, table: str, month: str) -> list[dict]:
+    return pq.read_table(data / table / f"month={month}").to_pylist()
+
+
+def _shot_dir(tmp: Path) -> Path:
+    d = SCREENSHOTS or tmp
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def check_page(browser: Chromium, page: Path, shots: Path, name: str) -> list[dict]:
+    browser.open(page)
+    figs = browser.eval(f"new Promise(function (ok) {{ setTimeout(function () {{ ok({FIGURES_JS}); }}, 300); }})")
+    probs = browser.problems(page)
+    stats = browser.screenshot(shots / f"{name}.png")
+    assert probs == {"errors": [], "requests": []}, probs
+    assert stats["width"] == 1280 and stats["height"] > 1500, stats
+    assert stats["colors"] > 50 and 0.01 < stats["ink"] < 0.6, stats  # drawn figures, not a blank page
+    for f in figs:
+        assert f["drawn"] == f["traces"], f
+        assert f["hover"] and f["title"] and f["xtitle"] and f["ytitle"] and len(f["caption"]) > 40, f
+    return figs
+
+
+def test_month_report_in_chromium(browser, data, tmp_path):
+    month = "2026-03"
+    assert cli(["report", "--month", month, "--data-dir", str(data)]) == 0
+    page = data / "reports" / f"month={month}" / "report.html"
+    text = page.read_text()
+    assert "https://" not in text.split("</script>", 1)[1].split("<script>")[0]  # the page itself links nothing
+    figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), f"month-{month}")}
+
+    # Expected shapes from the Parquet, read back directly.
+    vps = [r for r in _read(data, "vps", month) if r["pairs"] > 0]
+    pairs = _read(data, "pairs", month)
+    summary = _read(data, "month_summary", month)[0]
+    cls = Counter(r["vp_class"] for r in vps)
+    assert list(figs) == ["fig-cdf", "fig-hops", "fig-shared", "fig-nonadopter", "fig-cleaning"]
+    assert figs["fig-cdf"]["points"] == [cls["edge"], cls["transit"]] and cls["edge"] and cls["transit"]
+    hops = {r["hops_v4"] for r in pairs if r["congruent"]}
+    assert figs["fig-hops"]["points"] == [len(hops)]
+    assert figs["fig-shared"]["points"] == [3, 3, 3]
+    assert figs["fig-nonadopter"]["points"] == [3, 3]
+    assert figs["fig-cleaning"]["points"] == [6, 6] and figs["fig-cleaning"]["types"] == ["funnel", "funnel"]
+
+    # The values plotted equal the Parquet's.
+    ys = browser.eval("""(function () { var g = function (id) { return document.getElementById(id).data; };
+        return {hops: g('fig-hops')[0].y, shared: g('fig-shared').map(function (t) { return t.y; }),
+                na: g('fig-nonadopter').map(function (t) { return t.y; }),
+                cleaning: g('fig-cleaning').map(function (t) { return t.x; })}; })()""")
+    by_hops = Counter(r["hops_v4"] for r in pairs if r["congruent"])
+    assert ys["hops"] == [by_hops[h] for h in sorted(hops)]
+    assert sum(ys["hops"][:1]) == summary["congruent_1hop"] and sum(ys["hops"]) == summary["pairs"] - summary["noncongruent_pairs"]
+    none, adj, notadj = ys["shared"]
+    assert [none[0] + adj[0] + notadj[0], adj[1] + notadj[1], adj[2] + notadj[2]] == \
+        [summary["noncongruent_shared_0"], summary["noncongruent_shared_1"], summary["noncongruent_shared_2plus"]]
+    assert sum(adj) == summary["shared_all_adjacent"]
+    assert ys["na"][0][0] == summary["noncongruent_with_non_adopter"]
+    assert ys["na"][0][0] + ys["na"][1][0] == summary["noncongruent_pairs"]
+    cs = _read(data, "cleaning_stats", month)
+    for afi, xs in zip((4, 6), ys["cleaning"]):
+        counts = {r["reason"]: r["entries"] for r in cs if r["afi"] == afi}
+        assert xs[0] == sum(counts.values()) and xs[-1] == counts["kept"]
+
+    # Headline numbers beside the 2014 reference.
+    head = browser.eval("Array.prototype.map.call(document.querySelectorAll('#headline tr'), "
+                        "function (r) { return r.textContent; })")
+    assert "2014 reference" in head[0]
+    assert any("62% over 72 VPs" in r and f"{100 * summary['noncongruent_fraction']:.1f}%" in r for r in head)
+    assert any(r.endswith("61%") for r in head) and any(r.endswith("8%") for r in head)
+    assert any(r.endswith("91%") for r in head) and any(r.endswith("27-91%") for r in head)
+
+    # The per-VP table sorts and filters.
+    assert browser.eval("document.querySelectorAll('#vp-table tbody tr').length") == len(vps)
+    browser.eval("document.querySelectorAll('#vp-table th')[1].click()")  # VP ASN ascending
+    col = "Array.prototype.map.call(document.querySelectorAll('#vp-table tbody tr'), function (r) " \
+          "{ return r.cells[1].textContent; })"
+    assert browser.eval(col) == [str(a) for a in sorted(r["vp_asn"] for r in vps)]
+    browser.eval("document.querySelectorAll('#vp-table th')[1].click()")  # descending
+    assert browser.eval(col) == [str(a) for a in sorted((r["vp_asn"] for r in vps), reverse=True)]
+    browser.eval("var f = document.getElementById('vp-filter'); f.value = 'transit'; "
+                 "f.dispatchEvent(new Event('input'))")
+    shown = browser.eval("Array.prototype.filter.call(document.querySelectorAll('#vp-table tbody tr'), "
+                         "function (r) { return !r.hidden; }).length")
+    assert shown == cls["transit"]
+    assert browser.eval("document.getElementById('vp-count').textContent") == f"{cls['transit']} of {len(vps)} VPs"
+
+
+def test_trend_report_in_chromium(browser, data, tmp_path):
+    assert cli(["report", "--trend", "--data-dir", str(data)]) == 0
+    page = data / "reports" / "trend.html"
+    figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), "trend")}
+    n = len(MONTHS)
+    assert figs["fig-trend-vps"]["points"] == [n, n] and figs["fig-trend-vps"]["types"] == ["box", "scatter"]
+    assert figs["fig-trend-nonadopter"]["points"] == [n]
+    assert figs["fig-trend-transitions"]["points"] == [n, n, n]
+    got = browser.eval("""(function () { var g = function (id) { return document.getElementById(id).data; };
+        return {median: g('fig-trend-vps')[0].median, lo: g('fig-trend-vps')[0].lowerfence,
+                na: g('fig-trend-nonadopter')[0].y, tr: g('fig-trend-transitions').map(function (t) { return t.y; })};
+        })()""")
+    for i, m in enumerate(MONTHS):
+        s = _read(data, "month_summary", m)[0]
+        assert got["median"][i] == pytest.approx(100 * s["vp_noncongruent_median"])
+        assert got["lo"][i] == pytest.approx(100 * s["vp_noncongruent_min"])
+        assert got["na"][i] == pytest.approx(100 * s["non_adopter_fraction"])
+        kinds = Counter(r["kind"] for r in _read(data, "transitions", m))
+        assert [t[i] for t in got["tr"]] == [kinds["existing_pair"], kinds["new_ipv6_destination"], kinds["new_pair"]]
+    assert sum(sum(t) for t in got["tr"]) > 0
