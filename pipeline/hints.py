@@ -514,7 +514,7 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
             cols.append(f"d.{name}")
         else:
             cols.append(f"NULL AS {name}")
-    reader = con.execute(f"""
+    reader = con.sql(f"""
         SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on}
         ORDER BY i.vp_group, i.vp_asn, i.dest_asn""").to_arrow_reader(100_000)
 

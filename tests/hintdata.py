@@ -1,0 +1,113 @@
+"""Published months for the path-selector tests, computed by the pure-Python reference
+(congruency/reference.py) and written in the published layout (no Spark needed):
+a synthetic month whose relationships are known by construction, and the real 2026-07 pair.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from common.params import MethodParams, load_groups
+from common.tables import FILE_SCHEMA, TABLES
+from congruency import reference
+
+MONTH = "2026-03"
+P0 = MethodParams(min_coverage=0.0, groups=load_groups())
+T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
+T1 = datetime(2026, 3, 2, tzinfo=timezone.utc)
+
+
+def v4(origin: int) -> str:
+    return f"10.{origin // 256 % 256}.{origin % 256}.0/24"
+
+
+def v6(origin: int) -> str:
+    return f"2001:db8:{origin:x}::/48"
+
+
+#: (vp, origin) -> (IPv4 path, IPv6 path or None), and the class each must get.
+PATHS = {
+    (10, 100): ([10, 1, 100], [10, 2, 100]),              # no shared AS
+    (10, 200): ([10, 1, 3, 200], [10, 1, 4, 200]),        # AS1 second on both paths
+    (10, 300): ([10, 1, 5, 6, 300], [10, 2, 5, 7, 300]),  # AS5 mid-path on both
+    (10, 400): ([10, 1, 400], [10, 1, 400]),              # identical
+    (10, 500): ([10, 1, 500], None),                      # no IPv6 path
+    (10, 600): ([10, 8, 600], [10, 9, 8, 11, 600]),       # AS8 adjacent on IPv4 only
+    (20, 100): ([20, 1, 100], [20, 2, 100]),
+    (20, 700): ([20, 30, 700], [20, 30, 700]),            # AS30 (no VP) right after VP 20
+    (20, 400): ([20, 2, 400], [20, 2, 400]),
+}
+CLASSES = {
+    (10, 100): "disjoint", (10, 200): "shared-edge", (10, 300): "shared-core", (10, 400): "congruent",
+    (10, 600): "shared-core", (20, 100): "disjoint", (20, 700): "congruent", (20, 400): "congruent",
+}
+
+
+def _row(peer, afi, path, prefix, t):
+    ip = f"192.0.2.{peer}" if afi == 4 else f"2001:db8::{peer:x}"
+    return dict(collector="rrc00", project="test", snapshot_time=t, peer_asn=peer, peer_ip=ip, afi=afi,
+                prefix=prefix, as_path=list(path), has_as_set=False, as_path_raw=None,
+                origin_asn=path[-1], source_file="hand")
+
+
+def synthetic_rows() -> list[dict]:
+    rows = []
+    for (vp, origin), (p4, p6) in PATHS.items():
+        for t in (T0, T1):
+            rows.append(_row(vp, 4, p4, v4(origin), t))
+            if p6:
+                rows.append(_row(vp, 6, p6, v6(origin), t))
+    # A second IPv4 prefix of AS100 seen once over another path: stability 2/3 for (10, 100, 4).
+    rows.append(_row(10, 4, [10, 3, 100], "10.1.100.0/24", T1))
+    # A covering /16 from AS200 (it holds AS100's 10.0.100.0/24).
+    rows += [_row(10, 4, [10, 1, 3, 200], "10.0.0.0/16", t) for t in (T0, T1)]
+    # A prefix with two origins: AS300 on two entries, AS400 on one.
+    rows += [_row(10, 4, [10, 1, 5, 6, 300], "10.9.0.0/24", t) for t in (T0, T1)]
+    rows.append(_row(20, 4, [20, 2, 400], "10.9.0.0/24", T0))
+    return rows
+
+
+def write_entries(data: Path, month: str, rows: list[dict]) -> None:
+    out = data / "rib_entries" / f"month={month}" / "collector=rrc00" / "hand.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([{k: r[k] for k in FILE_SCHEMA.names} for r in rows],
+                                        schema=FILE_SCHEMA), out)
+
+
+def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
+    """The reference's tables in the published layout (month in the folder name only)."""
+    for name, schema in TABLES.items():
+        d = data / name / f"month={month}"
+        d.mkdir(parents=True, exist_ok=True)
+        t = pa.Table.from_pylist(tables[name], schema=schema).drop_columns(["month"])
+        pq.write_table(t, d / "part-0.parquet")
+
+
+def publish_synthetic(data: Path, month: str = MONTH) -> dict[str, list[dict]]:
+    rows = synthetic_rows()
+    write_entries(data, month, rows)
+    tables = reference.compute_month(rows, month, P0)
+    write_tables(data, month, tables)
+    return tables
+
+
+def publish_reference_of(entries_dir: Path, data: Path, month: str) -> dict[str, list[dict]]:
+    """The reference over an ingested month, published under `data` (entries linked, not copied)."""
+    src = entries_dir / "rib_entries" / f"month={month}"
+    (data / "rib_entries").mkdir(parents=True, exist_ok=True)
+    (data / "rib_entries" / f"month={month}").symlink_to(src, target_is_directory=True)
+    cols = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
+    d = ds.dataset(src, partitioning="hive")
+
+    def rows():
+        for b in d.to_batches(columns=cols):
+            yield from b.to_pylist()
+
+    tables = reference.compute_month(rows(), month, replace(P0))
+    write_tables(data, month, tables)
+    return tables

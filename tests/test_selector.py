@@ -1,0 +1,310 @@
+"""The path selector: classes against the pairs table (a synthetic month built to have every
+class, and the real 2026-07 pair), longest-prefix match, proxies, the k-path choice against
+brute force, the published hints table, and bad input."""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli.main import main as cli
+from common.config import load
+from common.tables import HINTS
+from congruency import selector
+from congruency.selector import Candidate, choose_k, rank, selection_key
+from pipeline import hints
+from tests import hintdata
+from tests.hintdata import CLASSES, MONTH, PATHS
+from tests.shared import needs_data
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    data = tmp_path_factory.mktemp("hints-synth")
+    tables = hintdata.publish_synthetic(data)
+    return data, tables
+
+
+def cfg_for(data: Path):
+    return load().with_overrides(data_dir=data)
+
+
+def expected_class(pair: dict) -> str:
+    """The issue's definitions, read straight off the pairs table's columns."""
+    if pair["congruent"]:
+        return "congruent"
+    if not pair["shared_asns"]:
+        return "disjoint"
+    return "shared-edge" if pair["shared_adjacent"] else "shared-core"
+
+
+# ------------------------------------------------------------------ pure definitions
+def test_classify_hand_cases():
+    for (vp, dest), (p4, p6) in PATHS.items():
+        if p6 is None:
+            continue
+        cls, shared = selector.classify(p4, p6, vp, dest)
+        assert cls == CLASSES[(vp, dest)], (vp, dest)
+        assert shared == sorted((set(p4) & set(p6)) - {vp, dest})
+    # one host, two origins: both ends are excluded from the shared ASes
+    assert selector.classify([1, 5, 7], [1, 5, 7, 9], 1, 7, 9) == ("shared-edge", [5])
+    assert selector.classify([1, 2, 7], [1, 3, 7, 9], 1, 7, 9) == ("disjoint", [])
+
+
+def test_advice_is_true_for_the_targets():
+    for cls in selector.CLASSES:
+        for primary in (4, 6, None) if cls == "unknown" else (4, 6):
+            a = selector.advice(cls, primary)
+            assert a.mode in selector.MODES
+            assert "no coupled congestion control" in a.congestion_control
+            assert "out-of-tree multipath-tcp.org" in a.congestion_control
+            for flags in (a.mptcp_flags_v4, a.mptcp_flags_v6):
+                assert flags is None or set(flags.split()) <= {"subflow", "signal", "backup", "fullmesh"}
+            for w, s in ((a.mpt_weight_v4, a.mpt_status_v4), (a.mpt_weight_v6, a.mpt_status_v6)):
+                assert (w is None) == (s is None) and (w is None or (w >= 1 and s in (0, 255)))
+    assert selector.advice("disjoint", 4).mode == "aggregate"
+    assert selector.advice("shared-edge", 4).mode == "aggregate"
+    core = selector.advice("shared-core", 6)
+    assert (core.mode, core.mptcp_flags_v6, core.mptcp_flags_v4, core.mpt_status_v4) == \
+        ("backup", "subflow", "subflow backup", 255)
+    assert selector.advice("congruent", 4).mptcp_flags_v6 is None
+
+
+def test_confidence_and_primary():
+    assert selector.confidence(1.0, 0.5, 2, 2) == 0.5
+    assert selector.confidence(1.0, 1.0, 1, 4) == 0.25
+    assert selector.confidence(1.0, 1.0, 2, 2, proxy=True, agreement=0.5) == 0.25
+    assert selector.confidence(None, 1.0, 2, 2) == 0.0
+    assert selector.primary_afi(0.9, 1.0, 2, 2) == 6
+    assert selector.primary_afi(1.0, 1.0, 3, 2) == 6
+    assert selector.primary_afi(1.0, 1.0, 2, 2) == 4
+    assert selector.primary_afi(None, 0.2, None, 3) == 6
+
+
+def brute(cands, k, src):
+    order = rank(cands)
+    if k >= len(order):
+        return order
+    return list(min(itertools.combinations(order, k), key=lambda s: selection_key(s, src)))
+
+
+def test_k_choice_hand_cases():
+    C = Candidate
+    a4, a6 = C(("a", 4), (1, 2, 3, 9), 1.0), C(("a", 6), (1, 2, 4, 9), 1.0)
+    b4, b6 = C(("b", 4), (1, 5, 8), 0.5), C(("b", 6), (1, 6, 8), 1.0)
+    c4 = C(("c", 4), (1, 7, 10), 1.0)
+    cands = [a4, a6, b4, b6, c4]
+    # k=2: a4+a6 share AS2; b4+b6 share only their endpoint AS8 (not counted) but b4 is less
+    # stable; of the sharing-free, fully stable pairs b6+c4 has the fewest hops (2 + 2).
+    assert choose_k(cands, 2, 1) == [b6, c4]
+    # k=3: {b6, c4} plus a4 or a6 (3 hops each, equal in everything): rank order, a4 first
+    assert choose_k(cands, 3, 1) == [b6, c4, a4]
+    # k=4 must take a4 and a6 together (shared AS2) or b4: b6, c4, a4, b4 shares nothing
+    assert set(choose_k(cands, 4, 1)) == {a4, b4, b6, c4}
+    # ties on shared ASes and stability go to the shorter paths
+    s1, s2, s3 = C(("x", 4), (1, 11, 12, 20), 1.0), C(("y", 4), (1, 13, 21), 1.0), C(("z", 4), (1, 14, 22), 1.0)
+    assert {c.key for c in choose_k([s1, s2, s3], 2, 1)} == {("y", 4), ("z", 4)}
+    # an endpoint AS that is only ever last does not count as shared
+    e1, e2 = C(("e", 4), (1, 2, 50), 1.0), C(("e", 6), (1, 3, 50), 1.0)
+    assert selector.shared_among([e1.path, e2.path], 1) == set()
+    assert choose_k([e1, e2], 5, 1) == rank([e1, e2])
+
+
+def test_k_choice_is_optimal_against_brute_force():
+    rnd = random.Random(11)
+    for case in range(150):
+        n = rnd.randint(2, 9)
+        cands = []
+        for i in range(n):
+            hops = rnd.randint(1, 5)
+            path = (1, *rnd.sample(range(2, 14), hops), 100 + rnd.randint(0, 3))
+            cands.append(Candidate((f"e{i // 2}", 4 + 2 * (i % 2)), path, rnd.choice((0.5, 0.75, 1.0))))
+        k = rnd.randint(1, n)
+        got, want = choose_k(cands, k, 1), brute(cands, k, 1)
+        assert selection_key(got, 1) == selection_key(want, 1), case
+        assert got == want, case
+
+
+# ------------------------------------------------------------------ synthetic month
+def test_hints_table_of_synthetic_month(synth):
+    data, tables = synth
+    cfg = cfg_for(data)
+    summary = hints.publish(cfg, MONTH)
+    t = pq.read_table(data / "hints" / f"month={MONTH}")
+    assert t.schema == HINTS
+    rows = {(r["vp_asn"], r["dest_asn"]): r for r in t.to_pylist()}
+    pairs = {(p["vp_asn"], p["dest_asn"]): p for p in tables["pairs"]}
+    assert set(rows) == set(pairs) == set(CLASSES)
+    for key, p in pairs.items():
+        r = rows[key]
+        assert r["hint_class"] == expected_class(p) == CLASSES[key], key
+        assert (r["v4_path"], r["v6_path"], r["shared_asns"]) == (p["v4_path"], p["v6_path"], p["shared_asns"])
+        assert r["caveat"] == selector.LOWER_BOUND and r["month"] == MONTH
+    assert rows[(10, 100)]["stability_v4"] == pytest.approx(2 / 3)
+    assert rows[(10, 100)]["confidence"] == pytest.approx(2 / 3, abs=1e-6)
+    assert rows[(10, 100)]["mode"] == "aggregate" and rows[(10, 300)]["mode"] == "backup"
+    assert summary["rows"] == len(pairs) and summary["classes"]["shared-core"] == 2
+    # a re-run replaces the month and leaves nothing staged
+    assert hints.publish(cfg, MONTH)["rows"] == len(pairs)
+    assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
+
+
+def test_advise_vp_matches_table_and_method(synth):
+    data, tables = synth
+    cfg = cfg_for(data)
+    for (vp, dest), cls in CLASSES.items():
+        [h] = hints.advise(cfg, str(vp), str(dest))["hints"]
+        assert h["hint_class"] == cls and h["via_proxy"] is False and h["vp_asn"] == vp
+        assert h["v4_path"] == PATHS[(vp, dest)][0]
+    [h] = hints.advise(cfg, "10", "500")["hints"]
+    assert h["hint_class"] == "unknown" and "no IPv6 path" in h["reason"] and h["mode"] == "single-path"
+    assert h["mptcp_flags_v4"] == "subflow" and h["mptcp_flags_v6"] is None
+    [h] = hints.advise(cfg, "rrc00:20", "AS100")["hints"]
+    assert (h["vp_group"], h["hint_class"]) == ("rrc00", "disjoint")
+
+
+def test_advise_proxy_source(synth):
+    data, _ = synth
+    [h] = hints.advise(cfg_for(data), "30", "100")["hints"]
+    # AS30 is no VP; VP 20 is seen right before it, so VP 20's paths stand in, with AS30 in front
+    assert (h["via_proxy"], h["vp_asn"], h["proxies"]) == (True, 20, [20])
+    assert (h["v4_path"], h["v6_path"]) == ([30, 20, 1, 100], [30, 20, 2, 100])
+    assert (h["hint_class"], h["shared_asns"]) == ("shared-edge", [20])
+    assert h["confidence"] == pytest.approx(0.5) and any("not a vantage point" in n for n in h["notes"])
+    # AS1 is right after VPs 10 and 20; it is on their IPv4 paths (taken from AS1 on) but not
+    # on their IPv6 paths (AS1 in front): disjoint through both; VP 20 is the more stable
+    [h] = hints.advise(cfg_for(data), "1", "100")["hints"]
+    assert (h["proxies"], h["vp_asn"], h["hint_class"]) == ([10, 20], 20, "disjoint")
+    assert (h["v4_path"], h["v6_path"], h["confidence"]) == ([1, 100], [1, 20, 2, 100], 0.5)
+    [h] = hints.advise(cfg_for(data), "100", "400")["hints"]  # AS100 has no VP upstream
+    assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"]
+
+
+def test_addresses_longest_prefix_match(synth):
+    data, _ = synth
+    cfg = cfg_for(data)
+    [h] = hints.advise(cfg, "10", "10.0.100.7")["hints"]  # /24 of AS100 inside the /16 of AS200
+    assert (h["prefix_v4"], h["dest_asn"], h["hint_class"]) == ("10.0.100.0/24", 100, "disjoint")
+    [h] = hints.advise(cfg, "10", "10.0.77.1")["hints"]  # only the /16 covers it
+    assert (h["prefix_v4"], h["dest_asn"], h["hint_class"]) == ("10.0.0.0/16", 200, "shared-edge")
+    [h] = hints.advise(cfg, "10", "10.0.100.0/25")["hints"]  # a prefix: its longest cover
+    assert h["prefix_v4"] == "10.0.100.0/24"
+    [h] = hints.advise(cfg, "10", "2001:db8:c8:1::5")["hints"]  # IPv6, AS200's /48
+    assert (h["prefix_v6"], h["dest_asn"]) == ("2001:db8:c8::/48", 200)
+    [h] = hints.advise(cfg, "10", "10.9.0.1")["hints"]  # two origins: the most seen, with a note
+    assert h["dest_asn"] == 300 and any("several origins" in n for n in h["notes"])
+    [h] = hints.advise(cfg, "10", ["10.0.100.1", "2001:db8:c8::1"])["hints"]  # split origins
+    assert (h["dest_asn"], h["dest_asn_v6"]) == (100, 200)
+    assert h["v4_path"] == [10, 1, 100] and h["v6_path"] == [10, 1, 4, 200]
+    assert h["hint_class"] == "shared-edge" and any("different origins" in n for n in h["notes"])
+    [h] = hints.advise(cfg, "10", "192.168.1.1")["hints"]
+    assert h["hint_class"] == "unknown" and "no IPv4 prefix" in h["reason"]
+
+
+def test_endpoints_ranking_and_k(synth, tmp_path):
+    data, _ = synth
+    f = tmp_path / "endpoints.toml"
+    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
+                 '[[endpoint]]\nname = "e300"\nipv4 = "10.1.44.1"\nipv6 = "2001:db8:12c::1"\n'
+                 '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
+    ans = hints.advise(cfg_for(data), "10", endpoints=f, k=3)
+    assert [h["endpoint"] for h in ans["hints"]] == ["e100", "e300", "e400"]
+    assert [h["hint_class"] for h in ans["hints"]] == ["disjoint", "shared-core", "congruent"]
+    cands = [Candidate((h["endpoint"], a), tuple(h[f"v{a}_path"]), h[f"stability_v{a}"])
+             for h in ans["hints"] for a in (4, 6)]
+    want = brute(cands, 3, 10)
+    sel = ans["selection"]
+    assert [(r["endpoint"], r["afi"]) for r in sel["chosen"]] == [c.key for c in want]
+    assert sel["shared_asns"] == sorted(selector.shared_among([c.path for c in want], 10))
+    assert [(r["endpoint"], r["afi"]) for r in sel["ranking"]] == [c.key for c in rank(cands)]
+
+
+# ------------------------------------------------------------------ CLI and bad input
+def test_cli_advise(synth, capsys):
+    data, _ = synth
+    assert cli(["advise", "--data-dir", str(data), "--from", "10", "--to", "300", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["month"] == MONTH and out["hints"][0]["hint_class"] == "shared-core"
+    assert cli(["advise", "--data-dir", str(data), "--from", "10", "--to", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "disjoint" in text and selector.LOWER_BOUND in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--from", "AS-1", "--to", "100"], "--from: expected an AS number"),
+    (["--from", "4294967296", "--to", "100"], "--from: expected an AS number"),
+    (["--from", "10", "--to", "10.0.0.0/33"], "--to: not an ASN, prefix or IP address"),
+    (["--from", "10", "--to", "10.0.0.1/16"], "host bits set"),
+    (["--from", "10", "--to", "300.1.1.1"], "--to: not an ASN, prefix or IP address"),
+    (["--from", "10", "--to", "fe80::1%eth0"], "--to: not an ASN, prefix or IP address"),
+    (["--from", "10", "--to", "0.0.0.0/0"], "default route"),
+    (["--from", "10", "--to", "99999"], "does not appear on any path"),
+    (["--from", "77", "--to", "100"], "--from: AS77 does not appear"),
+    (["--from", "rrc99:10", "--to", "100"], "is not a vantage point"),
+    (["--from", "10", "--to", "100", "--month", "2026-13"], "--month: expected YYYY-MM"),
+    (["--from", "10", "--to", "100", "--month", "2025-01"], "no published results for 2025-01"),
+    (["--from", "10", "--to", "100", "--k", "2"], "--k: needs --endpoints"),
+])
+def test_bad_input_exit_2(synth, capsys, args, message):
+    data, _ = synth
+    assert cli(["advise", "--data-dir", str(data), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[[endpoint]\n", "not valid TOML"),
+    ('[[endpoint]]\nname = "a"\nipv4 = "10.0.0.1"\n', "ipv6 is required"),
+    ('[[endpoint]]\nname = "a"\nipv4 = "2001:db8::1"\nipv6 = "2001:db8::1"\n', "is an IPv6 address"),
+    ('[[endpoint]]\nname = "a;b"\nipv4 = "10.0.0.1"\nipv6 = "2001:db8::1"\n', "name must be"),
+    ('[[endpoint]]\nname = "a"\nipv4 = "10.0.0.1"\nipv6 = "2001:db8::1"\nport = 1\n', "only the keys"),
+    ("title = 1\n", "expected one or more [[endpoint]]"),
+])
+def test_bad_endpoints_file_exit_2(synth, tmp_path, capsys, text, message):
+    data, _ = synth
+    f = tmp_path / "e.toml"
+    f.write_text(text)
+    assert cli(["advise", "--data-dir", str(data), "--from", "10", "--endpoints", str(f)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {f}") and message in err and "\n" not in err
+
+
+def test_no_published_month(tmp_path, capsys):
+    assert cli(["advise", "--data-dir", str(tmp_path), "--from", "10", "--to", "100"]) == 2
+    assert "no published month" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the real 2026-07 pair
+@needs_data
+def test_real_month_classes_equal_pairs(ingested_2026, tmp_path_factory):
+    data = tmp_path_factory.mktemp("hints-real")
+    tables = hintdata.publish_reference_of(ingested_2026, data, "2026-07")
+    cfg = cfg_for(data)
+    assert hints.resolve_month(cfg, None) == "2026-07"  # the latest published month
+    summary = hints.publish(cfg)
+    rows = pq.read_table(data / "hints" / "month=2026-07").to_pylist()
+    pairs = tables["pairs"]
+    assert summary["rows"] == len(rows) == len(pairs) == 2167
+    by_key = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in rows}
+    for p in pairs:
+        r = by_key[(p["vp_group"], p["vp_asn"], p["dest_asn"])]
+        assert r["hint_class"] == expected_class(p)
+        assert r["shared_asns"] == p["shared_asns"]
+    counts = {c: sum(expected_class(p) == c for p in pairs) for c in selector.CLASSES if c != "unknown"}
+    assert summary["classes"] == {c: n for c, n in sorted(counts.items()) if n}
+    # advise gives the same hint as the table, through the same method functions
+    rnd = random.Random(7)
+    for p in rnd.sample(pairs, 25):
+        [h] = hints.advise(cfg, f"{p['vp_group']}:{p['vp_asn']}", str(p["dest_asn"]))["hints"]
+        r = by_key[(p["vp_group"], p["vp_asn"], p["dest_asn"])]
+        for k in ("hint_class", "shared_asns", "v4_path", "v6_path", "confidence", "mode",
+                  "mptcp_flags_v4", "mptcp_flags_v6", "mpt_weight_v4", "mpt_status_v6"):
+            assert h[k] == r[k], (p, k)
+    # an address of the sample: 8.8.8.0/24 is originated by AS15169
+    [h] = hints.advise(cfg, "6939", "8.8.8.8")["hints"]
+    assert (h["prefix_v4"], h["dest_asn"]) == ("8.8.8.0/24", 15169)
