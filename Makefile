@@ -16,7 +16,17 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-setup: $(BIN)/.installed
+# The native MRT decoder (ingest/native, Rust + pyo3): built into the venv with maturin.
+NATIVE_SRC := ingest/native/Cargo.toml ingest/native/Cargo.lock ingest/native/pyproject.toml $(wildcard ingest/native/src/*.rs)
+CARGO_PATH := $(abspath $(BIN)):$(HOME)/.cargo/bin:$(PATH)
+
+$(BIN)/.native: $(BIN)/.installed $(NATIVE_SRC)
+	@PATH="$(CARGO_PATH)"; command -v cargo >/dev/null || { echo "error: cargo is not installed: the native MRT decoder needs a Rust toolchain (https://rustup.rs, or apt-get install cargo)" >&2; exit 1; }
+	$(BIN)/pip install --quiet 'maturin>=1.5,<2'
+	PATH="$(CARGO_PATH)" $(BIN)/pip install --quiet --no-build-isolation ./ingest/native
+	touch $@
+
+setup: $(BIN)/.native
 
 check-java:
 	@$(BIN)/python -c "from pipeline.spark import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"

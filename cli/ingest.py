@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) "
                    "for every collector, instead of the public archives")
-    p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default bgpkit)")
+    p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default native: the built-in one-pass decoder)")
     p.add_argument("--concurrency", type=int, help="snapshots processed at once (default 2)")
     p.add_argument("--tolerance-minutes", type=int,
                    help="a missing snapshot may be replaced by the nearest dump this close (default 120)")

@@ -31,7 +31,7 @@ class Config:
     archive_roots: dict[str, str] = field(default_factory=dict)
     #: A local folder; for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
     data_dir: Path | str = Path("data")
-    backend: str = "bgpkit"
+    backend: str = "native"  # the project's Rust decoder (ingest/native); or bgpdump, pybgpstream
     #: Snapshots fetched and decoded at once.
     concurrency: int = 2
     timeout_s: float = 60.0

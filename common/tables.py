@@ -296,7 +296,7 @@ document(
     entries_v4=("IPv4 RIB entries written", "rows", "ingest: decode"),
     entries_v6=("IPv6 RIB entries written", "rows", "ingest: decode"),
     skipped=("MRT records skipped, by record type", "records", "ingest: framing check"),
-    backend=("decoder that produced the entries (bgpkit, bgpdump, pybgpstream)", "-", "ingest: decode"),
+    backend=("decoder that produced the entries (native, bgpdump, pybgpstream)", "-", "ingest: decode"),
     duration_s=("wall time to download and decode the slot", "seconds", "ingest"),
     status=("ok | failed | missing", "-", "ingest"),
     error=("one-line reason when status is not ok", "-", "ingest"),

@@ -48,36 +48,38 @@ def plan(cfg: Config, month: str) -> list[Slot]:
 
 def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, batch_rows: int,
                 source: str, on_rows=None) -> tuple[framing.FrameStats, dict[int, int]]:
-    """Decode `local` into `writer` while our own framing pass checks it in a thread."""
-    result: dict = {}
+    """Decode `local` into `writer`, every record checked in the same read of the file.
 
-    def check():
-        try:
-            result["stats"] = framing.scan(local)
-        except BaseException as exc:  # reported below, after the decoder stops
-            result["error"] = exc
-
-    checker = threading.Thread(target=check, daemon=True)
-    checker.start()
+    A backend with `decode_checked` (native) frames and checks the file in its own single
+    pass; for the others our framing pass reads the file in a thread beside the decoder."""
+    if hasattr(backend, "decode_checked"):
+        batches = backend.decode_checked(local, batch_rows, collector=slot.collector, project=slot.project,
+                                         snapshot_time=slot.dump_time, source_file=source)
+        result = {}
+        checker = None
+    else:
+        batches, result, checker = _framed(local, slot, backend, batch_rows, source)
     decoded = {4: 0, 6: 0}
-    snapshot_time = slot.dump_time
     try:
-        for raw in backend.decode(local, batch_rows):
-            batch = to_entries(raw, collector=slot.collector, project=slot.project,
-                               snapshot_time=snapshot_time, source_file=source)
-            afi = batch.column("afi").to_numpy(zero_copy_only=False)
-            decoded[4] += int((afi == 4).sum())
-            decoded[6] += int((afi == 6).sum())
-            writer.write(batch)
-            if on_rows:
-                on_rows(batch.num_rows)
-    finally:
+        stats = yield_into(batches, writer, decoded, on_rows)
+    except framing.FramingError as exc:
+        raise IngestError(f"{source}: {exc}") from None
+    except Exception:
+        if checker is None:
+            raise
+        checker.join()  # the framing pass usually knows why a decoder failed: say that instead
+        if "error" in result:
+            raise IngestError(f"{source}: {result['error']}") from None
+        if "stats" in result and result["stats"].total_entries == 0:
+            raise IngestError(_not_a_rib(source, result["stats"])) from None
+        raise
+    if checker is not None:
         checker.join()
-    if "error" in result:
-        raise IngestError(f"{source}: {result['error']}")
-    stats = result["stats"]
+        if "error" in result:
+            raise IngestError(f"{source}: {result['error']}")
+        stats = result["stats"]
     if stats.total_entries == 0:
-        raise IngestError(f"{source}: no RIB entries (not a RIB dump? records: {dict(stats.skipped)})")
+        raise IngestError(_not_a_rib(source, stats))
     for afi in (4, 6):
         if decoded[afi] != stats.entries.get(afi, 0):
             raise IngestError(
@@ -85,6 +87,45 @@ def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, bat
                 f"but the file's records announce {stats.entries.get(afi, 0)}"
             )
     return stats, decoded
+
+
+def _not_a_rib(source: str, stats: framing.FrameStats) -> str:
+    return f"{source}: no RIB entries (not a RIB dump? records: {dict(stats.skipped)})"
+
+
+def _framed(local: Path, slot: Slot, backend, batch_rows: int, source: str):
+    """A text backend's batches, normalised, with framing.scan running in a thread beside it."""
+    result: dict = {}
+
+    def check():
+        try:
+            result["stats"] = framing.scan(local)
+        except BaseException as exc:  # reported by decode_file, after the decoder stops
+            result["error"] = exc
+
+    checker = threading.Thread(target=check, daemon=True)
+    checker.start()
+    batches = (to_entries(raw, collector=slot.collector, project=slot.project,
+                          snapshot_time=slot.dump_time, source_file=source)
+               for raw in backend.decode(local, batch_rows))
+    return batches, result, checker
+
+
+def yield_into(batches, writer: SnapshotWriter, decoded: dict[int, int], on_rows=None):
+    """Write every batch; count entries per AFI; return the generator's return value."""
+    it = iter(batches)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration as stop:
+            return stop.value
+        afi = batch.column("afi").to_numpy(zero_copy_only=False)
+        n4 = int((afi == 4).sum())
+        decoded[4] += n4
+        decoded[6] += len(afi) - n4
+        writer.write(batch)
+        if on_rows:
+            on_rows(batch.num_rows)
 
 
 def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row:
@@ -99,23 +140,32 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
     task = None
     writer = None
     try:
+        final = entries_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
+        writer = SnapshotWriter(final)
+        done: dict = {}
+
+        def decode(path: Path) -> None:
+            done["result"] = decode_file(path, slot, backend, writer, batch_rows=cfg.batch_rows,
+                                         source=slot.url)
+
         if download.is_remote(slot.url):
             dest = cfg.cache_dir / slot.collector / slot.file_name
             if progress is not None:
                 task = progress.add_task(f"{slot.collector} {slot.file_name}", total=None)
+            # The decode pass is the download's stream check: it reads the .part once, and
+            # only a file it accepted gets the final name (no second decompression).
             fetched = download.fetch(
                 slot.url, dest, timeout=cfg.timeout_s, retries=cfg.retries, backoff=cfg.backoff_s,
                 on_bytes=(lambda n: progress.update(task, completed=n)) if task is not None else None,
                 on_total=(lambda t: progress.update(task, total=t)) if task is not None else None,
+                check=decode,
             )
             local = fetched.path
         else:
-            local = Path(slot.url)  # a local mirror is read in place; the framing pass checks it
+            local = Path(slot.url)  # a local mirror is read in place; the decode pass checks it
+            decode(local)
         row.local_path = str(local)
-        final = entries_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
-        writer = SnapshotWriter(final)
-        stats, decoded = decode_file(local, slot, backend, writer,
-                                     batch_rows=cfg.batch_rows, source=slot.url)
+        stats, decoded = done["result"]
         if stats.first_timestamp is not None:
             row.dump_time = datetime.fromtimestamp(stats.first_timestamp, timezone.utc)
         row.output = str(writer.publish())

@@ -14,7 +14,7 @@ def test_defaults_are_the_methods_data_set():
     cfg = load()
     assert cfg.collectors == ("route-views2", "route-views6")
     assert cfg.days == (1, 2, 3, 4, 5) and cfg.times == ("00:00",)
-    assert cfg.backend == "bgpkit" and cfg.method.min_coverage == 0.9
+    assert cfg.backend == "native" and cfg.method.min_coverage == 0.9
     assert cfg.method.group_of("route-views6") == "route-views" and cfg.method.group_of("rrc00") == "rrc00"
 
 
@@ -30,7 +30,7 @@ def test_readme_example_loads(tmp_path):
     assert cfg.archive_root is None and cfg.archive_roots == {"ris": "https://ris-mirror.example.net"}
     assert cfg.method.reserved_asns[2] == (64496, 131071)
     # flags win over the file
-    assert cfg.with_overrides(backend="bgpkit", days=None).backend == "bgpkit"
+    assert cfg.with_overrides(backend="native", days=None).backend == "native"
     assert cfg.with_overrides(days=None).days == (1, 2, 3, 4, 5)
 
 

@@ -1,10 +1,14 @@
-"""Decoding backends: MRT file -> raw columns, one module a backend, the same entry shape.
+"""Decoding backends: MRT file -> `rib_entries` batches, one module a backend.
 
-Each backend module has `NAME`, `available() -> str | None` (None when usable, else why
-not) and `decode(path, batch_rows) -> Iterator[pyarrow.RecordBatch]` yielding RAW_SCHEMA
-batches: the four fields every decoder gives as text or ints. `ingest.normalize` turns
-them into the one `rib_entries` schema, so backends can't drift apart in how they spell
-AS paths, AFIs or origins.
+Each backend module has `NAME` and `available() -> str | None` (None when usable, else why
+not), and one of:
+- `decode_checked(path, batch_rows, *, collector, project, snapshot_time, source_file)`: a
+  generator of RIB_ENTRIES batches that frames and checks the file itself in the same pass
+  and returns its `framing.FrameStats` (the native decoder, the default);
+- `decode(path, batch_rows) -> Iterator[pyarrow.RecordBatch]` yielding RAW_SCHEMA batches:
+  the four fields a text decoder gives. `ingest.normalize` turns them into `rib_entries`
+  (bgpdump's text is the reference the native decoder is tested against) and
+  `ingest.framing.scan` checks the file beside them.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ RAW_SCHEMA = pa.schema(
     ]
 )
 
-NAMES = ("bgpkit", "bgpdump", "pybgpstream")
+NAMES = ("native", "bgpdump", "pybgpstream")
 
 
 class BackendUnavailable(Exception):
