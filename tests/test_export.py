@@ -1,0 +1,233 @@
+"""Exports: JSON Lines (versioned schema, equal to the hints table), the MPT connection file
+(parsed back with configparser to exactly the hints' paths, weights and statuses), the MPTCP
+script's text, and hostile values that must never reach a script or a config file."""
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli.main import main as cli
+from common.config import load
+from common.tables import HINTS
+from pipeline import hints
+from tests import hintdata
+from tests.hintdata import MONTH
+from tunnels import jsonl, mpt, mptcp
+from tunnels import validate as v
+from tunnels.local import Interface
+
+IFACES = ["--interface", "eth0=192.0.2.10@192.0.2.1", "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1"]
+HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10
+HOST300 = ["--to", "10.1.44.1", "--to", "2001:db8:12c::1"]  # shared-core from AS10
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("export-synth")
+    hintdata.publish_synthetic(d)
+    return d
+
+
+def run(data: Path, *args) -> int:
+    return cli([args[0], "--data-dir", str(data), *args[1:]])
+
+
+def advise_one(data, *to):
+    [h] = hints.advise(load().with_overrides(data_dir=data), "10", list(to))["hints"]
+    return h
+
+
+# ------------------------------------------------------------------ JSON Lines
+def test_jsonl_month_equals_hints_table(data, tmp_path):
+    cfg = load().with_overrides(data_dir=data)
+    built = tmp_path / "built.jsonl"  # before publishing: built on the fly
+    assert run(data, "export", "--format", "jsonl", "--out", str(built)) == 0
+    hints.publish(cfg, MONTH)
+    table = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
+    out = jsonl.write(cfg, tmp_path / "sub" / "hints.jsonl", MONTH)
+    got = list(jsonl.read(out))
+    assert [list(g) for g in got] == [["schema", *HINTS.names]] * len(table)
+    assert [{k: g[k] for k in HINTS.names} for g in got] == table
+    assert {g["schema"] for g in got} == {jsonl.SCHEMA}
+    assert built.read_text() == out.read_text()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["hints.jsonl"]  # no temp file left
+
+
+def test_jsonl_of_a_question_with_endpoints(data, tmp_path, capsys):
+    f = tmp_path / "ep.toml"
+    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
+                 '[[endpoint]]\nname = "e300"\nipv4 = "10.1.44.1"\nipv6 = "2001:db8:12c::1"\n')
+    assert run(data, "export", "--format", "jsonl", "--from", "10", "--endpoints", str(f), "--k", "2") == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    assert [x["endpoint"] for x in lines] == ["e100", "e300"]
+    chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
+    assert [x["selected"] for x in lines] == [sorted(a for e, a in chosen if e == n) for n in ("e100", "e300")]
+    assert [{k: x[k] for k in HINTS.names} for x in lines] == ans["hints"]
+
+
+# ------------------------------------------------------------------ MPT
+def mpt_sections(text: str) -> dict:
+    cp = configparser.ConfigParser(interpolation=None)
+    cp.read_string(text)
+    return {s: dict(cp[s]) for s in cp.sections()}
+
+
+def expected_paths(h: dict, chosen=None) -> list[dict]:
+    local = {4: ("eth0", "192.0.2.10", "192.0.2.1"), 6: ("eth1", "2001:db8:ff::10", "2001:db8:ff::1")}
+    out = []
+    for afi in (4, 6):
+        if h[f"mpt_weight_v{afi}"] is None or (chosen is not None and (h["endpoint"], afi) not in chosen):
+            continue
+        name, addr, gw = local[afi]
+        out.append(dict(interface_name=name, ip_ver=str(afi), public_ipaddr=addr, remote_ipaddr=h[f"addr_v{afi}"],
+                        gw_ipaddr=gw, weight_out=str(h[f"mpt_weight_v{afi}"]), keepalive_time="5",
+                        dead_time="11", status=str(h[f"mpt_status_v{afi}"])))
+    return out
+
+
+@pytest.mark.parametrize("host, cls, statuses", [(HOST100, "disjoint", ["0", "0"]),
+                                                 (HOST300, "shared-core", ["0", "255"])])
+def test_mpt_file_parses_back_to_the_hint(data, tmp_path, host, cls, statuses):
+    out = tmp_path / "conn.conf"
+    assert run(data, "export", "--format", "mpt", "--from", "10", *host, *IFACES, "--out", str(out)) == 0
+    h = advise_one(data, host[1], host[3])
+    assert h["hint_class"] == cls
+    sec = mpt_sections(out.read_text())
+    assert sec["connection"] == {"name": "congruency", "path_count": "2"}
+    paths = [sec[f"path_{n}"] for n in range(2)]
+    assert paths == expected_paths(h)
+    assert [p["status"] for p in paths] == statuses
+    assert set(sec) == {"connection", "path_0", "path_1"}
+
+
+def test_mpt_with_chosen_endpoints(data, tmp_path):
+    f = tmp_path / "ep.toml"
+    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
+                 '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
+    out = tmp_path / "conn.conf"
+    assert run(data, "export", "--format", "mpt", "--from", "10", "--endpoints", str(f), "--k", "2",
+               *IFACES, "--out", str(out)) == 0
+    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
+    want = [p for h in ans["hints"] for p in expected_paths(h, chosen)]
+    sec = mpt_sections(out.read_text())
+    assert [sec[f"path_{n}"] for n in range(len(want))] == want
+    assert sec["connection"]["path_count"] == str(len(want))
+
+
+def test_mpt_needs_addresses_and_gateways(data, tmp_path, capsys):
+    out = tmp_path / "c.conf"
+    assert run(data, "export", "--format", "mpt", "--from", "10", "--to", "100", *IFACES, "--out", str(out)) == 2
+    assert "MPT needs the tunnel endpoint's addresses" in capsys.readouterr().err
+    assert run(data, "export", "--format", "mpt", "--from", "10", *HOST100, "--interface", "eth0=192.0.2.10",
+               "--interface", "eth1=2001:db8:ff::10", "--out", str(out)) == 2
+    assert "needs its gateway" in capsys.readouterr().err
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ MPTCP script text
+def test_mptcp_script_text(data, tmp_path):
+    out = tmp_path / "mptcp.sh"
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--to", "100", *IFACES, "--out", str(out)) == 0
+    text = out.read_text()
+    assert subprocess.run(["sh", "-n", str(out)]).returncode == 0
+    cmds = [x for x in text.splitlines() if x and not x.startswith("#")]
+    assert cmds == ["set -eu", "sysctl -w net.mptcp.enabled=1", "ip mptcp endpoint flush",
+                    "ip mptcp limits set subflow 4 add_addr_accepted 4",
+                    "ip mptcp endpoint add 192.0.2.10 dev eth0 id 1 subflow fullmesh",
+                    "ip mptcp endpoint add 2001:db8:ff::10 dev eth1 id 2 subflow fullmesh"]
+    assert out.stat().st_mode & 0o111
+    assert "OLIA" in text and "out-of-tree" in text and "lower bound" in text
+    server = mptcp.render(advise_one(data, "100"), [Interface("veth0", "10.1.0.2")], role="server")
+    assert "ip mptcp endpoint add 10.1.0.2 dev veth0 id 1 signal" in server.splitlines()
+    backup = mptcp.plan(advise_one(data, "300"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
+    assert [e.flags for e in backup.endpoints] == ["subflow", "subflow backup"]
+    congruent = mptcp.plan(advise_one(data, "400"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
+    assert [(e.address, e.flags) for e in congruent.endpoints] == [("192.0.2.1", "subflow")]
+    assert (congruent.subflows, congruent.add_addr_accepted) == (2, 2)
+
+
+# ------------------------------------------------------------------ hostile values
+CANARY = "/tmp/congruency-export-canary"
+HOSTILE_IFACES = [
+    f"eth0;touch {CANARY}=192.0.2.10",
+    f"$(touch {CANARY})=192.0.2.10",
+    f"`touch {CANARY}`=192.0.2.10",
+    "eth0\nip link del lo=192.0.2.10",
+    "averyveryverylongname=192.0.2.10",  # 21 bytes: Linux allows 15
+    "eth 0=192.0.2.10",
+    "-eth0=192.0.2.10",
+    "..=192.0.2.10",
+    f"eth0=192.0.2.10;touch {CANARY}",
+    "eth0=192.0.2.10\n[path_9]",
+    "eth0=192.0.2.10 dev lo",
+    "eth0=fe80::1%eth0",
+    "eth0=0.0.0.0",
+    "eth0=192.0.2.300",
+    f"eth0=192.0.2.10@192.0.2.1$(touch {CANARY})",
+    "eth0=192.0.2.10@2001:db8::1",  # gateway of the other family
+]
+
+
+@pytest.mark.parametrize("fmt", ["mptcp", "mpt"])
+@pytest.mark.parametrize("iface", HOSTILE_IFACES)
+def test_hostile_interfaces_are_rejected(data, tmp_path, capsys, fmt, iface):
+    Path(CANARY).unlink(missing_ok=True)
+    out = tmp_path / "out"
+    rc = run(data, "export", "--format", fmt, "--from", "10", *HOST100, f"--interface={iface}",
+             "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1", "--out", str(out))
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: ") and err.count("\n") == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == [] and not Path(CANARY).exists()
+
+
+def test_hostile_interfaces_file(data, tmp_path, capsys):
+    f = tmp_path / "if.toml"
+    f.write_text('[[interface]]\nname = "eth0\\n[path_7]"\naddress = "192.0.2.10"\n')
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--to", "100", "--interfaces", str(f)) == 2
+    assert "interface name" in capsys.readouterr().err
+    f.write_text('[[interface]]\nname = "eth0"\naddress = "192.0.2.10"\nscript = "x"\n')
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--to", "100", "--interfaces", str(f)) == 2
+    assert "only the keys" in capsys.readouterr().err
+
+
+def test_renderers_validate_everything(data):
+    good = advise_one(data, "100")
+    ifaces = [Interface("eth0", "192.0.2.10", "192.0.2.1")]
+    for bad in ("subflow; reboot", "subflow\nsignal", "fullmesh", "signal fullmesh", "subflow subflow", ""):
+        with pytest.raises(v.ValidationError):
+            mptcp.render(dict(good, mptcp_flags_v4=bad), ifaces)
+    with pytest.raises(v.ValidationError):
+        mptcp.render(good, [Interface("eth0;id", "192.0.2.10")])
+    with pytest.raises(v.ValidationError):
+        mptcp.render(good, ifaces, role="server; reboot")
+    ok = mpt.MptPath("eth0", 4, "192.0.2.10", "198.51.100.1", "192.0.2.1", 10, 5, 11, 0)
+    for field, bad in (("interface_name", "eth0\nstatus = 0"), ("ip_ver", 5), ("public_ipaddr", "192.0.2.10\n"),
+                       ("remote_ipaddr", "2001:db8::1"), ("weight_out", 0), ("status", 256), ("weight_out", True)):
+        with pytest.raises(v.ValidationError):
+            mpt.render([mpt.MptPath(**{**ok.__dict__, field: bad})])
+    with pytest.raises(v.ValidationError):
+        mpt.render([ok], name="x\n[path_5]")
+
+
+def test_free_text_cannot_leave_a_comment(data):
+    """Hint text reaches the outputs only as comments, which cannot contain a line break."""
+    evil = f"x\nrm -rf /; touch {CANARY}\n[path_3]\nstatus = 0\r\n"
+    h = dict(advise_one(data, "10.0.100.1", "2001:db8:64::1"), rationale=evil, query=evil, caveat=evil)
+    ifaces = [Interface("eth0", "192.0.2.10", "192.0.2.1"), Interface("eth1", "2001:db8:ff::10", "2001:db8:ff::1")]
+    script = mptcp.render(h, ifaces)
+    grammar = re.compile(r"#[ -~]*|#!/bin/sh|set -eu|sysctl -w net\.mptcp\.enabled=1|ip mptcp endpoint flush|"
+                         r"ip mptcp limits set subflow \d add_addr_accepted \d|"
+                         r"ip mptcp endpoint add [0-9a-f.:]+ dev [A-Za-z0-9_.-]{1,15} id \d+ "
+                         r"(subflow|signal)( backup)?( fullmesh)?")
+    assert all(grammar.fullmatch(x) for x in script.splitlines()), script
+    conf = mpt.render(mpt.paths([h], ifaces), header=[evil])
+    assert set(mpt_sections(conf)) == {"connection", "path_0", "path_1"}
+    assert mpt_sections(conf)["path_0"]["status"] == "0"
