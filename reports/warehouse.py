@@ -156,7 +156,7 @@ def _why(exc: Exception) -> str:
     if "lock" in msg.lower():
         return "locked by another process that has it open for writing (close it, then retry)"
     if "not a valid DuckDB database" in msg or "file is not" in msg.lower() or "corrupt" in msg.lower():
-        return "not a valid DuckDB file (corrupt?); remove it and refresh"
+        return "not a valid DuckDB file (corrupt?): delete it, then run congruency warehouse"
     return msg
 
 

@@ -5,6 +5,7 @@ opened by the plain `duckdb` CLI and by Python duckdb read-only."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import shutil
 import subprocess
@@ -79,3 +80,332 @@ def published_multi_month(tmp_path_factory) -> Path:
     if "multi" not in _BUILT:
         _BUILT["multi"] = build_published(tmp_path_factory.mktemp("multi-month"))
     return _BUILT["multi"]
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _cli(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = cli(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _json(capsys, data: Path, *argv) -> list[dict]:
+    rc, out, err = _cli(capsys, "query", *argv, "--format", "json", "--data-dir", str(data))
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def _read(data: Path, table: str, month: str) -> list[dict]:
+    return pq.read_table(data / table / f"month={month}").to_pylist()
+
+
+def _one_line_error(err: str, *words: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def _copy(data: Path, tmp: Path) -> Path:
+    """A private copy of the shared data dir (its warehouse's paths are absolute: refresh it)."""
+    dst = tmp / "data"
+    shutil.copytree(data, dst, ignore=shutil.ignore_patterns("warehouse.duckdb", "reports"))
+    return dst
+
+
+@pytest.fixture(scope="module")
+def wh(multi_month, capsys_module=None) -> Path:
+    assert cli(["warehouse", "--data-dir", str(multi_month)]) == 0
+    return multi_month
+
+
+# ---------------------------------------------------------------------------------- the schema doc
+def test_schema_doc_is_generated_from_tables():
+    from reports import schema_doc
+
+    assert schema_doc.DOC_PATH.read_text() == schema_doc.render(), "run python -m reports.schema_doc"
+    text = schema_doc.render()
+    for name, doc in DOCS.items():
+        assert f"## {name}" in text
+        for col, c in doc.columns.items():
+            assert f"| `{col}` |" in text and c.meaning.replace("|", "\\|") in text
+
+
+# ---------------------------------------------------------------------------------- the warehouse
+def test_views_equal_the_parquet(wh, capsys):
+    import duckdb
+
+    from reports import schema_doc
+
+    con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert views == {"manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "month_summary",
+                     "transitions"}
+    for name in views:
+        doc = DOCS[name]
+        described = con.execute(f"DESCRIBE {name}").fetchall()
+        want = [("month", "VARCHAR")] + [(f.name, schema_doc.type_name(f.type)) for f in doc.schema if f.name != "month"]
+        assert [(r[0], r[1]) for r in described] == want, name
+        comments = dict(con.execute("SELECT column_name, comment FROM duckdb_columns() WHERE table_name = ?",
+                                    [name]).fetchall())
+        assert all(comments[c] and comments[c].startswith(doc.columns[c].meaning) for c in doc.columns), name
+        per_month = dict(con.execute(f"SELECT month, count(*) FROM {name} GROUP BY month").fetchall())
+        for m in MONTHS:
+            if name == "rib_entries":
+                n = ds.dataset(wh / name / f"month={m}", format="parquet", partitioning="hive").count_rows()
+            else:
+                n = pq.read_table(wh / name / f"month={m}").num_rows
+            assert per_month.get(m, 0) == n, (name, m)
+    # The manifest's decoded counts equal the rib_entries view per month and family.
+    got = con.execute("SELECT month, afi, count(*) FROM rib_entries GROUP BY ALL ORDER BY ALL").fetchall()
+    want = []
+    for m in MONTHS:
+        rows = pq.read_table(wh / "manifest" / f"month={m}").to_pylist()
+        want += [(m, 4, sum(r["entries_v4"] for r in rows)), (m, 6, sum(r["entries_v6"] for r in rows))]
+    assert got == want
+    con.close()
+
+
+def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path):
+    import duckdb
+
+    exe = Path(sys.executable).with_name("duckdb")
+    assert exe.is_file(), "the duckdb-cli package ([test] extra) installs the duckdb client"
+    sql = "SELECT month, sum(noncongruent_pairs)::BIGINT AS nc, count(*) AS vps FROM vps GROUP BY month ORDER BY month"
+    want = []
+    for m in MONTHS:
+        rows = _read(wh, "vps", m)
+        want.append({"month": m, "nc": sum(r["noncongruent_pairs"] for r in rows), "vps": len(rows)})
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True).stdout
+    r = subprocess.run([str(exe), "-readonly", "-json", str(wh / "warehouse.duckdb"), "-c", sql],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, (version, r.stderr)
+    assert json.loads(r.stdout) == want, version
+    con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
+    os.chdir(tmp_path)  # absolute paths: another working directory sees the same
+    try:
+        assert [dict(zip(("month", "nc", "vps"), row)) for row in con.execute(sql).fetchall()] == want
+        with pytest.raises(duckdb.Error, match="read-only"):
+            con.execute("CREATE VIEW w AS SELECT 1")
+    finally:
+        os.chdir(Path(__file__).parents[1])
+        con.close()
+
+
+def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys):
+    import duckdb
+
+    data = _copy(multi_month, tmp_path)
+    assert cli(["warehouse", "--data-dir", str(data)]) == 0
+    count = "SELECT count(*) FROM pairs"
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    before = con.execute(count).fetchall()[0][0]
+    one = data / "pairs" / "month=2026-03" / "part-0.parquet"
+    shutil.copy(one, one.with_name(".part-1.parquet.tmp"))  # being written (ingest's and the job's temp names)
+    shutil.copy(one, one.with_name(".part-2.parquet"))
+    staged = data / "_staging" / "2026-07-abcd" / "pairs"
+    staged.mkdir(parents=True)
+    shutil.copy(one, staged / "part-0.parquet")  # staged, not published
+    (data / "rib_entries" / "month=2026-07" / "collector=rrc00").mkdir(parents=True)
+    shutil.copy(next((data / "rib_entries" / "month=2026-01").rglob("*.parquet")),
+                data / "rib_entries" / "month=2026-07" / "collector=rrc00" / "x.parquet")  # no manifest yet
+    assert con.execute(count).fetchall()[0][0] == before
+    assert con.execute("SELECT count(*) FROM rib_entries WHERE month = '2026-07'").fetchall()[0][0] == 0
+    assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == 0
+    # Publishing is a rename of the whole month folder: visible at once, without a refresh.
+    os.rename(staged, data / "pairs" / "month=2026-07")
+    assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == \
+        pq.read_table(one).num_rows
+    con.close()
+
+
+def test_refresh_swaps_the_file_under_an_open_reader(multi_month, tmp_path):
+    import duckdb
+
+    data = _copy(multi_month, tmp_path)
+    assert cli(["warehouse", "--data-dir", str(data)]) == 0
+    target = data / "warehouse.duckdb"
+    old = duckdb.connect(str(target), read_only=True)
+    inode = target.stat().st_ino
+    assert old.execute("SELECT count(*) FROM vps").fetchall()[0][0] > 0
+    shutil.rmtree(data / "transitions")  # the next refresh has one view fewer
+    assert cli(["warehouse", "--data-dir", str(data)]) == 0
+    assert target.stat().st_ino != inode  # a new file, swapped in by rename
+    assert old.execute("SELECT count(*) FROM vps").fetchall()[0][0] > 0  # the reader keeps its consistent file
+    # A new process sees the new file (in this one, duckdb would hand back the cached old instance).
+    r = subprocess.run([str(Path(sys.executable).with_name("duckdb")), "-readonly", "-json", str(target), "-c",
+                        "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1"],
+                       capture_output=True, text=True, timeout=120)
+    assert [v["view_name"] for v in json.loads(r.stdout)] == sorted(
+        ["manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "month_summary"]), r.stderr
+    assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []  # no temp left
+    old.close()
+
+
+# ---------------------------------------------------------------------------------- named queries
+def test_named_queries_against_the_parquet(wh, capsys):
+    m, prev = "2026-03", "2026-02"
+    vps = [r for r in _read(wh, "vps", m) if r["pairs"] > 0]
+    got = _json(capsys, wh, "vp_congruency", "--month", m)
+    assert sorted((r["vp_group"], r["vp_asn"], r["pairs"], r["noncongruent_pairs"]) for r in got) == \
+        sorted((r["vp_group"], r["vp_asn"], r["pairs"], r["noncongruent_pairs"]) for r in vps)
+
+    # The trend, computed by DuckDB from vps, equals the reference's month_summary.
+    trend = _json(capsys, wh, "trend")
+    assert [r["month"] for r in trend] == list(MONTHS)
+    for r in trend:
+        s = _read(wh, "month_summary", r["month"])[0]
+        for a, b in (("vp_min", "min"), ("vp_q1", "q1"), ("vp_median", "median"), ("vp_q3", "q3"), ("vp_max", "max")):
+            assert r[a] == pytest.approx(s[f"vp_noncongruent_{b}"], rel=1e-12), (r["month"], a)
+        assert (r["pairs"], r["vps_with_pairs"]) == (s["pairs"], s["vps_with_pairs"])
+
+    pairs = _read(wh, "pairs", m)
+    shared = Counter()
+    adjacent = Counter()
+    for p in pairs:
+        if p["congruent"]:
+            continue
+        for a in p["shared_asns"]:
+            shared[a] += 1
+            v4, v6 = p["v4_path"], p["v6_path"]
+            adjacent[a] += v4.index(a) in (1, len(v4) - 2) and v6.index(a) in (1, len(v6) - 2)
+    got = _json(capsys, wh, "shared_ases", "--month", m, "--param", "limit=5")
+    want = sorted(shared, key=lambda a: (-shared[a], a))[:5]
+    assert [(r["asn"], r["pairs"], r["adjacent_pairs"]) for r in got] == [(a, shared[a], adjacent[a]) for a in want]
+
+    before = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r["congruent"] for r in _read(wh, "pairs", prev)}
+    flips = sorted((r["vp_group"], r["vp_asn"], r["dest_asn"], r["congruent"]) for r in pairs
+                   if (k := (r["vp_group"], r["vp_asn"], r["dest_asn"])) in before and before[k] != r["congruent"])
+    got = _json(capsys, wh, "changed_class", "--month", m)
+    assert flips and [(r["vp_group"], r["vp_asn"], r["dest_asn"], r["now"] == "congruent") for r in got] == flips
+
+    got = {r["metric"]: r for r in _json(capsys, wh, "compare_months", "--month", m, "--param", f"other={prev}")}
+    s, o = _read(wh, "month_summary", m)[0], _read(wh, "month_summary", prev)[0]
+    assert set(got) == set(s) - {"month"}
+    for k in got:
+        assert (got[k]["this_month"], got[k]["other_month"]) == (pytest.approx(s[k]), pytest.approx(o[k])), k
+
+    vp = max(vps, key=lambda r: r["noncongruent_pairs"])["vp_asn"]
+    got = _json(capsys, wh, "selector_input", "--month", m, "--vp", str(vp))
+    want = sorted((p["vp_group"], p["dest_asn"]) for p in pairs
+                  if p["vp_asn"] == vp and not p["congruent"] and not p["shared_asns"])
+    assert want and [(r["vp_group"], r["dest_asn"]) for r in got] == want
+
+
+def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
+    from reports.query import named
+
+    rc, out, _ = _cli(capsys, "query", "--list")
+    assert rc == 0 and len(out.splitlines()) == len(named()) >= 6
+    assert all(line.split()[0] in named() for line in out.splitlines())
+    n = sum(pq.read_table(wh / "pairs" / f"month={m}").num_rows for m in MONTHS)
+    rc, out, _ = _cli(capsys, "query", "--sql", "SELECT count(*) AS n FROM pairs", "--format", "csv", "--data-dir", str(wh))
+    assert rc == 0 and out.splitlines() == ['"n"', str(n)]
+    rc, out, _ = _cli(capsys, "query", "vp_congruency", "--month", "2026-01", "--data-dir", str(wh))
+    assert rc == 0 and out.startswith("+") and "| vp_group" in out
+    assert out.rstrip().endswith(f"({sum(1 for r in _read(wh, 'vps', '2026-01') if r['pairs'] > 0)} rows)")
+    dest = tmp_path / "sel.parquet"
+    rc, _, err = _cli(capsys, "query", "selector_input", "--month", "2026-01", "--vp",
+                      str(_read(wh, "vps", "2026-01")[0]["vp_asn"]), "--format", "parquet", "--out", str(dest),
+                      "--data-dir", str(wh))
+    assert rc == 0, err
+    assert pq.read_table(dest).column_names[:3] == ["vp_group", "vp_asn", "dest_asn"]
+    assert [p.name for p in tmp_path.iterdir()] == ["sel.parquet"]
+
+
+# ---------------------------------------------------------------------------------- bad input
+def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, capsys):
+    data = _copy(multi_month, tmp_path)
+    D = ("--data-dir", str(data))
+    assert cli(["warehouse", *D]) == 0 and cli(["report", "--month", "2026-02", *D]) == 0
+    wh_file, report = data / "warehouse.duckdb", data / "reports" / "month=2026-02" / "report.html"
+    keep = {p: p.read_bytes() for p in (wh_file, report)}
+
+    cases = [
+        (("query", "--sql", "CREATE TABLE t AS SELECT 1", *D), 1, ("CREATE", "read-only")),
+        (("query", "--sql", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", *D), 1, ("COPY",)),
+        (("query", "--sql", f"ATTACH '{tmp_path}/y.duckdb' AS y", *D), 1, ("ATTACH",)),
+        (("query", "--sql", "SELECT 1; DROP VIEW pairs", *D), 1, ("DROP",)),
+        (("query", "--sql", "SELEC 1", *D), 1, ("syntax",)),
+        (("query", "no_such_query", *D), 2, ("no_such_query", "--list")),
+        (("query", "vp_congruency", "--month", "2026-02", "--vp", "1", *D), 2, ("vp",)),
+        (("query", "vp_congruency", "--param", "nope=1", "--month", "2026-02", *D), 2, ("nope",)),
+        (("query", "vp_congruency", "--month", "2026-13", *D), 2, ("2026-13",)),
+        (("query", "vp_congruency", *D), 2, ("--month",)),
+        (("query", "shared_ases", "--month", "2026-02", "--param", "limit=x", *D), 2, ("limit",)),
+        (("query", "vp_congruency", "--month", "2025-12", *D), 1, ("2025-12", "no published results")),
+        (("report", "--month", "2025-12", *D), 1, ("2025-12", "no published results")),
+        (("report", "--month", "2025-1", *D), 2, ("--month",)),
+    ]
+    for argv, code, words in cases:
+        rc, _, err = _cli(capsys, *argv)
+        assert rc == code, (argv, err)
+        _one_line_error(err, *words)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "y.duckdb").exists()
+
+    # A data dir with no published tables.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv in (("warehouse",), ("report", "--trend"), ("report", "--month", "2026-01")):
+        rc, _, err = _cli(capsys, *argv, "--data-dir", str(empty))
+        assert rc == 1
+        _one_line_error(err, "no published tables")
+    rc, _, err = _cli(capsys, "query", "trend", "--data-dir", str(empty))
+    assert rc == 1
+    _one_line_error(err, "no warehouse yet", "congruency warehouse")
+    assert list(empty.iterdir()) == []
+
+    # A warehouse file locked by a writer in another process.
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+                               "print('ready', flush=True); sys.stdin.read()", str(wh_file)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        for argv, words in ((("warehouse",), ("locked", "left as it is")), (("query", "trend"), ("locked",))):
+            rc, _, err = _cli(capsys, *argv, *D)
+            assert rc == 1, err
+            _one_line_error(err, str(wh_file), *words)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert wh_file.read_bytes() == keep[wh_file]
+
+    # A corrupt warehouse file: refused, kept as it is; the reports do not depend on it.
+    wh_file.write_bytes(b"not a duckdb file\n" * 100)
+    corrupt = wh_file.read_bytes()
+    for argv in (("warehouse",), ("query", "trend")):
+        rc, _, err = _cli(capsys, *argv, *D)
+        assert rc == 1
+        _one_line_error(err, str(wh_file))
+    assert wh_file.read_bytes() == corrupt
+    assert report.read_bytes() == keep[report]
+    assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []
+
+
+def test_real_sample_ingested_month(ingested_2026, capsys):
+    """The real 2026-07-30 pair, ingested but not compared: its entries are queryable, the
+    compare-table queries and reports say the month has no results."""
+    D = ("--data-dir", str(ingested_2026))
+    rc, out, err = _cli(capsys, "warehouse", "--json", *D)
+    assert rc == 0, err
+    assert json.loads(out)["views"] == {"manifest": ["2026-07"], "rib_entries": ["2026-07"]}
+    got = _json(capsys, ingested_2026, "--sql", "SELECT collector, afi, count(*) AS n, "
+                "count(DISTINCT peer_asn) AS peers FROM rib_entries GROUP BY ALL ORDER BY ALL")
+    t = ds.dataset(ingested_2026 / "rib_entries", format="parquet", partitioning="hive").to_table(
+        columns=["collector", "afi", "peer_asn"])
+    want = []
+    for (c, afi), n in sorted(Counter(zip(t["collector"].to_pylist(), t["afi"].to_pylist())).items()):
+        peers = {p for cc, a, p in zip(t["collector"].to_pylist(), t["afi"].to_pylist(), t["peer_asn"].to_pylist())
+                 if (cc, a) == (c, afi)}
+        want.append({"collector": c, "afi": afi, "n": n, "peers": len(peers)})
+    assert got == want
+    rows = pq.read_table(ingested_2026 / "manifest" / "month=2026-07").to_pylist()
+    assert sum(r["n"] for r in got if r["afi"] == 4) == sum(r["entries_v4"] for r in rows)
+    rc, _, err = _cli(capsys, "query", "vp_congruency", "--month", "2026-07", *D)
+    assert rc == 1
+    _one_line_error(err, "2026-07", "no published results")
+    rc, _, err = _cli(capsys, "report", "--month", "2026-07", *D)
+    assert rc == 1
+    _one_line_error(err, "2026-07", "no published results")
+    (ingested_2026 / "warehouse.duckdb").unlink()
