@@ -32,9 +32,11 @@ check-java:
 	@$(BIN)/python -c "from pipeline.spark import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
 
 # Debian packages the tests use; installed when missing (needs root, as on CI machines).
+# chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py).
 system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \

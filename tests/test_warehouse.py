@@ -115,7 +115,7 @@ def _copy(data: Path, tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def wh(multi_month, capsys_module=None) -> Path:
+def wh(multi_month) -> Path:
     assert cli(["warehouse", "--data-dir", str(multi_month)]) == 0
     return multi_month
 
