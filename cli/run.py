@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--force", nargs="?", const="all", metavar="STEP",
                    help=f"redo the month even if complete, or only STEP and the steps after it "
                         f"({', '.join(STEPS)})")
+    p.add_argument("--only", choices=STEPS, metavar="STEP",
+                   help="run only this step (skipped when complete and valid, unless --force); "
+                        "the Airflow DAG's cluster compare uses it")
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
     p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
@@ -97,13 +100,16 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     try:
         cfg, months = options(args, cfg)
         runner.steps_to_force(args.force)
+        if args.force and args.force != "all" and args.only and args.force != args.only:
+            raise ValueError(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     except ValueError as exc:
         console.error(str(exc))
         return 2
     rc = 0
     try:
         with console.progress(transfer=True) as prog:
-            results = runner.run_months(cfg, months, force=args.force, progress=prog, wait_s=args.wait)
+            results = runner.run_months(cfg, months, force=args.force, only=args.only,
+                                         progress=prog, wait_s=args.wait)
     except LockBusy as exc:
         console.error(str(exc))
         return 1

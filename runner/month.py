@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import re
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -126,7 +127,11 @@ def previous_month(month: str) -> str:
 
 
 def engine(cfg: Config) -> str:
-    return getattr(cfg, "engine", "spark")
+    """The engine the compare job will use (a named Spark cluster implies Spark)."""
+    from pipeline import job
+
+    pick = getattr(job, "effective_engine", None)
+    return pick(cfg) if pick else getattr(cfg, "engine", "spark")
 
 
 def _manifest_ok(cfg: Config, month: str) -> list[dict]:
@@ -152,9 +157,10 @@ def fingerprint(cfg: Config, month: str, step: str) -> str:
     if step == "hints":
         return _digest(tables_listing(root, months=[month]))
     if step == "warehouse":
-        return _digest(tables_listing(root))
+        return _digest(tables_listing(root, MONTH_TABLES + ("hints",)))
     if step == "reports":
-        return _digest({"tables": tables_listing(root), "warehouse": _outputs_listing(cfg, month, "warehouse")})
+        return _digest({"tables": tables_listing(root, MONTH_TABLES + ("hints",)),
+                        "warehouse": _outputs_listing(cfg, month, "warehouse")})
     raise KeyError(step)
 
 
@@ -229,10 +235,16 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
 
 
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The month's hints table, and its JSON Lines export for tunnel tools."""
     from pipeline import hints
+    from tunnels import jsonl
 
+    root = data_dir(cfg)
+    for p in (root / "hints").glob(f".*-{month}-*") if (root / "hints").is_dir() else ():
+        shutil.rmtree(p, ignore_errors=True)  # .staging-/.replaced- left by a killed run
     out = hints.publish(cfg, month)
-    return {"hints": str(out)} if out is not None else {}
+    export = jsonl.write(cfg, root / "exports" / f"month={month}" / "tunnels.jsonl", month)
+    return {"hints": out["path"], "tunnels_jsonl": str(export)}
 
 
 def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
@@ -258,7 +270,7 @@ class Step:
 REGISTRY = {
     "ingest": Step("ingest", lambda cfg, m, progress=None, ctx=None: do_ingest(cfg, m, progress)),
     "compare": Step("compare", do_compare),
-    "hints": Step("hints", do_hints, lambda: _has("pipeline.hints", "publish")),
+    "hints": Step("hints", do_hints, lambda: _has("pipeline.hints", "publish") or _has("tunnels.jsonl", "write")),
     "warehouse": Step("warehouse", do_warehouse, lambda: _has("reports.warehouse", "refresh")),
     "reports": Step("reports", do_reports,
                     lambda: _has("reports.html", "write_month_report", "write_trend_report")),
@@ -281,6 +293,12 @@ def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progres
     s = REGISTRY[step]
     if why := s.available():
         return StepResult(step, "unavailable", error=why)
+    with month_lock(data_dir(cfg), month):  # re-entrant: run_month holds it already
+        return _run_step(cfg, month, s, force, progress, ctx)
+
+
+def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> StepResult:
+    step = s.name
     rec = read_state(cfg, month)["steps"].get(step, {})
     if not force and _valid(cfg, month, step, rec):
         return StepResult(step, "skipped", outputs=rec.get("outputs", {}))
@@ -319,15 +337,16 @@ def steps_to_force(force: str | None) -> set[str]:
     return set(STEPS[STEPS.index(force):])
 
 
-def run_month(cfg: Config, month: str, *, force: str | None = None, progress=None,
-              ctx: dict | None = None, wait_s: float = 0.0) -> dict:
-    """Every step of the month in order, under the month lock; stops at the first failure.
-    Returns the month's summary (see `summary`)."""
+def run_month(cfg: Config, month: str, *, force: str | None = None, only: str | None = None,
+              progress=None, ctx: dict | None = None, wait_s: float = 0.0) -> dict:
+    """Every step of the month in order (or `only` one), under the month lock; stops at the
+    first failure. Returns the month's summary (see `summary`)."""
     forced = steps_to_force(force)
+    todo = (only,) if only else STEPS
     results: list[StepResult] = []
-    overall = progress.add_task(f"run {month}", total=len(STEPS)) if progress is not None else None
+    overall = progress.add_task(f"run {month}", total=len(todo)) if progress is not None else None
     with month_lock(data_dir(cfg), month, wait_s=wait_s):
-        for step in STEPS:
+        for step in todo:
             if progress is not None:
                 progress.update(overall, description=f"run {month}: {step}")
             if results and results[-1].status == "failed":
@@ -339,14 +358,14 @@ def run_month(cfg: Config, month: str, *, force: str | None = None, progress=Non
     return summary(cfg, month, results)
 
 
-def run_months(cfg: Config, months: list[str], *, force: str | None = None, progress=None,
-               wait_s: float = 0.0) -> list[dict]:
+def run_months(cfg: Config, months: list[str], *, force: str | None = None, only: str | None = None,
+               progress=None, wait_s: float = 0.0) -> list[dict]:
     """Months in calendar order (transitions read the month before); one Spark session."""
     ctx: dict = {}
     out = []
     try:
         for m in sorted(months):
-            out.append(run_month(cfg, m, force=force, progress=progress, ctx=ctx, wait_s=wait_s))
+            out.append(run_month(cfg, m, force=force, only=only, progress=progress, ctx=ctx, wait_s=wait_s))
     finally:
         if ctx.get("spark") is not None:
             ctx["spark"].stop()
@@ -459,3 +478,53 @@ def parse_months(spec: str) -> list[str]:
         y, mm = map(int, m.split("-"))
         m = f"{y + 1}-01" if mm == 12 else f"{y}-{mm + 1:02d}"
     return out
+
+
+# --- the scheduler's view (dags/congruency_monthly.py) ------------------------------------
+
+def month_for(logical_date, explicit: str | None = None) -> str:
+    """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
+    window closed), so M is the logical date's month; an explicit month wins."""
+    if explicit:
+        (m,) = parse_months(explicit)
+        return m
+    return f"{logical_date.year}-{logical_date.month:02d}"
+
+
+def config_from_params(params: dict) -> Config:
+    """The Config a DAG run's params describe (same fields and defaults as the command line)."""
+    from common.config import load
+    from ingest import discovery
+
+    cfg = load(params.get("config") or None)
+    over = {
+        "collectors": tuple(params["collectors"]) if params.get("collectors") else None,
+        "days": discovery.parse_days(params["days"]) if params.get("days") else None,
+        "times": discovery.parse_times(params["times"]) if params.get("times") else None,
+        "archive_root": params.get("archive_root") or None,
+        "spark_master": params.get("spark_master") or None,
+        "data_dir": Path(params["data_dir"]) if params.get("data_dir") else None,
+    }
+    if params.get("engine") and hasattr(cfg, "engine"):
+        over["engine"] = params["engine"]
+    cfg = cfg.with_overrides(**over)
+    if params.get("min_coverage") is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, method=replace(cfg.method, min_coverage=float(params["min_coverage"])))
+    return cfg
+
+
+def require(res: StepResult) -> StepResult:
+    """Raise StepFailed for a failed step (a scheduler task fails with its one-line error)."""
+    if res.status == "failed":
+        raise StepFailed(res.error)
+    return res
+
+
+def submit_args(cfg: Config, month: str, config_file: str | None = None) -> list[str]:
+    """`cli/submit.py` arguments for the compare step on a cluster (spark-submit)."""
+    args = ["run", "--only", "compare", "--month", month, "--data-dir", str(data_dir(cfg)),
+            "--days", ",".join(map(str, cfg.days)), "--times", ",".join(cfg.times),
+            "--collectors", ",".join(cfg.collectors), "--min-coverage", str(cfg.method.min_coverage)]
+    return args[:1] + (["--config", config_file] if config_file else []) + args[1:]
