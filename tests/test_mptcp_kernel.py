@@ -1,0 +1,243 @@
+"""The generated MPTCP script on the real kernel, inside network namespaces this test creates:
+applied and read back (`ip mptcp endpoint show`, `ip mptcp limits show`) it equals what the
+hint asked for, twice in a row; and end to end, one MPTCP connection between two namespaces
+carries data over IPv4 and IPv6 subflows at once, bytes intact.
+
+Needs root, iproute2 and a kernel with MPTCP (net.mptcp); skipped with the reason otherwise
+(in CI, which runs as root on the same kind of machine, a missing capability fails instead).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from common.config import load
+from pipeline import hints
+from tests import hintdata
+from tunnels import mptcp
+from tunnels.local import Interface
+
+TIMEOUT = 20  # seconds, for every wait
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (ip netns)"
+    if not shutil.which("ip") or not shutil.which("ss"):
+        return "needs iproute2 (ip, ss)"
+    if not Path("/proc/sys/net/mptcp/enabled").exists():
+        return "kernel without MPTCP (no /proc/sys/net/mptcp)"
+    probe = f"t11p{uuid.uuid4().hex[:6]}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode:
+        return f"cannot create a network namespace: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+WHY = _why_not()
+if WHY:
+    pytestmark = pytest.mark.skipif(not os.environ.get("CI"), reason=WHY)
+
+
+@pytest.fixture(autouse=True)
+def _ci_fails_loudly():
+    if WHY and os.environ.get("CI"):
+        pytest.fail(f"CI must be able to run the MPTCP kernel tests: {WHY}")
+
+
+def sh(*args, ns: str | None = None, check=True, input=None) -> str:
+    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, input=input)
+    if check and r.returncode:
+        raise AssertionError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+class Netns:
+    """Fresh namespaces, deleted on exit whatever happens (their veths go with them)."""
+
+    def __init__(self, *roles: str):
+        tag = uuid.uuid4().hex[:6]
+        self.names = {r: f"t11{r}{tag}" for r in roles}
+
+    def __enter__(self):
+        for n in self.names.values():
+            sh("ip", "netns", "add", n)
+            sh("ip", "link", "set", "lo", "up", ns=n)
+        return self.names
+
+    def __exit__(self, *exc):
+        for n in self.names.values():
+            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=TIMEOUT)
+
+
+def veth(a_ns, a_if, a_addr, b_ns, b_if, b_addr):
+    sh("ip", "link", "add", a_if, "netns", a_ns, "type", "veth", "peer", "name", b_if, "netns", b_ns)
+    for ns, ifn, addr in ((a_ns, a_if, a_addr), (b_ns, b_if, b_addr)):
+        extra = ["nodad"] if ":" in addr else []
+        sh("ip", "addr", "add", addr, "dev", ifn, *extra, ns=ns)
+        sh("ip", "link", "set", ifn, "up", ns=ns)
+
+
+def read_back(ns: str) -> tuple[tuple[int, int], list[tuple]]:
+    """(subflows, add_addr_accepted), [(address, id, flags, dev)] as the kernel reports them."""
+    limits = sh("ip", "mptcp", "limits", "show", ns=ns)
+    lim = dict(re.findall(r"(add_addr_accepted|subflows?) (\d+)", limits))
+    eps = []
+    for line in sh("ip", "mptcp", "endpoint", "show", ns=ns).splitlines():
+        m = re.fullmatch(r"(\S+) id (\d+) (.*?) ?dev (\S+)\s*", line)
+        assert m, line
+        eps.append((m.group(1), int(m.group(2)), " ".join(sorted(m.group(3).split())), m.group(4)))
+    return (int(lim.get("subflows", lim.get("subflow"))), int(lim["add_addr_accepted"])), sorted(eps)
+
+
+def expected(plan: mptcp.Plan):
+    return (plan.subflows, plan.add_addr_accepted), sorted(
+        (e.address, e.id, " ".join(sorted(e.flags.split())), e.dev) for e in plan.endpoints)
+
+
+@pytest.fixture(scope="module")
+def hint_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kernel-synth")
+    hintdata.publish_synthetic(d)
+    cfg = load().with_overrides(data_dir=d)
+
+    def hint(dest):
+        return hints.advise(cfg, "10", dest)["hints"][0]
+
+    return hint
+
+
+@pytest.mark.parametrize("dest, mode", [("100", "aggregate"), ("300", "backup"), ("400", "single-path")])
+def test_script_applied_in_a_fresh_namespace_reads_back(hint_data, tmp_path, dest, mode):
+    h = hint_data(dest)
+    assert h["mode"] == mode
+    ifaces = [Interface("veth4", "10.77.0.1"), Interface("veth6", "fd77::1")]
+    script = tmp_path / "mptcp.sh"
+    script.write_text(mptcp.render(h, ifaces))
+    plan = mptcp.plan(h, ifaces)
+    with Netns("a") as ns:
+        a = ns["a"]
+        sh("ip", "link", "add", "veth4", "type", "veth", "peer", "name", "peer4", ns=a)
+        sh("ip", "link", "add", "veth6", "type", "veth", "peer", "name", "peer6", ns=a)
+        sh("ip", "addr", "add", "10.77.0.1/24", "dev", "veth4", ns=a)
+        sh("ip", "addr", "add", "fd77::1/64", "dev", "veth6", "nodad", ns=a)
+        sh("sysctl", "-qw", "net.mptcp.enabled=0", ns=a)
+        sh("ip", "mptcp", "endpoint", "add", "10.77.0.1", "dev", "veth4", "id", "9", "signal", ns=a)  # stale state
+        sh("sh", str(script), ns=a)
+        first = read_back(a)
+        assert first == expected(plan)
+        assert sh("sysctl", "-n", "net.mptcp.enabled", ns=a).strip() == "1"
+        sh("sh", str(script), ns=a)
+        assert read_back(a) == first  # idempotent
+    want_flags = {"aggregate": ["fullmesh subflow", "fullmesh subflow"], "backup": ["subflow", "backup subflow"],
+                  "single-path": ["subflow"]}[mode]
+    assert [e[2] for e in sorted(first[1], key=lambda e: e[1])] == want_flags
+
+
+SERVER = r"""
+import hashlib, socket, sys
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM, 262)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1]))); s.listen(1); s.settimeout(20)
+print("listening", flush=True)
+c, _ = s.accept(); c.settimeout(20)
+h, n = hashlib.sha256(), 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    h.update(b); n += len(b)
+c.sendall(f"{n} {h.hexdigest()}".encode()); c.close()
+"""
+
+CLIENT = r"""
+import hashlib, random, socket, sys
+data = random.Random(42).randbytes(int(sys.argv[3]))
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM, 262); s.settimeout(20)
+s.connect((sys.argv[1], int(sys.argv[2])))
+half = len(data) // 2
+s.sendall(data[:half])
+print("sent-half", flush=True)
+sys.stdin.readline()
+s.sendall(data[half:]); s.shutdown(socket.SHUT_WR)
+reply = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    reply += b
+print(reply.decode(), len(data), hashlib.sha256(data).hexdigest(), flush=True)
+"""
+
+
+def subflows(ns: str, port: int) -> set[str]:
+    """Address families of the established TCP subflows to the server's port."""
+    fams = set()
+    for line in sh("ss", "-tnH", "state", "established", ns=ns).splitlines():
+        cols = line.split()
+        peer = cols[-1] if cols else ""
+        if not peer.endswith(f":{port}"):
+            continue
+        host = peer.rsplit(":", 1)[0].strip("[]")
+        fams.add("v4" if "." in host else "v6")  # ::ffff:a.b.c.d (v4-mapped) is IPv4 on the wire
+    return fams
+
+
+def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
+    h = hint_data("100")
+    assert h["hint_class"] == "disjoint" and h["mptcp_flags_v4"] == h["mptcp_flags_v6"] == "subflow fullmesh"
+    port, size = 18011, 4 << 20
+    client_ifaces = [Interface("c4", "10.11.0.1"), Interface("c6", "fd11::1")]
+    server_ifaces = [Interface("s6", "fd11::2")]
+    (tmp_path / "client.sh").write_text(mptcp.render(h, client_ifaces, role="client"))
+    (tmp_path / "server.sh").write_text(mptcp.render(h, server_ifaces, role="server"))
+    procs = []
+    with Netns("c", "s") as ns:
+        c, s = ns["c"], ns["s"]
+        try:
+            veth(c, "c4", "10.11.0.1/24", s, "s4", "10.11.0.2/24")
+            veth(c, "c6", "fd11::1/64", s, "s6", "fd11::2/64")
+            sh("sh", str(tmp_path / "server.sh"), ns=s)
+            sh("sh", str(tmp_path / "client.sh"), ns=c)
+            assert read_back(c) == expected(mptcp.plan(h, client_ifaces))
+            assert read_back(s)[1] == [("fd11::2", 1, "signal", "s6")]
+            server = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", SERVER, str(port)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(server)
+            assert server.stdout.readline().strip() == "listening"
+            client = subprocess.Popen(["ip", "netns", "exec", c, sys.executable, "-c", CLIENT, "::ffff:10.11.0.2",
+                                       str(port), str(size)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
+            procs.append(client)
+            assert client.stdout.readline().strip() == "sent-half"
+            seen: set[str] = set()
+            deadline = time.monotonic() + TIMEOUT
+            while seen != {"v4", "v6"} and time.monotonic() < deadline:
+                seen = subflows(c, port)
+                time.sleep(0.1)
+            mptcp_socks = sh("ss", "-MnH", ns=c)
+            client.stdin.write("go\n")
+            client.stdin.flush()
+            out, err = client.communicate(timeout=TIMEOUT)
+            assert client.returncode == 0, err
+            server.wait(timeout=TIMEOUT)
+            assert seen == {"v4", "v6"}, f"subflow families seen: {seen}"
+            assert mptcp_socks.strip(), "ss -M shows no MPTCP socket"
+            got_n, got_sha, sent_n, sent_sha = out.split()
+            assert (int(got_n), got_sha) == (int(sent_n), sent_sha) and int(sent_n) == size
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait(timeout=TIMEOUT)
