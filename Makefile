@@ -37,6 +37,8 @@ system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v ip >/dev/null && command -v ss >/dev/null || missing="$$missing iproute2"; \
+	command -v sysctl >/dev/null || missing="$$missing procps"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
