@@ -53,6 +53,17 @@ class Config:
         return replace(self, **{k: v for k, v in values.items() if v is not None})
 
 
+def read_toml(path: str | Path, what: str = "config file") -> dict:
+    """A TOML file as a dict; ConfigError naming the file when it is missing or not TOML."""
+    p = Path(path)
+    try:
+        return tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: {what} not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
+
+
 _TUPLE_FIELDS = {"collectors", "days", "times"}
 
 
@@ -61,15 +72,7 @@ def load(path: str | Path | None = None) -> Config:
     come from congruency/groups.toml unless the file sets [method.groups]."""
     from common.params import load_groups
 
-    data: dict = {}
-    if path is not None:
-        p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"{p}: config file not found") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+    data: dict = read_toml(path) if path is not None else {}
     method_data = data.pop("method", {})
     known = {f.name for f in fields(Config)}
     unknown = set(data) - known

@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import time
-import tomllib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.config import Config
+from common.config import Config, ConfigError, read_toml
 from common.tables import HINTS
 from congruency import selector
 
@@ -113,11 +112,9 @@ def load_endpoints(path: str | Path) -> list[Destination]:
     """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "..."."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise HintError(f"{p}: endpoints file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise HintError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
+        data = read_toml(p, "endpoints file")
+    except ConfigError as exc:
+        raise HintError(str(exc)) from None
     eps = data.get("endpoint")
     if set(data) - {"endpoint"} or not isinstance(eps, list) or not eps:
         raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and nothing else")

@@ -9,10 +9,10 @@ small TOML file or `--interface NAME=ADDR[@GATEWAY]` flags.
 from __future__ import annotations
 
 import ipaddress
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.config import ConfigError, read_toml
 from tunnels import validate as v
 
 
@@ -47,11 +47,9 @@ def parse_flag(text: str) -> Interface:
 def load(path: str | Path) -> list[Interface]:
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise v.ValidationError(f"{p}: interfaces file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise v.ValidationError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
+        data = read_toml(p, "interfaces file")
+    except ConfigError as exc:
+        raise v.ValidationError(str(exc)) from None
     items = data.get("interface")
     if set(data) - {"interface"} or not isinstance(items, list) or not items:
         raise v.ValidationError(f"{p}: expected one or more [[interface]] tables (name, address, gateway)")
