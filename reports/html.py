@@ -187,8 +187,9 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
         f.add_trace(go.Funnel(y=stages, x=ys, name=f"IPv{afi}", textinfo="value+percent initial",
                               hovertemplate="IPv" + str(afi) + " %{y}: %{x} entries "
                                             "(%{percentInitial:.1%} of all)<extra></extra>"))
-    _layout(f, f"Cleaning funnel, {month}", "RIB entries left (count; IPv6 stacked after IPv4)",
-            "after the cleaning rule", xaxis_visible=True)
+    # A funnel's x axis is centred on 0 (negative ticks): name it, but let the bars carry the counts.
+    _layout(f, f"Cleaning funnel, {month}", "RIB entries left (count, in the bars; IPv6 after IPv4)",
+            "after the cleaning rule", xaxis_visible=True, xaxis_showticklabels=False)
     figs.append(Figure("fig-cleaning", f, "RIB entries left after each cleaning rule of METHOD.md step 1, applied "
                        "in this order; the last row is what the comparison uses."))
     return summary, vps, figs
@@ -368,8 +369,8 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
                            name="all pairs", line=dict(color="#d62728", dash="dot"),
                            customdata=[r["pairs"] for r in ms],
                            hovertemplate="%{x}: %{y:.1f}% of %{customdata} pairs non-congruent<extra></extra>"))
-    _layout(f, "Per-VP non-congruent fraction by month", "month", "non-congruent pairs of a VP (%)",
-            yaxis_range=[0, 100])
+    _layout(f, "Per-VP non-congruent fraction by month", "month (YYYY-MM)", "non-congruent pairs of a VP (%)",
+            yaxis_range=[0, 100], xaxis_type="category")
     figs.append(Figure("fig-trend-vps", f, "Each box spans one month's VPs: whiskers at the least and most "
                        "non-congruent VP, box from first to third quartile, line at the median (study fig. 2b); "
                        "the dotted line is the fraction over all pairs."))
@@ -377,8 +378,8 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
     f = go.Figure(go.Scatter(x=months, y=[pc(r["non_adopter_fraction"]) for r in ms], mode="lines+markers",
                              name="explained by non-adopters", line=dict(color="#9467bd"),
                              hovertemplate="%{x}: %{y:.1f}% of non-congruent pairs<extra></extra>"))
-    _layout(f, "Non-congruent pairs explained by IPv6 non-adopters, by month", "month",
-            "non-congruent pairs with a non-adopter (%)", yaxis_range=[0, 100])
+    _layout(f, "Non-congruent pairs explained by IPv6 non-adopters, by month", "month (YYYY-MM)",
+            "non-congruent pairs with a non-adopter (%)", yaxis_range=[0, 100], xaxis_type="category")
     figs.append(Figure("fig-trend-nonadopter", f, "Share of non-congruent pairs whose IPv4 path crosses an AS with "
                        "no IPv6 path that month: how much of the non-congruence IPv6 adoption alone could remove."))
 
@@ -389,7 +390,8 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
     for kind, label in TRANSITION_KINDS:
         f.add_trace(go.Bar(x=months, y=[by.get((m, kind), 0) for m in months], name=label,
                            hovertemplate="%{x}: %{y} pairs became congruent (" + label + ")<extra></extra>"))
-    _layout(f, "Pairs that became congruent since the month before", "month", "pairs (count)", barmode="stack")
+    _layout(f, "Pairs that became congruent since the month before", "month (YYYY-MM)", "pairs (count)",
+            barmode="stack", xaxis_type="category")
     figs.append(Figure("fig-trend-transitions", f, "Pairs congruent this month that were not a congruent pair the "
                        "month before, by why: the pair existed, the destination newly has IPv6, or the pair is new. "
                        "The first month has no month before it."))
