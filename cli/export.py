@@ -104,18 +104,18 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
     try:
         text = render(args, cfg)
-        if text is None:  # every pair of the month
+        if text is None:  # every pair of the month: its published hints table, else built here
             month = hintsmod.resolve_month(cfg, args.month)
-            published = Path(cfg.data_dir) / "hints" / f"month={month}"
-            if published.is_dir():
-                source = cfg
-            else:
-                con = hintsmod.connect()
-                source = hintsmod.build(con, cfg, month)
-            if args.out:
-                jsonl.write(source, args.out, month)
-            else:
-                jsonl.dump(source, sys.stdout, month)
+            con = None if (Path(cfg.data_dir) / "hints" / f"month={month}").is_dir() else hintsmod.connect()
+            try:
+                source = cfg if con is None else hintsmod.build(con, cfg, month)
+                if args.out:
+                    jsonl.write(source, args.out, month)
+                else:
+                    jsonl.dump(source, sys.stdout, month)
+            finally:
+                if con is not None:
+                    con.close()
             return 0
     except (hintsmod.HintError, ValidationError, ValueError) as exc:
         console.error(str(exc))
