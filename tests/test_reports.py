@@ -276,3 +276,28 @@ def test_trend_report_in_chromium(browser, data, tmp_path):
         kinds = Counter(r["kind"] for r in _read(data, "transitions", m))
         assert [t[i] for t in got["tr"]] == [kinds["existing_pair"], kinds["new_ipv6_destination"], kinds["new_pair"]]
     assert sum(sum(t) for t in got["tr"]) > 0
+
+
+def test_six_month_demo_through_the_pipeline(browser, tmp_path):
+    """README's second example: `congruency synth` (growing IPv6 adoption) and `congruency run`
+    over six months; the trend report it writes shows the generator's own ground truth."""
+    archive, data = tmp_path / "synth", tmp_path / "multi"
+    months = "2026-01..2026-06"
+    assert cli(["synth", "--out", str(archive), "--months", months, "--snapshots-per-month", "1",
+                "--ases", "150", "--vps", "24", "--seed", "7", "--min-coverage", "0.5"]) == 0
+    collectors = ",".join(c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"])
+    assert cli(["run", "--months", months, "--days", "1", "--archive-root", str(archive), "--collectors",
+                collectors, "--min-coverage", "0.5", "--data-dir", str(data)]) == 0
+    page = data / "reports" / "trend.html"
+    if not page.is_file():  # a `run` without the reports step: write it here
+        assert cli(["report", "--trend", "--data-dir", str(data)]) == 0
+    figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), "demo-trend")}
+    assert figs["fig-trend-vps"]["points"] == [len(MONTHS)] * 2
+    got = browser.eval("(function () { var t = document.getElementById('fig-trend-vps').data; "
+                       "return {x: t[0].x, median: t[0].median, q3: t[0].q3, all: t[1].y}; })()")
+    assert got["x"] == list(MONTHS)
+    for i, m in enumerate(MONTHS):
+        truth = pq.read_table(archive / "ground_truth" / f"month={m}" / "month_summary.parquet").to_pylist()[0]
+        assert got["median"][i] == pytest.approx(100 * truth["vp_noncongruent_median"], rel=1e-9), m
+        assert got["q3"][i] == pytest.approx(100 * truth["vp_noncongruent_q3"], rel=1e-9), m
+        assert got["all"][i] == pytest.approx(100 * truth["noncongruent_fraction"], rel=1e-9), m
