@@ -1,4 +1,4 @@
-"""`congruency compare` command line: run the Spark job for a month."""
+"""`congruency compare` command line: run the compare job for a month, on DuckDB or Spark."""
 from __future__ import annotations
 
 import argparse
@@ -13,20 +13,24 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "compare",
         parents=parents,
-        help="run the Spark congruency job on a month of ingested RIB entries",
+        help="run the congruency job (DuckDB in-process, or Spark) on a month of ingested RIB entries",
         description=(
             "Read DATA_DIR/rib_entries/month=YYYY-MM, clean paths, pick representative paths "
             "and compare IPv4 with IPv6 per dual-stacked vantage point (congruency/METHOD.md). "
             "Publishes paths, vps, pairs, month_summary, cleaning_stats and transitions (against "
             "the month before, when published) under "
-            "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Local mode unless "
-            "--master names a cluster (spark://, k8s://, yarn)."
+            "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Two engines give the "
+            "same tables: duckdb (the default: in-process, no Java, for one machine; memory capped by "
+            "duckdb_memory_limit, spilling to disk) and spark (local mode, or a cluster). A cluster named "
+            "by --master (spark://, k8s://, yarn), an hdfs:// or s3a:// data dir, or spark-submit implies spark."
         ),
     )
     p.add_argument("--month", required=True, action="append",
                    help="the month, YYYY-MM (repeat for several; each is published on its own)")
     p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
-    p.add_argument("--master", help="Spark master URL (default local[*])")
+    p.add_argument("--engine", choices=("duckdb", "spark"),
+                   help="duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
+    p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
     p.add_argument("--json", action="store_true", help="print each month's summary as JSON on stdout")
     p.set_defaults(func=main)
@@ -54,8 +58,13 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         return 2
     if args.min_coverage is not None:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=args.min_coverage))
-    cfg = cfg.with_overrides(spark_master=args.master, spark_conf=conf)
-    if problem := spark.java_problem():
+    cfg = cfg.with_overrides(spark_master=args.master, spark_conf=conf, engine=args.engine)
+    if args.engine == "duckdb" and job.names_cluster(cfg):
+        named = f"--master {args.master}" if args.master else f"the data dir {cfg.data_dir}"
+        console.error(f"--engine duckdb: {named} names a Spark cluster; use --engine spark")
+        return 2
+    engine = job.effective_engine(cfg)
+    if engine == "spark" and (problem := spark.java_problem()):
         console.error(problem)
         return 2
     results = job.run_months(cfg, args.month)
@@ -65,12 +74,13 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             console.error(r.error)
             rc = 1
         elif args.json:
-            json.dump({"month": r.month, "summary": r.summary, "published": r.published}, sys.stdout, default=str)
+            json.dump({"month": r.month, "engine": engine, "summary": r.summary, "published": r.published},
+                      sys.stdout, default=str)
             print()
         else:
             s = r.summary
             console.err.print(
-                f"compare {r.month}: {s['pairs']:,} pairs from {s['vps_with_pairs']} VPs, "
+                f"compare {r.month} ({engine}): {s['pairs']:,} pairs from {s['vps_with_pairs']} VPs, "
                 f"non-congruent {fmt(s['noncongruent_fraction'])}, per-VP median "
                 f"{fmt(s['vp_noncongruent_median'])}; published {', '.join(r.published)}"
             )

@@ -40,6 +40,13 @@ class Config:
     #: With it, failed or missing snapshots don't make the exit code non-zero.
     tolerate_failures: bool = False
     batch_rows: int = 200_000
+    #: Compare engine: "duckdb" (in-process, no Java) or "spark"; a named cluster
+    #: (non-local spark_master, hdfs:// or s3a:// data_dir, spark-submit) implies Spark.
+    engine: str = "duckdb"
+    #: DuckDB engine: memory cap, spill folder (None = the month's staging folder), threads (None = all cores).
+    duckdb_memory_limit: str = "4GB"
+    duckdb_temp_dir: str | None = None
+    duckdb_threads: int | None = None
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
     method: MethodParams = field(default_factory=MethodParams)
@@ -85,6 +92,8 @@ def load(path: str | Path | None = None) -> Config:
         elif k == "data_dir":
             v = v if "://" in v else Path(v)
         kw[k] = v
+    if kw.get("engine", "duckdb") not in ("duckdb", "spark"):
+        raise ConfigError(f"{path}: engine must be \"duckdb\" or \"spark\", got {kw['engine']!r}")
     groups = method_data.pop("groups", None)
     if "reserved_asns" in method_data:
         method_data["reserved_asns"] = tuple(tuple(r) for r in method_data["reserved_asns"])

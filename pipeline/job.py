@@ -1,21 +1,38 @@
-"""Run the congruency job for one or more months: read, check, compute, stage, publish."""
+"""Run the congruency job for one or more months on either engine: read, check, compute, stage, publish.
+
+The engines (pipeline/duckdb_engine.py in-process, pipeline/compare.py on Spark) run the
+same steps (pipeline/steps.py); this module is the one flow around them, so bad input
+gives the same one-line errors on both and a month is published completely or not at all.
+"""
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 
-from common import console, hooks
-from common.locks import LockBusy, month_lock
-from pipeline.compare import JobError, check_schema, compute, transitions
+from common import console
 from common.config import Config
+from pipeline.publish import is_cluster_url
+from pipeline.steps import JobError
 
 TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
-SMALL = {"cleaning_stats", "vps", "month_summary", "transitions"}
+ENGINES = ("duckdb", "spark")
 
 
 def previous_month(month: str) -> str:
     y, m = map(int, month.split("-"))
     return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
+
+
+def names_cluster(cfg: Config) -> bool:
+    """A Spark cluster is named: a non-local master, cluster storage, or spark-submit's driver."""
+    return (not cfg.spark_master.startswith("local") or is_cluster_url(cfg.data_dir)
+            or "PYSPARK_GATEWAY_PORT" in os.environ or bool(os.environ.get("SPARK_SUBMIT_DEPLOY_MODE")))
+
+
+def effective_engine(cfg: Config) -> str:
+    """`cfg.engine`, except that a named cluster implies Spark."""
+    return "spark" if cfg.engine == "spark" or names_cluster(cfg) else "duckdb"
 
 
 @dataclass
@@ -58,117 +75,89 @@ class _StageTicker:
         self.thread.join(timeout=2)
 
 
-def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
-    from pipeline import spark as sparkmod
+def open_engine(cfg: Config, spark=None):
+    """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
+    if spark is not None or effective_engine(cfg) == "spark":
+        from pipeline import compare
 
-    own = spark is None
-    if own:
-        spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
-    try:
-        return [run_month(spark, cfg, m) for m in months]
-    finally:
+        own = spark is None
         if own:
-            spark.stop()
+            from pipeline import spark as sparkmod
+
+            spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+        return compare.SparkEngine(spark, own=own)
+    from pipeline.duckdb_engine import DuckDBEngine
+
+    return DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
+
+
+def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
+    """Each month on `cfg`'s engine (effective_engine), published on its own."""
+    engine = open_engine(cfg, spark)
+    try:
+        return [run_with(engine, cfg, m) for m in months]
+    finally:
+        engine.close()
 
 
 def run_month(spark, cfg: Config, month: str) -> MonthResult:
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
+    """One month on the Spark engine with the given session."""
+    from pipeline.compare import SparkEngine
 
-    from pipeline.publish import Store
+    return run_with(SparkEngine(spark), cfg, month)
 
+
+def run_with(engine, cfg: Config, month: str) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
-    store = Store(spark, root)
     res = MonthResult(month)
-    src = store.path("rib_entries", f"month={month}")
-    staged = None
-    with console.progress() as prog, _locked(cfg, month, res):
-        if res.error:
-            return res
-        steps = prog.add_task(f"compare {month}", total=len(TABLE_ORDER) + 3)
-        stage = prog.add_task("  spark", total=None)
+    src = f"{root.rstrip('/')}/rib_entries/month={month}"
+    staged = store = None
+    with console.progress() as prog:
+        steps = prog.add_task(f"compare {month} ({engine.name})", total=3)
+        ticker = None
+        if engine.name == "spark":
+            ticker = _StageTicker(engine.spark, prog, prog.add_task("  spark", total=None))
+            ticker.__enter__()
 
         def step(name):
-            prog.update(steps, description=f"compare {month}: {name}")
+            prog.update(steps, description=f"compare {month} ({engine.name}): {name}")
 
         try:
-            with _StageTicker(spark, prog, stage):
-                if not store.has_files(src):
-                    raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
-                entries = spark.read.option("basePath", store.path("rib_entries")).parquet(src)
-                check_schema(entries, src)
-                step("checking address families")
-                per_afi = {r["afi"]: r["count"] for r in entries.groupBy("afi").count().collect()}
-                for afi in (4, 6):
-                    if not per_afi.get(afi):
-                        raise JobError(f"{src}: month {month} has no IPv{afi} entries; "
-                                       "both address families are needed")
-                prog.advance(steps)
-                staged = store.staging(month)
-                written: set[str] = set()
-
-                def materialize(df, name):
-                    out = df.coalesce(1) if name in SMALL else df
-                    out.write.mode("error").parquet(f"{staged}/{name}")
-                    written.add(name)
-                    hooks.pause("compare")
-                    return spark.read.parquet(f"{staged}/{name}")
-
-                frames = dict(compute(entries, month, cfg.method, materialize, step=step).items())
-                prev = previous_month(month)
-                have_prev = all(store.has_files(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths"))
-                frames["transitions"] = transitions(spark, frames["pairs"], {
-                    t: spark.read.parquet(store.path(t, f"month={prev}")) for t in ("pairs", "vps", "paths")
-                } if have_prev else None)
-                prog.advance(steps)
-                for name in TABLE_ORDER:
-                    if name not in written:
-                        step(f"writing {name}")
-                        materialize(frames[name], name)
-                    prog.advance(steps)
-                store.delete(f"{staged}/_work")
-                step("publishing")
-                summary = spark.read.parquet(f"{staged}/month_summary").collect()
-                res.summary = summary[0].asDict() if summary else None
-                res.published = store.publish(staged, list(TABLE_ORDER), month)
-                staged = None
-                prog.advance(steps)
-                spark.catalog.clearCache()
+            store = engine.store(root)
+            src = store.path("rib_entries", f"month={month}")
+            if not store.has_files(src):
+                raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
+            step("checking the input")
+            per_afi = engine.open(store, src)
+            for afi in (4, 6):
+                if not per_afi.get(afi):
+                    raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")
+            prog.advance(steps)
+            staged = store.staging(month)
+            prev_month = previous_month(month)
+            prev = {t: store.path(t, f"month={prev_month}") for t in ("pairs", "vps", "paths")}
+            have_prev = all(store.has_files(p) for p in prev.values())
+            engine.run(cfg.method, staged, prev if have_prev else None, step)
+            prog.advance(steps)
+            step("publishing")
+            store.delete(f"{staged}/_work")
+            store.delete(f"{staged}/_spill")
+            res.summary = engine.summary(staged)
+            res.published = store.publish(staged, list(TABLE_ORDER), month)
+            staged = None
+            prog.advance(steps)
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
-            res.error = _no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
-        except (PySparkException, Py4JJavaError) as exc:
-            res.error = _no_space(root, month, exc) or f"{src}: Spark failed: {str(exc).splitlines()[0]}"
+            res.error = f"{src}: publishing failed: {exc}"
+        except Exception as exc:
+            res.error = engine.failure(exc, src)
+            if res.error is None:
+                raise
         finally:
-            if staged is not None and store.exists(staged):
+            engine.end_month()
+            if ticker is not None:
+                ticker.__exit__(None, None, None)
+            if staged is not None and store is not None and store.exists(staged):
                 store.delete(staged)
     return res
-
-
-class _locked:
-    """The month lock around one month's job; a busy month becomes `res.error`."""
-
-    def __init__(self, cfg: Config, month: str, res: MonthResult):
-        self.cm = month_lock(cfg.data_dir, month)
-        self.res = res
-
-    def __enter__(self):
-        try:
-            self.cm.__enter__()
-        except LockBusy as exc:
-            self.cm = None
-            self.res.error = str(exc)
-
-    def __exit__(self, *exc):
-        return self.cm.__exit__(*exc) if self.cm else False
-
-
-def _no_space(root: str, month: str, exc: BaseException) -> str | None:
-    """The one-line message for a full disk (however deep in a Java trace it is), or None."""
-    import errno
-
-    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
-        return (f"{root}: no space left on device while writing month {month}; the published "
-                "tables are unchanged; free space and run again")
-    return None

@@ -1,56 +1,149 @@
-"""Atomic month publishing through Hadoop's FileSystem API (local disk, HDFS, S3A alike).
+"""Atomic month publishing: one Store interface, on the local disk or through Hadoop's FileSystem API.
 
-A month's tables are staged completely, then each `<table>/month=M` is swapped in by
-rename: readers see the old month or the new one, never a half-written one, and other
-months are never touched.
+A month's tables are staged completely under DATA_DIR/_staging/<month>-<id>/, then each
+`<table>/month=M` is swapped in by rename: readers see the old month or the new one, never a
+half-written one, and other months are never touched. `LocalStore` needs no JVM (the DuckDB
+engine); `HadoopStore` serves every URL Spark can write (local, hdfs://, s3a://).
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import shutil
 import uuid
+from pathlib import Path
+
+
+def is_cluster_url(root: str | os.PathLike) -> bool:
+    """True for data dirs only a Hadoop FileSystem can reach (hdfs://, s3a://, ...)."""
+    s = str(root)
+    return "://" in s and not s.startswith("file://")
 
 
 class Store:
+    """Paths as strings under `root`; subclasses provide the five file-system primitives."""
+
+    root: str
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts])
+
+    def exists(self, p: str) -> bool:
+        raise NotImplementedError
+
+    def files(self, p: str) -> list[str]:
+        """Names of the files anywhere under p (empty when p does not exist)."""
+        raise NotImplementedError
+
+    def mkdirs(self, p: str) -> None:
+        raise NotImplementedError
+
+    def rename(self, src: str, dst: str) -> bool:
+        raise NotImplementedError
+
+    def delete(self, p: str) -> None:
+        raise NotImplementedError
+
+    def swap(self, staged: str, target: str, trash: str) -> None:
+        """Put `staged` in place of `target` (which may exist); the old one goes to `trash`."""
+        if self.exists(target) and not self.rename(target, trash):
+            raise OSError(f"could not move aside {target}")
+        if not self.rename(staged, target):
+            raise OSError(f"could not publish {target}")
+
+    def has_files(self, p: str, suffix: str = ".parquet") -> bool:
+        return any(n.endswith(suffix) and not n.startswith((".", "_")) for n in self.files(p))
+
+    def staging(self, month: str) -> str:
+        return self.path("_staging", f"{month}-{uuid.uuid4().hex[:8]}")
+
+    def publish(self, staged: str, tables: list[str], month: str) -> list[str]:
+        """Swap every staged table of `month` into place; returns the published paths."""
+        out = []
+        trash = self.path("_staging", f"replaced-{uuid.uuid4().hex[:8]}")
+        self.mkdirs(trash)
+        for t in tables:
+            target = self.path(t, f"month={month}")
+            self.mkdirs(self.path(t))
+            self.swap(f"{staged}/{t}", target, f"{trash}/{t}")
+            out.append(target)
+        self.delete(trash)
+        self.delete(staged)
+        return out
+
+
+class LocalStore(Store):
+    """A local data dir with plain system calls (no JVM). Where the kernel offers it, a
+    month is replaced by one atomic exchange of the two folders (renameat2 RENAME_EXCHANGE)."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = str(Path(str(root).removeprefix("file://")).resolve())
+
+    def exists(self, p: str) -> bool:
+        return os.path.exists(p)
+
+    def files(self, p: str) -> list[str]:
+        return [n for _d, _s, names in os.walk(p) for n in names]
+
+    def mkdirs(self, p: str) -> None:
+        os.makedirs(p, exist_ok=True)
+
+    def rename(self, src: str, dst: str) -> bool:
+        os.rename(src, dst)
+        return True
+
+    def delete(self, p: str) -> None:
+        if os.path.isdir(p):
+            shutil.rmtree(p)
+        elif os.path.lexists(p):
+            os.unlink(p)
+
+    def swap(self, staged: str, target: str, trash: str) -> None:
+        if os.path.isdir(target) and _exchange(staged, target):
+            os.rename(staged, trash)  # `staged` now holds the old month
+            return
+        super().swap(staged, target, trash)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Atomically exchange two paths (Linux renameat2); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    return fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+class HadoopStore(Store):
+    """Through the JVM's Hadoop FileSystem of a SparkSession: local disk, HDFS, S3A alike."""
+
     def __init__(self, spark, root: str):
         jvm = spark._jvm
         self._Path = jvm.org.apache.hadoop.fs.Path
         self.root = root.rstrip("/")
         self.fs = self._Path(self.root).getFileSystem(spark._jsc.hadoopConfiguration())
 
-    def path(self, *parts: str) -> str:
-        return "/".join([self.root, *parts])
-
     def exists(self, p: str) -> bool:
         return self.fs.exists(self._Path(p))
 
-    def has_files(self, p: str, suffix: str = ".parquet") -> bool:
+    def files(self, p: str) -> list[str]:
         if not self.exists(p):
-            return False
-        it = self.fs.listFiles(self._Path(p), True)
+            return []
+        out, it = [], self.fs.listFiles(self._Path(p), True)
         while it.hasNext():
-            name = it.next().getPath().getName()
-            if name.endswith(suffix) and not name.startswith((".", "_")):
-                return True
-        return False
+            out.append(it.next().getPath().getName())
+        return out
 
-    def staging(self, month: str) -> str:
-        return self.path("_staging", f"{month}-{uuid.uuid4().hex[:8]}")
+    def mkdirs(self, p: str) -> None:
+        self.fs.mkdirs(self._Path(p))
+
+    def rename(self, src: str, dst: str) -> bool:
+        return bool(self.fs.rename(self._Path(src), self._Path(dst)))
 
     def delete(self, p: str) -> None:
         self.fs.delete(self._Path(p), True)
-
-    def publish(self, staged: str, tables: list[str], month: str) -> list[str]:
-        """Swap every staged table of `month` into place; returns the published paths."""
-        out = []
-        trash = self.path("_staging", f"replaced-{uuid.uuid4().hex[:8]}")
-        self.fs.mkdirs(self._Path(trash))
-        for t in tables:
-            target = self.path(t, f"month={month}")
-            self.fs.mkdirs(self._Path(self.path(t)))
-            if self.exists(target) and not self.fs.rename(self._Path(target), self._Path(f"{trash}/{t}")):
-                raise OSError(f"could not move aside {target}")
-            if not self.fs.rename(self._Path(f"{staged}/{t}"), self._Path(target)):
-                raise OSError(f"could not publish {target}")
-            out.append(target)
-        self.delete(trash)
-        self.delete(staged)
-        return out

@@ -51,8 +51,21 @@ def canon(rows: list[dict]) -> list[tuple]:
     return sorted(out, key=repr)
 
 
+_REFERENCE: dict = {}
+
+
 def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
-    d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
+    """The reference's tables for a month's rib_entries; cached per input folder and
+    parameters, as both engines' tests check the same real month (the reference takes ~1 min)."""
+    src = (data / "rib_entries" / f"month={month}").resolve()
+    key = (str(src), month, repr(params))
+    if key not in _REFERENCE:
+        _REFERENCE[key] = _reference_of(src, month, params)
+    return _REFERENCE[key]
+
+
+def _reference_of(src: Path, month: str, params) -> dict[str, list[dict]]:
+    d = ds.dataset(src, partitioning="hive")
 
     def rows():
         for b in d.to_batches(columns=ENTRY_COLS):
@@ -69,12 +82,43 @@ def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[d
     return ref
 
 
+def file_schema(data: Path, table: str, month: str) -> list[tuple[str, str]]:
+    """(column, Arrow type) of a published table's files, in order; `month` is the folder."""
+    files = sorted((data / table / f"month={month}").rglob("*.parquet"))
+    schemas = {tuple((f.name, str(f.type)) for f in pq.read_schema(p)) for p in files}
+    assert len(schemas) == 1, schemas
+    return list(schemas.pop())
+
+
+def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
+    """The DuckDB engine on the same rib_entries (in a data dir of its own, months run in the
+    same order) gives the Spark engine's tables, transitions included: same rows, same
+    column order and types, both those of common/tables.py."""
+    from common.tables import TRANSITIONS
+
+    duck = spark_data.parent / f"{spark_data.name}-duckdb"
+    (duck / "rib_entries").mkdir(parents=True, exist_ok=True)
+    link = duck / "rib_entries" / f"month={month}"
+    if not link.exists():
+        link.symlink_to((spark_data / "rib_entries" / f"month={month}").resolve())
+    cfg = replace(config.with_overrides(data_dir=duck, engine="duckdb"), method=params)
+    [res] = job.run_months(cfg, [month])
+    assert res.error is None, res.error
+    for table in (*TABLES, "transitions"):
+        schema = TRANSITIONS if table == "transitions" else TABLES[table]
+        want = [(f.name, str(f.type)) for f in schema if f.name != "month"]
+        assert file_schema(duck, table, month) == want, table
+        assert file_schema(spark_data, table, month) == want, table
+        assert canon(published(duck, table, month)) == canon(published(spark_data, table, month)), table
+
+
 # ------------------------------------------------------------------ real data
 def test_real_pair_matches_reference(spark, config, ingested_2026):
     cfg = config.with_overrides(data_dir=ingested_2026)
     res = job.run_month(spark, cfg, "2026-07")
     assert res.error is None, res.error
     ref = assert_same_as_reference(ingested_2026, "2026-07", cfg.method)
+    assert_engines_agree(ingested_2026, config, "2026-07", cfg.method)
     vps_with_pairs = {r["vp_asn"] for r in published(ingested_2026, "vps", "2026-07") if r["pairs"]}
     assert vps_with_pairs == PEERS_IN_BOTH_2026
     [summary] = ref["month_summary"]
@@ -142,6 +186,7 @@ def test_hand_made_cases_match_reference(spark, config, tmp_path):
         res = job.run_month(spark, cfg, month)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
+        assert_engines_agree(tmp_path, config, month, cfg.method)
 
 
 def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_path):

@@ -1,0 +1,144 @@
+"""The DuckDB engine of the compare job: runs pipeline/steps.py's DuckDB SQL in-process (no JVM).
+
+One connection per month, capped by `duckdb_memory_limit` and spilling to
+`duckdb_temp_dir` (default: the month's staging folder, so a failed run leaves nothing
+behind elsewhere). Intermediates and output tables are DuckDB temp tables (spilled when
+they don't fit); output tables are streamed batch by batch into Parquet with the exact
+Arrow schemas of common/tables.py.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common.tables import TABLES, TRANSITIONS
+from pipeline import steps as S
+from pipeline.publish import LocalStore, is_cluster_url
+
+_SCALAR = {
+    "VARCHAR": "string", "BIGINT": "bigint", "UINTEGER": "bigint", "INTEGER": "int", "USMALLINT": "int",
+    "SMALLINT": "smallint", "UTINYINT": "smallint", "TINYINT": "tinyint", "BOOLEAN": "boolean",
+    "DOUBLE": "double", "FLOAT": "float", "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMP": "timestamp_ntz",
+    "TIMESTAMP_S": "timestamp_ntz", "UBIGINT": "decimal(20,0)", "DATE": "date", "BLOB": "binary",
+}
+
+
+def spark_type(t: str) -> str:
+    """A DuckDB type in the name Spark gives the same Parquet column (messages match on both engines)."""
+    if t.endswith("[]"):
+        return f"array<{spark_type(t[:-2])}>"
+    return _SCALAR.get(t, t.lower())
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _files(folder: str) -> list[str]:
+    """Parquet files under a folder, skipping hidden and temp names as Spark does."""
+    out = []
+    for d, subdirs, names in os.walk(folder):
+        subdirs[:] = sorted(x for x in subdirs if not x.startswith((".", "_")))
+        out += [os.path.join(d, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith((".", "_"))]
+    return out
+
+
+def _read(folder: str) -> str:
+    files = "[" + ", ".join(_q(f) for f in _files(folder)) + "]"
+    return f"read_parquet({files}, hive_partitioning = true, hive_types_autocast = false)"
+
+
+class DuckDBEngine:
+    name = "duckdb"
+
+    def __init__(self, memory_limit: str | None = "4GB", temp_dir: str | None = None, threads: int | None = None):
+        self.memory_limit, self.temp_dir, self.threads = memory_limit, temp_dir, threads
+        self.con = None
+
+    def store(self, root: str) -> LocalStore:
+        if is_cluster_url(root):
+            raise S.JobError(f"{root}: the DuckDB engine reads a local data dir; use --engine spark for cluster storage")
+        return LocalStore(root)
+
+    def open(self, store, src: str) -> dict[int, int]:
+        import duckdb
+
+        self.end_month()
+        self.con = duckdb.connect()
+        self.con.execute("SET preserve_insertion_order = false")
+        if self.memory_limit:
+            self.con.execute(f"SET memory_limit = {_q(self.memory_limit)}")
+        if self.threads:
+            self.con.execute(f"SET threads = {int(self.threads)}")
+        self.src = src
+        have = {name: spark_type(typ) for name, typ, *_ in
+                self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
+        S.check_columns(have, src)
+        cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
+                         else c for c in S.REQUIRED)
+        self.con.execute(f"CREATE VIEW entries AS SELECT {cols} FROM {_read(src)}")
+        return dict(self.con.execute("SELECT afi, count(*) FROM entries GROUP BY afi").fetchall())
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
+        spill = self.temp_dir or os.path.join(staged, "_spill")
+        os.makedirs(spill, exist_ok=True)
+        self.con.execute(f"SET temp_directory = {_q(spill)}")
+        for s in S.MONTH_STEPS:
+            step(s.name)
+            self._run_step(s, S.render(s, "duckdb", params), staged)
+        step("transitions")
+        if prev is None:
+            self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
+        else:
+            for t, path in prev.items():
+                self.con.execute(f"CREATE VIEW prev_{t} AS SELECT * FROM {_read(path)}")
+            self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params), staged)
+        if not self.temp_dir:
+            self.con.execute("SET temp_directory = ''")
+
+    def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
+        kind = "VIEW" if s.kind == "view" else "TABLE"
+        self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
+        if s.kind == "table":
+            schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
+            reader = self.con.sql(f"SELECT * FROM {s.name}").to_arrow_reader(200_000)
+            self._write_arrow(reader, schema, staged, s.name)
+
+    @staticmethod
+    def _write_arrow(batches, schema: pa.Schema, staged: str, name: str) -> None:
+        """Batches -> staged/<name>/part-0.parquet with the table's schema (minus `month`,
+        which lives in the folder name), column for column."""
+        file_schema = pa.schema([f for f in schema if f.name != "month"])
+        os.makedirs(f"{staged}/{name}", exist_ok=True)
+        with pq.ParquetWriter(f"{staged}/{name}/part-0.parquet", file_schema, compression="zstd") as w:
+            for b in batches:
+                if b.schema.names != file_schema.names:
+                    raise S.JobError(f"{name}: columns {b.schema.names} differ from {file_schema.names}")
+                w.write_batch(b.cast(file_schema))
+
+    def summary(self, staged: str) -> dict | None:
+        rows = pq.read_table(f"{staged}/month_summary").to_pylist()
+        return rows[0] if rows else None
+
+    def failure(self, exc: BaseException, src: str) -> str | None:
+        import duckdb
+
+        if not isinstance(exc, duckdb.Error):
+            return None
+        first = re.sub(r"\s+", " ", str(exc)).strip()
+        if isinstance(exc, duckdb.OutOfMemoryException) or "No space left" in first or "temp_directory" in first:
+            return (f"{src}: DuckDB ran out of memory or disk (memory_limit {self.memory_limit}, "
+                    f"spilling to {self.temp_dir or 'the staging folder'}): {first}")
+        return f"{src}: DuckDB failed: {first}"
+
+    def end_month(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def close(self) -> None:
+        self.end_month()
+

@@ -1,0 +1,359 @@
+"""The compare job (congruency/METHOD.md steps 1-8 and "Across months") as SQL steps that
+both engines run: each step is one SELECT over the views of the steps before it, written
+twice, side by side, in Spark SQL and in DuckDB SQL, so a reader compares them line for
+line. Where the dialects agree the text is shared (`both`).
+
+Why two texts and not one transpiled with sqlglot: sqlglot 30.30 (Spark -> DuckDB) turned
+3 of the job's 15 distinct path expressions into valid DuckDB SQL with other results: the
+0-based lambda index of Spark's `filter((x, i) -> ...)` kept as is (DuckDB's is 1-based),
+`exists(arr, x -> ...)` dropped its lambda, and `percentile` became DuckDB's discrete
+`quantile` (Spark's is continuous). Silent wrong rows are worse than a second text that
+the tests hold to the same rows (tests/test_engines.py), so the dialects are written out.
+
+The pure-Python twin in congruency/reference.py is the independent check of both.
+
+Step kinds: `view` (inlined where used), `work` (an intermediate used more than once,
+materialized), `table` (an output table; columns in the order of common/tables.py).
+The input view `entries` has the columns of REQUIRED (ASNs as int64).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from common.params import MethodParams
+
+#: Columns the job reads from rib_entries, with the types it needs (Spark's names).
+REQUIRED = {
+    "collector": "string",
+    "snapshot_time": "timestamp",
+    "peer_asn": "bigint",
+    "peer_ip": "string",
+    "afi": "tinyint",
+    "prefix": "string",
+    "as_path": "array<bigint>",
+    "has_as_set": "boolean",
+}
+
+
+class JobError(Exception):
+    """Bad input for the job; one line, names the path or month."""
+
+
+def check_columns(have: dict[str, str], where: str) -> None:
+    """`have`: column -> type in Spark's names (each engine maps its own types to them)."""
+    for name, typ in REQUIRED.items():
+        if name not in have:
+            raise JobError(f"{where}: column {name!r} is missing (not a rib_entries table?)")
+        if have[name] != typ:
+            raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: str  # view | work | table
+    spark: str
+    duckdb: str
+
+    def sql(self, engine: str) -> str:
+        return self.spark if engine == "spark" else self.duckdb
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _fill(params: MethodParams) -> dict[str, str]:
+    reserved = " OR ".join(
+        f"x = {lo}" if lo == hi else f"(x BETWEEN {lo} AND {hi})" for lo, hi in params.reserved_asns
+    ) or "false"
+    group = ("CASE collector " + " ".join(f"WHEN {_q(k)} THEN {_q(v)}" for k, v in sorted(params.groups.items()))
+             + " ELSE collector END") if params.groups else "collector"
+    return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage))}
+
+
+def both(name: str, kind: str, sql: str) -> Step:
+    return Step(name, kind, sql, sql)
+
+
+# Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
+# folded with aggregate / list_reduce; the inner fold builds the next row left to right.
+_EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
+      (prev, y) -> aggregate(sequence(1, size(v4_path)), array(element_at(prev, 1) + 1),
+          (row, i) -> concat(row, array(least(element_at(prev, i + 1) + 1, element_at(row, -1) + 1,
+                                              element_at(prev, i) + IF(element_at(v4_path, i) = y, 0, 1)))))), -1)"""
+_EDIT_DUCKDB = """list_reduce(v6_path,
+      lambda prev, y: list_reduce(range(1, len(v4_path) + 1),
+          lambda row, i: list_append(row, least(prev[i + 1] + 1, row[-1] + 1,
+                                                prev[i] + CASE WHEN v4_path[i] = y THEN 0 ELSE 1 END)),
+          [prev[1] + 1]),
+      range(0, len(v4_path) + 1))[-1]"""
+
+MONTH_STEPS: tuple[Step, ...] = (
+    # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
+    # prepending-free path (computed once, then tested).
+    Step("rows", "view",
+         spark="""
+SELECT *, CASE
+    WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
+    WHEN has_as_set THEN 'as_set'
+    WHEN as_path IS NULL OR size(as_path) = 0 OR as_path[0] != vp_asn THEN 'first_as_not_peer'
+    WHEN exists(as_path, x -> {reserved}) THEN 'reserved_asn'
+    WHEN size(array_distinct(path)) != size(path) THEN 'loop'
+  END AS reason
+FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
+             filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
+      FROM entries)""",
+         duckdb="""
+SELECT *, CASE
+    WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
+    WHEN has_as_set THEN 'as_set'
+    WHEN as_path IS NULL OR len(as_path) = 0 OR as_path[1] != vp_asn THEN 'first_as_not_peer'
+    WHEN list_bool_or(list_transform(as_path, lambda x: {reserved})) THEN 'reserved_asn'
+    WHEN len(list_distinct(path)) != len(path) THEN 'loop'
+  END AS reason
+FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
+             list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
+      FROM entries)"""),
+    # Pass (1) over the entries: per (VP, AFI, session, reason); cleaning stats and sessions.
+    both("by_session", "work", """
+SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries
+FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
+    Step("cleaning_stats", "table",
+         spark="""
+SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries) AS entries
+FROM by_session GROUP BY afi, coalesce(reason, 'kept')""",
+         duckdb="""
+SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries)::BIGINT AS entries
+FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
+    # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots.
+    Step("per_path", "work",
+         spark="""
+SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
+       size(collect_set(prefix)) AS prefixes, size(collect_set(snapshot_time)) AS snapshots,
+       element_at(path, -1) AS dest_asn
+FROM rows WHERE reason IS NULL GROUP BY vp_group, vp_asn, afi, path""",
+         duckdb="""
+SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
+       count(DISTINCT prefix) AS prefixes, count(DISTINCT snapshot_time) AS snapshots,
+       path[-1] AS dest_asn
+FROM rows WHERE reason IS NULL GROUP BY vp_group, vp_asn, afi, path"""),
+    # 4. The representative path: most observations, then fewer ASes, then the smallest
+    # sequence; min_by / arg_min over that ordering is one hash aggregate, no sort.
+    Step("paths", "table",
+         spark="""
+SELECT vp_group, vp_asn, dest_asn, afi, best.path, observations, best.path_observations,
+       best.path_observations / observations AS stability, best.prefixes, best.snapshots
+FROM (SELECT vp_group, vp_asn, dest_asn, afi, sum(path_observations) AS observations,
+             min_by(struct(path, path_observations, prefixes, snapshots),
+                    struct(-path_observations, size(path), path)) AS best
+      FROM per_path GROUP BY vp_group, vp_asn, dest_asn, afi)""",
+         duckdb="""
+SELECT vp_group, vp_asn, dest_asn, afi, best.path, observations, best.path_observations,
+       best.path_observations / observations AS stability, best.prefixes, best.snapshots
+FROM (SELECT vp_group, vp_asn, dest_asn, afi, sum(path_observations)::BIGINT AS observations,
+             arg_min({{'path': path, 'path_observations': path_observations, 'prefixes': prefixes,
+                       'snapshots': snapshots}},
+                     {{'n': -path_observations, 'len': len(path), 'path': path}}) AS best
+      FROM per_path GROUP BY vp_group, vp_asn, dest_asn, afi)"""),
+    # 5. Coverage: distinct origins per AFI over the whole month (one row).
+    both("totals", "view", """
+SELECT count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS t4,
+       count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS t6
+FROM per_path"""),
+    # 8. Transit VPs: ASNs seen as an intermediate AS of any cleaned path.
+    Step("transit", "view",
+         spark="""
+SELECT DISTINCT vp_asn FROM (SELECT explode(slice(path, 2, greatest(size(path) - 2, 0))) AS vp_asn FROM per_path)""",
+         duckdb="""
+SELECT DISTINCT vp_asn FROM (SELECT unnest(path[2:len(path) - 1]) AS vp_asn FROM per_path)"""),
+    # 3. Sessions: distinct peer IPs of the kept rows per VP and AFI, ascending.
+    Step("sessions", "view",
+         spark="""
+SELECT vp_group, vp_asn,
+       array_sort(collect_set(CASE WHEN afi = 4 THEN peer_ip END)) AS sessions_v4,
+       array_sort(collect_set(CASE WHEN afi = 6 THEN peer_ip END)) AS sessions_v6
+FROM by_session WHERE reason IS NULL GROUP BY vp_group, vp_asn""",
+         duckdb="""
+SELECT vp_group, vp_asn,
+       coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 4)), []) AS sessions_v4,
+       coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 6)), []) AS sessions_v6
+FROM by_session WHERE reason IS NULL GROUP BY vp_group, vp_asn"""),
+    both("origins", "view", """
+SELECT vp_group, vp_asn, count(CASE WHEN afi = 4 THEN 1 END) AS origins_v4,
+       count(CASE WHEN afi = 6 THEN 1 END) AS origins_v6
+FROM paths GROUP BY vp_group, vp_asn"""),
+    # 5. Dual-stacked and default-free VPs.
+    both("vp_base", "work", """
+SELECT vp_group, vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6, coverage_v4, coverage_v6,
+       dual_stacked,
+       dual_stacked AND coalesce(coverage_v4 >= {thr}, false) AND coalesce(coverage_v6 >= {thr}, false)
+         AS default_free,
+       vp_class
+FROM (SELECT s.vp_group, s.vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6,
+             CASE WHEN t4 = 0 THEN NULL ELSE CAST(origins_v4 AS DOUBLE) / t4 END AS coverage_v4,
+             CASE WHEN t6 = 0 THEN NULL ELSE CAST(origins_v6 AS DOUBLE) / t6 END AS coverage_v6,
+             origins_v4 > 0 AND origins_v6 > 0 AS dual_stacked,
+             CASE WHEN tr.vp_asn IS NULL THEN 'edge' ELSE 'transit' END AS vp_class
+      FROM sessions s JOIN origins o ON s.vp_group = o.vp_group AND s.vp_asn = o.vp_asn
+      CROSS JOIN totals
+      LEFT JOIN transit tr ON tr.vp_asn = s.vp_asn)"""),
+    # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
+    Step("pairs_base", "work",
+         spark="""
+SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a ->
+            (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
+            (a = try_element_at(v6_path, 2) OR a = try_element_at(v6_path, -2))) END AS shared_adjacent
+FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
+             p4.path = p6.path AS congruent,
+             size(p4.path) - 1 AS hops_v4, size(p6.path) - 1 AS hops_v6,
+             array_sort(array_except(array_intersect(p4.path, p6.path), array(p4.vp_asn, p4.dest_asn)))
+               AS shared_asns
+      FROM paths p4
+      JOIN paths p6 ON p6.afi = 6 AND p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn
+                    AND p4.dest_asn = p6.dest_asn
+      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
+        ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
+      WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)""",
+         duckdb="""
+SELECT *, CASE WHEN len(shared_asns) = 0 THEN NULL ELSE list_bool_and(list_transform(shared_asns, lambda a:
+            (a = v4_path[2] OR a = v4_path[-2]) AND
+            (a = v6_path[2] OR a = v6_path[-2]))) END AS shared_adjacent
+FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
+             p4.path = p6.path AS congruent,
+             (len(p4.path) - 1)::INTEGER AS hops_v4, (len(p6.path) - 1)::INTEGER AS hops_v6,
+             list_sort(list_filter(list_intersect(p4.path, p6.path), lambda x: x != p4.vp_asn AND x != p4.dest_asn))
+               AS shared_asns
+      FROM paths p4
+      JOIN paths p6 ON p6.afi = 6 AND p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn
+                    AND p4.dest_asn = p6.dest_asn
+      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
+        ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
+      WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""),
+    # Non-adopters: inner ASes of the IPv4 path on no cleaned IPv6 path of the month.
+    Step("v6_asns", "view",
+         spark="SELECT DISTINCT x FROM (SELECT explode(path) AS x FROM per_path WHERE afi = 6)",
+         duckdb="SELECT DISTINCT x FROM (SELECT unnest(path) AS x FROM per_path WHERE afi = 6)"),
+    Step("non_adopt", "view",
+         spark="""
+SELECT vp_group, vp_asn, dest_asn, array_sort(collect_set(x)) AS non_adopters
+FROM (SELECT vp_group, vp_asn, dest_asn, explode(slice(v4_path, 2, greatest(size(v4_path) - 2, 0))) AS x
+      FROM pairs_base) i
+LEFT ANTI JOIN v6_asns v ON i.x = v.x
+GROUP BY vp_group, vp_asn, dest_asn""",
+         duckdb="""
+SELECT vp_group, vp_asn, dest_asn, list_sort(list(DISTINCT x)) AS non_adopters
+FROM (SELECT vp_group, vp_asn, dest_asn, unnest(v4_path[2:len(v4_path) - 1]) AS x FROM pairs_base) i
+ANTI JOIN v6_asns v ON i.x = v.x
+GROUP BY vp_group, vp_asn, dest_asn"""),
+    Step("pairs", "table",
+         spark=f"""
+SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
+       shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
+       {_EDIT_SPARK} AS edit_distance
+FROM pairs_base b LEFT JOIN non_adopt n
+  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn""",
+         duckdb=f"""
+SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
+       shared_adjacent, coalesce(non_adopters, []::BIGINT[]) AS non_adopters,
+       ({_EDIT_DUCKDB})::INTEGER AS edit_distance
+FROM pairs_base b LEFT JOIN non_adopt n
+  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn"""),
+    both("vps", "table", """
+SELECT v.vp_group, v.vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6, coverage_v4, coverage_v6,
+       dual_stacked, default_free, vp_class, coalesce(pairs, 0) AS pairs,
+       coalesce(noncongruent_pairs, 0) AS noncongruent_pairs,
+       CASE WHEN pairs > 0 THEN CAST(noncongruent_pairs AS DOUBLE) / pairs END AS noncongruent_fraction
+FROM vp_base v LEFT JOIN (
+    SELECT vp_group, vp_asn, count(*) AS pairs, count(CASE WHEN NOT congruent THEN 1 END) AS noncongruent_pairs
+    FROM pairs GROUP BY vp_group, vp_asn) p
+  ON p.vp_group = v.vp_group AND p.vp_asn = v.vp_asn"""),
+    # The month in one row. Quartiles by linear interpolation: Spark's percentile is
+    # DuckDB's quantile_cont.
+    Step("month_summary", "table",
+         spark="""
+SELECT vps, vps_dual_stacked, vps_default_free, vps_with_pairs, destinations, pairs, noncongruent_pairs,
+       CASE WHEN pairs > 0 THEN noncongruent_pairs / pairs END AS noncongruent_fraction,
+       congruent_1hop, congruent_2hop, congruent_3plus_hops,
+       noncongruent_shared_0, noncongruent_shared_1, noncongruent_shared_2plus,
+       noncongruent_with_shared, shared_all_adjacent,
+       CASE WHEN noncongruent_with_shared > 0 THEN shared_all_adjacent / noncongruent_with_shared END
+         AS shared_all_adjacent_fraction,
+       noncongruent_with_non_adopter,
+       CASE WHEN noncongruent_pairs > 0 THEN noncongruent_with_non_adopter / noncongruent_pairs END
+         AS non_adopter_fraction,
+       vp_noncongruent_min, q[0] AS vp_noncongruent_q1, q[1] AS vp_noncongruent_median,
+       q[2] AS vp_noncongruent_q3, vp_noncongruent_max
+FROM (SELECT count(*) AS vps, count_if(dual_stacked) AS vps_dual_stacked,
+             count_if(default_free) AS vps_default_free, count_if(pairs > 0) AS vps_with_pairs,
+             min(noncongruent_fraction) AS vp_noncongruent_min,
+             percentile(noncongruent_fraction, array(0.25, 0.5, 0.75)) AS q,
+             max(noncongruent_fraction) AS vp_noncongruent_max
+      FROM vps)
+CROSS JOIN (SELECT count(*) AS pairs, count_if(NOT congruent) AS noncongruent_pairs,
+                   count_if(congruent AND hops_v4 = 1) AS congruent_1hop,
+                   count_if(congruent AND hops_v4 = 2) AS congruent_2hop,
+                   count_if(congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
+                   count_if(NOT congruent AND size(shared_asns) = 0) AS noncongruent_shared_0,
+                   count_if(NOT congruent AND size(shared_asns) = 1) AS noncongruent_shared_1,
+                   count_if(NOT congruent AND size(shared_asns) >= 2) AS noncongruent_shared_2plus,
+                   count_if(NOT congruent AND size(shared_asns) >= 1) AS noncongruent_with_shared,
+                   count_if(NOT congruent AND shared_adjacent) AS shared_all_adjacent,
+                   count_if(NOT congruent AND size(non_adopters) > 0) AS noncongruent_with_non_adopter
+            FROM pairs)
+CROSS JOIN (SELECT count(*) AS destinations FROM (
+              SELECT dest_asn FROM per_path GROUP BY dest_asn HAVING count(DISTINCT afi) = 2))""",
+         duckdb="""
+SELECT vps, vps_dual_stacked, vps_default_free, vps_with_pairs, destinations, pairs, noncongruent_pairs,
+       CASE WHEN pairs > 0 THEN noncongruent_pairs / pairs END AS noncongruent_fraction,
+       congruent_1hop, congruent_2hop, congruent_3plus_hops,
+       noncongruent_shared_0, noncongruent_shared_1, noncongruent_shared_2plus,
+       noncongruent_with_shared, shared_all_adjacent,
+       CASE WHEN noncongruent_with_shared > 0 THEN shared_all_adjacent / noncongruent_with_shared END
+         AS shared_all_adjacent_fraction,
+       noncongruent_with_non_adopter,
+       CASE WHEN noncongruent_pairs > 0 THEN noncongruent_with_non_adopter / noncongruent_pairs END
+         AS non_adopter_fraction,
+       vp_noncongruent_min, q[1] AS vp_noncongruent_q1, q[2] AS vp_noncongruent_median,
+       q[3] AS vp_noncongruent_q3, vp_noncongruent_max
+FROM (SELECT count(*) AS vps, count(*) FILTER (WHERE dual_stacked) AS vps_dual_stacked,
+             count(*) FILTER (WHERE default_free) AS vps_default_free, count(*) FILTER (WHERE pairs > 0) AS vps_with_pairs,
+             min(noncongruent_fraction) AS vp_noncongruent_min,
+             quantile_cont(noncongruent_fraction, [0.25, 0.5, 0.75]) AS q,
+             max(noncongruent_fraction) AS vp_noncongruent_max
+      FROM vps)
+CROSS JOIN (SELECT count(*) AS pairs, count(*) FILTER (WHERE NOT congruent) AS noncongruent_pairs,
+                   count(*) FILTER (WHERE congruent AND hops_v4 = 1) AS congruent_1hop,
+                   count(*) FILTER (WHERE congruent AND hops_v4 = 2) AS congruent_2hop,
+                   count(*) FILTER (WHERE congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 0) AS noncongruent_shared_0,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 1) AS noncongruent_shared_1,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 2) AS noncongruent_shared_2plus,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 1) AS noncongruent_with_shared,
+                   count(*) FILTER (WHERE NOT congruent AND shared_adjacent) AS shared_all_adjacent,
+                   count(*) FILTER (WHERE NOT congruent AND len(non_adopters) > 0) AS noncongruent_with_non_adopter
+            FROM pairs)
+CROSS JOIN (SELECT count(*) AS destinations FROM (
+              SELECT dest_asn FROM per_path GROUP BY dest_asn HAVING count(DISTINCT afi) = 2))"""),
+)
+
+# Across months: congruent pairs of month M that were not congruent pairs in the month
+# before, for VPs present then. Reads the previous month's published tables as the views
+# prev_pairs, prev_vps, prev_paths.
+TRANSITIONS = both("transitions", "table", """
+SELECT p.vp_group, p.vp_asn, p.dest_asn,
+       CASE WHEN b.congruent IS NOT NULL THEN 'existing_pair'
+            WHEN h.dest_asn IS NULL THEN 'new_ipv6_destination' ELSE 'new_pair' END AS kind,
+       p.v4_path, p.v6_path,
+       CASE WHEN b.congruent IS NOT NULL THEN b.v4_path END AS prev_v4_path,
+       CASE WHEN b.congruent IS NOT NULL THEN b.v6_path END AS prev_v6_path
+FROM pairs p
+JOIN (SELECT DISTINCT vp_group, vp_asn FROM prev_vps) o ON o.vp_group = p.vp_group AND o.vp_asn = p.vp_asn
+LEFT JOIN prev_pairs b ON b.vp_group = p.vp_group AND b.vp_asn = p.vp_asn AND b.dest_asn = p.dest_asn
+LEFT JOIN (SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6) h ON h.dest_asn = p.dest_asn
+WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
+
+
+def render(step: Step, engine: str, params: MethodParams) -> str:
+    """The step's SELECT in the engine's dialect, with the method's parameters filled in."""
+    return step.sql(engine).format(**_fill(params))

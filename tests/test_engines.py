@@ -1,0 +1,195 @@
+"""The DuckDB engine (no JVM) against the pure-Python reference and the synthetic ground
+truth; its local Store; its bad-input, out-of-memory and CLI behaviour. Spark == DuckDB on
+the same data is checked in test_compare.py, next to the Spark runs it reuses."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from common.config import ConfigError, load
+from congruency import reference
+from pipeline import job
+from pipeline.publish import LocalStore
+from tests import test_method as cases
+from tests.shared import PEERS_IN_BOTH_2026, ROOT
+from tests.test_compare import (HAND_CASES, assert_same_as_reference, canon, published, write_entries)
+
+MONTHS = ("2026-07", "2026-08")
+
+
+def duck(cfg, **kw):
+    return cfg.with_overrides(engine="duckdb", **kw)
+
+
+def run(cfg, month: str) -> job.MonthResult:
+    [res] = job.run_months(cfg, [month])
+    return res
+
+
+def test_real_pair_matches_reference(config, ingested_2026, tmp_path):
+    data = tmp_path / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    res = run(duck(config, data_dir=data), "2026-07")
+    assert res.error is None, res.error
+    ref = assert_same_as_reference(data, "2026-07", config.method)
+    assert res.summary == {k: v for k, v in ref["month_summary"][0].items() if k != "month"}
+    assert {r["vp_asn"] for r in published(data, "vps", "2026-07") if r["pairs"]} == PEERS_IN_BOTH_2026
+
+
+def test_hand_made_cases_match_reference(config, tmp_path):
+    for month, (make, cov) in HAND_CASES.items():
+        write_entries(tmp_path, month, make())
+    for month, (make, cov) in HAND_CASES.items():
+        cfg = replace(duck(config, data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
+        res = run(cfg, month)
+        assert res.error is None, res.error
+        assert_same_as_reference(tmp_path, month, cfg.method)
+
+
+def test_synthetic_archive_equals_ground_truth_and_transitions(config, tmp_path):
+    """Generator -> ingest -> DuckDB engine, for two months: the generator's ground truth,
+    and the second month's transitions equal the reference's."""
+    from cli.main import main as cli
+    from ingest.synth.generate import generate
+
+    archive, data = tmp_path / "archive", tmp_path / "data"
+    generate(archive, seed=5, ases=80, vps=8, months=MONTHS, snapshots_per_month=2, min_coverage=0.5)
+    collectors = ",".join(c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"])
+    cfg = replace(duck(config, data_dir=data), method=replace(config.method, min_coverage=0.5))
+    for month in MONTHS:
+        assert cli(["ingest", "--month", month, "--days", "1-2", "--collectors", collectors, "--backend", "bgpdump",
+                    "--archive-root", str(archive), "--data-dir", str(data)]) == 0
+    results = job.run_months(cfg, list(MONTHS))
+    for month, res in zip(MONTHS, results):
+        assert res.error is None, res.error
+        for table in ("pairs", "vps", "month_summary", "cleaning_stats"):
+            truth = pq.read_table(archive / "ground_truth" / f"month={month}" / f"{table}.parquet").to_pylist()
+            assert canon(published(data, table, month)) == canon(truth), (month, table)
+        assert res.summary["pairs"] > 50 and 0 < res.summary["noncongruent_fraction"] < 1
+    assert pq.read_table(data / "transitions" / "month=2026-07").num_rows == 0
+    prev = {t: published(data, t, "2026-07") for t in ("pairs", "vps", "paths")}
+    want = reference.transitions("2026-08", published(data, "pairs", "2026-08"),
+                                 **{f"prev_{k}": v for k, v in prev.items()})
+    assert len(want) > 0 and canon(published(data, "transitions", "2026-08")) == canon(want)
+
+
+def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-03", cases._quartile_rows())
+    cfg = duck(config, data_dir=tmp_path)
+    assert run(cfg, "2024-03").error is None
+    files = lambda: {p: p.read_bytes() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}  # noqa: E731
+    other = files()
+    first, again = job.run_months(cfg, ["2024-01", "2024-01"])
+    assert first.error is None and again.error is None and first.summary == again.summary
+    assert len(published(tmp_path, "pairs", "2024-01")) == first.summary["pairs"]
+    assert files() == other
+    assert not list((tmp_path / "_staging").glob("*"))
+
+
+def test_local_store_swaps_a_month_in_and_keeps_others(tmp_path):
+    store = LocalStore(tmp_path)
+    for month, text in (("2024-01", "old"), ("2024-02", "other")):
+        (tmp_path / "pairs" / f"month={month}").mkdir(parents=True)
+        (tmp_path / "pairs" / f"month={month}" / "a.parquet").write_text(text)
+    staged = store.staging("2024-01")
+    (Path(staged) / "pairs").mkdir(parents=True)
+    (Path(staged) / "pairs" / "b.parquet").write_text("new")
+    (Path(staged) / "vps").mkdir()
+    (Path(staged) / "vps" / "c.parquet").write_text("new vps")
+    assert store.publish(staged, ["pairs", "vps"], "2024-01") == [
+        f"{tmp_path}/pairs/month=2024-01", f"{tmp_path}/vps/month=2024-01"]
+    assert [p.name for p in (tmp_path / "pairs" / "month=2024-01").iterdir()] == ["b.parquet"]
+    assert (tmp_path / "vps" / "month=2024-01" / "c.parquet").read_text() == "new vps"
+    assert (tmp_path / "pairs" / "month=2024-02" / "a.parquet").read_text() == "other"
+    assert not list((tmp_path / "_staging").iterdir())
+    assert store.has_files(f"{tmp_path}/pairs") and not store.has_files(f"{tmp_path}/nothing")
+
+
+def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
+    """The messages are the Spark engine's (test_compare checks both engines give equal ones)."""
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    cfg = duck(config, data_dir=tmp_path)
+    assert run(cfg, "2024-01").error is None
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    src = f"{tmp_path}/rib_entries/month="
+    assert run(cfg, "2023-12").error == \
+        f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
+    write_entries(tmp_path, "2024-04", [x for x in cases._full_month_rows() if x["afi"] == 4])
+    assert run(cfg, "2024-04").error == \
+        f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
+    bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
+    bad.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
+    assert run(cfg, "2024-05").error == \
+        f"{src}2024-05: column 'snapshot_time' is missing (not a rib_entries table?)"
+    wrong = tmp_path / "rib_entries" / "month=2024-06" / "collector=x" / "x.parquet"
+    wrong.parent.mkdir(parents=True)
+    rows = pq.read_table(next((tmp_path / "rib_entries" / "month=2024-01").rglob("*.parquet")))
+    pq.write_table(rows.set_column(rows.schema.get_field_index("afi"), "afi", rows["afi"].cast(pa.string())), wrong)
+    assert run(cfg, "2024-06").error == f"{src}2024-06: column 'afi' is string, expected tinyint"
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p in before} == before
+    for m in ("2024-04", "2024-05", "2024-06"):
+        assert not (tmp_path / "pairs" / f"month={m}").exists()
+    assert not list((tmp_path / "_staging").glob("*"))
+
+
+def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, tmp_path):
+    data = tmp_path / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    spill = tmp_path / "spill"
+    cfg = duck(config, data_dir=data, duckdb_memory_limit="24MB", duckdb_temp_dir=str(spill), duckdb_threads=1)
+    res = run(cfg, "2026-07")
+    assert res.error is not None and "\n" not in res.error
+    assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 24MB")
+    assert sorted(p.name for p in data.iterdir()) == ["_staging", "rib_entries"]
+    assert not list((data / "_staging").iterdir())
+
+
+def test_config_engine(tmp_path):
+    assert load().engine == "duckdb"
+    p = tmp_path / "c.toml"
+    p.write_text('engine = "spark"\nduckdb_memory_limit = "2GB"\n')
+    assert load(p).engine == "spark" and load(p).duckdb_memory_limit == "2GB"
+    p.write_text('engine = "polars"\n')
+    with pytest.raises(ConfigError, match='engine must be "duckdb" or "spark"'):
+        load(p)
+    cfg = load()
+    assert job.effective_engine(cfg) == "duckdb"
+    assert job.effective_engine(cfg.with_overrides(spark_master="spark://head:7077")) == "spark"
+    assert job.effective_engine(cfg.with_overrides(data_dir="hdfs:///congruency")) == "spark"
+    assert job.effective_engine(cfg.with_overrides(engine="spark")) == "spark"
+
+
+def test_cli_default_engine_needs_no_java(tmp_path):
+    """`congruency compare` on the default engine with no java anywhere on PATH or JAVA_HOME."""
+    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python").symlink_to(sys.executable)
+    env = {"PATH": str(bindir), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
+                        "--min-coverage", "0", "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    ref = reference.compute_month(
+        (r for r in pq.read_table(tmp_path / "rib_entries" / "month=2024-01").to_pylist()), "2024-01",
+        replace(load().method, min_coverage=0.0))
+    assert out["summary"]["pairs"] == ref["month_summary"][0]["pairs"] > 0
+    assert out["engine"] == "duckdb"
+
+    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
+                        "--engine", "duckdb", "--master", "spark://head:7077"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2
+    assert p.stderr.strip() == "error: --engine duckdb: --master spark://head:7077 names a Spark cluster; use --engine spark"
