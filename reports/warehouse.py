@@ -62,19 +62,14 @@ def _keys(doc: TableDoc) -> list[str]:
 
 def published(root: Path) -> dict[str, str]:
     """name -> glob for every documented table with at least one published file."""
+    import glob
+
     out = {}
     for name, doc in DOCS.items():
         g = _glob(root, doc)
-        if any(Path(p).is_file() for p in _iglob(g)):
+        if any(Path(p).is_file() for p in glob.iglob(g)):
             out[name] = g
     return out
-
-
-def _iglob(pattern: str):
-    import glob
-
-    # Python's glob skips dot names for '*' already; '[!.]' keeps both tools in agreement.
-    return glob.iglob(pattern)
 
 
 def _sql_str(s: str) -> str:
@@ -121,10 +116,11 @@ def create_views(con, schema: str, root: Path) -> dict[str, str]:
     return tables
 
 
-def settings(con) -> None:
-    """Bounded resources: the machine is shared and the views can scan a lot of Parquet."""
-    con.execute("SET memory_limit = '2GB'")
-    con.execute("SET threads = 2")
+def settings(con, cfg) -> None:
+    """Bounded resources (the DuckDB settings of the config): the views can scan a lot of Parquet."""
+    con.execute(f"SET memory_limit = {_sql_str(cfg.duckdb_memory_limit)}")
+    if cfg.duckdb_threads:
+        con.execute(f"SET threads = {int(cfg.duckdb_threads)}")
 
 
 def memory(cfg):
@@ -132,7 +128,7 @@ def memory(cfg):
     import duckdb
 
     con = duckdb.connect()
-    settings(con)
+    settings(con, cfg)
     create_views(con, "main", data_root(cfg))
     return con
 
@@ -172,13 +168,15 @@ def refresh(cfg) -> Path:
     tmp = root / f".{FILE_NAME}.{uuid.uuid4().hex[:8]}.tmp"
     con = duckdb.connect()
     try:
-        settings(con)
+        settings(con, cfg)
         con.execute(f"ATTACH {_sql_str(str(tmp))} AS w (STORAGE_VERSION {_sql_str(STORAGE_VERSION)})")
         create_views(con, "w", root)
         con.execute("DETACH w")
         con.close()
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        # A WAL left by a crashed writer belongs to the old file; beside the new one it would be replayed.
+        target.with_name(target.name + ".wal").unlink(missing_ok=True)
         os.replace(tmp, target)
     except duckdb.Error as exc:
         raise WarehouseError(f"{target}: building the views failed: {str(exc).splitlines()[0]}") from None
@@ -200,7 +198,7 @@ def connect(cfg):
         con = duckdb.connect(str(p), read_only=True)
     except duckdb.Error as exc:
         raise WarehouseError(f"{p}: {_why(exc)}") from None
-    settings(con)
+    settings(con, cfg)
     return con
 
 

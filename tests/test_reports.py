@@ -14,10 +14,12 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main as cli
+from common.tables import DOCS
 from tests.test_warehouse import MONTHS, published_multi_month
 
 SCREENSHOTS = Path(os.environ.get("CONGRUENCY_SCREENSHOTS", "")) if os.environ.get("CONGRUENCY_SCREENSHOTS") else None
@@ -279,18 +281,25 @@ def test_trend_report_in_chromium(browser, data, tmp_path):
 
 
 def test_six_month_demo_through_the_pipeline(browser, tmp_path):
-    """README's second example: `congruency synth` (growing IPv6 adoption) and `congruency run`
-    over six months; the trend report it writes shows the generator's own ground truth."""
+    """README's second example: `congruency synth` (growing IPv6 adoption), then ingest and
+    compare month by month in order (what `congruency run --months` does); the trend report
+    shows the generator's own ground truth."""
     archive, data = tmp_path / "synth", tmp_path / "multi"
-    months = "2026-01..2026-06"
-    assert cli(["synth", "--out", str(archive), "--months", months, "--snapshots-per-month", "1",
-                "--ases", "150", "--vps", "24", "--seed", "7", "--min-coverage", "0.5"]) == 0
+    assert cli(["synth", "--out", str(archive), "--months", f"{MONTHS[0]}..{MONTHS[-1]}", "--snapshots-per-month",
+                "1", "--ases", "150", "--vps", "24", "--seed", "7", "--min-coverage", "0.5"]) == 0
     collectors = ",".join(c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"])
-    assert cli(["run", "--months", months, "--days", "1", "--archive-root", str(archive), "--collectors",
-                collectors, "--min-coverage", "0.5", "--data-dir", str(data)]) == 0
+    D = ("--data-dir", str(data))
+    for m in MONTHS:
+        assert cli(["ingest", "--month", m, "--days", "1", "--archive-root", str(archive), "--collectors",
+                    collectors, *D]) == 0
+        assert cli(["compare", "--month", m, "--min-coverage", "0.5", *D]) == 0
+    assert cli(["warehouse", *D]) == 0 and cli(["report", "--trend", *D]) == 0
+    # Every documented table with data is a view (hints too, once the path selector publishes it).
+    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    con.close()
+    assert views == {t for t in DOCS if any((data / t).glob("month=*/**/[!.]*.parquet"))} >= {"pairs", "transitions"}
     page = data / "reports" / "trend.html"
-    if not page.is_file():  # a `run` without the reports step: write it here
-        assert cli(["report", "--trend", "--data-dir", str(data)]) == 0
     figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), "demo-trend")}
     assert figs["fig-trend-vps"]["points"] == [len(MONTHS)] * 2
     got = browser.eval("(function () { var t = document.getElementById('fig-trend-vps').data; "
