@@ -35,6 +35,7 @@ check-java:
 # chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py).
 system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
+	command -v bzip2 >/dev/null || missing="$$missing bzip2"; \
 	command -v java >/dev/null || missing="$$missing openjdk-17-jre-headless"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v ip >/dev/null && command -v ss >/dev/null || missing="$$missing iproute2"; \

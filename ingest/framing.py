@@ -160,6 +160,8 @@ def scan(path: str | Path) -> FrameStats:
                         raise FramingError(
                             f"RIB record #{stats.records + 1} comes before any PEER_INDEX_TABLE"
                         )
+                    if length < 7:
+                        raise FramingError(f"malformed RIB record #{stats.records + 1}")
                     plen = buf[body + 4]
                     off = body + 5 + (plen + 7) // 8
                     if off + 2 > body + length or plen > (32 if V2_RIB_AFI[sub] == 4 else 128):

@@ -18,16 +18,31 @@ NAME = "bgpdump"
 
 
 def available() -> str | None:
-    return None if shutil.which("bgpdump") else "bgpdump is not on PATH (apt-get install bgpdump)"
+    missing = [t for t in ("bgpdump", "bzip2", "gzip") if not shutil.which(t)]
+    return f"{', '.join(missing)} not on PATH (apt-get install {' '.join(missing)})" if missing else None
+
+
+def _decompressor(path: Path) -> list[str] | None:
+    with open(path, "rb") as fh:
+        head = fh.read(3)
+    return ["bzip2", "-dc"] if head == b"BZh" else ["gzip", "-dc"] if head[:2] == b"\x1f\x8b" else None
 
 
 def decode(path: Path, batch_rows: int = 200_000) -> Iterator[pa.RecordBatch]:
+    # bgpdump stops after the first bzip2 stream / gzip member, so a multi-stream file from
+    # pbzip2/lbzip2 would lose entries: it reads the whole decompressed stream from a pipe.
+    unzip = _decompressor(path)
+    feeder = subprocess.Popen([*unzip, str(path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL) if unzip else None
     proc = subprocess.Popen(
-        ["bgpdump", "-q", "-m", str(path)],
+        ["bgpdump", "-q", "-m", "-" if feeder else str(path)],
+        stdin=feeder.stdout if feeder else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         bufsize=1 << 20,
     )
+    if feeder:
+        feeder.stdout.close()  # bgpdump holds the pipe now
     try:
         reader = pacsv.open_csv(
             proc.stdout,
@@ -40,15 +55,26 @@ def decode(path: Path, batch_rows: int = 200_000) -> Iterator[pa.RecordBatch]:
             convert_options=pacsv.ConvertOptions(column_types={"line": pa.string()}),
         )
         for batch in reader:
-            yield _columns(batch.column(0))
+            # Only RIB lines: an updates file's BGP4MP lines (withdrawals and state changes
+            # are shorter) are not entries; the framing pass then reports "no RIB entries".
+            lines = batch.column(0)
+            lines = lines.filter(pc.starts_with(lines, "TABLE_DUMP"))
+            if len(lines):
+                yield _columns(lines)
     except pa.ArrowInvalid as exc:
         if "Empty CSV file" not in str(exc):
             raise
     finally:
         proc.stdout.close()
         rc = proc.wait()
+        if feeder:
+            if rc != 0:
+                feeder.kill()
+            unzip_rc = feeder.wait()
     if rc != 0:
         raise RuntimeError(f"bgpdump exited with status {rc} on {path}")
+    if feeder and unzip_rc != 0:
+        raise RuntimeError(f"{' '.join(unzip)} exited with status {unzip_rc} on {path}")
 
 
 def _canonical_v6(text: pa.Array) -> pa.Array:

@@ -936,9 +936,22 @@ impl Reader {
     }
 }
 
+/// Test hook: a panic in a decoder-style thread must come back as MrtError, not an abort.
+#[pyfunction]
+fn _panic_in_thread() -> PyResult<()> {
+    let (tx, rx) = sync_channel::<String>(1);
+    thread::spawn(move || {
+        let r: R<()> = catch_unwind(AssertUnwindSafe(|| -> R<()> { panic!("self-test panic") }))
+            .unwrap_or_else(|p| Err(panic_text(p)));
+        let _ = tx.send(r.err().unwrap_or_default());
+    });
+    Err(MrtError::new_err(rx.recv().unwrap_or_default()))
+}
+
 #[pymodule]
 fn congruency_mrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
+    m.add_function(wrap_pyfunction!(_panic_in_thread, m)?)?;
     m.add("MrtError", m.py().get_type::<MrtError>())?;
     Ok(())
 }

@@ -1,0 +1,174 @@
+"""The native decoder (ingest/native) against independent evidence: ingest/framing.py's own
+pass over the same bytes, `bgpdump -m` and the bgpdump backend; multi-stream / multi-member
+files made from the shared samples; the faulty files; an updates file; one read per download;
+and a property-based fuzz run over the real samples (tests/fuzz/native_fuzz.py).
+
+Row-for-row equality with the bgpdump backend on every sample RIB is
+tests/test_ingest.py::test_backends_give_the_same_rows."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli.main import main as cli
+from ingest import backends, download, framing
+from ingest import run as ingest_run
+from ingest.discovery import Slot
+from ingest.writer import SnapshotWriter
+from tests.archive_server import serve
+from tests.fuzz.native_fuzz import boundaries, check, decode, run as fuzz_run, seeds
+from tests.shared import ARCHIVE, EDGE, FAULTY, RV2_2026, RV6_2026, needs_data, require_tool
+
+pytestmark = needs_data
+BVIEW_2002 = ARCHIVE / "rrc00/2002.07/bview.20020722.2337.gz"
+UPDATES = ARCHIVE / "route-views.sydney/bgpdata/2022.06/UPDATES/updates.20220601.0230.bz2"
+
+
+def _slot(path: Path) -> Slot:
+    t = datetime(2026, 7, 30, 14, tzinfo=timezone.utc)
+    return Slot(collector="route-views2", project="routeviews", month="2026-07", target=t,
+                url=str(path), dump_time=t)
+
+
+def _decode_file(path: Path, backend: str, tmp_path: Path):
+    """ingest.run.decode_file as ingest runs it: (stats, decoded, table) or the IngestError text."""
+    w = SnapshotWriter(tmp_path / f"{backend}-{path.name}.parquet")
+    try:
+        stats, decoded = ingest_run.decode_file(path, _slot(path), backends.get(backend), w,
+                                                batch_rows=100_000, source=str(path))
+    except ingest_run.IngestError as exc:
+        w.abort()
+        return str(exc)
+    return stats, decoded, pq.read_table(w.publish())
+
+
+@pytest.mark.parametrize("path", sorted(p for p in EDGE.glob("*") if p.is_file()) + [BVIEW_2002, RV6_2026],
+                         ids=lambda p: p.name)
+def test_stats_equal_the_framing_pass(path):
+    """Records, entries per AFI, skipped records, first timestamp, sizes and sha256 of the one
+    native pass equal framing.scan's (and hashlib's) on the same file."""
+    table, stats = decode(path)
+    assert stats == framing.scan(path)
+    assert stats.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    afi = table.column("afi").to_pylist()
+    assert {a: afi.count(a) for a in set(afi)} == dict(stats.entries)
+
+
+@pytest.mark.parametrize("path", sorted(FAULTY.glob("*")), ids=lambda p: p.name)
+def test_faulty_files_fail_with_the_framing_message(path):
+    with pytest.raises(framing.FramingError) as ref:
+        framing.scan(path)
+    assert decode(path) == str(ref.value)
+
+
+def test_a_file_that_is_not_mrt_or_has_garbage_after_the_stream(tmp_path):
+    cases = {
+        "text.bz2": bz2.compress(b"this is not MRT\n" * 100),
+        "garbage.bz2": RV6_2026.read_bytes() + b"\0garbage",
+        "garbage.gz": (EDGE / "lab.rib.ipv4-addpath.gz").read_bytes() + b"junk",
+        "cut.gz": (EDGE / "rrc00.bview.20180919.0800.64k-record.gz").read_bytes()[:-9],
+        "empty.mrt": b"",
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(framing.FramingError) as ref:
+            framing.scan(p)
+        assert decode(p) == str(ref.value), name
+    assert decode(tmp_path / "garbage.bz2") == "trailing garbage after the bzip2 stream"
+    assert decode(tmp_path / "cut.gz") == "truncated gzip stream (download cut short?)"
+
+
+def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
+    """pbzip2/lbzip2-style .bz2 (3 streams) and concatenated .gz (2 members), cut at record
+    boundaries from the real route-views6 RIB: every entry, as from the original file."""
+    raw = bz2.decompress(RV6_2026.read_bytes())
+    b = boundaries(raw)
+    cuts = [0, b[len(b) // 3], b[2 * len(b) // 3], len(raw)]
+    parts = [raw[x:y] for x, y in zip(cuts, cuts[1:])]
+    three_bz2 = tmp_path / "rib.20260730.1400.bz2"
+    three_bz2.write_bytes(b"".join(bz2.compress(p, 1) for p in parts))
+    two_gz = tmp_path / "rib.20260730.1400.gz"
+    two_gz.write_bytes(gzip.compress(parts[0], 1, mtime=0) + gzip.compress(parts[1] + parts[2], 1, mtime=0))
+    whole, whole_stats = decode(RV6_2026)
+    for f in (three_bz2, two_gz):
+        table, stats = decode(f)
+        assert stats.entries == {6: 164_279} and stats.records == whole_stats.records
+        assert table.equals(whole)
+    # The bgpdump backend reads them whole too (bgpdump alone stops after the first stream).
+    require_tool("bgpdump")
+    stats, decoded, _ = _decode_file(three_bz2, "bgpdump", tmp_path)
+    assert decoded == {4: 0, 6: 164_279}
+
+
+def test_an_updates_file_is_refused_by_every_backend_with_one_message(tmp_path):
+    require_tool("bgpdump")
+    msgs = {name: _decode_file(UPDATES, name, tmp_path) for name in ("native", "bgpdump")}
+    assert msgs["native"] == msgs["bgpdump"]
+    assert msgs["native"].startswith(f"{UPDATES}: no RIB entries (not a RIB dump? records: {{'mrt_type_16': ")
+
+
+def test_every_record_boundary_and_every_byte_cut_of_small_files(tmp_path):
+    """A cut at a record boundary is a shorter valid file (its rows are the first rows of the
+    whole); a cut inside a record is refused, never misread. Every byte of a small file;
+    every boundary and the byte after it of the other raw seeds (TABLE_DUMP v1, ADD-PATH, 64 KiB)."""
+    for name, _ in seeds().items():
+        data, raw = seeds()[name]
+        if not raw:
+            continue
+        cuts = set(boundaries(data))
+        every = name == "quagga.tdv2"
+        for at in range(len(data) + 1) if every else sorted(cuts | {c + 1 for c in cuts if c < len(data)}):
+            out = check(name, data[:at], tmp_path, at if at in cuts else None)
+            assert out == ("rows" if at in cuts and at > 0 else "error"), (name, at)
+
+
+def test_property_based_fuzz_over_the_real_samples():
+    """A few hundred Hypothesis examples (cuts, bit flips, random bytes over raw and compressed
+    real samples); each ends in rows that framing.scan confirms or in a one-line error."""
+    out = fuzz_run(300)
+    assert sum(out.values()) == 300
+    assert any(k.endswith(":rows") for k in out) and any(k.endswith(":error") for k in out)
+
+
+def test_a_panic_in_the_decoder_thread_is_an_exception():
+    import congruency_mrt
+
+    with pytest.raises(congruency_mrt.MrtError, match=r"^internal decoder error: self-test panic$"):
+        congruency_mrt._panic_in_thread()
+
+
+def test_a_download_is_decompressed_once_and_only_a_checked_file_is_kept(tmp_path, capsys, monkeypatch):
+    """Over HTTP the decode pass is the stream check: no other pass decompresses the bytes,
+    and a cut-off .bz2 leaves neither a cached file nor a .part nor Parquet behind."""
+    def forbidden(*a, **k):
+        raise AssertionError("a second decompressing pass ran")
+
+    monkeypatch.setattr(framing, "scan", forbidden)
+    monkeypatch.setattr(download, "_StreamCheck", forbidden)
+    rv2 = "route-views2/bgpdata/2026.07/RIBS/"
+    root = tmp_path / "archive"
+    (root / rv2).mkdir(parents=True)
+    (root / rv2 / "rib.20260730.1400.bz2").write_bytes(
+        (FAULTY / "route-views2.rib.20260730.1400.truncated-download.bz2").read_bytes())
+    (root / "route-views6/bgpdata/2026.07/RIBS").mkdir(parents=True)
+    (root / "route-views6/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2").write_bytes(RV6_2026.read_bytes())
+    data = tmp_path / "data"
+    with serve(root) as url:
+        assert cli(["ingest", "--month", "2026-07", "--days", "30", "--times", "14:00", "--archive-root", url,
+                    "--data-dir", str(data), "--json", "--backend", "native"]) == 1
+    rows = {r["collector"]: r for r in json.loads(capsys.readouterr().out)["snapshots"]}
+    assert rows["route-views6"]["status"] == "ok" and rows["route-views6"]["entries_v6"] == 164_279
+    assert rows["route-views6"]["sha256"] == hashlib.sha256(RV6_2026.read_bytes()).hexdigest()
+    assert rows["route-views2"]["status"] == "failed"
+    assert rows["route-views2"]["error"].endswith("rib.20260730.1400.bz2: truncated bzip2 stream (download cut short?)")
+    kept = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
+    assert [k for k in kept if "route-views2" in k] == []  # no cache file, no .part, no Parquet
+    assert "rib_entries/month=2026-07/collector=route-views6/rib.20260730.1400.parquet" in kept
