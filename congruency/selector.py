@@ -19,7 +19,8 @@ Class (from one IPv4 path and one IPv6 path from the same source AS):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import functools
+from dataclasses import dataclass, fields
 
 from congruency.method import shared_adjacent, shared_asns
 
@@ -118,9 +119,10 @@ class Advice:
     mpt_status_v6: int | None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@functools.lru_cache(maxsize=None)
 def advice(cls: str, primary: int | None) -> Advice:
     """Mode and settings for a class; `primary` is the family kept when only one is used.
 

@@ -463,7 +463,8 @@ def _derived(con, month_snapshots: int) -> pa.Table:
     extra: dict[str, list] = {}
     for row in keys:
         r = dict(zip(_KEY, row))
-        cls = selector.hint_class(r["congruent"], [1] if r["has_shared"] else [], r["adjacent"])
+        adjacent = None if r["adjacent"] < 0 else bool(r["adjacent"])  # null is -1 in the key
+        cls = selector.hint_class(r["congruent"], [1] if r["has_shared"] else [], adjacent)
         fields = selector.hint_fields(cls, r["stability_v4"], r["stability_v6"], r["hops_v4"], r["hops_v6"],
                                       r["snapshots"], month_snapshots)
         for c in _KEY:
@@ -473,13 +474,24 @@ def _derived(con, month_snapshots: int) -> pa.Table:
     return pa.table({**out, **extra}) if keys else None
 
 
-def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
-    """The month's hints table (schema HINTS), streamed: one row per pair of the pairs table."""
+_DUCK = {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT", pa.float64(): "DOUBLE",
+         pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
+
+
+def _duck_type(t: pa.DataType) -> str:
+    return f"{_duck_type(t.value_type)}[]" if pa.types.is_list(t) else _DUCK[t]
+
+
+def _hints_sql(con, cfg: Config, month: str) -> str | None:
+    """The SELECT giving the month's hints table (columns and types of HINTS), or None when
+    the month has no pairs. Joins each pair with its two paths once (a temp table), then
+    with the derived fields of its key."""
     pairs, paths = _glob(cfg, "pairs", month), _glob(cfg, "paths", month)
+    con.execute(f"SET temp_directory = '{_root(cfg) / 'hints' / '.duckdb-tmp'}'")
     con.execute(f"""
-        CREATE OR REPLACE TEMP VIEW hint_input AS
+        CREATE OR REPLACE TEMP TABLE hint_input AS
         SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
-               len(p.shared_asns) > 0 AS has_shared, p.shared_adjacent AS adjacent,
+               len(p.shared_asns) > 0 AS has_shared, coalesce(p.shared_adjacent::TINYINT, -1) AS adjacent,
                s4.stability AS stability_v4, s6.stability AS stability_v6,
                p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
         FROM read_parquet('{pairs}') p
@@ -489,43 +501,48 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
     derived = _derived(con, _month_snapshots(con, cfg, month))
     if derived is None:
-        return pa.RecordBatchReader.from_batches(HINTS, [])
+        return None
     con.register("hint_derived", derived)
-    on = " AND ".join(f"i.{c} IS NOT DISTINCT FROM d.{c}" for c in _KEY)
+    on = " AND ".join(f"i.{c} = d.{c}" for c in _KEY)  # no key column is null
+    direct = {"vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
+              "stability_v4", "stability_v6", "snapshots"}
     cols = []
-    for name in HINTS.names:
-        if name == "month":
-            cols.append(f"'{month}' AS month")
-        elif name == "source_asn":
-            cols.append("i.vp_asn AS source_asn")
-        elif name in ("vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
-                      "stability_v4", "stability_v6", "snapshots"):
-            cols.append(f"i.{name}")
-        elif name == "dest_asn_v6":
-            cols.append("i.dest_asn AS dest_asn_v6")
-        elif name == "via_proxy":
-            cols.append("false AS via_proxy")
-        elif name in ("proxies", "notes"):
-            cols.append(f"[] AS {name}")
-        elif name in derived.column_names:
-            cols.append(f"d.{name}")
+    for f in HINTS:
+        if f.name == "month":
+            expr = f"'{month}'"
+        elif f.name in ("source_asn", "dest_asn_v6"):
+            expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn"}[f.name]
+        elif f.name in direct:
+            expr = f"i.{f.name}"
+        elif f.name == "via_proxy":
+            expr = "false"
+        elif f.name in ("proxies", "notes"):
+            expr = "[]"
+        elif f.name in derived.column_names:
+            expr = f"d.{f.name}"
         else:
-            cols.append(f"NULL AS {name}")
-    reader = con.sql(f"""
-        SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on}
-        ORDER BY i.vp_group, i.vp_asn, i.dest_asn""").to_arrow_reader(100_000)
+            expr = "NULL"
+        if not expr.startswith("d."):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
+            expr = f"CASE WHEN d.hint_class IS NULL THEN NULL ELSE {expr} END"
+        cols.append(f"CAST({expr} AS {_duck_type(f.type)}) AS {f.name}")
+    return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
+            "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
 
-    def batches():
-        for b in reader:
-            yield pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] if b.num_rows else None
 
-    return pa.RecordBatchReader.from_batches(HINTS, (b for b in batches() if b is not None))
+def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
+    """The month's hints table (schema HINTS) as a stream of record batches."""
+    sql = _hints_sql(con, cfg, month)
+    if sql is None:
+        return pa.RecordBatchReader.from_batches(HINTS, [])
+    reader = con.sql(sql).to_arrow_reader(100_000)
+    return pa.RecordBatchReader.from_batches(
+        HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
 
 
 def publish(cfg: Config, month: str | None = None) -> dict:
-    """Build the month's hints table and swap it in as DATA_DIR/hints/month=M (staged in a
-    dot-temp folder, then renamed: readers see the old month or the new one). Returns a
-    summary: month, rows, rows per class, path, seconds."""
+    """Build the month's hints table and swap it in as DATA_DIR/hints/month=M (written by
+    DuckDB into a dot-temp folder, then renamed: readers see the old month or the new one).
+    Returns a summary: month, rows, rows per class, path, seconds."""
     from common import console
 
     t0 = time.perf_counter()
@@ -534,33 +551,32 @@ def publish(cfg: Config, month: str | None = None) -> dict:
     stage = root / "hints" / f".staging-{month}-{uuid.uuid4().hex[:8]}"
     final = root / "hints" / f"month={month}"
     con = connect()
-    classes: dict[str, int] = {}
-    rows = 0
     try:
         with console.progress() as prog:
-            task = prog.add_task(f"hints {month}", total=None)
+            task = prog.add_task(f"hints {month}", total=3)
             stage.mkdir(parents=True)
-            reader = build(con, cfg, month)
-            with pq.ParquetWriter(stage / "part-0.parquet", HINTS, compression="zstd") as w:
-                for b in reader:
-                    w.write_batch(b)
-                    rows += b.num_rows
-                    for c, n in zip(*_value_counts(b.column(HINTS.get_field_index("hint_class")))):
-                        classes[c] = classes.get(c, 0) + n
-                    prog.update(task, completed=rows)
+            out = stage / "part-0.parquet"
+            sql = _hints_sql(con, cfg, month)
+            prog.advance(task)
+            if sql is None:
+                pq.write_table(HINTS.empty_table(), out, compression="zstd")
+            else:
+                con.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet, COMPRESSION zstd)")
+            if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
+                raise OSError(f"{out}: written schema differs from common.tables.HINTS")
+            prog.advance(task)
+            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet('{out}') GROUP BY 1 ORDER BY 1").fetchall()
             trash = root / "hints" / f".replaced-{month}-{uuid.uuid4().hex[:8]}"
             if final.exists():
                 os.replace(final, trash)
             os.replace(stage, final)
             shutil.rmtree(trash, ignore_errors=True)
+            prog.advance(task)
     finally:
         con.close()
+        shutil.rmtree(root / "hints" / ".duckdb-tmp", ignore_errors=True)
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
-    return {"month": month, "rows": rows, "classes": dict(sorted(classes.items())), "path": str(final),
+    classes = {c: int(n) for c, n in counts}
+    return {"month": month, "rows": sum(classes.values()), "classes": classes, "path": str(final),
             "seconds": round(time.perf_counter() - t0, 3)}
-
-
-def _value_counts(arr) -> tuple[list, list]:
-    vc = arr.value_counts()
-    return vc.field("values").to_pylist(), vc.field("counts").to_pylist()

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""The path selector's costs, each against a floor measured side by side in this script:
+
+- hints table: `pipeline.hints.publish` over a generated month of N pairs (and 2N paths)
+  vs the floor = DuckDB joining the same pairs with their two paths and writing the result
+  as Parquet (the I/O any hints table needs). The selector's definitions run in Python once
+  per distinct key (class inputs, stabilities, hops, snapshots), not per pair: the number
+  of distinct keys is reported.
+- address lookup: `advise` for one IPv4 and one IPv6 address (longest-prefix match over the
+  month's rib_entries) vs the floor = DuckDB reading the prefix, afi and origin columns of
+  the same rib_entries once.
+
+    .venv/bin/python bench/hints.py --pairs 2000000 [--entries DATA_DIR_WITH_RIB_ENTRIES --month 2026-07]
+
+Writes under bench/out/hints/ (or --work DIR).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+MONTH = "2026-01"
+
+
+def generate(con, root: Path, pairs: int) -> None:
+    """A published month of `pairs` pairs from 300 VPs; 70% of the paths fully stable."""
+    for t in ("pairs", "paths", "vps"):
+        (root / t / f"month={MONTH}").mkdir(parents=True, exist_ok=True)
+    con.execute(f"""
+        CREATE OR REPLACE TABLE p AS
+        SELECT 'route-views' AS vp_group, (i % 300) + 1 AS vp_asn, (i // 300) + 1000 AS dest_asn,
+               hash(i) AS h FROM range({pairs}) t(i)""")
+    con.execute(f"""
+        COPY (SELECT vp_group, vp_asn, dest_asn,
+                     [vp_asn, 5000 + h % 40, 6000 + (h >> 8) % 500, dest_asn] AS v4_path,
+                     [vp_asn, 5000 + (h >> 16) % 40, 7000 + (h >> 24) % 500, dest_asn] AS v6_path,
+                     (h % 10 = 0) AS congruent, 3::INT AS hops_v4, 3::INT AS hops_v6,
+                     CASE WHEN (h % 40) = ((h >> 16) % 40) THEN [5000 + h % 40] ELSE [] END AS shared_asns,
+                     CASE WHEN (h % 40) = ((h >> 16) % 40) THEN true END AS shared_adjacent,
+                     []::BIGINT[] AS non_adopters, 2::INT AS edit_distance
+              FROM p) TO '{root}/pairs/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+    con.execute(f"""
+        COPY (SELECT vp_group, vp_asn, dest_asn, afi::TINYINT AS afi,
+                     [vp_asn, dest_asn] AS path, 10::BIGINT AS observations, 10::BIGINT AS path_observations,
+                     CASE WHEN (h >> afi) % 10 < 7 THEN 1.0 ELSE round(((h >> (afi + 4)) % 100) / 100.0, 2) END
+                       AS stability, 1::BIGINT AS prefixes, 1 + ((h >> afi) % 5)::BIGINT AS snapshots
+              FROM p, (VALUES (4), (6)) a(afi)) TO '{root}/paths/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+    con.execute(f"""COPY (SELECT DISTINCT vp_group, vp_asn FROM p)
+                    TO '{root}/vps/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+
+
+def floor_hints(con, root: Path, out: Path) -> int:
+    pairs, paths = f"{root}/pairs/month={MONTH}/*.parquet", f"{root}/paths/month={MONTH}/*.parquet"
+    con.execute(f"""
+        COPY (SELECT p.*, s4.stability AS stability_v4, s6.stability AS stability_v6,
+                     least(s4.snapshots, s6.snapshots) AS snapshots
+              FROM read_parquet('{pairs}') p
+              JOIN read_parquet('{paths}') s4 ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn
+                   AND s4.dest_asn = p.dest_asn AND s4.afi = 4
+              JOIN read_parquet('{paths}') s6 ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn
+                   AND s6.dest_asn = p.dest_asn AND s6.afi = 6
+              ORDER BY p.vp_group, p.vp_asn, p.dest_asn)
+        TO '{out}' (FORMAT parquet, COMPRESSION zstd)""")
+    return con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()[0][0]
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    r = fn()
+    return time.perf_counter() - t0, r
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=1_000_000)
+    ap.add_argument("--entries", type=Path, help="a data dir with a published month (rib_entries, paths, vps, pairs)")
+    ap.add_argument("--month", default="2026-07")
+    ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out" / "hints")
+    args = ap.parse_args()
+
+    from common.config import load
+    from pipeline import hints
+
+    res: dict = {"pairs": args.pairs}
+    root = args.work / f"month-{args.pairs}"
+    shutil.rmtree(root, ignore_errors=True)
+    con = hints.connect()
+    generate(con, root, args.pairs)
+    cfg = load().with_overrides(data_dir=root)
+    floor_s, n = timed(lambda: floor_hints(con, root, args.work / "floor.parquet"))
+    pub_s, summary = timed(lambda: hints.publish(cfg, MONTH))
+    keys = con.execute(f"""SELECT count(*) FROM (SELECT DISTINCT stability, snapshots, afi FROM
+                           read_parquet('{root}/paths/month={MONTH}/*.parquet'))""").fetchall()[0][0]
+    assert summary["rows"] == n == args.pairs, (summary, n)
+    res["hints"] = {"publish_s": round(pub_s, 2), "floor_s": round(floor_s, 2), "ratio": round(pub_s / floor_s, 2),
+                    "pairs_per_s": round(n / pub_s), "classes": summary["classes"], "distinct_path_numbers": keys}
+    if args.entries:
+        ecfg = load().with_overrides(data_dir=args.entries)
+        glob = f"{args.entries}/rib_entries/month={args.month}/*/*.parquet"
+        scan_s, rows = timed(lambda: con.execute(
+            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet('{glob}')").fetchall())
+        ask_s, ans = timed(lambda: hints.advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
+        res["lookup"] = {"advise_s": round(ask_s, 3), "scan_floor_s": round(scan_s, 3),
+                         "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],
+                         "prefix_v4": ans["hints"][0]["prefix_v4"]}
+    con.close()
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
