@@ -65,14 +65,6 @@ def _rows(con, sql: str, params=None) -> list[dict]:
     return rel.to_arrow_table().to_pylist()
 
 
-def _open(cfg):
-    try:
-        con = warehouse.memory(cfg)
-    except warehouse.WarehouseError as exc:
-        raise ReportError(str(exc)) from None
-    return con
-
-
 def _need_month(con, month: str) -> None:
     have = warehouse.months(con)
     if month not in have:
@@ -339,12 +331,7 @@ def month_html(con, month: str) -> str:
 
 def write_month_report(cfg, month: str, out: Path | None = None) -> Path:
     """DATA_DIR/reports/month=M/report.html (or `out`): one month, offline; ReportError when unpublished."""
-    con = _open(cfg)
-    try:
-        text = month_html(con, month)
-    finally:
-        con.close()
-    return _write(Path(out) if out else month_path(cfg, month), text)
+    return _render(cfg, lambda con: month_html(con, month), out or (lambda: month_path(cfg, month)))
 
 
 # ----------------------------------------------------------------------------- trend report
@@ -413,9 +400,26 @@ def trend_html(con) -> str:
 
 def write_trend_report(cfg, out: Path | None = None) -> Path:
     """DATA_DIR/reports/trend.html (or `out`): every published month, offline."""
-    con = _open(cfg)
+    return _render(cfg, trend_html, out or (lambda: trend_path(cfg)))
+
+
+def _render(cfg, page, out) -> Path:
+    """Render `page(con)` and write it atomically to `out` (a path, or a function giving the default)."""
+    import duckdb
+
     try:
-        text = trend_html(con)
+        target = Path(out() if callable(out) else out)
+        con = warehouse.memory(cfg)
+    except warehouse.WarehouseError as exc:
+        raise ReportError(str(exc)) from None
+    try:
+        text = page(con)
+    except duckdb.Error as exc:
+        raise ReportError(f"{warehouse.data_root(cfg)}: reading the tables failed: "
+                          f"{' '.join(str(exc).splitlines()[0].split())}") from None
     finally:
         con.close()
-    return _write(Path(out) if out else trend_path(cfg), text)
+    try:
+        return _write(target, text)
+    except OSError as exc:
+        raise ReportError(f"{target}: cannot write the report: {exc.strerror or exc}") from None
