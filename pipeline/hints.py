@@ -15,11 +15,8 @@ Library use:
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
-import shutil
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -482,12 +479,13 @@ def _duck_type(t: pa.DataType) -> str:
     return f"{_duck_type(t.value_type)}[]" if pa.types.is_list(t) else _DUCK[t]
 
 
-def _hints_sql(con, cfg: Config, month: str) -> str | None:
+def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str | None:
     """The SELECT giving the month's hints table (columns and types of HINTS), or None when
     the month has no pairs. Joins each pair with its two paths once (a temp table), then
     with the derived fields of its key."""
     pairs, paths = _glob(cfg, "pairs", month), _glob(cfg, "paths", month)
-    con.execute(f"SET temp_directory = '{_root(cfg) / 'hints' / '.duckdb-tmp'}'")
+    if spill is not None:
+        con.execute(f"SET temp_directory = '{spill}'")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE hint_input AS
         SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
@@ -540,23 +538,24 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
 
 
 def publish(cfg: Config, month: str | None = None) -> dict:
-    """Build the month's hints table and swap it in as DATA_DIR/hints/month=M (written by
-    DuckDB into a dot-temp folder, then renamed: readers see the old month or the new one).
-    Returns a summary: month, rows, rows per class, path, seconds."""
+    """Build the month's hints table and publish it as DATA_DIR/hints/month=M like the other
+    tables (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then swapped
+    in; readers see the old month or the new one). Returns a summary: month, rows, rows per
+    class, path, seconds."""
     from common import console
+    from pipeline.publish import LocalStore
 
     t0 = time.perf_counter()
     month = resolve_month(cfg, month)
-    root = _root(cfg)
-    stage = root / "hints" / f".staging-{month}-{uuid.uuid4().hex[:8]}"
-    final = root / "hints" / f"month={month}"
+    store = LocalStore(_root(cfg))
+    staged = store.staging(month)
     con = connect()
     try:
         with console.progress() as prog:
             task = prog.add_task(f"hints {month}", total=3)
-            stage.mkdir(parents=True)
-            out = stage / "part-0.parquet"
-            sql = _hints_sql(con, cfg, month)
+            out = Path(staged) / "hints" / "part-0.parquet"
+            store.mkdirs(str(out.parent))
+            sql = _hints_sql(con, cfg, month, Path(staged) / ".duckdb-tmp")
             prog.advance(task)
             if sql is None:
                 pq.write_table(HINTS.empty_table(), out, compression="zstd")
@@ -566,17 +565,15 @@ def publish(cfg: Config, month: str | None = None) -> dict:
                 raise OSError(f"{out}: written schema differs from common.tables.HINTS")
             prog.advance(task)
             counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet('{out}') GROUP BY 1 ORDER BY 1").fetchall()
-            trash = root / "hints" / f".replaced-{month}-{uuid.uuid4().hex[:8]}"
-            if final.exists():
-                os.replace(final, trash)
-            os.replace(stage, final)
-            shutil.rmtree(trash, ignore_errors=True)
+            con.close()
+            store.delete(f"{staged}/.duckdb-tmp")
+            [final] = store.publish(staged, ["hints"], month)
+            staged = None
             prog.advance(task)
     finally:
         con.close()
-        shutil.rmtree(root / "hints" / ".duckdb-tmp", ignore_errors=True)
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)
+        if staged is not None:
+            store.delete(staged)
     classes = {c: int(n) for c, n in counts}
-    return {"month": month, "rows": sum(classes.values()), "classes": classes, "path": str(final),
+    return {"month": month, "rows": sum(classes.values()), "classes": classes, "path": final,
             "seconds": round(time.perf_counter() - t0, 3)}

@@ -1,15 +1,13 @@
-"""Published months for the path-selector tests, computed by the pure-Python reference
-(congruency/reference.py) and written in the published layout (no Spark needed):
-a synthetic month whose relationships are known by construction, and the real 2026-07 pair.
+"""A published month for the path-selector tests whose relationships are known by
+construction, computed by the pure-Python reference (congruency/reference.py) and written in
+the published layout (no Spark needed).
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from common.params import MethodParams, load_groups
@@ -92,22 +90,5 @@ def publish_synthetic(data: Path, month: str = MONTH) -> dict[str, list[dict]]:
     rows = synthetic_rows()
     write_entries(data, month, rows)
     tables = reference.compute_month(rows, month, P0)
-    write_tables(data, month, tables)
-    return tables
-
-
-def publish_reference_of(entries_dir: Path, data: Path, month: str) -> dict[str, list[dict]]:
-    """The reference over an ingested month, published under `data` (entries linked, not copied)."""
-    src = entries_dir / "rib_entries" / f"month={month}"
-    (data / "rib_entries").mkdir(parents=True, exist_ok=True)
-    (data / "rib_entries" / f"month={month}").symlink_to(src, target_is_directory=True)
-    cols = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
-    d = ds.dataset(src, partitioning="hive")
-
-    def rows():
-        for b in d.to_batches(columns=cols):
-            yield from b.to_pylist()
-
-    tables = reference.compute_month(rows(), month, replace(P0))
     write_tables(data, month, tables)
     return tables

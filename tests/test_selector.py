@@ -152,6 +152,7 @@ def test_hints_table_of_synthetic_month(synth):
     # a re-run replaces the month and leaves nothing staged
     assert hints.publish(cfg, MONTH)["rows"] == len(pairs)
     assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
+    assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
 
 
 def test_advise_vp_matches_table_and_method(synth):
@@ -281,14 +282,20 @@ def test_no_published_month(tmp_path, capsys):
 
 # ------------------------------------------------------------------ the real 2026-07 pair
 @needs_data
-def test_real_month_classes_equal_pairs(ingested_2026, tmp_path_factory):
+def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory):
+    """The compare job (DuckDB engine) publishes the real month, then the selector reads it."""
+    from pipeline import job
+
     data = tmp_path_factory.mktemp("hints-real")
-    tables = hintdata.publish_reference_of(ingested_2026, data, "2026-07")
-    cfg = cfg_for(data)
+    (data / "rib_entries").mkdir()
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    cfg = config.with_overrides(data_dir=data, engine="duckdb")
+    [res] = job.run_months(cfg, ["2026-07"])
+    assert res.error is None, res.error
     assert hints.resolve_month(cfg, None) == "2026-07"  # the latest published month
     summary = hints.publish(cfg)
     rows = pq.read_table(data / "hints" / "month=2026-07").to_pylist()
-    pairs = tables["pairs"]
+    pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()
     assert summary["rows"] == len(rows) == len(pairs) == 2167
     by_key = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in rows}
     for p in pairs:
