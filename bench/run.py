@@ -320,9 +320,10 @@ def notes(doc: dict) -> list[str]:
     out = []
     for s in sorted(doc["scales"].values(), key=lambda s: s["scale"]):
         ig = s["stages"].get("ingest", {})
-        if ig.get("ingest (bgpkit)") and ig.get("bgpdump -m"):
-            b = ig["ingest (bgpkit)"]
-            out.append(f"scale {s['scale']}: ingest (bgpkit) used {b['cpu_s']:.0f} CPU s in {b['seconds']:.0f} s wall "
+        name = next((k for k in ("ingest (native)", "ingest (bgpkit)") if ig.get(k)), None)
+        if name and ig.get("bgpdump -m"):
+            b = ig[name]
+            out.append(f"scale {s['scale']}: {name} used {b['cpu_s']:.0f} CPU s in {b['seconds']:.0f} s wall "
                        f"({b['cpu_s'] / b['seconds']:.1f} cores) at {b['time_vs_bgpdump_m']:.2f}x bgpdump -m's time.")
     return out
 
@@ -332,8 +333,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=int, nargs="+", default=[], metavar="N",
                     help="about N million RIB entries per month, e.g. 1 10 50 (several allowed)")
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of ingest,compare,duckdb")
-    ap.add_argument("--backends", default="bgpkit",
-                    help="comma-separated ingest backends, default bgpkit (production's default); the "
+    ap.add_argument("--backends", default="native",
+                    help="comma-separated ingest backends, default native (production's default); the "
                          "first one's Parquet feeds the Spark and DuckDB stages")
     ap.add_argument("--repeat", type=int, default=2, help="runs per measurement, best reported (default 2)")
     ap.add_argument("--min-coverage", type=float,

@@ -227,3 +227,26 @@ def test_exists(archive, tmp_path):
     archive.faults[RIB] = "500"
     with pytest.raises(DownloadError, match="HTTP 500"):
         exists(archive + RIB)
+
+
+def test_a_callers_check_replaces_the_stream_check_before_the_rename(archive, tmp_path):
+    """Ingest passes its decode pass as `check`: it sees the complete .part before the final
+    name exists, a cached file on later calls, and whatever it raises leaves nothing behind."""
+    dest, seen = tmp_path / "cache" / "bview.gz", []
+
+    def accept(p: Path) -> None:
+        seen.append((p, p.is_file(), dest.exists(), digest(p) if p.is_file() else None))
+
+    r = fetch(archive + DUMP, dest, check=accept, **FAST)
+    assert seen == [(part_of(dest), True, False, digest(ARCHIVE / DUMP[1:]))]
+    assert r == FetchResult(dest, digest(dest)[0], "", resumed=False, attempts=1, cached=False)
+    seen.clear()
+    assert fetch(archive + DUMP, dest, check=accept, **FAST).cached and seen == [(dest, True, True, digest(dest))]
+
+    def refuse(p: Path) -> None:
+        raise ValueError(f"{p.name}: refused")
+
+    other = tmp_path / "cache" / "other.gz"
+    with pytest.raises(ValueError, match=r"^\.other\.gz\.part: refused$"):
+        fetch(archive + DUMP, other, check=refuse, **FAST)
+    assert_nothing_left(other)
