@@ -93,8 +93,11 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
            f"union_by_name = true{', filename = true' if name == 'rib_entries' else ''})")
     where = ""
     if name == "rib_entries" and with_manifest:
-        where = (f" WHERE EXISTS (SELECT 1 FROM {schema}.manifest m WHERE m.status = 'ok' AND m.month = e.month"
-                 " AND m.collector = e.collector AND parse_filename(m.output) = parse_filename(e.filename))")
+        # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
+        # skip files before reading them (1.4-2x a bare scan on the real sample; a correlated EXISTS was 3-30x).
+        base = _sql_str(glob.split("/month=")[0] + "/month=")
+        where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
+                 f"parse_filename(m.output) FROM {schema}.manifest m WHERE m.status = 'ok')")
     return f"CREATE VIEW {schema}.{_ident(name)} AS SELECT {select} FROM {src} e{where}"
 
 

@@ -210,7 +210,11 @@ def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys
     (data / "rib_entries" / "month=2026-07" / "collector=rrc00").mkdir(parents=True)
     shutil.copy(next((data / "rib_entries" / "month=2026-01").rglob("*.parquet")),
                 data / "rib_entries" / "month=2026-07" / "collector=rrc00" / "x.parquet")  # no manifest yet
+    entries = con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0]
+    extra = data / "rib_entries" / "month=2026-03" / "collector=rrc00" / "rib.20260302.0000.parquet"
+    shutil.copy(next(extra.parent.glob("*.parquet")), extra)  # written, but the manifest does not list it yet
     assert con.execute(count).fetchall()[0][0] == before
+    assert con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0] == entries
     assert con.execute("SELECT count(*) FROM rib_entries WHERE month = '2026-07'").fetchall()[0][0] == 0
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == 0
     # Publishing is a rename of the whole month folder: visible at once, without a refresh.
