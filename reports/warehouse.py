@@ -94,7 +94,7 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
     where = ""
     if name == "rib_entries" and with_manifest:
         # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
-        # skip files before reading them (1.4-2x a bare scan on the real sample; a correlated EXISTS was 3-30x).
+        # skip files before reading them: a few ms per query (bench/warehouse.py; a correlated EXISTS was 3-30x).
         base = _sql_str(glob.split("/month=")[0] + "/month=")
         where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
                  f"parse_filename(m.output) FROM {schema}.manifest m WHERE m.status = 'ok')")
