@@ -218,36 +218,50 @@ def rank(cands: Sequence[Candidate]) -> list[Candidate]:
     return sorted(cands, key=lambda c: (-c.stability, len(c.path), repr(c.key)))
 
 
+#: choose_k gives up (ValueError) rather than search longer than this many subsets.
+MAX_SEARCH_NODES = 2_000_000
+
+
 def choose_k(cands: Sequence[Candidate], k: int, src: int) -> list[Candidate]:
     """The k candidates that share the fewest ASes (ties: most stable, then shortest, then
     the earliest in rank order). Exact: a branch-and-bound search over subsets in rank
-    order, pruned when the shared ASes so far already exceed the best complete set's (the
-    count never decreases as paths are added)."""
+    order; a branch is cut when even its best completion (shared ASes so far, which never
+    decrease; the most stable and the shortest remaining paths) cannot beat the best set
+    found. Raises ValueError past MAX_SEARCH_NODES."""
     if k < 1:
         raise ValueError("k must be >= 1")
     order = rank(cands)
     if k >= len(order):
         return order
+    stab = [c.stability for c in order]  # descending: rank sorts by stability first
+    hops = [len(c.path) - 1 for c in order]
     best: list | None = None
     best_key: tuple | None = None
+    nodes = 0
 
-    def walk(start: int, chosen: list[Candidate]):
-        nonlocal best, best_key
-        if len(chosen) == k:
+    def walk(start: int, chosen: list[Candidate], s: float, h: int):
+        nonlocal best, best_key, nodes
+        nodes += 1
+        if nodes > MAX_SEARCH_NODES:
+            raise ValueError(f"choosing {k} of {len(order)} paths needs too large a search; ask for fewer")
+        need = k - len(chosen)
+        if need == 0:
             key = selection_key(chosen, src)
             if best_key is None or key < best_key:
                 best, best_key = list(chosen), key
             return
-        if best_key is not None and len(shared_among([c.path for c in chosen], src)) > best_key[0]:
-            return
-        for i in range(start, len(order) - (k - len(chosen)) + 1):
+        if best_key is not None:
+            bound = (len(shared_among([c.path for c in chosen], src)), -round(s + sum(stab[start:start + need]), 9),
+                     h + sum(sorted(hops[start:])[:need]))
+            if bound >= best_key:
+                return
+        for i in range(start, len(order) - need + 1):
             chosen.append(order[i])
-            walk(i + 1, chosen)
+            walk(i + 1, chosen, s + stab[i], h + hops[i])
             chosen.pop()
 
-    walk(0, [])
+    walk(0, [], 0.0, 0)
     return best
-
 
 
 def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None,

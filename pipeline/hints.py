@@ -439,7 +439,10 @@ def select(hints: list[dict], k: int, src: int) -> dict:
     """Rank the endpoints' underlay paths and choose the k sharing the fewest ASes."""
     cands = [selector.Candidate((h["endpoint"], afi), tuple(h[f"v{afi}_path"]), h[f"stability_v{afi}"])
              for h in hints for afi in (4, 6) if h[f"v{afi}_path"]]
-    chosen = selector.choose_k(cands, k, src) if cands else []
+    try:
+        chosen = selector.choose_k(cands, k, src) if cands else []
+    except ValueError as exc:
+        raise HintError(f"--k: {exc}") from None
 
     def row(c):
         return {"endpoint": c.key[0], "afi": c.key[1], "path": list(c.path), "stability": c.stability}

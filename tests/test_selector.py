@@ -130,6 +130,14 @@ def test_k_choice_is_optimal_against_brute_force():
         assert got == want, case
 
 
+def test_k_choice_search_is_bounded(monkeypatch):
+    many = [Candidate((f"e{i}", 4), (1, 100 + i, 1000 + i), 1.0) for i in range(64)]
+    assert len(choose_k(many, 32, 1)) == 32  # C(64, 32) subsets, cut at once by the bound
+    monkeypatch.setattr(selector, "MAX_SEARCH_NODES", 3)
+    with pytest.raises(ValueError, match="too large a search"):
+        choose_k(many, 32, 1)
+
+
 # ------------------------------------------------------------------ synthetic month
 def test_hints_table_of_synthetic_month(synth):
     data, tables = synth
