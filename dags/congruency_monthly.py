@@ -12,7 +12,9 @@ ingest_done -> compare (in the worker, or through spark-submit on a cluster; the
 of runner/month.py; nothing here decides anything the command line does not.
 
 Environment read when the file is parsed: CONGRUENCY_SPARK_CONN (the Airflow connection
-naming the cluster's master, default spark_default), CONGRUENCY_DOWNLOAD_POOL.
+naming the cluster's master, default spark_default), CONGRUENCY_DOWNLOAD_POOL (default
+congruency_downloads; create it with `airflow pools set congruency_downloads 4 ...`),
+CONGRUENCY_DAG_RETRIES (default 3).
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ PARAMS = {
 }
 
 DEFAULT_ARGS = {
-    "retries": 3,
+    "retries": int(os.environ.get("CONGRUENCY_DAG_RETRIES", "3")),
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": 2.0,
     "max_retry_delay": timedelta(hours=1),
