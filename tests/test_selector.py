@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
