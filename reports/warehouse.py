@@ -89,8 +89,9 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
     hive_types = ", ".join(f"{_sql_str(k)}: {MONTH_TYPE}" for k in keys)
     cols = ["month"] + [c for c in doc.schema.names if c != "month"]
     select = ", ".join(f"e.{_ident(c)}" for c in cols)
-    src = (f"read_parquet({_sql_str(glob)}, hive_partitioning = true, hive_types = {{{hive_types}}}, "
-           f"union_by_name = true{', filename = true' if name == 'rib_entries' else ''})")
+    # No union_by_name: it would read every file's footer at each query; the schemas are a contract.
+    src = (f"read_parquet({_sql_str(glob)}, hive_partitioning = true, hive_types = {{{hive_types}}}"
+           f"{', filename = true' if name == 'rib_entries' else ''})")
     where = ""
     if name == "rib_entries" and with_manifest:
         # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
