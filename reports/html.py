@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from reports import warehouse
+from reports import query, warehouse
 
 #: The 2014 study (Wolff, Cao, et al.): section III, 72 VPs, 2014-03.
 REFERENCE_2014 = {
@@ -89,9 +89,7 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
 
     p = {"month": month}
     summary = _rows(con, "SELECT * FROM month_summary WHERE month = $month", p)[0]
-    vps = _rows(con, "SELECT vp_group, vp_asn, vp_class, pairs, noncongruent_pairs, noncongruent_fraction, "
-                     "coverage_v4, coverage_v6 FROM vps WHERE month = $month AND pairs > 0 "
-                     "ORDER BY noncongruent_fraction DESC, vp_group, vp_asn", p)
+    vps = _rows(con, query.get("vp_congruency").sql, p)
     figs = []
 
     # Figure 2a: CDF of the per-VP non-congruent fraction, edge and transit VPs apart.
@@ -135,7 +133,7 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
                               ("not_adjacent", "a shared AS not adjacent", "#ff7f0e")):
         f.add_trace(go.Bar(x=buckets, y=[by.get(b, {}).get(key, 0) for b in buckets], name=label, marker_color=color,
                            hovertemplate="%{x} shared ASes, " + label + ": %{y} pairs<extra></extra>"))
-    _layout(f, f"Non-congruent pairs by shared ASes, {month}", "ASes on both paths, besides VP and destination",
+    _layout(f, f"Non-congruent pairs by shared ASes, {month}", "ASes on both paths besides VP and destination (count)",
             "non-congruent pairs (count)", barmode="stack")
     figs.append(Figure("fig-shared", f, "Non-congruent pairs by how many intermediate ASes their two paths share, "
                        "split by whether every shared AS sits right after the VP or right before the destination."))
@@ -286,7 +284,7 @@ def _page(title: str, intro: str, sections: list[str]) -> str:
 
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     # No network at all: the page may load nothing but what it carries inline.
-    csp = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    csp = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
            "img-src data: blob:; font-src data:")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

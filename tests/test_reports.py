@@ -99,7 +99,8 @@ class Chromium:
             if m == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
                 errors.append(" ".join(str(a.get("value", a.get("description"))) for a in p["args"]))
             elif m == "Runtime.exceptionThrown":
-                errors.append(p["exceptionDetails"].get("text"))
+                d = p["exceptionDetails"]
+                errors.append(d.get("exception", {}).get("description") or d.get("text"))
             elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
                 errors.append(p["entry"]["text"])
             elif m == "Network.requestWillBeSent" and p["request"]["url"] != page.resolve().as_uri() \
@@ -192,6 +193,19 @@ def check_page(browser: Chromium, page: Path, shots: Path, name: str) -> list[di
         assert f["drawn"] == f["traces"], f
         assert f["hover"] and f["title"] and f["xtitle"] and f["ytitle"] and len(f["caption"]) > 40, f
     return figs
+
+
+def test_the_page_checks_catch_requests_and_errors(browser, tmp_path):
+    """Negative control: a page that fetches and throws is reported (the request is to a
+    refused port on 127.0.0.1, so nothing leaves the machine)."""
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><img src='http://127.0.0.1:9/x.png'>"
+                    "<script>throw new Error('boom')</script></body></html>")
+    browser.open(page)
+    browser.eval("new Promise(function (ok) { setTimeout(ok, 300); })")
+    probs = browser.problems(page)
+    assert probs["requests"] == ["http://127.0.0.1:9/x.png"]
+    assert any("Error: boom" in (e or "") for e in probs["errors"]), probs
 
 
 def test_month_report_in_chromium(browser, data, tmp_path):
