@@ -196,8 +196,8 @@ def check_page(browser: Chromium, page: Path, shots: Path, name: str) -> list[di
 
 
 def test_the_page_checks_catch_requests_and_errors(browser, tmp_path):
-    """Negative control: a page that fetches and throws is reported (the request is to a
-    refused port on 127.0.0.1, so nothing leaves the machine)."""
+    """Negative controls: a page that fetches and throws is reported (the request is to a
+    refused port on 127.0.0.1, so nothing leaves the machine); a blank page reads as blank."""
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><img src='http://127.0.0.1:9/x.png'>"
                     "<script>throw new Error('boom')</script></body></html>")
@@ -206,6 +206,11 @@ def test_the_page_checks_catch_requests_and_errors(browser, tmp_path):
     probs = browser.problems(page)
     assert probs["requests"] == ["http://127.0.0.1:9/x.png"]
     assert any("Error: boom" in (e or "") for e in probs["errors"]), probs
+    blank = tmp_path / "blank.html"
+    blank.write_text("<!DOCTYPE html><html><body></body></html>")
+    browser.open(blank)
+    stats = browser.screenshot(tmp_path / "blank.png")
+    assert stats["colors"] == 1 and stats["ink"] == 0, stats  # what check_page's non-blank test rejects
 
 
 def test_month_report_in_chromium(browser, data, tmp_path):
