@@ -387,16 +387,19 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []
 
 
-def test_real_sample_ingested_month(ingested_2026, capsys):
+def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     """The real 2026-07-30 pair, ingested but not compared: its entries are queryable, the
     compare-table queries and reports say the month has no results."""
-    D = ("--data-dir", str(ingested_2026))
+    data = tmp_path / "data"
+    for t in ("rib_entries", "manifest"):  # a copy: other tests publish into the shared fixture
+        shutil.copytree(ingested_2026 / t, data / t)
+    D = ("--data-dir", str(data))
     rc, out, err = _cli(capsys, "warehouse", "--json", *D)
     assert rc == 0, err
     assert json.loads(out)["views"] == {"manifest": ["2026-07"], "rib_entries": ["2026-07"]}
-    got = _json(capsys, ingested_2026, "--sql", "SELECT collector, afi, count(*) AS n, "
+    got = _json(capsys, data, "--sql", "SELECT collector, afi, count(*) AS n, "
                 "count(DISTINCT peer_asn) AS peers FROM rib_entries GROUP BY ALL ORDER BY ALL")
-    t = ds.dataset(ingested_2026 / "rib_entries", format="parquet", partitioning="hive").to_table(
+    t = ds.dataset(data / "rib_entries", format="parquet", partitioning="hive").to_table(
         columns=["collector", "afi", "peer_asn"])
     want = []
     for (c, afi), n in sorted(Counter(zip(t["collector"].to_pylist(), t["afi"].to_pylist())).items()):
@@ -404,7 +407,7 @@ def test_real_sample_ingested_month(ingested_2026, capsys):
                  if (cc, a) == (c, afi)}
         want.append({"collector": c, "afi": afi, "n": n, "peers": len(peers)})
     assert got == want
-    rows = pq.read_table(ingested_2026 / "manifest" / "month=2026-07").to_pylist()
+    rows = pq.read_table(data / "manifest" / "month=2026-07").to_pylist()
     assert sum(r["n"] for r in got if r["afi"] == 4) == sum(r["entries_v4"] for r in rows)
     rc, _, err = _cli(capsys, "query", "vp_congruency", "--month", "2026-07", *D)
     assert rc == 1
@@ -412,4 +415,3 @@ def test_real_sample_ingested_month(ingested_2026, capsys):
     rc, _, err = _cli(capsys, "report", "--month", "2026-07", *D)
     assert rc == 1
     _one_line_error(err, "2026-07", "no published results")
-    (ingested_2026 / "warehouse.duckdb").unlink()
