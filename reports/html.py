@@ -174,7 +174,7 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
         for reason, _ in CLEANING:
             left -= counts.get(reason, 0)
             ys.append(left)
-        f.add_trace(go.Funnel(y=stages, x=ys, name=f"IPv{afi}", textinfo="value+percent initial",
+        f.add_trace(go.Funnel(y=stages, x=ys, name=f"IPv{afi}", texttemplate="%{value:,}<br>%{percentInitial:.2%}",
                               hovertemplate="IPv" + str(afi) + " %{y}: %{x} entries "
                                             "(%{percentInitial:.1%} of all)<extra></extra>"))
     # A funnel's x axis is centred on 0 (negative ticks): name it, but let the bars carry the counts.
