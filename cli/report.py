@@ -31,12 +31,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    import re
-
+    from ingest.discovery import parse_month
     from reports import html
 
-    if args.month and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", args.month):
-        console.error(f"--month: expected YYYY-MM, got {args.month!r}")
+    try:
+        if args.month:
+            parse_month(args.month)
+    except ValueError as exc:
+        console.error(str(exc))
         return 2
     try:
         with console.err.status("writing the report"):

@@ -369,7 +369,7 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
                        "no IPv6 path that month: how much of the non-congruence IPv6 adoption alone could remove."))
 
     tr = _rows(con, "SELECT month, kind, count(*) AS n FROM transitions GROUP BY ALL") if \
-        "transitions" in _views(con) else []
+        "transitions" in warehouse.views(con) else []
     by = {(r["month"], r["kind"]): r["n"] for r in tr}
     f = go.Figure()
     for kind, label in TRANSITION_KINDS:
@@ -381,10 +381,6 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
                        "month before, by why: the pair existed, the destination newly has IPv6, or the pair is new. "
                        "The first month has no month before it."))
     return ms, figs
-
-
-def _views(con) -> set[str]:
-    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 def trend_html(con) -> str:

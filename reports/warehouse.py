@@ -206,9 +206,13 @@ def connect(cfg):
     return con
 
 
+def views(con) -> set[str]:
+    """The warehouse views `con` sees (file or in-memory)."""
+    return {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+
+
 def months(con, table: str = "month_summary") -> list[str]:
     """Published months of `table` (empty when the table has no view)."""
-    have = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    if table not in have:
+    if table not in views(con):
         return []
     return [r[0] for r in con.execute(f"SELECT DISTINCT month FROM {_ident(table)} ORDER BY 1").fetchall()]
