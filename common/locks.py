@@ -1,9 +1,9 @@
 """Per-month locks, so two runs of one month never write it at once.
 
-An advisory `flock` on DATA_DIR/_locks/month=M[.suffix].lock: the kernel drops it when the
+An advisory `flock` on DATA_DIR/_staging/M[.part].lock: the kernel drops it when the
 holder dies (even by SIGKILL), so a killed run never leaves a stale lock behind. Locks
 are re-entrant within a process (the monthly runner holds the month, and the compare job
-it calls takes the same lock again). Data dirs given as URLs (hdfs://, s3a://) are not
+it calls takes the same lock again). An exclusive holder removes the file when it is done. Data dirs given as URLs (hdfs://, s3a://) are not
 locked here: there the scheduler (one Airflow run per month) is the guard.
 """
 from __future__ import annotations
@@ -26,7 +26,8 @@ _guard = threading.Lock()
 
 
 def lock_path(data_dir: Path, month: str, part: str | None = None) -> Path:
-    return Path(data_dir) / "_locks" / f"month={month}{'.' + part if part else ''}.lock"
+    """Beside the month's staging folders (DATA_DIR/_staging/<month>-<id>/) they guard."""
+    return Path(data_dir) / "_staging" / f"{month}{'.' + part if part else ''}.lock"
 
 
 @contextmanager
@@ -54,35 +55,51 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
             with _guard:
                 _held[key][1] -= 1
         return
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + max(0.0, wait_s)
+    fd = _acquire(p, shared)
+    while fd is None:
+        if time.monotonic() >= deadline:
+            raise LockBusy(f"month {month} is being run by another process{_holder(p)} "
+                           f"(lock {p}); wait for it to finish, or pass --wait")
+        time.sleep(0.2)
+        fd = _acquire(p, shared)
+    with _guard:
+        _held[key] = [fd, 1]
     try:
-        while True:
-            try:
-                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    raise
-                if time.monotonic() >= deadline:
-                    holder = _holder(p)
-                    raise LockBusy(
-                        f"month {month} is being run by another process{holder} "
-                        f"(lock {p}); wait for it to finish, or pass --wait") from None
-                time.sleep(0.2)
-        if not shared:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
-        with _guard:
-            _held[key] = [fd, 1]
-        try:
-            yield p
-        finally:
-            with _guard:
-                _held.pop(key, None)
+        yield p
     finally:
+        with _guard:
+            _held.pop(key, None)
+        if not shared:  # gone with the run; a process waiting on it retries on a new file
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
         os.close(fd)  # releases the flock
+
+
+def _acquire(p: Path, shared: bool) -> int | None:
+    """The locked descriptor of the lock file at p, or None if another process holds it."""
+    while True:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return None
+            raise
+        try:
+            same = os.stat(p).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            if not shared:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+            return fd
+        os.close(fd)  # locked a file its holder had just removed: take the new one
 
 
 def _holder(p: Path) -> str:

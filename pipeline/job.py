@@ -10,8 +10,9 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from common import console
+from common import console, hooks
 from common.config import Config
+from common.locks import LockBusy, month_lock
 from pipeline.publish import is_cluster_url
 from pipeline.steps import JobError
 
@@ -112,7 +113,9 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
     res = MonthResult(month)
     src = f"{root.rstrip('/')}/rib_entries/month={month}"
     staged = store = None
-    with console.progress() as prog:
+    with console.progress() as prog, _locked(cfg, month, res):
+        if res.error:
+            return res
         steps = prog.add_task(f"compare {month} ({engine.name})", total=3)
         ticker = None
         if engine.name == "spark":
@@ -133,11 +136,13 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
                 if not per_afi.get(afi):
                     raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")
             prog.advance(steps)
+            store.recover(month)  # what a killed run left
             staged = store.staging(month)
             prev_month = previous_month(month)
             prev = {t: store.path(t, f"month={prev_month}") for t in ("pairs", "vps", "paths")}
             have_prev = all(store.has_files(p) for p in prev.values())
             engine.run(cfg.method, staged, prev if have_prev else None, step)
+            hooks.pause("compare")
             prog.advance(steps)
             step("publishing")
             store.delete(f"{staged}/_work")
@@ -149,9 +154,9 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
-            res.error = f"{src}: publishing failed: {exc}"
+            res.error = _no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
         except Exception as exc:
-            res.error = engine.failure(exc, src)
+            res.error = _no_space(root, month, exc) or engine.failure(exc, src)
             if res.error is None:
                 raise
         finally:
@@ -161,3 +166,29 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             if staged is not None and store is not None and store.exists(staged):
                 store.delete(staged)
     return res
+
+
+class _locked:
+    """The month's lock (common/locks.py) around its job; a busy month becomes `res.error`."""
+
+    def __init__(self, cfg: Config, month: str, res: MonthResult):
+        self.cm, self.res = month_lock(cfg.data_dir, month), res
+
+    def __enter__(self):
+        try:
+            self.cm.__enter__()
+        except LockBusy as exc:
+            self.cm, self.res.error = None, str(exc)
+
+    def __exit__(self, *exc):
+        return self.cm.__exit__(*exc) if self.cm else False
+
+
+def _no_space(root: str, month: str, exc: BaseException) -> str | None:
+    """The one-line message for a full disk, however deep in an engine's error it is, or None."""
+    import errno
+
+    if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+        return (f"{root}: no space left on device while writing month {month}; the published "
+                "tables are unchanged; free space and run again")
+    return None

@@ -4,6 +4,12 @@ A month's tables are staged completely under DATA_DIR/_staging/<month>-<id>/, th
 `<table>/month=M` is swapped in by rename: readers see the old month or the new one, never a
 half-written one, and other months are never touched. `LocalStore` needs no JVM (the DuckDB
 engine); `HadoopStore` serves every URL Spark can write (local, hdfs://, s3a://).
+
+A run killed mid-way leaves its `_staging/<month>-<id>/`; `recover(month)`, called under the
+month lock before the next attempt, deals with it: a folder marked `_PUBLISH` holds complete
+tables whose swap had begun, and the swap is rolled forward (each staged table carries an
+empty `_from-<id>` folder until the swap is over, so a table already swapped in is
+recognised); any other folder is a half-computed month and is deleted.
 """
 from __future__ import annotations
 
@@ -12,6 +18,10 @@ import os
 import shutil
 import uuid
 from pathlib import Path
+
+from common import hooks
+
+PUBLISH_MARK = "_PUBLISH"
 
 
 def is_cluster_url(root: str | os.PathLike) -> bool:
@@ -57,19 +67,54 @@ class Store:
     def staging(self, month: str) -> str:
         return self.path("_staging", f"{month}-{uuid.uuid4().hex[:8]}")
 
+    def children(self, p: str) -> list[str]:
+        """Names of the entries directly under p (empty when p does not exist)."""
+        raise NotImplementedError
+
     def publish(self, staged: str, tables: list[str], month: str) -> list[str]:
         """Swap every staged table of `month` into place; returns the published paths."""
-        out = []
-        trash = self.path("_staging", f"replaced-{uuid.uuid4().hex[:8]}")
-        self.mkdirs(trash)
+        sid = staged.rstrip("/").rsplit("/", 1)[-1]
         for t in tables:
+            if not self.exists(f"{staged}/{t}"):
+                raise OSError(f"could not publish {t}: {staged}/{t} was not staged")
+            self.mkdirs(f"{staged}/{t}/_from-{sid}")
+        self.mkdirs(f"{staged}/{PUBLISH_MARK}")
+        return self._swap(staged, tables, month)
+
+    def _swap(self, staged: str, tables: list[str], month: str) -> list[str]:
+        sid = staged.rstrip("/").rsplit("/", 1)[-1]
+        out = []
+        trash = f"{staged}/_replaced"
+        self.mkdirs(trash)
+        for i, t in enumerate(tables):
             target = self.path(t, f"month={month}")
-            self.mkdirs(self.path(t))
-            self.swap(f"{staged}/{t}", target, f"{trash}/{t}")
             out.append(target)
-        self.delete(trash)
-        self.delete(staged)
+            if self.exists(f"{target}/_from-{sid}"):  # swapped in before a kill
+                continue
+            if i:
+                hooks.pause("publish")
+            self.mkdirs(self.path(t))
+            self.delete(f"{trash}/{t}")
+            self.swap(f"{staged}/{t}", target, f"{trash}/{t}")
+        self.delete(staged)  # done: from here on nothing needs the markers
+        for target in out:
+            self.delete(f"{target}/_from-{sid}")
         return out
+
+    def recover(self, month: str) -> list[str]:
+        """Finish or remove what killed runs of `month` left in _staging (see the module
+        docstring); returns the staging folders dealt with. Hold the month lock."""
+        done = []
+        for name in self.children(self.path("_staging")):
+            if not name.startswith(f"{month}-"):
+                continue
+            staged = self.path("_staging", name)
+            if self.exists(f"{staged}/{PUBLISH_MARK}"):
+                self._swap(staged, [t for t in self.children(staged) if not t.startswith("_")], month)
+            else:
+                self.delete(staged)
+            done.append(staged)
+        return done
 
 
 class LocalStore(Store):
@@ -97,6 +142,9 @@ class LocalStore(Store):
             shutil.rmtree(p)
         elif os.path.lexists(p):
             os.unlink(p)
+
+    def children(self, p: str) -> list[str]:
+        return sorted(os.listdir(p)) if os.path.isdir(p) else []
 
     def swap(self, staged: str, target: str, trash: str) -> None:
         if os.path.isdir(target) and _exchange(staged, target):
@@ -147,3 +195,8 @@ class HadoopStore(Store):
 
     def delete(self, p: str) -> None:
         self.fs.delete(self._Path(p), True)
+
+    def children(self, p: str) -> list[str]:
+        if not self.exists(p):
+            return []
+        return sorted(st.getPath().getName() for st in self.fs.listStatus(self._Path(p)))

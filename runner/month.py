@@ -18,7 +18,6 @@ import importlib
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -191,6 +190,15 @@ def _cleanup_ingest(cfg: Config, month: str, collector: str | None = None) -> No
         p.unlink(missing_ok=True)
 
 
+def _cleanup(cfg: Config, month: str) -> None:
+    """What killed runs of the month left: staged tables (finished or removed, see
+    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock."""
+    from pipeline.publish import LocalStore
+
+    LocalStore(data_dir(cfg)).recover(month)
+    _cleanup_ingest(cfg, month)
+
+
 def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = None) -> dict:
     """Ingest the month's selected snapshots (or one collector's: the DAG's mapped task)."""
     from ingest import run as ingest_run
@@ -240,8 +248,6 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     from tunnels import jsonl
 
     root = data_dir(cfg)
-    for p in (root / "hints").glob(f".*-{month}-*") if (root / "hints").is_dir() else ():
-        shutil.rmtree(p, ignore_errors=True)  # .staging-/.replaced- left by a killed run
     out = hints.publish(cfg, month)
     export = jsonl.write(cfg, root / "exports" / f"month={month}" / "tunnels.jsonl", month)
     return {"hints": out["path"], "tunnels_jsonl": str(export)}
@@ -305,16 +311,17 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     t0 = time.monotonic()
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
-    except StepFailed as exc:
-        res = StepResult(step, "failed", time.monotonic() - t0, error=str(exc))
-        _record(cfg, month, res, None)
-        return res
-    except OSError as exc:
+    except Exception as exc:  # every library's own error (WarehouseError, ReportError, ...)
         import errno
 
-        msg = (f"{data_dir(cfg)}: no space left on device during {step} {month}; published tables "
-               "are unchanged; free space and run again") if exc.errno == errno.ENOSPC else \
-            f"{step} {month}: {exc}"
+        if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
+            msg = (f"{data_dir(cfg)}: no space left on device during {step} {month}; published "
+                   "tables are unchanged; free space and run again")
+        elif isinstance(exc, StepFailed):
+            msg = str(exc)
+        else:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            msg = first if first.startswith(f"{step} ") else f"{step} {month}: {first}"
         res = StepResult(step, "failed", time.monotonic() - t0, error=msg)
         try:
             _record(cfg, month, res, None)
@@ -346,10 +353,11 @@ def run_month(cfg: Config, month: str, *, force: str | None = None, only: str | 
     results: list[StepResult] = []
     overall = progress.add_task(f"run {month}", total=len(todo)) if progress is not None else None
     with month_lock(data_dir(cfg), month, wait_s=wait_s):
+        _cleanup(cfg, month)
         for step in todo:
             if progress is not None:
                 progress.update(overall, description=f"run {month}: {step}")
-            if results and results[-1].status == "failed":
+            if any(r.status in ("failed", "not run") for r in results):
                 results.append(StepResult(step, "not run"))
             else:
                 results.append(run_step(cfg, month, step, force=step in forced, progress=progress, ctx=ctx))

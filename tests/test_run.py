@@ -1,0 +1,271 @@
+"""`congruency run` as a user runs it: real processes, real SIGKILLs, a real lock, a real full disk.
+
+Every run here is a separate `python -m cli.main run` process on the real 2026-07-30 sample
+(route-views2 + route-views6), on the DuckDB engine. Evidence: the entry counts are
+bgpdump's (shared data MANIFEST.md), the pair VPs are the 13 peer ASes of MANIFEST.md, and
+an interrupted month's tables are compared row for row with an uninterrupted run's.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.shared import ARCHIVE, PEERS_IN_BOTH_2026, RV2_2026, needs_data
+
+pytestmark = needs_data
+
+MONTH = "2026-07"
+TABLES = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
+#: bgpdump -m lines of the two sample RIBs (shared data MANIFEST.md).
+ENTRIES = 679_347 + 164_279
+SELECT = ["--days", "30", "--times", "14:00", "--collectors", "route-views2,route-views6",
+          "--min-coverage", "0"]
+BOUND_S = 120  # no single wait in this file lasts longer
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONGRUENCY_PAUSE")}
+    env.update(extra)
+    return env
+
+
+def _cmd(data: Path, archive: str, *more: str) -> list[str]:
+    return [sys.executable, "-m", "cli.main", "run", "--month", MONTH, *SELECT,
+            "--archive-root", archive, "--data-dir", str(data), "--config", str(data.parent / "cfg.toml"), *more]
+
+
+def _config(tmp: Path) -> None:
+    (tmp / "cfg.toml").write_text('engine = "duckdb"\nduckdb_memory_limit = "1GB"\nduckdb_threads = 2\n'
+                                  "retries = 1\nbackoff_s = 0.2\n")
+
+
+def run(data: Path, archive: str = str(ARCHIVE), *more: str, env=None, timeout=BOUND_S):
+    return subprocess.run(_cmd(data, archive, *more, "--json"), capture_output=True, text=True,
+                          env=env or _env(), timeout=timeout)
+
+
+def start(data: Path, archive: str = str(ARCHIVE), *more: str, **env) -> subprocess.Popen:
+    return subprocess.Popen(_cmd(data, archive, *more, "--json"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(**env), start_new_session=True)
+
+
+def kill(p: subprocess.Popen) -> None:
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate(timeout=30)
+    assert p.returncode == -signal.SIGKILL
+
+
+def wait_for(cond, what: str, p: subprocess.Popen | None = None, limit: float = BOUND_S):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        if p is not None and p.poll() is not None:
+            out, err = p.communicate()
+            pytest.fail(f"the run ended (rc {p.returncode}) before {what}: {err[-2000:]}")
+        time.sleep(0.02)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def rows(data: Path, table: str, month: str = MONTH) -> list[dict]:
+    t = pq.read_table(data / table / f"month={month}")
+    cols = sorted(c for c in t.column_names if c != "month")
+    return sorted((json.dumps({c: r[c] for c in cols}, sort_keys=True, default=str) for r in t.to_pylist()))
+
+
+def digest(d: Path) -> str:
+    """Content hash of every file under d (names and bytes): 'intact' means unchanged."""
+    h = hashlib.sha256()
+    for p in sorted(d.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(d)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def seed_previous(src: Path, dst: Path) -> None:
+    """A published 2026-06 (2026-07's tables under the month before, its congruent pairs
+    left out): the state a crash must leave intact, and the month `transitions` of 2026-07
+    is computed against (so it has rows: the pairs that became congruent)."""
+    import pyarrow.compute as pc
+
+    for t in TABLES:
+        shutil.copytree(src / t / f"month={MONTH}", dst / t / "month=2026-06")
+    for f in (dst / "pairs" / "month=2026-06").glob("*.parquet"):
+        tab = pq.read_table(f)
+        pq.write_table(tab.filter(pc.invert(tab.column("congruent"))), f)
+
+
+def previous_state(data: Path) -> str:
+    for t in TABLES:  # readable, not only unchanged
+        pq.read_table(data / t / "month=2026-06")
+    return "|".join(digest(data / t / "month=2026-06") for t in TABLES)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted run, then the same with a published month before it."""
+    tmp = tmp_path_factory.mktemp("run-ref")
+    _config(tmp)
+    first = tmp / "first"
+    r = run(first)
+    assert r.returncode == 0, r.stderr
+    data = tmp / "data"
+    shutil.copytree(first, data)
+    seed_previous(first, data)
+    r2 = run(data, str(ARCHIVE), "--force", "compare")
+    assert r2.returncode == 0, r2.stderr
+    return {"first": first, "data": data, "summary": json.loads(r.stdout), "summary2": json.loads(r2.stdout)}
+
+
+def test_run_summary_and_outputs(reference):
+    s = reference["summary"]
+    assert s["ok"] and s["month"] == MONTH and s["files"] == 2 and s["entries"] == ENTRIES
+    assert [n for n, st in s["steps"].items() if st["status"] == "done"][:2] == ["ingest", "compare"]
+    assert s["failed_slots"] == []
+    data = reference["first"]
+    ms = pq.read_table(data / "month_summary" / f"month={MONTH}").to_pylist()[0]
+    assert s["pairs"] == ms["pairs"] == pq.read_table(data / "pairs" / f"month={MONTH}").num_rows > 0
+    assert s["noncongruent_fraction"] == ms["noncongruent_fraction"]
+    vps = {r["vp_asn"] for r in pq.read_table(data / "pairs" / f"month={MONTH}", columns=["vp_asn"]).to_pylist()}
+    assert vps == PEERS_IN_BOTH_2026
+    for t in TABLES:
+        assert Path(s["outputs"][t]) == data / t / f"month={MONTH}"
+    assert Path(s["outputs"]["manifest"]).is_file() and Path(s["outputs"]["state"]).is_file()
+    # with the month before published, transitions lists the pairs that became congruent
+    tr = pq.read_table(reference["data"] / "transitions" / f"month={MONTH}")
+    assert tr.num_rows == sum(1 for r in rows(data, "pairs") if json.loads(r)["congruent"]) > 0
+
+
+def test_rerun_skips_then_force_redoes(reference, tmp_path):
+    _config(tmp_path)
+    data = tmp_path / "data"
+    shutil.copytree(reference["first"], data)
+    before = digest(data / "pairs")
+    r = run(data)
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)["steps"]
+    assert st["ingest"]["status"] == st["compare"]["status"] == "skipped"
+    assert digest(data / "pairs") == before  # nothing rewritten
+    # other inputs (a method parameter) -> compare is redone, ingest is not
+    r = run(data, str(ARCHIVE), "--min-coverage", "0.0001")
+    st = json.loads(r.stdout)["steps"]
+    assert (st["ingest"]["status"], st["compare"]["status"]) == ("skipped", "done"), r.stderr
+    r = run(data, str(ARCHIVE), "--force", "compare")
+    st = json.loads(r.stdout)["steps"]
+    assert (st["ingest"]["status"], st["compare"]["status"]) == ("skipped", "done"), r.stderr
+    assert rows(data, "pairs") == rows(reference["first"], "pairs")
+    # bad arguments: one line, exit 2
+    for bad in (["--force", "nonsense"], ["--months", "2026-07..2026-01"]):
+        p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--data-dir", str(data),
+                            *(["--month", MONTH] if bad[0] == "--force" else []), *bad],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: "), p.stderr
+
+
+def test_kills_at_every_stage_then_resume(reference, tmp_path):
+    """SIGKILL mid-download, mid-decode, mid-compare, mid-publish; a second run of the month
+    meanwhile is refused (the lock); the last run waits for the lock and finishes the month
+    with tables identical to the uninterrupted run's; nothing is left behind."""
+    from tests.archive_server import serve
+
+    _config(tmp_path)
+    data = tmp_path / "data"
+    seed_previous(reference["first"], data)
+    prev = previous_state(data)
+    rv2 = "/" + str(RV2_2026.relative_to(ARCHIVE))
+    pause = tmp_path / "paused"
+
+    with serve(ARCHIVE, {rv2: "slow:60"}) as url:  # headers, then a stall: mid-download
+        p = start(data, url)
+        wait_for(lambda: url.hits(rv2) > 0 and list((data / "cache").rglob(".*.part")), "the download", p)
+        kill(p)
+    assert previous_state(data) == prev
+    assert not (data / "rib_entries" / f"month={MONTH}" / "collector=route-views2").exists() or \
+        not list((data / "rib_entries" / f"month={MONTH}" / "collector=route-views2").glob("*.parquet"))
+
+    p = start(data)  # mid-decode: a dot-temp Parquet file is growing
+    wait_for(lambda: [f for f in (data / "rib_entries").rglob(".*.tmp") if f.stat().st_size > 0]
+             if (data / "rib_entries").exists() else None, "the decoder", p)
+    kill(p)
+    assert previous_state(data) == prev
+
+    p = start(data, CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause.exists, "the compare pause", p)
+    staged = list((data / "_staging").glob(f"{MONTH}-*"))
+    assert staged
+    second = run(data, timeout=60)  # the month is held: refused at once, one line
+    assert second.returncode == 1, second.stderr
+    err = [line for line in second.stderr.splitlines() if line.startswith("error:")]
+    assert len(err) == 1 and f"month {MONTH} is being run by another process (pid {p.pid})" in err[0]
+    kill(p)
+    pause.unlink()
+    assert previous_state(data) == prev
+    assert all(s.exists() for s in staged)  # left by the kill ...
+
+    p = start(data, CONGRUENCY_PAUSE_AT="publish", CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause.exists, "the publish pause", p)
+    assert not any(s.exists() for s in staged)  # ... and cleaned by the next run
+    waiting = start(data, str(ARCHIVE), "--wait", "120")  # queues behind the lock
+    time.sleep(1)
+    assert waiting.poll() is None
+    kill(p)
+    assert previous_state(data) == prev
+    for t in TABLES:  # mid-publish: every published table is whole (old or new), readable
+        if (data / t / f"month={MONTH}").exists():
+            pq.read_table(data / t / f"month={MONTH}")
+    out, err = waiting.communicate(timeout=BOUND_S)
+    assert waiting.returncode == 0, err
+    s = json.loads(out)
+    assert s["ok"] and s["entries"] == ENTRIES
+    for t in TABLES:
+        assert rows(data, t) == rows(reference["data"], t), t
+    assert previous_state(data) == prev
+    assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]  # only the lock files
+    assert not [f for f in data.rglob("*.tmp")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_full_disk_while_publishing(reference, tmp_path):
+    """A data dir on a small tmpfs: filled up, the compare fails with one line, the month's
+    published tables are unchanged, and a retry once there is room finishes it."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    need = sum(f.stat().st_size for f in reference["first"].rglob("*") if f.is_file())
+    size = need // 1024 + 24_000  # KiB: the month as it is, and room to rewrite its outputs
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}k", "tmpfs", str(mnt)], check=True)
+    try:
+        data = mnt / "data"
+        shutil.copytree(reference["first"], data)
+        _config(mnt)
+        before = "|".join(digest(data / t / f"month={MONTH}") for t in TABLES)
+        free = shutil.disk_usage(mnt).free
+        filler = mnt / "filler"
+        with open(filler, "wb") as fh:  # leave ~200 KiB: the paths table alone needs more
+            fh.write(b"\0" * max(0, free - 200_000))
+        r = subprocess.run(_cmd(data, str(ARCHIVE), "--force", "compare"), capture_output=True, text=True,
+                           env=_env(), timeout=BOUND_S)
+        assert r.returncode == 1
+        err = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+        assert len(err) == 1 and "no space left on device" in err[0], r.stderr
+        assert "|".join(digest(data / t / f"month={MONTH}") for t in TABLES) == before
+        filler.unlink()
+        r = run(data)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["steps"]["compare"]["status"] == "done"
+        for t in TABLES:
+            assert rows(data, t) == rows(reference["first"], t), t
+        assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
