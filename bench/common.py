@@ -387,7 +387,7 @@ def machine_facts() -> dict:
         "pyspark": ver("pyspark"),
         "duckdb": ver("duckdb"),
         "pyarrow": ver("pyarrow"),
-        "pybgpkit-parser": ver("pybgpkit-parser"),
+        "congruency-mrt (native decoder)": ver("congruency-mrt"),
         "bgpdump": f"{bgpdump} (Debian package)" if shutil.which("bgpdump") else "not installed",
         "java": java[0] if java else "",
     }

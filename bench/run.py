@@ -205,14 +205,19 @@ def render_md(doc: dict) -> str:
             rows = [[n, _s(v["seconds"]), rate(v["entries_per_s"]), _ratio(v["time_vs_bgpdump_m"]),
                      mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"])] for n, v in r["variants"].items()]
             lines += [common.table(["variant", "seconds", "entries/s", "vs bgpdump -m", "peak RSS max proc",
-                                    "peak RSS tree"], rows), ""]
+                                    "peak RSS tree"], rows), "", *_targets(r)]
         if real.get("ingest_synth"):
             for r in real["ingest_synth"]:
-                lines += [f"`{r.get('command')}`: one synthetic route-views2 RIB of {r['entries']:,} entries:", ""]
+                what = ("one synthetic route-views2 RIB" if "--synth-entries" in (r.get("command") or "")
+                        else "the same RIB")
+                lines += [f"`{r.get('command')}`: {what}, {r['entries']:,} entries"
+                          + (", decompressed first (raw MRT)" if "--raw" in (r.get("command") or "") else "")
+                          + (", every variant pinned to one CPU" if "--one-core" in (r.get("command") or "") else "")
+                          + ":", ""]
                 rows = [[n, _s(v["seconds"]), rate(v["entries_per_s"]), _ratio(v["time_vs_bgpdump_m"]),
                          mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"])] for n, v in r["variants"].items()]
                 lines += [common.table(["variant", "seconds", "entries/s", "vs bgpdump -m", "peak RSS max proc",
-                                        "peak RSS tree"], rows), ""]
+                                        "peak RSS tree"], rows), "", *_targets(r)]
         if real.get("compare"):
             r = real["compare"]
             lines += [f"`{r.get('command', 'bench/compare.py')}` ({r['rows']:,} rows, min_coverage "
@@ -227,6 +232,12 @@ def render_md(doc: dict) -> str:
     lines += ["![time and peak RSS against entries](RESULTS.png)", "",
               DATA_MARK, json.dumps(doc, indent=None, default=str, separators=(",", ":")), "-->", ""]
     return "\n".join(lines)
+
+
+def _targets(r: dict) -> list[str]:
+    """bench/ingest.py's issue-10 target checks of one run, as bullet lines."""
+    t = r.get("targets") or []
+    return [*(f"- {'met' if x['met'] else '**not met**'}: {x['what']}: {x['value']}" for x in t), ""] if t else []
 
 
 def series(doc: dict) -> dict[str, list[tuple[int, float, int]]]:
@@ -413,7 +424,7 @@ def write_results(doc: dict, con) -> None:
     for key, path in (("ingest", common.OUT / "ingest-file.json"), ("compare", common.OUT / "compare-real-2026-07.json")):
         if path.is_file():
             real[key] = json.loads(path.read_text())
-    synth_files = sorted(common.OUT.glob("ingest-synth-*.json"))
+    synth_files = sorted(common.OUT.glob("ingest-synth-*.json")) + sorted(common.OUT.glob("ingest-file-*.json"))
     if synth_files:
         real["ingest_synth"] = [json.loads(p.read_text()) for p in synth_files]
     doc["notes"] = doc.get("notes_manual") or notes(doc)

@@ -79,6 +79,8 @@ def seeds() -> dict[str, tuple[bytes, bool]]:
     cut = b[len(b) // 2]
     out["rv6-2026.2stream.bz2"] = (bz2.compress(raw["rv6-2026"][:cut], 1) + bz2.compress(raw["rv6-2026"][cut:], 1), False)
     out["64k.gz"] = ((EDGE / "rrc00.bview.20180919.0800.64k-record.gz").read_bytes(), False)
+    # Five 100 kB bzip2 blocks: the decoder splits them over cores (then falls back on trouble).
+    out["rv2-2026.blocks.bz2"] = (bz2.compress(_head(RV2_2026, 450), 1), False)
     return out
 
 

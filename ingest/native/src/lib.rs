@@ -9,6 +9,8 @@
 //! `bgpdump -m` text. Python receives finished batches: no Python object per route.
 //! Every problem is a one-line message; a panic becomes an exception, never an abort.
 
+mod pbz2;
+
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -71,7 +73,20 @@ fn fill(r: &mut dyn Read, out: &mut Vec<u8>) -> io::Result<bool> {
     Ok(true)
 }
 
-fn read_file(path: &str, tx: &SyncSender<Chunk>) -> Result<(String, u64), String> {
+fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(String, u64), String> {
+    let mut skip = 0u64; // output bytes the parallel path already delivered
+    if bz2_workers > 1 {
+        let mut head = [0u8; 3];
+        let is_bz2 = File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == b"BZh";
+        if is_bz2 {
+            let send = |v: Vec<u8>| tx.send(Chunk::Data(v)).is_ok();
+            match pbz2::run(path, bz2_workers, &send) {
+                pbz2::Outcome::Done { sha256, file_bytes } => return Ok((sha256, file_bytes)),
+                pbz2::Outcome::Cancelled => return Err("cancelled".into()),
+                pbz2::Outcome::Fallback { bytes_out } => skip = bytes_out,
+            }
+        }
+    }
     let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
     let mut br = BufReader::with_capacity(CHUNK, HashRead { inner: f, h: Sha256::new(), n: 0 });
     let head: Vec<u8> = br.fill_buf().map_err(|e| format!("read error: {e}"))?.iter().take(4).copied().collect();
@@ -82,7 +97,18 @@ fn read_file(path: &str, tx: &SyncSender<Chunk>) -> Result<(String, u64), String
     } else {
         "plain"
     };
-    let send = |v: Vec<u8>| tx.send(Chunk::Data(v)).map_err(|_| "cancelled".to_string());
+    // After a parallel attempt stopped early, the first `skip` bytes were delivered already.
+    let mut send = |mut v: Vec<u8>| {
+        if skip > 0 {
+            let k = skip.min(v.len() as u64) as usize;
+            v.drain(..k);
+            skip -= k as u64;
+            if v.is_empty() {
+                return Ok(());
+            }
+        }
+        tx.send(Chunk::Data(v)).map_err(|_| "cancelled".to_string())
+    };
     if kind == "plain" {
         loop {
             let mut out = Vec::new();
@@ -797,13 +823,13 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
     format!("internal decoder error: {}", one_line(&what))
 }
 
-fn start(path: String, batch_rows: usize) -> Receiver<Msg> {
+fn start(path: String, batch_rows: usize, bz2_workers: usize) -> Receiver<Msg> {
     let (ctx, crx) = sync_channel::<Chunk>(8);
     let (btx, brx) = sync_channel::<Msg>(2);
     thread::Builder::new()
         .name("mrt-read".into())
         .spawn(move || {
-            let r = catch_unwind(AssertUnwindSafe(|| read_file(&path, &ctx))).unwrap_or_else(|p| Err(panic_text(p)));
+            let r = catch_unwind(AssertUnwindSafe(|| read_file(&path, &ctx, bz2_workers))).unwrap_or_else(|p| Err(panic_text(p)));
             let _ = ctx.send(match r {
                 Ok((sha256, file_bytes)) => Chunk::End { sha256, file_bytes },
                 Err(e) => Chunk::Fail(e),
@@ -895,11 +921,18 @@ fn stats_dict<'py>(py: Python<'py>, done: &Done) -> PyResult<Bound<'py, PyDict>>
 
 #[pymethods]
 impl Reader {
+    /// `bz2_workers`: threads decompressing bzip2 blocks in parallel (0: one per core; 1: the
+    /// sequential decoder only).
     #[new]
-    #[pyo3(signature = (path, batch_rows = 200_000))]
-    fn new(path: std::path::PathBuf, batch_rows: usize) -> PyResult<Self> {
+    #[pyo3(signature = (path, batch_rows = 200_000, bz2_workers = 0))]
+    fn new(path: std::path::PathBuf, batch_rows: usize, bz2_workers: usize) -> PyResult<Self> {
         let p = path.to_str().ok_or_else(|| MrtError::new_err("path is not UTF-8"))?.to_string();
-        Ok(Reader { rx: std::sync::Mutex::new(Some(start(p, batch_rows.max(1)))), stats: None })
+        let workers = if bz2_workers == 0 {
+            thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8)
+        } else {
+            bz2_workers
+        };
+        Ok(Reader { rx: std::sync::Mutex::new(Some(start(p, batch_rows.max(1), workers))), stats: None })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
