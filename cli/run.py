@@ -67,7 +67,7 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     from ingest import catalogue, discovery
     from runner.month import parse_months
 
-    months = parse_months(args.months or args.month)
+    months = parse_months(args.months, "--months") if args.months else parse_months(args.month, "--month")
     over = {}
     if getattr(args, "days", None):
         over["days"] = discovery.parse_days(args.days)

@@ -154,9 +154,9 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
-            res.error = _no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
+            res.error = no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
         except Exception as exc:
-            res.error = _no_space(root, month, exc) or engine.failure(exc, src)
+            res.error = no_space(root, month, exc) or engine.failure(exc, src)
             if res.error is None:
                 raise
         finally:
@@ -184,7 +184,7 @@ class _locked:
         return self.cm.__exit__(*exc) if self.cm else False
 
 
-def _no_space(root: str, month: str, exc: BaseException) -> str | None:
+def no_space(root: str, month: str, exc: BaseException) -> str | None:
     """The one-line message for a full disk, however deep in an engine's error it is, or None."""
     import errno
 

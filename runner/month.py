@@ -17,7 +17,6 @@ import hashlib
 import importlib
 import json
 import os
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -120,11 +119,6 @@ def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = N
     return out
 
 
-def previous_month(month: str) -> str:
-    y, m = map(int, month.split("-"))
-    return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
-
-
 def engine(cfg: Config) -> str:
     """The engine the compare job will use (a named Spark cluster implies Spark)."""
     from pipeline import job
@@ -151,6 +145,8 @@ def fingerprint(cfg: Config, month: str, step: str) -> str:
         return _digest(_selection(cfg))
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
+        from pipeline.job import previous_month
+
         return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
                         "previous": tables_listing(root, ("pairs", "vps", "paths"), [previous_month(month)])})
     if step == "hints":
@@ -312,11 +308,10 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
     except Exception as exc:  # every library's own error (WarehouseError, ReportError, ...)
-        import errno
+        from pipeline.job import no_space
 
-        if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
-            msg = (f"{data_dir(cfg)}: no space left on device during {step} {month}; published "
-                   "tables are unchanged; free space and run again")
+        if msg := no_space(str(data_dir(cfg)), month, exc):
+            pass
         elif isinstance(exc, StepFailed):
             msg = str(exc)
         else:
@@ -467,24 +462,23 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     }
 
 
-_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
-
-
-def parse_months(spec: str) -> list[str]:
+def parse_months(spec: str, flag: str = "--months") -> list[str]:
     """'2026-07' or '2026-01..2026-06' (inclusive) -> the months in order."""
+    from ingest.discovery import parse_month
+
     a, sep, b = spec.partition("..")
-    for m in (a, b) if sep else (a,):
-        if not _MONTH.match(m):
-            raise ValueError(f"--months: expected YYYY-MM or YYYY-MM..YYYY-MM, got {spec!r}")
-    if not sep:
-        return [a]
-    if b < a:
-        raise ValueError(f"--months: {b} is before {a}")
-    out, m = [], a
-    while m <= b:
-        out.append(m)
-        y, mm = map(int, m.split("-"))
-        m = f"{y + 1}-01" if mm == 12 else f"{y}-{mm + 1:02d}"
+    try:
+        ends = [parse_month(m) for m in ((a, b) if sep else (a,))]
+    except ValueError:
+        raise ValueError(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
+                         f"got {spec!r}") from None
+    (y, m), (y2, m2) = ends[0], ends[-1]
+    if (y2, m2) < (y, m):
+        raise ValueError(f"{flag}: {b} is before {a}")
+    out = []
+    while (y, m) <= (y2, m2):
+        out.append(f"{y}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
     return out
 
 
@@ -494,7 +488,7 @@ def month_for(logical_date, explicit: str | None = None) -> str:
     """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
     window closed), so M is the logical date's month; an explicit month wins."""
     if explicit:
-        (m,) = parse_months(explicit)
+        (m,) = parse_months(explicit, "month")
         return m
     return f"{logical_date.year}-{logical_date.month:02d}"
 
