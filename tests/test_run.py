@@ -40,7 +40,8 @@ def _env(**extra) -> dict:
 
 
 def _cmd(data: Path, archive: str, *more: str) -> list[str]:
-    return [sys.executable, "-m", "cli.main", "run", "--month", MONTH, *SELECT,
+    month = [] if "--months" in more else ["--month", MONTH]
+    return [sys.executable, "-m", "cli.main", "run", *month, *SELECT,
             "--archive-root", archive, "--data-dir", str(data), "--config", str(data.parent / "cfg.toml"), *more]
 
 
@@ -166,6 +167,13 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
     st = json.loads(r.stdout)["steps"]
     assert (st["ingest"]["status"], st["compare"]["status"]) == ("skipped", "done"), r.stderr
     assert rows(data, "pairs") == rows(reference["first"], "pairs")
+    # a range runs in order and a failed month does not stop the next: 2026-06 has no dumps
+    r = run(data, str(ARCHIVE), "--months", "2026-06..2026-07")
+    assert r.returncode == 1
+    june, july = (json.loads(line) for line in r.stdout.splitlines())
+    assert (june["month"], june["ok"], june["steps"]["ingest"]["status"]) == ("2026-06", False, "failed")
+    assert [f["status"] for f in june["failed_slots"]] == ["missing", "missing"]
+    assert (july["month"], july["ok"], july["steps"]["compare"]["status"]) == ("2026-07", True, "skipped")
     # bad arguments: one line, exit 2
     for bad in (["--force", "nonsense"], ["--months", "2026-07..2026-01"]):
         p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--data-dir", str(data),
@@ -209,6 +217,9 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     assert second.returncode == 1, second.stderr
     err = [line for line in second.stderr.splitlines() if line.startswith("error:")]
     assert len(err) == 1 and f"month {MONTH} is being run by another process (pid {p.pid})" in err[0]
+    alone = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", MONTH, "--data-dir", str(data),
+                            "--min-coverage", "0"], capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 1 and "is being run by another process" in alone.stderr, alone.stderr
     kill(p)
     pause.unlink()
     assert previous_state(data) == prev
@@ -276,3 +287,27 @@ def test_full_disk_while_publishing(reference, tmp_path):
         assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
+    """The DAG's mapped ingest tasks: one process per collector, at the same time, merging
+    into one manifest (its own lock); the month's ingest is then complete."""
+    code = ("import sys; from runner import month as r; cfg = r.config_from_params({'days': '30', "
+            "'times': '14:00', 'archive_root': sys.argv[1], 'data_dir': sys.argv[2]}); "
+            "r.ingest_collector(cfg, '2026-07', sys.argv[3])")
+    data = tmp_path / "data"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(ARCHIVE), str(data), c], stderr=subprocess.PIPE,
+                              text=True) for c in ("route-views2", "route-views6")]
+    for p in procs:
+        _, err = p.communicate(timeout=BOUND_S)
+        assert p.returncode == 0, err
+    from ingest import manifest
+    from runner import month as r
+
+    m = manifest.read(data, MONTH)
+    assert sorted((v["collector"], v["status"]) for v in m.values()) == [("route-views2", "ok"), ("route-views6", "ok")]
+    assert sum(v["entries_v4"] + v["entries_v6"] for v in m.values()) == ENTRIES
+    cfg = r.config_from_params({"days": "30", "times": "14:00", "archive_root": str(ARCHIVE), "data_dir": str(data)})
+    assert r.finish_ingest(cfg, MONTH).status == "done"
+    st = r.read_state(cfg, MONTH)["steps"]["ingest"]
+    assert {c: v["status"] for c, v in st["collectors"].items()} == {"route-views2": "done", "route-views6": "done"}
