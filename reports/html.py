@@ -9,7 +9,6 @@ matter) and write atomically: a dot-temp file renamed into place.
 from __future__ import annotations
 
 import html
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from reports import query, warehouse
 
-#: The 2014 study (Wolff, Cao, et al.): section III, 72 VPs, 2014-03.
+#: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
 REFERENCE_2014 = {
     "noncongruent": "62% over 72 VPs",
     "shared_0": "61%",
@@ -318,7 +317,7 @@ def month_html(con, month: str) -> str:
     summary, vps, figs = month_figures(con, month)
     sections = [
         "<h2>Headline numbers</h2>", _headline(summary),
-        "<p class='note'>2014 reference: the study's section III (March 2014, 72 VPs).</p>",
+        "<p class='note'>2014 reference: the 2014 study's section III figures (72 VPs).</p>",
         "<h2>Figures</h2>", *map(_figure_html, figs),
         "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
     ]
