@@ -43,7 +43,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
     p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
-    p.add_argument("--master", help="Spark master URL (default local[*])")
+    p.add_argument("--engine", choices=("duckdb", "spark"),
+                   help="compare engine: duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
+    p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
     p.add_argument("--tolerate-failures", action="store_true", default=None,
                    help="go on to compare even when some snapshots failed or are missing")
     p.add_argument("--json", action="store_true", help="print each month's summary as JSON on stdout")
@@ -81,7 +83,7 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
             except KeyError as exc:
                 raise ValueError(f"--collectors: {exc.args[0]}") from None
     cfg = cfg.with_overrides(archive_root=getattr(args, "archive_root", None),
-                             spark_master=getattr(args, "master", None),
+                             spark_master=getattr(args, "master", None), engine=getattr(args, "engine", None),
                              tolerate_failures=getattr(args, "tolerate_failures", None), **over)
     mc = getattr(args, "min_coverage", None)
     if mc is not None:
