@@ -507,8 +507,7 @@ def config_from_params(params: dict) -> Config:
         "spark_master": params.get("spark_master") or None,
         "data_dir": Path(params["data_dir"]) if params.get("data_dir") else None,
     }
-    if params.get("engine") and hasattr(cfg, "engine"):
-        over["engine"] = params["engine"]
+    over["engine"] = params.get("engine") or None
     cfg = cfg.with_overrides(**over)
     if params.get("min_coverage") is not None:
         from dataclasses import replace
