@@ -5,6 +5,7 @@ other slots go on. A re-run skips slots already published from the same dump.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,14 +48,15 @@ def plan(cfg: Config, month: str) -> list[Slot]:
 
 
 def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, batch_rows: int,
-                source: str, on_rows=None) -> tuple[framing.FrameStats, dict[int, int]]:
+                source: str, on_rows=None, threads: int = 0) -> tuple[framing.FrameStats, dict[int, int]]:
     """Decode `local` into `writer`, every record checked in the same read of the file.
 
     A backend with `decode_checked` (native) frames and checks the file in its own single
-    pass; for the others our framing pass reads the file in a thread beside the decoder."""
+    pass; for the others our framing pass reads the file in a thread beside the decoder.
+    `threads`: cores the native decoder may use for bzip2 blocks (0: all)."""
     if hasattr(backend, "decode_checked"):
         batches = backend.decode_checked(local, batch_rows, collector=slot.collector, project=slot.project,
-                                         snapshot_time=slot.dump_time, source_file=source)
+                                         snapshot_time=slot.dump_time, source_file=source, threads=threads)
         result = {}
         checker = None
     else:
@@ -142,11 +144,14 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
     try:
         final = entries_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
         writer = SnapshotWriter(final)
+        # Spare cores (more than the snapshots decoded at once) decompress bzip2 blocks in
+        # parallel; when every core already has a snapshot, splitting blocks only costs CPU.
+        threads = max(1, (os.cpu_count() or 1) // max(1, cfg.concurrency))
         done: dict = {}
 
         def decode(path: Path) -> None:
             done["result"] = decode_file(path, slot, backend, writer, batch_rows=cfg.batch_rows,
-                                         source=slot.url)
+                                         source=slot.url, threads=threads)
 
         if download.is_remote(slot.url):
             dest = cfg.cache_dir / slot.collector / slot.file_name

@@ -76,14 +76,16 @@ def _batch(b: dict, *, collector: str, project: str, snapshot_time: datetime,
 
 
 def decode_checked(path: Path, batch_rows: int = 200_000, *, collector: str = "", project: str = "",
-                   snapshot_time: datetime, source_file: str = "") -> Generator[pa.RecordBatch, None, FrameStats]:
+                   snapshot_time: datetime, source_file: str = "",
+                   threads: int = 0) -> Generator[pa.RecordBatch, None, FrameStats]:
     """Yield RIB_ENTRIES batches of `path`; return its FrameStats (`yield from` gives it).
 
     Raises FramingError (one line) for anything framing.scan would reject, and for malformed
-    RIB entries, which the decoder reads in full."""
+    RIB entries, which the decoder reads in full. `threads`: bzip2 blocks are decompressed
+    on this many cores (0: all; 1: one stream decoder)."""
     import congruency_mrt
 
-    reader = congruency_mrt.Reader(str(path), batch_rows)
+    reader = congruency_mrt.Reader(str(path), batch_rows, threads)
     try:
         for b in reader:
             yield _batch(b, collector=collector, project=project, snapshot_time=snapshot_time,
