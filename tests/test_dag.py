@@ -89,6 +89,16 @@ def test_structure(dag):
     ingest = dag.task_dict["ingest"]
     assert isinstance(ingest, MappedOperator) and ingest.pool == "congruency_downloads"
     assert ingest.retry_exponential_backoff and ingest.max_retry_delay
+    # as deployed (the fixture parses with CONGRUENCY_DAG_RETRIES=0 so failures fail at once)
+    from airflow.dag_processing.dagbag import DagBag
+
+    saved = os.environ.pop("CONGRUENCY_DAG_RETRIES")
+    try:
+        deployed = DagBag(dag_folder=str(ROOT / "dags")).get_dag("congruency_monthly")
+    finally:
+        os.environ["CONGRUENCY_DAG_RETRIES"] = saved
+    assert {t.task_id: t.retries for t in deployed.tasks} == {
+        **{t: 3 for t in deployed.task_dict}, "ingest_done": 0}
     assert dag.task_dict["ingest_done"].trigger_rule == "all_done"
     assert dag.task_dict["hints"].trigger_rule == "none_failed_min_one_success"
     assert type(dag.task_dict["compare_on_cluster"]).__mro__[1].__name__ == "SparkSubmitOperator"
