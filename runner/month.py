@@ -18,7 +18,7 @@ import importlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -85,14 +85,9 @@ def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None) -
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def change(st):
-        prev = st["steps"].get(res.step, {})
-        rec = {"status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
-               "outputs": res.outputs}
-        if res.status == "done":
-            rec["fingerprint"] = fingerprint
-        elif prev.get("fingerprint"):  # a failure does not forget the last good completion
-            rec["fingerprint"] = prev["fingerprint"] if prev.get("status") == "done" else None
-        st["steps"][res.step] = rec
+        st["steps"][res.step] = {  # a whole-month ingest replaces the DAG's per-collector records
+            "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
+            "outputs": res.outputs, "fingerprint": fingerprint if res.status == "done" else None}
     _update_state(cfg, month, change)
 
 
@@ -123,8 +118,7 @@ def engine(cfg: Config) -> str:
     """The engine the compare job will use (a named Spark cluster implies Spark)."""
     from pipeline import job
 
-    pick = getattr(job, "effective_engine", None)
-    return pick(cfg) if pick else getattr(cfg, "engine", "spark")
+    return job.effective_engine(cfg)
 
 
 def _manifest_ok(cfg: Config, month: str) -> list[dict]:
@@ -308,16 +302,7 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
     except Exception as exc:  # every library's own error (WarehouseError, ReportError, ...)
-        from pipeline.job import no_space
-
-        if msg := no_space(str(data_dir(cfg)), month, exc):
-            pass
-        elif isinstance(exc, StepFailed):
-            msg = str(exc)
-        else:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            msg = first if first.startswith(f"{step} ") else f"{step} {month}: {first}"
-        res = StepResult(step, "failed", time.monotonic() - t0, error=msg)
+        res = StepResult(step, "failed", time.monotonic() - t0, error=_one_line(step, month, exc, cfg))
         try:
             _record(cfg, month, res, None)
         except OSError:
@@ -326,6 +311,16 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
     _record(cfg, month, res, fingerprint(cfg, month, step))
     return res
+
+
+def _one_line(step: str, month: str, exc: Exception, cfg: Config | None = None) -> str:
+    """A step's failure as one line: the full-disk message, or the error's first line."""
+    from pipeline.job import no_space
+
+    if cfg is not None and (msg := no_space(str(data_dir(cfg)), month, exc)):
+        return msg
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return first if isinstance(exc, StepFailed) or first.startswith(f"{step} ") else f"{step} {month}: {first}"
 
 
 def steps_to_force(force: str | None) -> set[str]:
@@ -384,8 +379,8 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
         try:
             outputs = do_ingest(cfg, month, collector=collector)
             res = {"status": "done", "error": None}
-        except StepFailed as exc:
-            outputs, res = {}, {"status": "failed", "error": str(exc)}
+        except Exception as exc:  # recorded for `status`, then the task fails with it
+            outputs, res = {}, {"status": "failed", "error": _one_line("ingest", month, exc, cfg)}
     res["seconds"] = round(time.monotonic() - t0, 1)
 
     def change(st):
