@@ -199,3 +199,30 @@ def test_one_truncated_collector_fails_only_its_task(dag, tmp_path):
     bad = st["collectors"]["route-views6"]
     assert bad["status"] == "failed" and re.search(r"route-views6 2026-07-30 14:00", bad["error"]), bad
     assert "\n" not in bad["error"]
+
+
+@needs_data
+def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
+    """compare_on=cluster: the provider's SparkSubmitOperator runs cli/submit.py `run --only
+    compare` through spark-submit (master local[2] from the Airflow connection); the month's
+    pairs equal the DuckDB engine's in the worker."""
+    import pyarrow.parquet as pq
+
+    from tests.shared import require_tool
+
+    require_tool("java")
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")  # spark-submit
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+    data = tmp_path / "af"
+    conf = {**_conf(tmp_path, str(ARCHIVE), data), "compare_on": "cluster"}
+    dr = dag.test(logical_date=LOGICAL, run_conf=conf)
+    states = _states(dr)
+    assert states[("compare_on_cluster", -1)] == "success" and states[("compare", -1)] == "skipped", states
+    assert str(getattr(dr.state, "value", dr.state)) == "success", states
+    from runner.month import config_from_params, read_state
+
+    assert read_state(config_from_params(conf), MONTH)["steps"]["compare"]["status"] == "done"
+    pairs = pq.read_table(data / "pairs" / f"month={MONTH}")
+    assert {r["vp_asn"] for r in pairs.select(["vp_asn"]).to_pylist()} == PEERS_IN_BOTH_2026
