@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The Spark congruency job (pipeline.job.run_month, local[*]) next to a Spark scan floor
-on the same data and session config, in the same run.
+"""The compare job on both engines, each next to its own scan floor, on the same data in the
+same run: the Spark engine (local[*]) and the DuckDB engine (in-process), interleaved.
 
-The floor reads the month's rib_entries Parquet exactly as the job does and counts its
-rows while touching every column the job uses (so Parquet's footer counts can't answer
-it). Each variant runs in a fresh child process (python driver + its JVM); the job's
-figure is the time from a ready SparkSession to the month published (the session start
-is reported apart, as it is the same for both), rows/s is rib_entries rows per second,
-and the ratio is job time / floor time. Peak RSS: the largest single process of the tree
+A floor reads the month's rib_entries Parquet exactly as its engine's job does and
+aggregates its rows while touching every column the job uses (so Parquet's footer counts
+can't answer it). Each variant runs in a fresh child process (python driver + its JVM for
+Spark); a job's figure is the time from a ready engine (SparkSession up; DuckDB has no
+start-up) to the month published (the session start is reported apart), rows/s is
+rib_entries rows per second, and the ratio is job time / its engine's floor time. The
+DuckDB engine publishes into a data dir of its own (DIR-duckdb, rib_entries linked), and
+its six tables are compared row for row with the Spark engine's (`check`). Peak RSS: the largest single process of the tree
 (the JVM, in practice: checked against the JVM's own VmHWM from /proc) and the sampled
 sum over the tree (python + JVM).
 
@@ -34,19 +36,31 @@ REAL_MONTH = "2026-07"
 JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
 
 
-def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None):
+def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None, engine: str = "spark"):
     from dataclasses import replace
 
     from common.config import load
 
-    cfg = load().with_overrides(data_dir=data_dir, spark_conf={**(conf or {})} or None)
+    cfg = load().with_overrides(data_dir=data_dir, spark_conf={**(conf or {})} or None, engine=engine)
     if min_coverage is not None:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=min_coverage))
     return cfg
 
 
+def duckdb_data(data_dir: Path, month: str) -> Path:
+    """DIR-duckdb with DIR's rib_entries month linked in: where the DuckDB engine publishes."""
+    d = data_dir.resolve().parent / f"{data_dir.resolve().name}-duckdb"
+    link = d / "rib_entries" / f"month={month}"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(data_dir.resolve() / "rib_entries" / f"month={month}")
+    return d
+
+
 def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, result: str | None) -> int:
-    """Child mode: start a session, run the job or the floor, report, stop."""
+    """Child mode: start the engine, run the job or the floor, report, stop."""
+    if kind.startswith("duckdb"):
+        return child_duckdb(kind, data_dir, month, min_coverage, result)
     t0 = time.perf_counter()
     from pipeline import job, spark as sparkmod
 
@@ -86,6 +100,65 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
         spark.stop()
     common.write_result(result, out)
     return 0 if not out.get("error") else 1
+
+
+def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | None, result: str | None) -> int:
+    """The DuckDB engine's job, or its floor: the same files, the same settings (memory
+    limit, threads) and the same columns, summed and counted in one query."""
+    from pipeline import job
+    from pipeline.duckdb_engine import _read
+
+    out: dict = {"kind": kind, "session_s": 0.0}
+    t1 = time.perf_counter()
+    if kind == "duckdb-job":
+        cfg = _cfg(duckdb_data(data_dir, month), min_coverage, engine="duckdb")
+        [res] = job.run_months(cfg, [month])
+        out["error"], out["summary"] = res.error, res.summary
+        t2 = time.perf_counter()
+        import pyarrow.parquet as pq
+
+        if not res.error:
+            out["rows"] = sum(pq.read_table(cfg.data_dir / "cleaning_stats" / f"month={month}")["entries"].to_pylist())
+    else:
+        import duckdb
+
+        cfg = _cfg(data_dir, min_coverage, engine="duckdb")
+        con = duckdb.connect()
+        con.execute(f"SET memory_limit = '{cfg.duckdb_memory_limit}'")
+        if cfg.duckdb_threads:
+            con.execute(f"SET threads = {int(cfg.duckdb_threads)}")
+        src = str(data_dir.resolve() / "rib_entries" / f"month={month}")
+        row = con.execute(
+            "SELECT count(*), sum(len(as_path)), count(peer_ip), count(prefix), count(collector), "
+            f"max(epoch(snapshot_time)), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {_read(src)}").fetchone()
+        t2 = time.perf_counter()
+        out["rows"], out["asns"] = row[0], int(row[1])
+    out["work_s"] = t2 - t1
+    out["python_hwm"] = common.hwm_bytes()
+    out["threads"] = cfg.duckdb_threads
+    common.write_result(result, out)
+    return 0 if not out.get("error") else 1
+
+
+def check_engines(data_dir: Path, month: str) -> dict:
+    """The six tables of the Spark run (DIR) and the DuckDB run (DIR-duckdb), row for row
+    (multiset, both directions)."""
+    import duckdb
+
+    from pipeline.duckdb_engine import _read
+
+    con = duckdb.connect()
+    out = {"identical": True, "tables": {}}
+    for t in ("cleaning_stats", "paths", "vps", "pairs", "month_summary", "transitions"):
+        a = _read(str(data_dir.resolve() / t / f"month={month}"))
+        b = _read(str(duckdb_data(data_dir, month) / t / f"month={month}"))
+        cols = ", ".join(c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {a}").fetchall() if c != "month")
+        n_a, n_b = (con.execute(f"SELECT count(*) FROM {x}").fetchone()[0] for x in (a, b))
+        diff = con.execute(f"SELECT (SELECT count(*) FROM (SELECT {cols} FROM {a} EXCEPT ALL SELECT {cols} FROM {b})) + "
+                           f"(SELECT count(*) FROM (SELECT {cols} FROM {b} EXCEPT ALL SELECT {cols} FROM {a}))").fetchone()[0]
+        out["tables"][t] = {"spark_rows": n_a, "duckdb_rows": n_b, "differing_rows": diff}
+        out["identical"] &= diff == 0 and n_a == n_b
+    return out
 
 
 def ingest_real(data_dir: Path, con) -> None:
@@ -128,12 +201,17 @@ def month_rows(data_dir: Path) -> dict[str, int]:
     return out
 
 
+VARIANTS = {"spark job": "job", "spark scan floor": "scan", "duckdb job": "duckdb-job",
+            "duckdb scan floor": "duckdb-scan"}
+FLOOR = {"spark job": "spark scan floor", "duckdb job": "duckdb scan floor"}
+
+
 def measure(data_dir: Path, month: str, min_coverage: float | None, *, repeat: int, con,
-            timeout_s: float = 7200) -> dict:
+            timeout_s: float = 7200, engines=("spark", "duckdb")) -> dict:
     work = common.OUT / "compare-work"
     work.mkdir(parents=True, exist_ok=True)
-    runs: dict[str, list] = {"spark job": [], "spark scan floor": []}
-    kinds = {"spark job": "job", "spark scan floor": "scan"}
+    kinds = {n: k for n, k in VARIANTS.items() if n.split()[0] in engines}
+    runs: dict[str, list] = {n: [] for n in kinds}
     for r in range(max(1, repeat)):
         for name, kind in kinds.items():
             if runs[name] and runs[name][-1].rc != 0:
@@ -165,13 +243,20 @@ def measure(data_dir: Path, month: str, min_coverage: float | None, *, repeat: i
             "parallelism": b.result.get("parallelism"), "error": b.result.get("error"),
             "summary": b.result.get("summary"),
         }
-    rows = out["spark scan floor"]["rows"] or out["spark job"]["rows"]
-    floor = out["spark scan floor"]["work_s"]
-    for v in out.values():
+    rows = next((v["rows"] for v in out.values() if v["rows"]), None)
+    for name, v in out.items():
+        floor = out.get(FLOOR.get(name, name), {}).get("work_s")
         v["rows_per_s"] = round(rows / v["work_s"]) if v["work_s"] and rows else None
         v["time_vs_floor"] = round(v["work_s"] / floor, 2) if v["work_s"] and floor else None
-    return {"data_dir": str(data_dir), "month": month, "rows": rows, "min_coverage": min_coverage,
-            "repeat": repeat, "variants": out}
+    res = {"data_dir": str(data_dir), "month": month, "rows": rows, "min_coverage": min_coverage,
+           "repeat": repeat, "variants": out}
+    if out.get("spark job", {}).get("ok") and out.get("duckdb job", {}).get("ok"):
+        res["check"] = check_engines(data_dir, month)
+        c = res["check"]
+        con.print(("[green]" if c["identical"] else "[red]") + "Spark vs DuckDB, six tables: "
+                  + ("identical" if c["identical"] else "DIFFERENT ") + " "
+                  + ", ".join(f"{t} {v['spark_rows']:,}" for t, v in c["tables"].items()) + "[/]")
+    return res
 
 
 def render(res: dict) -> str:
@@ -197,7 +282,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per variant, best reported (default 2)")
     ap.add_argument("--timeout", type=float, default=7200, help="seconds per run before it is killed")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
-    ap.add_argument("--child", choices=["job", "scan"], help=argparse.SUPPRESS)
+    ap.add_argument("--engines", default="spark,duckdb", help="comma-separated: spark, duckdb (default both)")
+    ap.add_argument("--child", choices=list(VARIANTS.values()), help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
@@ -205,7 +291,7 @@ def main(argv=None) -> int:
     con = common.console()
     from pipeline.spark import java_problem
 
-    if problem := java_problem():
+    if "spark" in a.engines and (problem := java_problem()):
         con.print(f"[red]{problem}[/]")
         return 2
     min_cov = a.min_coverage
@@ -224,18 +310,20 @@ def main(argv=None) -> int:
     month = a.month or max(counts, key=counts.get)
     con.print(f"compare bench: {data} month {month} ({counts.get(month, 0):,} rib_entries rows), "
               f"min_coverage {min_cov if min_cov is not None else 'config default'}, repeat {a.repeat}")
-    res = measure(data, month, min_cov, repeat=a.repeat, con=con, timeout_s=a.timeout)
+    engines = tuple(e.strip() for e in a.engines.split(",") if e.strip())
+    res = measure(data, month, min_cov, repeat=a.repeat, con=con, timeout_s=a.timeout, engines=engines)
     res["command"] = " ".join(["bench/compare.py", *(argv if argv is not None else sys.argv[1:])])
     tag = "real" if not (a.data_dir or a.synth_entries) else f"synth-{a.synth_entries}" if a.synth_entries \
         else re.sub(r"[^A-Za-z0-9_.-]+", "_", str(a.data_dir.resolve()).strip("/"))
     common.write_json(res, common.OUT / f"compare-{tag}-{month}.json", stdout=a.json)
     con.print(f"\n{res['rows']:,} rows; best of {a.repeat} (time after the SparkSession is up; peak RSS = largest over runs)")
     con.print(render(res))
-    j = res["variants"]["spark job"]
-    con.print(f"peak RSS check: wait4 max-proc figure {'includes' if j['maxrss_includes_jvm'] else 'DOES NOT include'} "
-              f"the JVM (JVM VmHWM {mib(j['jvm_hwm_bytes'])}, python {mib(j['python_hwm_bytes'])})")
+    j = res["variants"].get("spark job")
+    if j:
+        con.print(f"peak RSS check: wait4 max-proc figure {'includes' if j['maxrss_includes_jvm'] else 'DOES NOT include'} "
+                  f"the JVM (JVM VmHWM {mib(j['jvm_hwm_bytes'])}, python {mib(j['python_hwm_bytes'])})")
     shutil.rmtree(common.OUT / "compare-work", ignore_errors=True)
-    return 0 if all(v["ok"] for v in res["variants"].values()) else 1
+    return 0 if all(v["ok"] for v in res["variants"].values()) and res.get("check", {}).get("identical", True) else 1
 
 
 if __name__ == "__main__":

@@ -6,17 +6,20 @@ synth generator (no ground truth), then measure per stage, every run a fresh pro
 round-robin, best of --repeat:
   ingest   each backend through ingest.run.decode_file (framing check included) over all
            the month's files, next to `bgpdump -m` and `bzip2 -dc`/`gzip -dc` on the same files;
-  compare  the Spark job (pipeline.job.run_month, local[*]) next to a Spark scan floor;
-  duckdb   the DuckDB query of bench/duckdb_pairs.py (and, untimed, its row-for-row check
-           against the Spark job's pairs).
-Results are merged into bench/RESULTS.md (figures, ratios, peak RSS, machine facts,
-versions, the exact command; its data is kept in the file so later runs update it) and
-plotted to bench/RESULTS.png (time and peak RSS against entries for each stage).
+  compare  the Spark engine's job (local[*]) next to a Spark scan floor;
+  duckdb   the DuckDB engine's job next to a DuckDB scan floor (both engines' runs are
+           interleaved in one bench/compare.py measurement; untimed, the six tables of the
+           two engines are compared row for row).
+Results are merged into bench/results.json (the data; later runs update it), from which
+bench/RESULTS.md (figures, ratios, peak RSS, machine facts, versions, the exact command,
+a cost model for a paper-scale month) and bench/RESULTS.png (time and peak RSS against
+entries for each stage) are generated.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -28,11 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench import compare as cmp  # noqa: E402
-from bench import duckdb_pairs as dp  # noqa: E402
 from bench import ingest as ing  # noqa: E402
 from bench.common import MiB, mib, rate  # noqa: E402
 
 RESULTS_MD = common.BENCH / "RESULTS.md"
+RESULTS_JSON = common.BENCH / "results.json"
 RESULTS_PNG = common.BENCH / "RESULTS.png"
 DATA_MARK = "<!-- bench-data"
 STAGES = ("ingest", "compare", "duckdb")
@@ -67,39 +70,18 @@ def run_scale(n: int, *, stages, backends, repeat: int, min_coverage: float | No
     if ("compare" in stages or "duckdb" in stages) and not have_data:
         con.print("[red]no ingested data for the Spark and DuckDB stages (run the ingest stage)[/]")
         return out
-    if "compare" in stages:
-        con.print("[bold]compare (Spark)[/]")
-        res = cmp.measure(data, common.SYNTH_MONTH, min_coverage, repeat=repeat, con=con, timeout_s=timeout_s)
-        out["stages"]["compare"] = res["variants"]
+    engines = [e for e, st in (("spark", "compare"), ("duckdb", "duckdb")) if st in stages]
+    if engines:
+        con.print(f"[bold]compare job ({', '.join(engines)})[/]")
+        res = cmp.measure(data, common.SYNTH_MONTH, min_coverage, repeat=repeat, con=con, timeout_s=timeout_s,
+                          engines=engines)
+        for e, st in (("spark", "compare"), ("duckdb", "duckdb")):
+            if e in engines:
+                out["stages"][st] = {k: v for k, v in res["variants"].items() if k.startswith(e)}
         out["rows"] = res["rows"]
+        if res.get("check"):
+            out["check"] = res["check"]
         shutil.rmtree(common.OUT / "compare-work", ignore_errors=True)
-    if "duckdb" in stages:
-        con.print("[bold]DuckDB[/]")
-        pairs = root / "duckdb-pairs.parquet"
-        res_path = root / "duckdb-result.json"
-        cmd = common.py("duckdb_pairs.py", "--data-dir", data, "--month", common.SYNTH_MONTH, "--out", pairs,
-                        "--result", res_path,
-                        *(["--min-coverage", min_coverage] if min_coverage is not None else []))
-        m, runs = common.repeat(repeat, lambda: common.run_child(cmd, label="duckdb", timeout_s=timeout_s,
-                                                                 result_path=res_path), con, "duckdb query")
-        ok = m.rc == 0 and m.result.get("seconds")
-        rows = m.result.get("rib_entries")
-        v = {"ok": bool(ok), "work_s": m.result.get("seconds") if ok else None, "process_s": m.wall_s,
-             "rows": rows, "pairs": m.result.get("pairs"), "maxrss_bytes": m.maxrss,
-             "tree_peak_bytes": m.tree_peak, "runs_work_s": [r.result.get("seconds") for r in runs],
-             "cpu_s": round(m.user_s + m.sys_s, 1)}
-        v["rows_per_s"] = round(rows / v["work_s"]) if ok and rows else None
-        floor = out["stages"].get("compare", {}).get("spark scan floor", {}).get("work_s")
-        v["time_vs_spark_floor"] = round(v["work_s"] / floor, 2) if ok and floor else None
-        job = out["stages"].get("compare", {}).get("spark job", {}).get("work_s")
-        v["time_vs_spark_job"] = round(v["work_s"] / job, 3) if ok and job else None
-        if ok and "compare" in out["stages"] and out["stages"]["compare"]["spark job"]["ok"]:
-            chk = dp.check(data, common.SYNTH_MONTH, pairs, con)
-            v["check"] = {k: chk[k] for k in ("identical", "duckdb_pairs", "spark_pairs", "only_duckdb", "only_spark")}
-            con.print(("[green]" if chk["identical"] else "[red]") +
-                      f"DuckDB pairs vs Spark pairs: {'identical' if chk['identical'] else 'DIFFERENT'} "
-                      f"({chk['duckdb_pairs']:,} / {chk['spark_pairs']:,} rows)[/]")
-        out["stages"]["duckdb"] = v
     out["seconds_total"] = round(time.perf_counter() - t0, 1)
     return out
 
@@ -107,7 +89,9 @@ def run_scale(n: int, *, stages, backends, repeat: int, min_coverage: float | No
 # --- RESULTS.md -------------------------------------------------------------------------
 
 def load_previous() -> dict:
-    if not RESULTS_MD.is_file():
+    if RESULTS_JSON.is_file():
+        return json.loads(RESULTS_JSON.read_text())
+    if not RESULTS_MD.is_file():  # earlier runs kept the data inside RESULTS.md
         return {}
     m = re.search(re.escape(DATA_MARK) + r"\n(.*?)\n-->", RESULTS_MD.read_text(), re.S)
     if not m:
@@ -132,7 +116,8 @@ def render_md(doc: dict) -> str:
     lines = [
         "# Benchmarks",
         "",
-        "Generated by `bench/run.py` (do not edit by hand: the data at the bottom is merged on every run).",
+        "Generated by `bench/run.py` from [results.json](results.json) (do not edit by hand: every run merges",
+        "its figures into results.json and re-renders this file).",
         "Every figure is the best of the runs made (wall time of a fresh process tree per run, runs of",
         "a stage interleaved round-robin); peak RSS is the largest seen over those runs. Timings were",
         "taken on a shared machine (other work running), so expect noise of 10-30%.",
@@ -168,10 +153,10 @@ def render_md(doc: dict) -> str:
                          mib(v["tree_peak_bytes"])])
     lines += [common.table(["scale", "entries", "variant", "seconds", "entries/s", "vs bgpdump -m", "CPU s",
                             "peak RSS max proc", "peak RSS tree"], rows, align="rrlrrrrrr"), ""]
-    lines += ["## Spark job vs scan floor (local[*])", "",
+    lines += ["## Compare job: Spark engine vs its scan floor (local[*])", "",
               "Seconds from a ready SparkSession to the month published (job) or counted (floor: the same",
               "Parquet read as the job, every job column touched); session start (JVM) reported apart.",
-              "Ratio = job time / floor time.", ""]
+              "Ratio = job time / floor time. Target (issue 9): at most 5x at scale 10.", ""]
     rows = []
     for s in scales:
         for name, v in s["stages"].get("compare", {}).items():
@@ -181,20 +166,25 @@ def render_md(doc: dict) -> str:
     lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "session s",
                             "CPU s (process)", "peak RSS max proc", "JVM VmHWM", "peak RSS tree"], rows,
                            align="rrlrrrrrrrr"), ""]
-    lines += ["## DuckDB pairs query (bench/duckdb_pairs.py, single process, all cores)", "",
-              "Seconds to compute the pairs and write them to Parquet. `check`: its pairs compared row",
-              "for row with the Spark job's published pairs of the same run.", ""]
+    lines += ["## Compare job: DuckDB engine vs its scan floor (in-process, all cores)", "",
+              "Seconds to the month published, all six tables (job), or to the same Parquet files read with",
+              "every job column touched (floor), in a fresh process each; same memory limit and threads.",
+              "Ratio = job time / floor time. Target (issue 9): at most 2x at scale 10. `check`: the six",
+              "tables of this run compared row for row with the Spark engine's of the same run.", ""]
     rows = []
     for s in scales:
-        v = s["stages"].get("duckdb")
-        if v:
-            chk = v.get("check") or {}
-            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", _s(v["work_s"]), rate(v["rows_per_s"]),
-                         _ratio(v.get("time_vs_spark_job")), _ratio(v.get("time_vs_spark_floor")),
-                         _s(v.get("cpu_s"), 1), mib(v["maxrss_bytes"]), f"{v.get('pairs') or 0:,}",
-                         "identical" if chk.get("identical") else ("DIFFERENT" if chk else "-")])
-    lines += [common.table(["scale", "rows", "seconds", "rows/s", "vs Spark job", "vs Spark floor",
-                            "CPU s (process)", "peak RSS", "pairs", "check"], rows, align="rrrrrrrrrl"), ""]
+        chk = s.get("check") or {}
+        for name, v in (s["stages"].get("duckdb") or {}).items():
+            if not isinstance(v, dict) or "work_s" not in v or "time_vs_floor" not in v:
+                continue  # the pairs-only query of earlier runs
+            job = (s["stages"].get("compare") or {}).get("spark job", {}).get("work_s")
+            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
+                         _ratio(v["time_vs_floor"]), _ratio(v["work_s"] / job if job and v["work_s"] else None),
+                         _s(v.get("cpu_s"), 0), mib(v["maxrss_bytes"]),
+                         ("identical" if chk.get("identical") else "DIFFERENT" if chk else "-") if name == "duckdb job" else ""])
+    lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "vs Spark job",
+                            "CPU s (process)", "peak RSS", "check"], rows, align="rrlrrrrrrl"), ""]
+    lines += cost_model(doc)
     real = doc.get("real") or {}
     if real:
         lines += ["## Real data: the 2026-07-30 14:00 route-views2 + route-views6 pair", ""]
@@ -229,9 +219,65 @@ def render_md(doc: dict) -> str:
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
-    lines += ["![time and peak RSS against entries](RESULTS.png)", "",
-              DATA_MARK, json.dumps(doc, indent=None, default=str, separators=(",", ":")), "-->", ""]
+    lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
     return "\n".join(lines)
+
+
+#: The paper-scale month of the cost model: ~60 collectors x 5 daily RIB snapshots.
+PAPER_ENTRIES = 1e10
+CLUSTER_CORES = 200  # 50 executors x 4 cores
+
+
+def cost_model(doc: dict) -> list[str]:
+    """Core-hours and wall time of a paper-scale month from the per-core rates measured at
+    the largest scale run (entries per CPU second of each stage's process tree)."""
+    scales = sorted(doc["scales"].values(), key=lambda s: s["entries"])
+    rates = {}
+    for s in scales:  # the largest scale wins
+        ig = s["stages"].get("ingest", {})
+        for name in ("ingest (native)", "ingest (bgpdump)", "ingest (bgpkit)"):
+            v = ig.get(name)
+            if v and v.get("cpu_s"):
+                rates["ingest"] = (name, s["entries"] / v["cpu_s"], s["scale"], v["seconds"], v["cpu_s"])
+                break
+        for st, name in (("compare", "spark job"), ("duckdb", "duckdb job")):
+            v = (s["stages"].get(st) or {}).get(name)
+            if isinstance(v, dict) and v.get("work_s") and v.get("cpu_s"):
+                rates[name] = (name, (v.get("rows") or s["entries"]) / v["cpu_s"], s["scale"], v["work_s"], v["cpu_s"])
+    if not rates:
+        return []
+    lines = ["## Cost model: a paper-scale month on a Spark cluster", "",
+             f"A month of ~60 collectors x 5 daily RIB snapshots is about {PAPER_ENTRIES:.0e} entries. From the",
+             "per-core rate of each stage (entries per CPU second of its whole process tree, measured at",
+             f"the largest scale run here), on a cluster of {CLUSTER_CORES} cores (e.g. 50 executors x 4 cores):", ""]
+    rows, total = [], 0.0
+    for key in ("ingest", "spark job", "duckdb job"):
+        if key not in rates:
+            continue
+        name, r, scale, wall, cpu = rates[key]
+        ch = PAPER_ENTRIES / r / 3600
+        total += ch if key != "duckdb job" else 0
+        wall_h = ch / CLUSTER_CORES if key != "duckdb job" else None
+        rows.append([name, scale, f"{cpu:,.0f} CPU s in {wall:,.0f} s", f"{r / 1e3:,.0f} k/s", f"{ch:,.0f}",
+                     f"{wall_h * 60:,.0f} min" if wall_h else "one machine: see below"])
+    lines += [common.table(["stage", "measured at scale", "measured", "entries / core-s", "core-hours (1e10)",
+                            f"wall on {CLUSTER_CORES} cores"], rows, align="lrrrrr"), ""]
+    if "duckdb job" in rates:
+        r = rates["duckdb job"][1]
+        lines += [f"- The DuckDB engine is one process: on one 32-core machine the same month would take about "
+                  f"{PAPER_ENTRIES / r / 32 / 3600:,.1f} h if it scaled linearly with cores and spilled without "
+                  "slowing down (both estimated, not measured)."]
+    lines += [
+        f"- Ingest + Spark job: about {total:,.0f} core-hours a month; ingest parallelises per snapshot file "
+        "(300 files), so it fills the cluster; the Spark job's rate is assumed to hold per core on a cluster.",
+        "- Measured: the per-core rates above (2-core machine, shared, noisy 10-30%), the CPU seconds of each "
+        "stage's process tree, the entry counts.",
+        "- Estimated: linear scaling from the measured scale to 1e10 entries (the job's aggregates are "
+        "hash aggregates and joins, near-linear; measured here from 1M to 50M), no loss to the cluster's "
+        "network shuffle (the measured runs shuffle through local disk), no stragglers, archive download not "
+        "counted (~1-2 TB of compressed MRT a month, bandwidth-bound), ~5% of the job's time for JVM/executor start-up.",
+        ""]
+    return lines
 
 
 def _targets(r: dict) -> list[str]:
@@ -250,9 +296,9 @@ def series(doc: dict) -> dict[str, list[tuple[int, float, int]]]:
         for name, v in s["stages"].get("compare", {}).items():
             if v.get("work_s"):
                 out.setdefault(name, []).append((s["entries"], v["work_s"], max(v["maxrss_bytes"], v["tree_peak_bytes"])))
-        v = s["stages"].get("duckdb")
-        if v and v.get("work_s"):
-            out.setdefault("duckdb pairs", []).append((s["entries"], v["work_s"], max(v["maxrss_bytes"], v["tree_peak_bytes"])))
+        for name, v in (s["stages"].get("duckdb") or {}).items():
+            if isinstance(v, dict) and v.get("work_s") and "time_vs_floor" in v:
+                out.setdefault(name, []).append((s["entries"], v["work_s"], max(v["maxrss_bytes"], v["tree_peak_bytes"])))
     return out
 
 
@@ -274,7 +320,7 @@ def plot(doc: dict, path: Path, con) -> Path | None:
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5.2))
     for name, pts in data.items():
         xs = [p[0] / 1e6 for p in pts]
-        style = "--" if name in ("bgpdump -m", "spark scan floor") or name.endswith("-dc") else "-"
+        style = "--" if name in ("bgpdump -m", "spark scan floor", "duckdb scan floor") or name.endswith("-dc") else "-"
         ax1.plot(xs, [p[1] for p in pts], style, marker="o", label=name)
         ax2.plot(xs, [p[2] / MiB for p in pts], style, marker="o", label=name)
     for ax, title, unit in ((ax1, "time", "seconds (best run)"), (ax2, "peak RSS", "MiB (max of max-proc, tree sum)")):
@@ -412,9 +458,9 @@ def main(argv=None) -> int:
     oks = []
     for r in results:
         for name, st in r["stages"].items():
-            oks += [st["ok"]] if name == "duckdb" else [v["ok"] for v in st.values()]
-            if name == "duckdb" and st.get("check"):
-                oks.append(st["check"]["identical"])
+            oks += [v["ok"] for v in st.values()]
+        if r.get("check"):
+            oks.append(r["check"]["identical"])
     return 0 if all(oks) else 1
 
 
@@ -428,6 +474,9 @@ def write_results(doc: dict, con) -> None:
     if synth_files:
         real["ingest_synth"] = [json.loads(p.read_text()) for p in synth_files]
     doc["notes"] = doc.get("notes_manual") or notes(doc)
+    tmp = RESULTS_JSON.with_name(".results.json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    os.replace(tmp, RESULTS_JSON)
     RESULTS_MD.write_text(render_md(doc))
     p = plot(doc, RESULTS_PNG, con)
     con.print(f"wrote {RESULTS_MD}" + (f" and {p}" if p else ""))

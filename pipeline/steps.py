@@ -78,6 +78,7 @@ def both(name: str, kind: str, sql: str) -> Step:
 
 # Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
 # folded with aggregate / list_reduce; the inner fold builds the next row left to right.
+# Only computed for non-congruent pairs (identical paths are at distance 0).
 _EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
       (prev, y) -> aggregate(sequence(1, size(v4_path)), array(element_at(prev, 1) + 1),
           (row, i) -> concat(row, array(least(element_at(prev, i + 1) + 1, element_at(row, -1) + 1,
@@ -91,7 +92,9 @@ _EDIT_DUCKDB = """list_reduce(v6_path,
 
 MONTH_STEPS: tuple[Step, ...] = (
     # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
-    # prepending-free path (computed once, then tested).
+    # prepending-free path (computed once, then tested). A loop is an ASN whose first
+    # position is not its own (cheaper than a distinct set per row on both engines:
+    # measured 3.5 vs 4.7 s in Spark, ~2.5 vs ~18 s in DuckDB, at scale 10).
     Step("rows", "view",
          spark="""
 SELECT *, CASE
@@ -99,7 +102,7 @@ SELECT *, CASE
     WHEN has_as_set THEN 'as_set'
     WHEN as_path IS NULL OR size(as_path) = 0 OR as_path[0] != vp_asn THEN 'first_as_not_peer'
     WHEN exists(as_path, x -> {reserved}) THEN 'reserved_asn'
-    WHEN size(array_distinct(path)) != size(path) THEN 'loop'
+    WHEN size(filter(path, (x, i) -> array_position(path, x) != i + 1)) > 0 THEN 'loop'
   END AS reason
 FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
              filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
@@ -110,7 +113,7 @@ SELECT *, CASE
     WHEN has_as_set THEN 'as_set'
     WHEN as_path IS NULL OR len(as_path) = 0 OR as_path[1] != vp_asn THEN 'first_as_not_peer'
     WHEN list_bool_or(list_transform(as_path, lambda x: {reserved})) THEN 'reserved_asn'
-    WHEN len(list_distinct(path)) != len(path) THEN 'loop'
+    WHEN list_bool_or(list_transform(path, lambda x, i: list_position(path, x) != i)) THEN 'loop'
   END AS reason
 FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
              list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
@@ -130,7 +133,8 @@ FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
     Step("per_path", "work",
          spark="""
 SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
-       size(collect_set(prefix)) AS prefixes, size(collect_set(snapshot_time)) AS snapshots,
+       CAST(size(collect_set(prefix)) AS BIGINT) AS prefixes,
+       CAST(size(collect_set(snapshot_time)) AS BIGINT) AS snapshots,
        element_at(path, -1) AS dest_asn
 FROM rows WHERE reason IS NULL GROUP BY vp_group, vp_asn, afi, path""",
          duckdb="""
@@ -139,7 +143,8 @@ SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
        path[-1] AS dest_asn
 FROM rows WHERE reason IS NULL GROUP BY vp_group, vp_asn, afi, path"""),
     # 4. The representative path: most observations, then fewer ASes, then the smallest
-    # sequence; min_by / arg_min over that ordering is one hash aggregate, no sort.
+    # sequence. Spark: min_by over that ordering, one hash aggregate, no sort; DuckDB: a
+    # window (~3x faster there than arg_min over a struct key, as nearly every group has one path).
     Step("paths", "table",
          spark="""
 SELECT vp_group, vp_asn, dest_asn, afi, best.path, observations, best.path_observations,
@@ -149,13 +154,12 @@ FROM (SELECT vp_group, vp_asn, dest_asn, afi, sum(path_observations) AS observat
                     struct(-path_observations, size(path), path)) AS best
       FROM per_path GROUP BY vp_group, vp_asn, dest_asn, afi)""",
          duckdb="""
-SELECT vp_group, vp_asn, dest_asn, afi, best.path, observations, best.path_observations,
-       best.path_observations / observations AS stability, best.prefixes, best.snapshots
-FROM (SELECT vp_group, vp_asn, dest_asn, afi, sum(path_observations)::BIGINT AS observations,
-             arg_min({{'path': path, 'path_observations': path_observations, 'prefixes': prefixes,
-                       'snapshots': snapshots}},
-                     {{'n': -path_observations, 'len': len(path), 'path': path}}) AS best
-      FROM per_path GROUP BY vp_group, vp_asn, dest_asn, afi)"""),
+SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
+       path_observations / observations AS stability, prefixes, snapshots
+FROM (SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
+             row_number() OVER (w ORDER BY path_observations DESC, len(path), path) AS rank
+      FROM per_path WINDOW w AS (PARTITION BY vp_group, vp_asn, dest_asn, afi))
+WHERE rank = 1"""),
     # 5. Coverage: distinct origins per AFI over the whole month (one row).
     both("totals", "view", """
 SELECT count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS t4,
@@ -250,13 +254,13 @@ GROUP BY vp_group, vp_asn, dest_asn"""),
          spark=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
-       {_EDIT_SPARK} AS edit_distance
+       CASE WHEN congruent THEN 0 ELSE {_EDIT_SPARK} END AS edit_distance
 FROM pairs_base b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn""",
          duckdb=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, []::BIGINT[]) AS non_adopters,
-       ({_EDIT_DUCKDB})::INTEGER AS edit_distance
+       CASE WHEN congruent THEN 0 ELSE ({_EDIT_DUCKDB})::INTEGER END AS edit_distance
 FROM pairs_base b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn"""),
     both("vps", "table", """

@@ -210,21 +210,27 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
     assert job.run_month(spark, cfg, "2024-01").error is None
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
 
+    # The same one-line messages as the DuckDB engine's (test_engines.py): one flow, pipeline/job.py.
+    src = f"{tmp_path}/rib_entries/month="
     r = job.run_month(spark, cfg, "2023-12")
-    assert r.error.endswith("no ingested data for month 2023-12 (run congruency ingest first)")
+    assert r.error == f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
 
     v4_only = [x for x in cases._full_month_rows() if x["afi"] == 4]
     write_entries(tmp_path, "2024-04", v4_only)
     r = job.run_month(spark, cfg, "2024-04")
-    assert "month 2024-04 has no IPv6 entries" in r.error
+    assert r.error == f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
 
     bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
     bad.parent.mkdir(parents=True)
     pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
     r = job.run_month(spark, cfg, "2024-05")
-    assert "column 'snapshot_time' is missing" in r.error
-    for e in (r.error,):
-        assert "\n" not in e
+    assert r.error == f"{src}2024-05: column 'snapshot_time' is missing (not a rib_entries table?)"
+    wrong = tmp_path / "rib_entries" / "month=2024-06" / "collector=x" / "x.parquet"
+    wrong.parent.mkdir(parents=True)
+    rows = pq.read_table(next((tmp_path / "rib_entries" / "month=2024-01").rglob("*.parquet")))
+    pq.write_table(rows.set_column(rows.schema.get_field_index("afi"), "afi", rows["afi"].cast(pa.string())), wrong)
+    r = job.run_month(spark, cfg, "2024-06")
+    assert r.error == f"{src}2024-06: column 'afi' is string, expected tinyint"
     after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p in before}
     assert after == before
     assert not (tmp_path / "pairs" / "month=2024-04").exists()
