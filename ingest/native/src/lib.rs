@@ -241,13 +241,11 @@ fn push_v6(out: &mut Vec<u8>, a: &[u8]) {
         }
         if i == 6 && best == 0 && (best_len == 6 || (best_len == 5 && w[5] == 0xffff)) {
             push_v4(out, &a[12..16]);
-            i = 8;
             break;
         }
         push_hex(out, w[i]);
         i += 1;
     }
-    let _ = i;
     if best != usize::MAX && best + best_len == 8 {
         out.push(b':');
     }
@@ -646,7 +644,7 @@ impl Decoder {
         let plain = self.segs.iter().all(|s| s.typ == 2 && s.len > 0);
         if plain {
             c.path_vals.extend_from_slice(&self.asns);
-            self.emit_plain(None);
+            self.emit_plain();
             return Ok(());
         }
         bgpdump_text(&self.segs, &self.asns, &mut self.text);
@@ -678,11 +676,12 @@ impl Decoder {
             self.cols.path_vals.push(v);
         }
         self.text = text;
-        self.emit_plain(None);
+        self.emit_plain();
         Ok(())
     }
 
-    fn emit_plain(&mut self, _: Option<()>) {
+    /// Close a row whose path is the plain ASN list just appended (origin = last ASN).
+    fn emit_plain(&mut self) {
         let c = &mut self.cols;
         let start = *c.path_off.last().unwrap() as usize;
         let end = c.path_vals.len();
