@@ -318,7 +318,9 @@ def test_standalone_cluster_gives_the_same_results(standalone_cluster, config, i
     assert_same_as_reference(data, "2026-07", config.method)
     import json
 
-    assert json.loads(p.stdout.splitlines()[-1])["summary"]["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
+    out = json.loads(p.stdout.splitlines()[-1])
+    assert out["summary"]["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
+    assert out["engine"] == "spark"  # --master naming a cluster implies Spark
 
 
 def test_spark_submit_runs_the_job(config, tmp_path):
@@ -329,7 +331,10 @@ def test_spark_submit_runs_the_job(config, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
            "SPARK_HOME": str(submit.parent.parent)}
     p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "cli" / "submit.py"),
-                        "compare", "--month", "2024-01", "--data-dir", str(tmp_path), "--min-coverage", "0"],
+                        "compare", "--month", "2024-01", "--data-dir", str(tmp_path), "--min-coverage", "0", "--json"],
                        capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert_same_as_reference(tmp_path, "2024-01", config.method)
+    import json
+
+    assert json.loads(p.stdout.splitlines()[-1])["engine"] == "spark"  # spark-submit implies Spark
