@@ -20,11 +20,17 @@ $(BIN)/.installed: pyproject.toml
 NATIVE_SRC := ingest/native/Cargo.toml ingest/native/Cargo.lock ingest/native/pyproject.toml $(wildcard ingest/native/src/*.rs)
 CARGO_PATH := $(abspath $(BIN)):$(HOME)/.cargo/bin:$(PATH)
 
-$(BIN)/.native: $(BIN)/.installed $(NATIVE_SRC)
+# One recipe for every venv that runs the pipeline (.venv, .venv-airflow); cargo reuses
+# ingest/native/target, so the second build is quick.
+define build_native
 	@PATH="$(CARGO_PATH)"; command -v cargo >/dev/null || { echo "error: cargo is not installed: the native MRT decoder needs a Rust toolchain (https://rustup.rs, or apt-get install cargo)" >&2; exit 1; }
-	$(BIN)/pip install --quiet 'maturin>=1.5,<2'
-	PATH="$(CARGO_PATH)" $(BIN)/pip install --quiet --no-build-isolation ./ingest/native
-	touch $@
+	$(1)/pip install --quiet 'maturin>=1.5,<2'
+	PATH="$(CARGO_PATH)" $(1)/pip install --quiet --no-build-isolation ./ingest/native
+	touch $(1)/.native
+endef
+
+$(BIN)/.native: $(BIN)/.installed $(NATIVE_SRC)
+	$(call build_native,$(BIN))
 
 setup: $(BIN)/.native
 
@@ -68,7 +74,10 @@ $(AFBIN)/.installed: pyproject.toml
 	$(AFBIN)/pip install --quiet -e '.[airflow,test]'
 	touch $@
 
-airflow-setup: $(AFBIN)/.installed
+$(AFBIN)/.native: $(AFBIN)/.installed $(NATIVE_SRC)
+	$(call build_native,$(AFBIN))
+
+airflow-setup: $(AFBIN)/.native
 
 test: setup system-deps check-java airflow-setup
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q

@@ -123,8 +123,7 @@ def _restriction(dag):
 
 def _conf(tmp: Path, archive: str, data: Path) -> dict:
     cfg = tmp / "cfg.toml"
-    # the worker venv has no native decoder built: bgpdump (Debian) decodes
-    cfg.write_text('backend = "bgpdump"\nengine = "duckdb"\nduckdb_threads = 2\nretries = 1\nbackoff_s = 0.2\n')
+    cfg.write_text('engine = "duckdb"\nduckdb_threads = 2\nretries = 1\nbackoff_s = 0.2\n')
     return {"days": "30", "times": "14:00", "archive_root": archive, "data_dir": str(data),
             "engine": "duckdb", "min_coverage": 0, "config": str(cfg)}
 
