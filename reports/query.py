@@ -128,13 +128,33 @@ def run_sql(con, sql: str):
     if not stmts:
         raise QueryError("--sql: no statement given")
     for s in stmts:
-        kind = str(s.type).rsplit(".", 1)[-1]
-        if kind not in READ_ONLY_KINDS:
-            raise QueryError(f"--sql: refused a {kind} statement: the warehouse is read-only (SELECT only)")
+        _check_read_only(con, s)
     result = None
     for s in stmts:
         result = _run(con, s.query, None)
     return result
+
+
+_EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?(?P<rest>.+)", re.I | re.S)
+
+
+def _check_read_only(con, s) -> None:
+    """Only SELECT, or EXPLAIN [ANALYZE] of one SELECT (EXPLAIN ANALYZE runs its statement)."""
+    import duckdb
+
+    kind = str(s.type).rsplit(".", 1)[-1]
+    if kind == "EXPLAIN":
+        m = _EXPLAIN.fullmatch(s.query)
+        try:
+            inner = con.extract_statements(m.group("rest")) if m else []
+        except duckdb.Error:
+            inner = []
+        kinds = [str(i.type).rsplit(".", 1)[-1] for i in inner]
+        if kinds != ["SELECT"]:
+            what = kinds[0] if len(kinds) == 1 else "statement"
+            raise QueryError(f"--sql: refused EXPLAIN of a {what}: the warehouse is read-only (SELECT only)")
+    elif kind not in READ_ONLY_KINDS:
+        raise QueryError(f"--sql: refused a {kind} statement: the warehouse is read-only (SELECT only)")
 
 
 def _run(con, sql: str, params):

@@ -192,7 +192,11 @@ def refresh(cfg) -> Path:
 
 
 def connect(cfg):
-    """A read-only connection to the warehouse file, or a one-line WarehouseError."""
+    """A read-only connection to the warehouse file, or a one-line WarehouseError.
+
+    It runs the analyst's SQL, so it is locked down: files only inside the tables' folders
+    (what the views read), no extensions, no other files, and the settings cannot be changed.
+    """
     import duckdb
 
     p = path(cfg)
@@ -203,6 +207,11 @@ def connect(cfg):
     except duckdb.Error as exc:
         raise WarehouseError(f"{p}: {_why(exc)}") from None
     settings(con, cfg)
+    root = p.parent
+    dirs = sorted({str(root / doc.layout.split("/")[0]) + "/" for doc in DOCS.values()})
+    con.execute("SET allowed_directories = $d", {"d": dirs})
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
     return con
 
 

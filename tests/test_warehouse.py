@@ -12,12 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main as cli
+from common.config import Config
 from common.tables import DOCS, TABLES, TRANSITIONS
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
@@ -331,6 +333,11 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
         (("query", "--sql", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", *D), 1, ("COPY",)),
         (("query", "--sql", f"ATTACH '{tmp_path}/y.duckdb' AS y", *D), 1, ("ATTACH",)),
         (("query", "--sql", "SELECT 1; DROP VIEW pairs", *D), 1, ("DROP",)),
+        (("query", "--sql", f"EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 1, ("EXPLAIN", "COPY")),
+        (("query", "--sql", f"explain (analyze) COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 1, ("EXPLAIN",)),
+        (("query", "--sql", "INSTALL httpfs", *D), 1, ("LOAD",)),
+        # The connection itself is locked down: files outside the tables' folders are not readable.
+        (("query", "--sql", "SELECT * FROM read_csv('/etc/passwd')", *D), 1, ("/etc/passwd",)),
         (("query", "--sql", "SELEC 1", *D), 1, ("syntax",)),
         (("query", "no_such_query", *D), 2, ("no_such_query", "--list")),
         (("query", "vp_congruency", "--month", "2026-02", "--vp", "1", *D), 2, ("vp",)),
@@ -346,6 +353,16 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
         rc, _, err = _cli(capsys, *argv)
         assert rc == code, (argv, err)
         _one_line_error(err, *words)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "y.duckdb").exists()
+    rc, out, _ = _cli(capsys, "query", "--sql", "EXPLAIN ANALYZE SELECT count(*) FROM pairs", *D)
+    assert rc == 0 and "analyzed" in out.lower()
+    # Even a statement that got past the check could not write or change the settings.
+    from reports import warehouse
+    con = warehouse.connect(Config(data_dir=str(data)))
+    for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", f"ATTACH '{tmp_path}/y.duckdb'", "SET enable_external_access = true"):
+        with pytest.raises(duckdb.Error):
+            con.execute(sql)
+    con.close()
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "y.duckdb").exists()
 
     # A data dir with no published tables.
