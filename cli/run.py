@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="run every step of a month (ingest, compare, hints, warehouse, reports); resumable",
         description=(
             "Run a month end to end: ingest its RIB snapshots, the congruency job, then the "
-            "hints export, the warehouse refresh and the reports (each as it is available). "
+            "hints export, the warehouse refresh and the reports. "
             "Each step's completion is recorded with its inputs in "
             "DATA_DIR/_runs/month=YYYY-MM/state.json; a re-run skips what is complete and "
             "still valid and redoes what changed. One run per month at a time (a lock); what "

@@ -14,7 +14,6 @@ does not clean (the compare job's staging recovery, the writers' dot-temp files)
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import time
@@ -40,7 +39,7 @@ class StepFailed(Exception):
 @dataclass
 class StepResult:
     step: str
-    status: str  # done | skipped (complete and valid) | failed | unavailable | not run
+    status: str  # done | skipped (complete and valid) | failed | not run
     seconds: float = 0.0
     error: str | None = None
     outputs: dict = field(default_factory=dict)
@@ -161,16 +160,6 @@ def _outputs_listing(cfg: Config, month: str, step: str) -> list:
 
 # --- the steps ------------------------------------------------------------------------
 
-def _has(module: str, *names: str) -> str | None:
-    """None when module has every name, else why the step is not available (yet)."""
-    try:
-        mod = importlib.import_module(module)
-    except ImportError:
-        return f"{module} is not built yet"
-    missing = [n for n in names if not hasattr(mod, n)]
-    return f"{module} has no {', '.join(missing)} yet" if missing else None
-
-
 def _cleanup_ingest(cfg: Config, month: str, collector: str | None = None) -> None:
     """Remove the dot-temp Parquet files a killed ingest left (they are never read)."""
     base = data_dir(cfg) / "rib_entries" / f"month={month}"
@@ -260,16 +249,14 @@ def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 class Step:
     name: str
     run: Callable
-    available: Callable[[], str | None] = lambda: None
 
 
 REGISTRY = {
     "ingest": Step("ingest", lambda cfg, m, progress=None, ctx=None: do_ingest(cfg, m, progress)),
     "compare": Step("compare", do_compare),
-    "hints": Step("hints", do_hints, lambda: _has("pipeline.hints", "publish") or _has("tunnels.jsonl", "write")),
-    "warehouse": Step("warehouse", do_warehouse, lambda: _has("reports.warehouse", "refresh")),
-    "reports": Step("reports", do_reports,
-                    lambda: _has("reports.html", "write_month_report", "write_trend_report")),
+    "hints": Step("hints", do_hints),
+    "warehouse": Step("warehouse", do_warehouse),
+    "reports": Step("reports", do_reports),
 }
 
 
@@ -287,8 +274,6 @@ def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progres
              ctx: dict | None = None) -> StepResult:
     """Run one step unless its recorded completion is still valid; record what happened."""
     s = REGISTRY[step]
-    if why := s.available():
-        return StepResult(step, "unavailable", error=why)
     with month_lock(data_dir(cfg), month):  # re-entrant: run_month holds it already
         return _run_step(cfg, month, s, force, progress, ctx)
 

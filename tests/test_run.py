@@ -311,3 +311,20 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     assert r.finish_ingest(cfg, MONTH).status == "done"
     st = r.read_state(cfg, MONTH)["steps"]["ingest"]
     assert {c: v["status"] for c, v in st["collectors"].items()} == {"route-views2": "done", "route-views6": "done"}
+
+
+def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsys):
+    """An ImportError in a step's module is that step's failure (one line, exit 1), not 'unavailable'."""
+    from cli.main import main as cli
+
+    _config(tmp_path)
+    data = tmp_path / "data"
+    shutil.copytree(reference["first"], data)
+    monkeypatch.setitem(sys.modules, "tunnels", None)  # `from tunnels import jsonl` raises ImportError
+    rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
+              "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
+    out, err = capsys.readouterr()
+    s = json.loads(out)
+    assert rc == 1 and not s["ok"] and s["steps"]["hints"]["status"] == "failed", err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "hints" in errors[0] and "tunnels" in errors[0], err
