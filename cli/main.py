@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 
 from common import console
 from common.config import ConfigError, load
@@ -41,12 +43,26 @@ def main(argv: list[str] | None = None) -> int:
         console.error(str(exc))
         return 2
     if getattr(args, "data_dir", None):
-        from pathlib import Path
-
         # hdfs://, s3a:// ... stay strings (Path would fold '//'); Spark jobs accept them.
         d = args.data_dir
         cfg = cfg.with_overrides(data_dir=d if "://" in d else Path(d))
-    return args.func(args, cfg)
+    d = cfg.data_dir
+    if not (isinstance(d, str) and "://" in d) and Path(d).exists() and not Path(d).is_dir():
+        console.error(f"--data-dir: {d} is not a folder")
+        return 2
+    try:
+        rc = args.func(args, cfg)
+        sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
+        return rc
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as a shell's SIGPIPE'd command does
+        # (exit 141); stdout goes to /dev/null so the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except OSError as exc:  # a file the work needs (full disk, permissions, a folder in its place)
+        where = f"{exc.filename}: " if exc.filename else ""
+        console.error(f"{where}{exc.strerror or exc}")
+        return 1
 
 
 if __name__ == "__main__":

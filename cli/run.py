@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         "status", parents=parents,
         help="show what a month has: steps done, failed snapshots, pairs, outputs",
         description="Read DATA_DIR/_runs/month=YYYY-MM/state.json and the manifest of a month "
-                    "(or a range) and print its status; exit 1 if a step failed.",
+                    "(or a range) and print its status; exit 1 if a step failed or the month was never run.",
     )
     sg = s.add_mutually_exclusive_group(required=True)
     sg.add_argument("--month", help="the month, YYYY-MM")
@@ -132,8 +132,14 @@ def status_main(args: argparse.Namespace, cfg: Config) -> int:
     except ValueError as exc:
         console.error(str(exc))
         return 2
+    from ingest import manifest
+
     rc = 0
     for m in months:
+        if not runner.state_path(cfg, m).exists() and not manifest.path(runner.data_dir(cfg), m).exists():
+            console.error(f"month {m}: never run in {cfg.data_dir} (no state, no manifest; see congruency run)")
+            rc = 1
+            continue
         s = runner.summary(cfg, m)
         rc = rc or (1 if any(st.get("status") == "failed" for st in s["steps"].values()) else 0)
         print_summary(s, args.json)

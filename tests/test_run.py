@@ -328,3 +328,31 @@ def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsy
     assert rc == 1 and not s["ok"] and s["steps"]["hints"]["status"] == "failed", err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "hints" in errors[0] and "tunnels" in errors[0], err
+
+
+def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
+    """A data dir that is a file: exit 2; a month never run: exit 1; an OSError: one line,
+    exit 1; a closed stdout (`| head`): quiet exit 141, no traceback."""
+    from cli.main import main as cli
+
+    for cmd in (["status", "--month", MONTH], ["run", "--month", MONTH, *SELECT]):
+        assert cli([*cmd, "--data-dir", "/etc/passwd"]) == 2
+        err = capsys.readouterr().err
+        assert err == "error: --data-dir: /etc/passwd is not a folder\n", err
+    data = tmp_path / "data"
+    shutil.copytree(reference["first"], data)
+    assert cli(["status", "--month", "2026-05", "--data-dir", str(data)]) == 1
+    out, err = capsys.readouterr()
+    assert not out and err.startswith("error: month 2026-05: never run") and err.count("\n") == 1, err
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before anything is written
+    p = subprocess.run([sys.executable, "-m", "cli.main", "status", "--month", MONTH, "--json",
+                        "--data-dir", str(data)], stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(w)
+    assert (p.returncode, p.stderr) == (141, "")
+    state = data / "_runs" / f"month={MONTH}" / "state.json"
+    state.unlink()
+    state.mkdir()  # a folder where the state file belongs: an OSError deep in the runner
+    assert cli(["status", "--month", MONTH, "--data-dir", str(data)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: {state}: Is a directory\n", err
