@@ -179,7 +179,7 @@ def render_md(doc: dict) -> str:
                 continue  # the pairs-only query of earlier runs
             job = (s["stages"].get("compare") or {}).get("spark job", {}).get("work_s")
             rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
-                         _ratio(v["time_vs_floor"]), _ratio(v["work_s"] / job if job and v["work_s"] else None),
+                         _ratio(v["time_vs_floor"]), _ratio(v["work_s"] / job if job and v["work_s"] and name == "duckdb job" else None),
                          _s(v.get("cpu_s"), 0), mib(v["maxrss_bytes"]),
                          ("identical" if chk.get("identical") else "DIFFERENT" if chk else "-") if name == "duckdb job" else ""])
     lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "vs Spark job",

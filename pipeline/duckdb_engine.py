@@ -96,8 +96,7 @@ class DuckDBEngine:
             for t, path in prev.items():
                 self.con.execute(f"CREATE VIEW prev_{t} AS SELECT * FROM {_read(path)}")
             self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params), staged)
-        if not self.temp_dir:
-            self.con.execute("SET temp_directory = ''")
+        self.end_month()  # every table is written; closing releases the spill files
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
         kind = "VIEW" if s.kind == "view" else "TABLE"
@@ -128,7 +127,7 @@ class DuckDBEngine:
 
         if not isinstance(exc, duckdb.Error):
             return None
-        first = re.sub(r"\s+", " ", str(exc)).strip()
+        first = re.sub(r"\s+", " ", str(exc)).strip().split(" Possible solutions:")[0]
         if isinstance(exc, duckdb.OutOfMemoryException) or "No space left" in first or "temp_directory" in first:
             return (f"{src}: DuckDB ran out of memory or disk (memory_limit {self.memory_limit}, "
                     f"spilling to {self.temp_dir or 'the staging folder'}): {first}")

@@ -156,6 +156,28 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
     assert not list((data / "_staging").iterdir())
 
 
+def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingested_2026, tmp_path, monkeypatch):
+    """At a memory_limit below what the month needs, DuckDB spills to the staging folder
+    (seen in duckdb_temporary_files after a step) and the tables are still the reference's."""
+    from pipeline import duckdb_engine
+
+    data = tmp_path / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    spilled, run_step = [], duckdb_engine.DuckDBEngine._run_step
+
+    def step_and_look(self, *a):
+        run_step(self, *a)
+        spilled.append(self.con.execute("SELECT coalesce(sum(size), 0) FROM duckdb_temporary_files()").fetchone()[0])
+
+    monkeypatch.setattr(duckdb_engine.DuckDBEngine, "_run_step", step_and_look)
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="64MB", duckdb_threads=1), "2026-07")
+    assert res.error is None, res.error
+    assert max(spilled) > 0
+    assert_same_as_reference(data, "2026-07", config.method)
+    assert sorted(p.name for p in (data / "_staging").iterdir()) == []
+
+
 def test_config_engine(tmp_path):
     assert load().engine == "duckdb"
     p = tmp_path / "c.toml"
