@@ -29,6 +29,9 @@ class Slot:
     dump_time: datetime | None = None
     substituted: bool = False
     error: str | None = None
+    #: With an error: 'missing' (the archive has no such dump or folder) or 'failed' (the
+    #: archive could not be listed: DNS, connection, HTTP 5xx: it may well have the dump).
+    status: str = "missing"
 
     @property
     def key(self) -> str:
@@ -121,7 +124,7 @@ def discover(
     y, m = parse_month(month)
     root = root or col.project.root
     base = dict(collector=col.name, project=col.project.name, month=month)
-    folder, dumps, errors = None, {}, []
+    folder, dumps, errors, unlisted = None, {}, [], False
     for d in month_dirs(col, root, y, m):
         try:
             dumps = _dumps(download.list_directory(d, timeout=timeout), col.project.layout)
@@ -130,6 +133,7 @@ def discover(
             continue
         except download.DownloadError as exc:
             errors.append(str(exc))
+            unlisted = True
             continue
         if dumps:
             folder = d
@@ -138,7 +142,7 @@ def discover(
     slots, used = [], {}
     for t in targets:
         if folder is None:
-            slots.append(Slot(target=t, error="; ".join(errors), **base))
+            slots.append(Slot(target=t, error="; ".join(errors), status="failed" if unlisted else "missing", **base))
             continue
         best = min(dumps, key=lambda dt: (abs(dt - t), dt))
         if abs(best - t) > tolerance:

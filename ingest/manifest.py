@@ -60,15 +60,15 @@ def read(data_dir: Path, month: str) -> dict[str, dict]:
     return {r["slot"]: r for r in pq.read_table(p).to_pylist()}
 
 
-def merge_write(data_dir: Path, month: str, rows: list[Row]) -> Path:
-    """Replace the rows of these slots, keep the others; atomic rename. Safe for concurrent
+def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = frozenset()) -> Path:
+    """Replace the rows of these slots, remove those of `drop`, keep the others; atomic rename. Safe for concurrent
     writers (one per collector, e.g. Airflow's mapped ingest tasks): the read-merge-write
     holds the month's manifest lock."""
     from common.locks import month_lock
 
     p = path(data_dir, month)
     with month_lock(data_dir, month, part="manifest", wait_s=300):
-        current = read(data_dir, month)
+        current = {k: r for k, r in read(data_dir, month).items() if k not in drop}
         for r in rows:
             current[r.slot] = r.to_dict()
         for r in current.values():

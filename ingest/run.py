@@ -137,7 +137,7 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
                        dump_time=slot.dump_time, substituted=slot.substituted, url=slot.url,
                        backend=backend.NAME, ingested_at=datetime.now(timezone.utc))
     if slot.error:
-        row.error = slot.error
+        row.status, row.error = slot.status, slot.error
         return row
     task = None
     writer = None
@@ -219,6 +219,11 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
 
     with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
         rows = list(pool.map(work, todo))
-    mpath = manifest.merge_write(cfg.data_dir, month, rows) if rows or not previous else \
+    # Failures of slots the selection no longer has (other days, times) are dropped: they
+    # would be listed by `status` and the warehouse forever. Their collectors only: the DAG's
+    # per-collector tasks leave each other's rows alone; published (ok) rows stay.
+    keys, cols = {s.key for s in slots}, set(cfg.collectors)
+    stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in cols and k not in keys}
+    mpath = manifest.merge_write(cfg.data_dir, month, rows, drop=stale) if rows or stale or not previous else \
         manifest.path(cfg.data_dir, month)
     return Outcome(rows=rows, skipped_done=done, manifest_path=mpath)

@@ -183,6 +183,22 @@ def test_nearest_dump_stands_in_and_legacy_route_views2_path(tmp_path):
         assert s.url is None and "rib.20260730.1300: not in the archive" in s.error
 
 
+def test_an_archive_that_cannot_be_listed_is_failed_not_missing(tmp_path):
+    """No such folder (HTTP 404, missing local folder): missing. No answer at all: failed."""
+    from ingest import catalogue
+
+    col, t = catalogue.get("route-views6"), datetime(2026, 7, 30, 14, 0, tzinfo=timezone.utc)
+    [s] = discovery.discover(col, "2026-07", [t], root=str(tmp_path / "nowhere"))
+    assert (s.status, s.url) == ("missing", None) and "no such folder" in s.error
+    with serve(tmp_path) as url:
+        [s] = discovery.discover(col, "2026-07", [t], root=url)
+    assert (s.status, s.url) == ("missing", None) and "no such folder" in s.error
+    [s] = discovery.discover(col, "2026-07", [t], root="http://127.0.0.1:1", timeout=5)  # connection refused
+    assert (s.status, s.url) == ("failed", None) and "127.0.0.1:1" in s.error
+    row = ingest_run.ingest_slot(s, None, backends.get("native"))
+    assert (row.status, row.error) == ("failed", s.error)
+
+
 # ------------------------------------------------------------------ end to end over HTTP
 def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
     data = tmp_path / "data"
@@ -278,8 +294,11 @@ def test_bad_inputs_are_recorded_others_still_ingested_and_rerun_retries_only_fa
     m = {(r["collector"], r["target_time"].strftime("%H:%M")): r["status"]
          for r in pq.read_table(manifest.path(data, "2026-07")).to_pylist()}
     assert m[("route-views2", "14:00")] == "ok" and m[("route-views6", "14:00")] == "ok"
-    # 10:00 was not in the second window: its first outcome stays on record.
-    assert m[("route-views2", "12:00")] == "failed" and m[("route-views2", "10:00")] == "failed"
+    assert m[("route-views2", "12:00")] == "failed"
+    # 10:00 and 20:00 left route-views2's selection: their failures are no longer on record (they
+    # would be listed by `status` forever); route-views6, not in those runs, keeps its rows.
+    assert ("route-views2", "10:00") not in m and ("route-views2", "20:00") not in m
+    assert m[("route-views6", "10:00")] == "missing"
 
 
 def _fast_config(tmp_path: Path) -> Path:
