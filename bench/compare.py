@@ -151,6 +151,7 @@ def check_engines(data_dir: Path, month: str) -> dict:
     from pipeline.duckdb_engine import _read
 
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     out = {"identical": True, "tables": {}}
     for t in ("cleaning_stats", "paths", "vps", "pairs", "month_summary", "transitions"):
         a = _read(str(data_dir.resolve() / t / f"month={month}"))
