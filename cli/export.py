@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import uuid
 from pathlib import Path
 
-from common import console
+from common import atomic, console
 from common.config import Config
 
 
@@ -85,18 +83,6 @@ def render(args: argparse.Namespace, cfg: Config) -> str | None:
     return mpt.render(ps, header)
 
 
-def _write_atomic(out: Path, text: str) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_text(text)
-        if out.suffix == ".sh" or text.startswith("#!"):
-            tmp.chmod(0o755)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from pipeline import hints as hintsmod
     from tunnels import jsonl
@@ -125,7 +111,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         return 1
     try:
         if args.out:
-            _write_atomic(Path(args.out), text)
+            out = Path(args.out)
+            atomic.write_text(out, text, mode=0o755 if out.suffix == ".sh" or text.startswith("#!") else None)
         else:
             sys.stdout.write(text)
     except OSError as exc:

@@ -20,8 +20,9 @@ COMMANDS = ("run", "ingest", "compare", "synth", "warehouse", "query", "report",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", metavar="FILE", help="TOML file with settings (see README)")
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument("--config", metavar="FILE", help="TOML file with settings (see README)")
+    common = argparse.ArgumentParser(add_help=False, parents=[config])
     common.add_argument("--data-dir", metavar="DIR", help="where Parquet, the manifest and the cache live (default ./data)")
     parser = argparse.ArgumentParser(
         prog="congruency",
@@ -30,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
-        importlib.import_module(f"cli.{module}").register(sub, [common])
+        mod = importlib.import_module(f"cli.{module}")
+        mod.register(sub, [common] if getattr(mod, "USES_DATA_DIR", True) else [config])
     return parser
 
 
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         d = args.data_dir
         cfg = cfg.with_overrides(data_dir=d if "://" in d else Path(d))
     d = cfg.data_dir
-    if not (isinstance(d, str) and "://" in d) and Path(d).exists() and not Path(d).is_dir():
+    if hasattr(args, "data_dir") and not (isinstance(d, str) and "://" in d) and Path(d).exists() \
+            and not Path(d).is_dir():
         console.error(f"--data-dir: {d} is not a folder")
         return 2
     try:

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from common import console
+from common import atomic, console
 from common.config import Config
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -37,6 +36,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
+    from common import published
     from reports import query, warehouse
 
     if args.list:
@@ -63,8 +63,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
                 raise query.QueryError("--sql takes no parameters (they are for named queries)")
         else:
             q = query.get(args.name)
-            query.bind(q, given)
-    except query.QueryError as exc:
+            query.check_months(q, query.bind(q, given), warehouse.data_root(cfg))
+    except (query.QueryError, published.NoResults, warehouse.WarehouseError) as exc:
         console.error(str(exc))
         return 2
     try:
@@ -90,25 +90,24 @@ def write(table, fmt: str, out: Path | None) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    tmp = out.with_name(f".{out.name}.tmp") if out else None
     if fmt == "parquet":
-        pq.write_table(table, tmp)
+        with atomic.replacing(out) as tmp:
+            pq.write_table(table, tmp)
+        return
+    buf = io.StringIO()
+    if fmt == "csv":
+        b = io.BytesIO()
+        pacsv.write_csv(_flat(table), b)
+        buf.write(b.getvalue().decode())
+    elif fmt == "json":
+        json.dump(table.to_pylist(), buf, indent=1, default=str)
+        buf.write("\n")
     else:
-        buf = io.StringIO()
-        if fmt == "csv":
-            b = io.BytesIO()
-            pacsv.write_csv(_flat(table), b)
-            buf.write(b.getvalue().decode())
-        elif fmt == "json":
-            json.dump(table.to_pylist(), buf, indent=1, default=str)
-            buf.write("\n")
-        else:
-            _table(table, buf)
-        if tmp is None:
-            sys.stdout.write(buf.getvalue())
-            return
-        tmp.write_text(buf.getvalue())
-    os.replace(tmp, out)
+        _table(table, buf)
+    if out is None:
+        sys.stdout.write(buf.getvalue())
+    else:
+        atomic.write_text(out, buf.getvalue())
 
 
 def _flat(table):

@@ -31,13 +31,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
+    from common import published
     from ingest.discovery import parse_month
-    from reports import html
+    from reports import html, warehouse
 
     try:
         if args.month:
             parse_month(args.month)
-    except ValueError as exc:
+            published.require(warehouse.data_root(cfg), args.month)
+    except (ValueError, warehouse.WarehouseError) as exc:
         console.error(str(exc))
         return 2
     try:

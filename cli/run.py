@@ -67,9 +67,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     """The config with this command's flags applied and the months; ValueError when bad."""
     from ingest import catalogue, discovery
-    from runner.month import parse_months
 
-    months = parse_months(args.months, "--months") if args.months else parse_months(args.month, "--month")
+    months = discovery.parse_month_range(args.months or args.month, "--months" if args.months else "--month")
     over = {}
     if getattr(args, "days", None):
         over["days"] = discovery.parse_days(args.days)

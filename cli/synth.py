@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
+
+#: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
+USES_DATA_DIR = False
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser] | None = None) -> None:
@@ -46,21 +48,13 @@ def _int(name: str, text: str | None, default: int, lo: int, hi: int) -> int:
 
 
 def parse_months(text: str) -> list[str]:
-    """'2026-07' or '2026-01..2026-06' -> the months, in order."""
-    m = re.fullmatch(r"(\d{4})-(\d{2})(?:\.\.(\d{4})-(\d{2}))?", text.strip())
-    bad = ValueError(f"--months: expected YYYY-MM or YYYY-MM..YYYY-MM, got {text!r}")
-    if not m:
-        raise bad
-    y0, m0 = int(m.group(1)), int(m.group(2))
-    y1, m1 = (int(m.group(3)), int(m.group(4))) if m.group(3) else (y0, m0)
-    if not (1 <= m0 <= 12 and 1 <= m1 <= 12):
-        raise bad
-    a, b = y0 * 12 + m0 - 1, y1 * 12 + m1 - 1
-    if b < a:
-        raise ValueError(f"--months: the range ends before it starts: {text!r}")
-    if b - a >= 240:
-        raise ValueError(f"--months: at most 240 months, got {b - a + 1}")
-    return [f"{i // 12:04d}-{i % 12 + 1:02d}" for i in range(a, b + 1)]
+    """'2026-07' or '2026-01..2026-06' -> the months, in order (at most 240)."""
+    from ingest.discovery import parse_month_range
+
+    months = parse_month_range(text)
+    if len(months) > 240:
+        raise ValueError(f"--months: at most 240 months, got {len(months)}")
+    return months
 
 
 def main(args: argparse.Namespace, cfg=None) -> int:

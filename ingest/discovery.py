@@ -49,6 +49,24 @@ def parse_month(text: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def parse_month_range(spec: str, flag: str = "--months") -> list[str]:
+    """'2026-07' or '2026-01..2026-06' (inclusive) -> the months in order."""
+    a, sep, b = (spec or "").strip().partition("..")
+    try:
+        ends = [parse_month(m) for m in ((a, b) if sep else (a,))]
+    except ValueError:
+        raise ValueError(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
+                         f"got {spec!r}") from None
+    (y, m), (y2, m2) = ends[0], ends[-1]
+    if (y2, m2) < (y, m):
+        raise ValueError(f"{flag}: {b} is before {a}")
+    out = []
+    while (y, m) <= (y2, m2):
+        out.append(f"{y}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
 def parse_days(text: str) -> tuple[int, ...]:
     """'30', '1-5', '1,15', '1-3,10' -> sorted distinct days."""
     days: set[int] = set()

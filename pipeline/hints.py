@@ -24,11 +24,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common import published
 from common.config import Config, ConfigError, read_toml
 from common.tables import HINTS
 from congruency import selector
 
-MONTH_RE = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
 VP_RE = re.compile(r"([A-Za-z0-9_.-]{1,64}):(?:AS|as)?(\d{1,10})")
 MAX_ASN = 2**32 - 1
@@ -149,31 +149,22 @@ def _root(cfg: Config) -> Path:
     return Path(cfg.data_dir)
 
 
-def _has_parquet(d: Path) -> bool:
-    return d.is_dir() and any(not f.name.startswith((".", "_")) for f in d.glob("*.parquet"))
-
-
-def published_months(cfg: Config) -> list[str]:
-    """Months with a published pairs table, oldest first."""
-    d = _root(cfg) / "pairs"
-    months = [p.name.removeprefix("month=") for p in d.glob("month=*") if _has_parquet(p)] if d.is_dir() else []
-    return sorted(m for m in months if MONTH_RE.fullmatch(m))
-
-
 def resolve_month(cfg: Config, month: str | None) -> str:
     """The month asked for (it must be published), or the latest published one."""
-    months = published_months(cfg)
+    from ingest.discovery import parse_month
+
     if month is None:
+        months = published.months(_root(cfg))
         if not months:
             raise HintError(f"{_root(cfg)}: no published month (run congruency compare first)")
         return months[-1]
-    if not MONTH_RE.fullmatch(str(month)):
-        raise HintError(f"--month: expected YYYY-MM, got {month!r}")
-    if month not in months:
-        raise HintError(f"{_root(cfg) / 'pairs' / f'month={month}'}: no published results for {month} "
-                        "(run congruency compare first)")
-    for t in ("paths", "vps"):
-        if not _has_parquet(_root(cfg) / t / f"month={month}"):
+    try:
+        parse_month(str(month))
+        published.require(_root(cfg), month)
+    except ValueError as exc:
+        raise HintError(str(exc)) from None
+    for t in ("pairs", "paths", "vps"):
+        if month not in published.months(_root(cfg), t):
             raise HintError(f"{_root(cfg) / t / f'month={month}'}: missing; re-run congruency compare for {month}")
     return month
 

@@ -9,11 +9,11 @@ matter) and write atomically: a dot-temp file renamed into place.
 from __future__ import annotations
 
 import html
-import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from common import atomic, published
 from reports import query, warehouse
 
 #: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
@@ -62,13 +62,6 @@ def trend_path(cfg) -> Path:
 def _rows(con, sql: str, params=None) -> list[dict]:
     rel = con.sql(sql, params=params) if params else con.sql(sql)
     return rel.to_arrow_table().to_pylist()
-
-
-def _need_month(con, month: str) -> None:
-    have = warehouse.months(con)
-    if month not in have:
-        span = f"{have[0]}..{have[-1]}" if have else "none"
-        raise ReportError(f"month {month}: no published results (published months: {span})")
 
 
 def _pct(x) -> str:
@@ -301,19 +294,7 @@ def _figure_html(f: Figure) -> str:
     return f"<figure>{div}<figcaption>{html.escape(f.caption)}</figcaption></figure>"
 
 
-def _write(out: Path, text: str) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
-
-
 def month_html(con, month: str) -> str:
-    _need_month(con, month)
     summary, vps, figs = month_figures(con, month)
     sections = [
         "<h2>Headline numbers</h2>", _headline(summary),
@@ -328,6 +309,10 @@ def month_html(con, month: str) -> str:
 
 def write_month_report(cfg, month: str, out: Path | None = None) -> Path:
     """DATA_DIR/reports/month=M/report.html (or `out`): one month, offline; ReportError when unpublished."""
+    try:
+        published.require(warehouse.data_root(cfg), month)
+    except (published.NoResults, warehouse.WarehouseError) as exc:
+        raise ReportError(str(exc)) from None
     return _render(cfg, lambda con: month_html(con, month), out or (lambda: month_path(cfg, month)))
 
 
@@ -383,11 +368,10 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
 
 
 def trend_html(con) -> str:
-    months = warehouse.months(con)
-    if not months:
-        raise ReportError("no published months (run congruency compare first)")
     ms, figs = trend_figures(con)
-    intro = f"{len(months)} published months, {months[0]} to {months[-1]}."
+    if not ms:
+        raise ReportError("no published months (run congruency compare first)")
+    intro = f"{len(ms)} published months, {ms[0]['month']} to {ms[-1]['month']}."
     return _page("IPv4/IPv6 AS-path congruency across months", intro, ["<h2>Figures</h2>", *map(_figure_html, figs)])
 
 
@@ -413,6 +397,6 @@ def _render(cfg, page, out) -> Path:
     finally:
         con.close()
     try:
-        return _write(target, text)
+        return atomic.write_text(target, text)
     except OSError as exc:
         raise ReportError(f"{target}: cannot write the report: {exc.strerror or exc}") from None

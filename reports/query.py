@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 QUERIES_DIR = Path(__file__).parent / "queries"
-_MONTH = re.compile(r"\d{4}-(0[1-9]|1[0-2])")
 #: Statement kinds `--sql` accepts: reading only (COPY ... TO, SET, ATTACH, CREATE TEMP ... are refused).
 READ_ONLY_KINDS = {"SELECT", "EXPLAIN"}
 
@@ -85,8 +84,12 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
             raise QueryError(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
                              if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
         if p.kind == "month":
-            if not _MONTH.fullmatch(text):
-                raise QueryError(f"{p.name}: expected YYYY-MM, got {text!r}")
+            from ingest.discovery import parse_month
+
+            try:
+                parse_month(text)
+            except ValueError:
+                raise QueryError(f"{p.name}: expected YYYY-MM, got {text!r}") from None
             out[p.name] = text
         else:
             try:
@@ -98,23 +101,19 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
     return out
 
 
-def check_months(con, values: dict[str, object]) -> None:
-    """Every month parameter must be a published month of the compare job."""
-    from reports.warehouse import months
+def check_months(q: Query, values: dict[str, object], root) -> None:
+    """Every month parameter must be a published month (common/published.py): NoResults."""
+    from common import published
 
-    have = months(con)
     for k, v in values.items():
-        if isinstance(v, str) and _MONTH.fullmatch(v) and v not in have:
-            span = f"{have[0]}..{have[-1]}" if have else "none"
-            raise QueryError(f"month {v}: no published results (published months: {span})")
+        if q.params[k].kind == "month":
+            published.require(root, v)
 
 
 def run_named(con, name: str, given: dict[str, str | None]):
-    """Run a named query; returns a pyarrow Table."""
+    """Run a named query (its month parameters checked with check_months); returns a pyarrow Table."""
     q = get(name)
-    values = bind(q, given)
-    check_months(con, values)
-    return _run(con, q.sql, values)
+    return _run(con, q.sql, bind(q, given))
 
 
 def run_sql(con, sql: str):

@@ -15,11 +15,10 @@ moving DATA_DIR, refresh. The file is written in storage version STORAGE_VERSION
 """
 from __future__ import annotations
 
-import os
 import re
-import uuid
 from pathlib import Path
 
+from common import atomic, hooks
 from common.tables import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
@@ -169,25 +168,22 @@ def refresh(cfg) -> Path:
     if not root.is_dir():
         raise WarehouseError(f"{root}: data dir does not exist")
     _check_existing(target)
-    tmp = root / f".{FILE_NAME}.{uuid.uuid4().hex[:8]}.tmp"
-    con = duckdb.connect()
     try:
-        settings(con, cfg)
-        con.execute(f"ATTACH {_sql_str(str(tmp))} AS w (STORAGE_VERSION {_sql_str(STORAGE_VERSION)})")
-        create_views(con, "w", root)
-        con.execute("DETACH w")
-        con.close()
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        # A WAL left by a crashed writer belongs to the old file; beside the new one it would be replayed.
-        target.with_name(target.name + ".wal").unlink(missing_ok=True)
-        os.replace(tmp, target)
+        with atomic.replacing(target) as tmp:
+            con = duckdb.connect()
+            try:
+                settings(con, cfg)
+                con.execute(f"ATTACH {_sql_str(str(tmp))} AS w (STORAGE_VERSION {_sql_str(STORAGE_VERSION)})")
+                create_views(con, "w", root)
+                con.execute("DETACH w")
+                hooks.pause("warehouse")
+            finally:
+                con.close()
+                tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+            # A WAL left by a crashed writer belongs to the old file; beside the new one it would be replayed.
+            target.with_name(target.name + ".wal").unlink(missing_ok=True)
     except duckdb.Error as exc:
         raise WarehouseError(f"{target}: building the views failed: {str(exc).splitlines()[0]}") from None
-    finally:
-        con.close()
-        for p in (tmp, tmp.with_name(tmp.name + ".wal")):
-            p.unlink(missing_ok=True)
     return target
 
 
@@ -221,7 +217,7 @@ def views(con) -> set[str]:
 
 
 def months(con, table: str = "month_summary") -> list[str]:
-    """Published months of `table` (empty when the table has no view)."""
+    """Months the view `table` has (empty when it has no view); published months: common/published.py."""
     if table not in views(con):
         return []
     return [r[0] for r in con.execute(f"SELECT DISTINCT month FROM {_ident(table)} ORDER BY 1").fetchall()]

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from common import console
+from common import atomic, console
 from common.config import Config
 from common.locks import month_lock
 
@@ -70,14 +70,7 @@ def _update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> No
     with month_lock(data_dir(cfg), month, part="state", wait_s=300):
         st = read_state(cfg, month)
         change(st)
-        p = state_path(cfg, month)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps(st, indent=1, sort_keys=True, default=str))
-            os.replace(tmp, p)
-        finally:
-            tmp.unlink(missing_ok=True)
+        atomic.write_text(state_path(cfg, month), json.dumps(st, indent=1, sort_keys=True, default=str))
 
 
 def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None) -> None:
@@ -171,11 +164,19 @@ def _cleanup_ingest(cfg: Config, month: str, collector: str | None = None) -> No
 
 def _cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables (finished or removed, see
-    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock."""
+    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The
+    warehouse and trend report are shared by every month: only temps of dead writers go."""
     from pipeline.publish import LocalStore
+    from reports import html, warehouse
 
-    LocalStore(data_dir(cfg)).recover(month)
+    root = data_dir(cfg)
+    LocalStore(root).recover(month)
     _cleanup_ingest(cfg, month)
+    atomic.clean_stale(warehouse.path(cfg), html.trend_path(cfg), html.month_path(cfg, month), _tunnels_path(cfg, month))
+
+
+def _tunnels_path(cfg: Config, month: str) -> Path:
+    return data_dir(cfg) / "exports" / f"month={month}" / "tunnels.jsonl"
 
 
 def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = None) -> dict:
@@ -226,9 +227,8 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     from pipeline import hints
     from tunnels import jsonl
 
-    root = data_dir(cfg)
     out = hints.publish(cfg, month)
-    export = jsonl.write(cfg, root / "exports" / f"month={month}" / "tunnels.jsonl", month)
+    export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
     return {"hints": out["path"], "tunnels_jsonl": str(export)}
 
 
@@ -442,33 +442,15 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     }
 
 
-def parse_months(spec: str, flag: str = "--months") -> list[str]:
-    """'2026-07' or '2026-01..2026-06' (inclusive) -> the months in order."""
-    from ingest.discovery import parse_month
-
-    a, sep, b = spec.partition("..")
-    try:
-        ends = [parse_month(m) for m in ((a, b) if sep else (a,))]
-    except ValueError:
-        raise ValueError(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
-                         f"got {spec!r}") from None
-    (y, m), (y2, m2) = ends[0], ends[-1]
-    if (y2, m2) < (y, m):
-        raise ValueError(f"{flag}: {b} is before {a}")
-    out = []
-    while (y, m) <= (y2, m2):
-        out.append(f"{y}-{m:02d}")
-        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
-    return out
-
-
 # --- the scheduler's view (dags/congruency_monthly.py) ------------------------------------
 
 def month_for(logical_date, explicit: str | None = None) -> str:
     """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
     window closed), so M is the logical date's month; an explicit month wins."""
     if explicit:
-        (m,) = parse_months(explicit, "month")
+        from ingest.discovery import parse_month_range
+
+        (m,) = parse_month_range(explicit, "month")
         return m
     return f"{logical_date.year}-{logical_date.month:02d}"
 

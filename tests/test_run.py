@@ -356,3 +356,27 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     assert cli(["status", "--month", MONTH, "--data-dir", str(data)]) == 1
     err = capsys.readouterr().err
     assert err == f"error: {state}: Is a directory\n", err
+
+
+def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_path):
+    """SIGKILL while the warehouse file is written under its temp name: the next run of the
+    month removes it (its writer is dead) and finishes; a live writer's temp file is kept."""
+    from common import atomic
+
+    _config(tmp_path)
+    data = tmp_path / "data"
+    shutil.copytree(reference["first"], data)
+    pause = tmp_path / "paused"
+    p = start(data, str(ARCHIVE), "--force", "warehouse", CONGRUENCY_PAUSE_AT="warehouse",
+              CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause.exists, "the warehouse pause", p)
+    left = [f for f in data.glob(".warehouse.duckdb.*.tmp")]
+    assert left and atomic.stale(data / "warehouse.duckdb") == []  # its writer is alive
+    kill(p)
+    assert atomic.stale(data / "warehouse.duckdb") == left
+    mine = atomic.temp_name(data / "exports" / f"month={MONTH}" / "tunnels.jsonl")
+    mine.write_text("")  # a live writer's (this process): kept
+    r = run(data)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ok"]
+    assert [f for f in data.rglob("*.tmp*")] == [mine]

@@ -255,7 +255,7 @@ def test_cli_advise(synth, capsys):
     (["--from", "77", "--to", "100"], "--from: AS77 does not appear"),
     (["--from", "rrc99:10", "--to", "100"], "is not a vantage point"),
     (["--from", "10", "--to", "100", "--month", "2026-13"], "--month: expected YYYY-MM"),
-    (["--from", "10", "--to", "100", "--month", "2025-01"], "no published results for 2025-01"),
+    (["--from", "10", "--to", "100", "--month", "2025-01"], "month 2025-01: no published results"),
     (["--from", "10", "--to", "100", "--k", "2"], "--k: needs --endpoints"),
 ])
 def test_bad_input_exit_2(synth, capsys, args, message):

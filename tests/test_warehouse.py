@@ -345,8 +345,8 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
         (("query", "vp_congruency", "--month", "2026-13", *D), 2, ("2026-13",)),
         (("query", "vp_congruency", *D), 2, ("--month",)),
         (("query", "shared_ases", "--month", "2026-02", "--param", "limit=x", *D), 2, ("limit",)),
-        (("query", "vp_congruency", "--month", "2025-12", *D), 1, ("2025-12", "no published results")),
-        (("report", "--month", "2025-12", *D), 1, ("2025-12", "no published results")),
+        (("query", "vp_congruency", "--month", "2025-12", *D), 2, ("2025-12", "no published results")),
+        (("report", "--month", "2025-12", *D), 2, ("2025-12", "no published results")),
         (("report", "--month", "2025-1", *D), 2, ("--month",)),
     ]
     for argv, code, words in cases:
@@ -354,6 +354,10 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
         assert rc == code, (argv, err)
         _one_line_error(err, *words)
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "y.duckdb").exists()
+    # A month with no results: one definition (common/published.py), one message, exit 2 everywhere.
+    said = {_cli(capsys, *argv, "--month", "2025-12", *D)[::2] for argv in (
+        ("query", "vp_congruency"), ("report",), ("advise", "--from", "1", "--to", "2"))}
+    assert len(said) == 1 and next(iter(said))[0] == 2, said
     rc, out, _ = _cli(capsys, "query", "--sql", "EXPLAIN ANALYZE SELECT count(*) FROM pairs", *D)
     assert rc == 0 and "analyzed" in out.lower()
     # Even a statement that got past the check could not write or change the settings.
@@ -368,10 +372,13 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     # A data dir with no published tables.
     empty = tmp_path / "empty"
     empty.mkdir()
-    for argv in (("warehouse",), ("report", "--trend"), ("report", "--month", "2026-01")):
+    for argv in (("warehouse",), ("report", "--trend")):
         rc, _, err = _cli(capsys, *argv, "--data-dir", str(empty))
         assert rc == 1
         _one_line_error(err, "no published tables")
+    rc, _, err = _cli(capsys, "report", "--month", "2026-01", "--data-dir", str(empty))
+    assert rc == 2
+    _one_line_error(err, "2026-01", "no published results", "published months: none")
     rc, _, err = _cli(capsys, "query", "trend", "--data-dir", str(empty))
     assert rc == 1
     _one_line_error(err, "no warehouse yet", "congruency warehouse")
@@ -427,8 +434,8 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     rows = pq.read_table(data / "manifest" / "month=2026-07").to_pylist()
     assert sum(r["n"] for r in got if r["afi"] == 4) == sum(r["entries_v4"] for r in rows)
     rc, _, err = _cli(capsys, "query", "vp_congruency", "--month", "2026-07", *D)
-    assert rc == 1
+    assert rc == 2
     _one_line_error(err, "2026-07", "no published results")
     rc, _, err = _cli(capsys, "report", "--month", "2026-07", *D)
-    assert rc == 1
+    assert rc == 2
     _one_line_error(err, "2026-07", "no published results")

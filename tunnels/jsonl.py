@@ -16,14 +16,13 @@ One JSON object per line, one line per hint. Keys, in this order:
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 import pyarrow as pa
 
+from common import atomic
 from common.tables import HINTS
 
 SCHEMA = "congruency.hints/1"
@@ -80,14 +79,8 @@ def write(source, out: str | Path, month: str | None = None) -> Path:
     record batch reader with the HINTS schema, or an iterable of hint dicts.
     """
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fp:
-            dump(source, fp, month)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic.replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as fp:
+        dump(source, fp, month)
     return out
 
 

@@ -1,0 +1,73 @@
+"""The one way to write a file: a dot-temp name beside it, then os.replace.
+
+Readers see the old file or the whole new one, never a part: the temp name starts with a
+dot (no reader's glob matches it) and carries the writer's pid, so what a killed writer
+left can be told from what a live one is writing (`clean_stale`).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import uuid
+from pathlib import Path
+
+
+def temp_name(final: Path) -> Path:
+    """`.NAME.PID.RAND.tmp` beside `final`."""
+    return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+@contextlib.contextmanager
+def replacing(final: str | Path, mode: int | None = None):
+    """Yield a temp path beside `final`; on success fsync it and rename it over `final`
+    (with permissions `mode` if given); on error remove it, `final` untouched."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(final: str | Path, text: str, mode: int | None = None) -> Path:
+    with replacing(final, mode) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(final)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stale(final: str | Path) -> list[Path]:
+    """Temp files of `final` whose writer is gone (its pid is not a live process on this
+    host), with a DuckDB temp's `.wal`; also older temp names that carry no pid."""
+    final = Path(final)
+    pat = re.compile(rf"\.{re.escape(final.name)}\.(\w+?)(?:\.[0-9a-f]{{8}})?\.tmp(?:\.wal)?")
+    out = []
+    for p in final.parent.glob(".*.tmp*") if final.parent.is_dir() else ():
+        m = pat.fullmatch(p.name)
+        if m and not (m.group(1).isdigit() and _alive(int(m.group(1)))):
+            out.append(p)
+    return sorted(out)
+
+
+def clean_stale(*finals: str | Path) -> list[Path]:
+    """Remove what killed writers of these files left; returns what was removed."""
+    gone = [p for f in finals for p in stale(f)]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    return gone

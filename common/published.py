@@ -1,0 +1,36 @@
+"""Which months have published results: the one definition advise, query and report share.
+
+A month is published when the compare job swapped its `month_summary` folder in (every
+month it ran has one row there, even without pairs; the job publishes a month's tables
+together). Dot files (being written) and `_` files do not count; the job's `_staging/`
+tree is outside every table's folder.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NoResults(ValueError):
+    """The month asked for has no published results: a bad argument (exit 2)."""
+
+
+def _has_files(d: Path) -> bool:
+    return any(f.is_file() and not f.name.startswith((".", "_")) for f in d.glob("*.parquet"))
+
+
+def months(root: str | Path, table: str = "month_summary") -> list[str]:
+    """Months (YYYY-MM) with at least one published file of `table`, oldest first."""
+    d = Path(root) / table
+    if not d.is_dir():
+        return []
+    return sorted(p.name.removeprefix("month=") for p in d.glob("month=*")
+                  if p.is_dir() and not p.name.startswith(".") and _has_files(p))
+
+
+def require(root: str | Path, month: str) -> None:
+    """NoResults (the same one line for every command) unless `month` is published."""
+    have = months(root)
+    if month not in have:
+        span = f"{have[0]}..{have[-1]}" if have else "none"
+        raise NoResults(f"month {month}: no published results in {root} (published months: {span}; "
+                        "run congruency compare first)")
