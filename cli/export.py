@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "validated before it is written. Exit 2 on bad input."
         ),
     )
-    p.add_argument("--format", required=True, choices=("jsonl", "mptcp", "mpt"))
+    p.add_argument("--format", required=True, choices=("jsonl", "mptcp", "mpt"),
+                   help="jsonl: hints as JSON Lines; mptcp: an ip-mptcp sh script; mpt: an MPT connection file")
     p.add_argument("--out", metavar="FILE", help="file to write (default: stdout)")
     add_question(p, required=False)
     p.add_argument("--interfaces", metavar="FILE", help="TOML of [[interface]] name, address, gateway")

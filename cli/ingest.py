@@ -52,6 +52,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             if args.collectors else None,
         )
         discovery.parse_month(args.month)
+        if args.concurrency is not None and args.concurrency < 1:
+            raise ValueError(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
         cfg = cfg.with_overrides(**overrides)
         if isinstance(cfg.data_dir, str):
             raise ValueError(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")

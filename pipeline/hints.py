@@ -531,11 +531,13 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
         HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
 
 
-def publish(cfg: Config, month: str | None = None) -> dict:
+def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     """Build the month's hints table and publish it as DATA_DIR/hints/month=M like the other
     tables (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then swapped
     in; readers see the old month or the new one). Returns a summary: month, rows, rows per
-    class, path, seconds."""
+    class, path, seconds. `progress`: the caller's rich Progress (one display), else its own."""
+    from contextlib import nullcontext
+
     from common import console
     from pipeline.publish import LocalStore
 
@@ -545,7 +547,7 @@ def publish(cfg: Config, month: str | None = None) -> dict:
     staged = store.staging(month)
     con = connect()
     try:
-        with console.progress() as prog:
+        with console.progress() if progress is None else nullcontext(progress) as prog:
             task = prog.add_task(f"hints {month}", total=3)
             out = Path(staged) / "hints" / "part-0.parquet"
             store.mkdirs(str(out.parent))

@@ -227,7 +227,7 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     from pipeline import hints
     from tunnels import jsonl
 
-    out = hints.publish(cfg, month)
+    out = hints.publish(cfg, month, progress=progress)
     export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
     return {"hints": out["path"], "tunnels_jsonl": str(export)}
 

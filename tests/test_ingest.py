@@ -313,6 +313,11 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
     assert err == ["error: --month: expected YYYY-MM, got '2026-13'"]
     assert cli(["ingest", "--month", "2026-07", "--collectors", "rrc99", "--data-dir", str(tmp_path)]) == 2
     assert "--collectors: unknown collector 'rrc99'" in capsys.readouterr().err
+    for n in ("0", "-1"):
+        assert cli(["ingest", "--month", "2026-07", "--concurrency", n, "--data-dir", str(tmp_path)]) == 2
+        assert capsys.readouterr().err == f"error: --concurrency: expected 1 or more snapshots at once, got {n}\n"
+    assert cli(["ingest", "--month", "2026-07", "--collectors", "rrc99", "--data-dir", str(tmp_path)]) == 2
+    assert "--collectors: unknown collector 'rrc99'" in capsys.readouterr().err
     bad = tmp_path / "bad.toml"
     bad.write_text("colectors = []\n")
     assert cli(["ingest", "--month", "2026-07", "--config", str(bad)]) == 2

@@ -156,8 +156,13 @@ def test_hints_table_of_synthetic_month(synth):
     assert rows[(10, 100)]["confidence"] == pytest.approx(2 / 3, abs=1e-6)
     assert rows[(10, 100)]["mode"] == "aggregate" and rows[(10, 300)]["mode"] == "backup"
     assert summary["rows"] == len(pairs) and summary["classes"]["shared-core"] == 2
-    # a re-run replaces the month and leaves nothing staged
-    assert hints.publish(cfg, MONTH)["rows"] == len(pairs)
+    # a re-run replaces the month and leaves nothing staged; it shows its progress in the
+    # caller's display (congruency run: one display), not one of its own
+    from rich.progress import Progress
+
+    with Progress(disable=True) as prog:
+        assert hints.publish(cfg, MONTH, progress=prog)["rows"] == len(pairs)
+    assert [(t.description, t.completed) for t in prog.tasks] == [(f"hints {MONTH}", 3)]
     assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
 
