@@ -275,3 +275,37 @@ def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None
         stability_v4, stability_v6, snapshots, month_snapshots, proxy, agreement)
     return {"hint_class": cls, "confidence": conf, "primary_afi": primary,
             **advice(cls, primary).as_dict(), "caveat": LOWER_BOUND}
+
+
+# ------------------------------------------------------------------ the same, over arrays
+# The hints table has one row per pair: these give primary_afi and confidence (no proxy) for
+# whole numpy columns, equal value for value to the functions above (tests/test_selector.py).
+
+def primary_afi_array(stability_v4, stability_v6, hops_v4, hops_v6):
+    """primary_afi over arrays of pairs that have both paths (no stability is null); int8."""
+    import numpy as np
+
+    s4, s6 = np.asarray(stability_v4, dtype=float), np.asarray(stability_v6, dtype=float)
+    h4, h6 = np.nan_to_num(np.asarray(hops_v4, dtype=float)), np.nan_to_num(np.asarray(hops_v6, dtype=float))
+    v6 = np.where(s4 != s6, s6 > s4, h6 < h4)
+    return np.where(v6, 6, 4).astype(np.int8)
+
+
+def confidence_array(stability_v4, stability_v6, snapshots, month_snapshots: int | None):
+    """confidence (no proxy) over arrays; rounded exactly as Python's round(c, 6) (numpy's
+    rounding of c * 1e6 is exact except within rounding error of a half: those few are redone)."""
+    import numpy as np
+
+    s4, s6 = np.asarray(stability_v4, dtype=float), np.asarray(stability_v6, dtype=float)
+    snaps = np.asarray(snapshots, dtype=float)
+    if not month_snapshots:
+        return np.zeros(len(s4))
+    c = np.minimum(s4, s6) * np.minimum(1.0, snaps / month_snapshots)
+    y = c * 1e6
+    out = np.rint(y) / 1e6
+    near_half = np.abs(y - np.floor(y) - 0.5) < 1e-6
+    for i in np.flatnonzero(near_half):
+        out[i] = round(float(c[i]), 6)
+    bad = np.isnan(s4) | np.isnan(s6) | np.isnan(snaps) | (snaps == 0)
+    out[bad] = 0.0
+    return out

@@ -446,23 +446,31 @@ def select(hints: list[dict], k: int, src: int) -> dict:
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
 
 
-def _derived(con, month_snapshots: int) -> pa.Table:
-    """selector.hint_fields for every distinct key of the month's pairs (few, compared with
-    the pairs), so the row-level work stays in DuckDB and the definitions stay in Python."""
-    keys = con.execute(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").fetchall()
-    out: dict[str, list] = {c: [] for c in _KEY}
-    extra: dict[str, list] = {}
-    for row in keys:
-        r = dict(zip(_KEY, row))
-        adjacent = None if r["adjacent"] < 0 else bool(r["adjacent"])  # null is -1 in the key
-        cls = selector.hint_class(r["congruent"], [1] if r["has_shared"] else [], adjacent)
-        fields = selector.hint_fields(cls, r["stability_v4"], r["stability_v6"], r["hops_v4"], r["hops_v6"],
-                                      r["snapshots"], month_snapshots)
-        for c in _KEY:
-            out[c].append(r[c])
-        for c, v in fields.items():
-            extra.setdefault(c, []).append(v)
-    return pa.table({**out, **extra}) if keys else None
+def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
+    """The derived fields of every distinct key of the month's pairs, computed over whole
+    columns (selector's *_array forms; no Python per key): the key, hint_class, primary_afi
+    and confidence; and the advice (selector.advice) of each (class, primary family), a
+    handful of rows. None when the month has no pairs."""
+    import numpy as np
+
+    keys = con.sql(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").to_arrow_table()
+    if keys.num_rows == 0:
+        return None
+    col = {c: keys.column(c).to_numpy(zero_copy_only=False) for c in _KEY}
+    # The class depends on three small columns: selector.hint_class once per combination.
+    code = col["congruent"].astype(np.int8) * 6 + col["has_shared"].astype(np.int8) * 3 + (col["adjacent"] + 1)
+    combos, which = np.unique(code, return_inverse=True)
+    names = [selector.hint_class(bool(c // 6), [1] if (c // 3) % 2 else [], None if c % 3 == 0 else bool(c % 3 - 1))
+             for c in combos.tolist()]
+    cls = pa.array(names, pa.string()).take(pa.array(which.ravel()))
+    primary = selector.primary_afi_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
+    conf = selector.confidence_array(col["stability_v4"], col["stability_v6"], col["snapshots"], month_snapshots)
+    derived = keys.append_column("hint_class", cls).append_column("primary_afi", pa.array(primary)) \
+        .append_column("confidence", pa.array(conf, pa.float64()))
+    adv = sorted({(n, a) for n in names for a in (4, 6)})
+    rows = [{"hint_class": n, "primary_afi": a, **selector.advice(n, a).as_dict(), "caveat": selector.LOWER_BOUND}
+            for n, a in adv]
+    return derived, pa.Table.from_pylist(rows)
 
 
 _DUCK = {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT", pa.float64(): "DOUBLE",
@@ -491,10 +499,12 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
           ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
         JOIN read_parquet('{paths}') s6
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
-    derived = _derived(con, _month_snapshots(con, cfg, month))
-    if derived is None:
+    got = _derived(con, _month_snapshots(con, cfg, month))
+    if got is None:
         return None
+    derived, advice = got
     con.register("hint_derived", derived)
+    con.register("hint_advice", advice)
     on = " AND ".join(f"i.{c} = d.{c}" for c in _KEY)  # no key column is null
     direct = {"vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
               "stability_v4", "stability_v6", "snapshots"}
@@ -512,12 +522,15 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
             expr = "[]"
         elif f.name in derived.column_names:
             expr = f"d.{f.name}"
+        elif f.name in advice.column_names:
+            expr = f"a.{f.name}"
         else:
             expr = "NULL"
-        if not expr.startswith("d."):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
+        if not expr.startswith(("d.", "a.")):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
             expr = f"CASE WHEN d.hint_class IS NULL THEN NULL ELSE {expr} END"
         cols.append(f"CAST({expr} AS {_duck_type(f.type)}) AS {f.name}")
     return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
+            "JOIN hint_advice a ON a.hint_class = d.hint_class AND a.primary_afi = d.primary_afi "
             "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
 
 

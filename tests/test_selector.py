@@ -327,3 +327,27 @@ def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory)
     # an address of the sample: 8.8.8.0/24 is originated by AS15169
     [h] = hints.advise(cfg, "6939", "8.8.8.8")["hints"]
     assert (h["prefix_v4"], h["dest_asn"]) == ("8.8.8.0/24", 15169)
+
+
+def test_array_forms_equal_the_definitions():
+    """The hints table's column-wise primary_afi and confidence equal the scalar definitions
+    value for value, halfway cases of the 6-digit rounding included."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    obs = rng.integers(1, 400, (2, n))
+    s4, s6 = rng.integers(0, obs + 1) / obs
+    s6[: n // 4] = s4[: n // 4]  # ties: the shorter path decides
+    s4[n // 4: n // 2] = (2 * rng.integers(0, 1_000_000, n // 4) + 1) / 2e6  # c = x.xxxxxx5
+    s6[n // 4: n // 2] = 1.0
+    hops = rng.integers(1, 12, (2, n)).astype(float)
+    hops[0, ::97] = np.nan  # a missing hop count counts as 0
+    snaps, ms = rng.integers(0, 9, n), 8
+    got_p = selector.primary_afi_array(s4, s6, hops[0], hops[1])
+    got_c = selector.confidence_array(s4, s6, snaps, ms)
+    h = [[None if np.isnan(v) else int(v) for v in row] for row in hops]
+    want_p = [selector.primary_afi(a, b, c, d) for a, b, c, d in zip(s4.tolist(), s6.tolist(), *h)]
+    want_c = [selector.confidence(a, b, int(s), ms) for a, b, s in zip(s4.tolist(), s6.tolist(), snaps)]
+    assert got_p.tolist() == want_p
+    assert got_c.tolist() == want_c
