@@ -57,6 +57,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except HintError as exc:
         console.error(str(exc))
         return 2
+    except BrokenPipeError:
+        raise  # the reader stopped early (`| head`): cli/main.py ends quietly
     except OSError as exc:
         console.error(f"reading {cfg.data_dir}: {exc}")
         return 1

@@ -231,3 +231,16 @@ def test_free_text_cannot_leave_a_comment(data):
     conf = mpt.render(mpt.paths([h], ifaces), header=[evil])
     assert set(mpt_sections(conf)) == {"connection", "path_0", "path_1"}
     assert mpt_sections(conf)["path_0"]["status"] == "0"
+
+
+def test_jsonl_into_a_closed_pipe_ends_quietly(data):
+    """`congruency export --format jsonl | head -1`: the reader goes away; exit 141, no error."""
+    import os
+    import sys
+
+    r, w = os.pipe()
+    os.close(r)
+    p = subprocess.run([sys.executable, "-m", "cli.main", "export", "--format", "jsonl", "--data-dir", str(data)],
+                       stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(w)
+    assert (p.returncode, p.stderr) == (141, "")
