@@ -380,3 +380,25 @@ def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["ok"]
     assert [f for f in data.rglob("*.tmp*")] == [mine]
+
+
+def test_atomic_write_keeps_the_old_file_and_cleans_only_dead_writers(tmp_path):
+    from common import atomic
+
+    f = tmp_path / "a.txt"
+    atomic.write_text(f, "old")
+    with pytest.raises(RuntimeError):
+        with atomic.replacing(f) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("killed half way")
+    assert f.read_text() == "old" and list(tmp_path.iterdir()) == [f]
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, timeout=60)
+    dead = tmp_path / f".a.txt.{int(gone.stdout)}.0123abcd.tmp"
+    older = tmp_path / ".a.txt.0123abcd.tmp"  # the names before common/atomic.py: no pid
+    live = atomic.temp_name(f)
+    other = tmp_path / ".b.txt.1.0123abcd.tmp"  # another file's
+    for p in (dead, older, live, other, dead.with_name(dead.name + ".wal")):
+        p.write_text("")
+    assert atomic.clean_stale(f) == sorted([dead, dead.with_name(dead.name + ".wal"), older])
+    assert sorted(tmp_path.iterdir()) == sorted([f, live, other])
