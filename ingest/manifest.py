@@ -6,7 +6,6 @@ a re-run knows what is already done.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common import atomic
 from common.tables import MANIFEST as SCHEMA
 
 
@@ -75,11 +75,6 @@ def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = fr
             if isinstance(r.get("skipped"), dict):
                 r["skipped"] = list(r["skipped"].items())
         table = pa.Table.from_pylist(sorted(current.values(), key=lambda r: r["slot"]), schema=SCHEMA)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        try:
+        with atomic.replacing(p) as tmp:
             pq.write_table(table, tmp, compression="zstd")
-            os.replace(tmp, p)
-        finally:
-            tmp.unlink(missing_ok=True)
     return p
