@@ -8,12 +8,12 @@ tests/test_warehouse.py checks the committed file equals what this renders.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import pyarrow as pa
 
+from common import atomic
 from common.tables import DOCS
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "SCHEMA.md"
@@ -75,10 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if not same:
             print(f"error: {DOC_PATH} is stale: run python -m reports.schema_doc", file=sys.stderr)
         return 0 if same else 1
-    DOC_PATH.parent.mkdir(exist_ok=True)
-    tmp = DOC_PATH.with_name(f".{DOC_PATH.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, DOC_PATH)
+    atomic.write_text(DOC_PATH, text)
     print(DOC_PATH)
     return 0
 
