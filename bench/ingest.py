@@ -13,7 +13,6 @@ to one CPU (taskset). The issue 10 targets are checked at the end (and in the JS
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil

@@ -70,7 +70,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         print(text(h))
     sel = answer["selection"]
     if sel:
-        print(f"ranked underlay paths (best first): " + "; ".join(
+        print("ranked underlay paths (best first): " + "; ".join(
             f"{r['endpoint']} IPv{r['afi']} {path(r['path'])} (stability {r['stability']:.2f})" for r in sel["ranking"]))
         print(f"chosen k={sel['k']}: " + ", ".join(f"{r['endpoint']} IPv{r['afi']}" for r in sel["chosen"])
               + f"; shared ASes: {', '.join(f'AS{a}' for a in sel['shared_asns']) or 'none'}")

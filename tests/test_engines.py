@@ -1,5 +1,5 @@
-"""The DuckDB engine (no JVM) against the pure-Python reference and the synthetic ground
-truth; its local Store; its bad-input, out-of-memory and CLI behaviour. Spark == DuckDB on
+"""The DuckDB engine (no JVM) against the pure-Python reference (the synthetic ground truth
+on both engines is in test_synth_end_to_end.py); its local Store; its bad-input, out-of-memory and CLI behaviour. Spark == DuckDB on
 the same data is checked in test_compare.py, next to the Spark runs it reuses."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pipeline import job
 from pipeline.publish import LocalStore
 from tests import test_method as cases
 from tests.shared import PEERS_IN_BOTH_2026, ROOT
-from tests.test_compare import (HAND_CASES, assert_same_as_reference, canon, published, write_entries)
+from tests.test_compare import (HAND_CASES, assert_same_as_reference, published, write_entries)
 
 MONTHS = ("2026-07", "2026-08")
 
@@ -53,33 +53,6 @@ def test_hand_made_cases_match_reference(config, tmp_path):
         res = run(cfg, month)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
-
-
-def test_synthetic_archive_equals_ground_truth_and_transitions(config, tmp_path):
-    """Generator -> ingest -> DuckDB engine, for two months: the generator's ground truth,
-    and the second month's transitions equal the reference's."""
-    from cli.main import main as cli
-    from ingest.synth.generate import generate
-
-    archive, data = tmp_path / "archive", tmp_path / "data"
-    generate(archive, seed=5, ases=80, vps=8, months=MONTHS, snapshots_per_month=2, min_coverage=0.5)
-    collectors = ",".join(c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"])
-    cfg = replace(duck(config, data_dir=data), method=replace(config.method, min_coverage=0.5))
-    for month in MONTHS:
-        assert cli(["ingest", "--month", month, "--days", "1-2", "--collectors", collectors, "--backend", "bgpdump",
-                    "--archive-root", str(archive), "--data-dir", str(data)]) == 0
-    results = job.run_months(cfg, list(MONTHS))
-    for month, res in zip(MONTHS, results):
-        assert res.error is None, res.error
-        for table in ("pairs", "vps", "month_summary", "cleaning_stats"):
-            truth = pq.read_table(archive / "ground_truth" / f"month={month}" / f"{table}.parquet").to_pylist()
-            assert canon(published(data, table, month)) == canon(truth), (month, table)
-        assert res.summary["pairs"] > 50 and 0 < res.summary["noncongruent_fraction"] < 1
-    assert pq.read_table(data / "transitions" / "month=2026-07").num_rows == 0
-    prev = {t: published(data, t, "2026-07") for t in ("pairs", "vps", "paths")}
-    want = reference.transitions("2026-08", published(data, "pairs", "2026-08"),
-                                 **{f"prev_{k}": v for k, v in prev.items()})
-    assert len(want) > 0 and canon(published(data, "transitions", "2026-08")) == canon(want)
 
 
 def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import bz2
 import json
-import os
 import subprocess
 from collections import Counter
 from datetime import datetime, timezone

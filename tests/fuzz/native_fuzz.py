@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import bz2
 import gzip
-import os
 import struct
 import sys
 import tempfile
