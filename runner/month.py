@@ -428,6 +428,9 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     for name in STEPS:
         outputs.update(st["steps"].get(name, {}).get("outputs", {}))
     outputs["state"] = str(state_path(cfg, month))
+    # One spelling for every output (steps record some relative, some absolute).
+    outputs = {k: os.path.abspath(v) if isinstance(v, str) and "://" not in v else v
+               for k, v in outputs.items()}
     return {
         "month": month,
         "ok": all(s.get("status") not in ("failed", "not run") for s in steps.values()) and ms is not None,
