@@ -84,13 +84,14 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out" / "hints")
     args = ap.parse_args()
 
+    from common import duck
     from common.config import load
     from pipeline import hints
 
     res: dict = {"pairs": args.pairs}
     root = args.work / f"month-{args.pairs}"
     shutil.rmtree(root, ignore_errors=True)
-    con = hints.connect()
+    con = duck.connect(load())  # the caps publish() uses too
     generate(con, root, args.pairs)
     cfg = load().with_overrides(data_dir=root)
     floor_s, n = timed(lambda: floor_hints(con, root, args.work / "floor.parquet"))

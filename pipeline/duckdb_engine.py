@@ -14,6 +14,8 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common import duck
+from common.duck import quote
 from common.tables import TABLES, TRANSITIONS
 from pipeline import steps as S
 from pipeline.publish import LocalStore, is_cluster_url
@@ -33,10 +35,6 @@ def spark_type(t: str) -> str:
     return _SCALAR.get(t, t.lower())
 
 
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _files(folder: str) -> list[str]:
     """Parquet files under a folder, skipping hidden and temp names as Spark does."""
     out = []
@@ -47,7 +45,7 @@ def _files(folder: str) -> list[str]:
 
 
 def _read(folder: str) -> str:
-    files = "[" + ", ".join(_q(f) for f in _files(folder)) + "]"
+    files = "[" + ", ".join(quote(f) for f in _files(folder)) + "]"
     return f"read_parquet({files}, hive_partitioning = true, hive_types_autocast = false)"
 
 
@@ -69,10 +67,7 @@ class DuckDBEngine:
         self.end_month()
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
-        if self.memory_limit:
-            self.con.execute(f"SET memory_limit = {_q(self.memory_limit)}")
-        if self.threads:
-            self.con.execute(f"SET threads = {int(self.threads)}")
+        duck.limit(self.con, self.memory_limit, self.threads)
         self.src = src
         have = {name: spark_type(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
@@ -85,7 +80,7 @@ class DuckDBEngine:
     def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
         spill = self.temp_dir or os.path.join(staged, "_spill")
         os.makedirs(spill, exist_ok=True)
-        self.con.execute(f"SET temp_directory = {_q(spill)}")
+        self.con.execute(f"SET temp_directory = {quote(spill)}")
         for s in S.MONTH_STEPS:
             step(s.name)
             self._run_step(s, S.render(s, "duckdb", params), staged)

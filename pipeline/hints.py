@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import published
+from common import duck, published
 from common.config import Config, ConfigError, read_toml
 from common.tables import HINTS
 from congruency import selector
@@ -173,16 +173,6 @@ def _glob(cfg: Config, table: str, month: str) -> str:
     if table == "rib_entries":
         return str(_root(cfg) / table / f"month={month}" / "*" / "*.parquet")
     return str(_root(cfg) / table / f"month={month}" / "*.parquet")
-
-
-def connect(memory_limit: str = "2GB"):
-    """A DuckDB connection with capped memory and threads (the machine is shared)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.execute(f"SET memory_limit = '{memory_limit}'")
-    con.execute("SET threads = 2")
-    return con
 
 
 def _month_snapshots(con, cfg: Config, month: str) -> int:
@@ -406,7 +396,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     if 2 * len(dests) > MAX_CANDIDATE_PATHS:
         raise HintError(f"--endpoints: at most {MAX_CANDIDATE_PATHS // 2} endpoints, got {len(dests)}")
     month = resolve_month(cfg, month)
-    con = connect()
+    con = duck.connect(cfg)
     try:
         m = _Month(con, cfg, month)
         on, _ = m.seen(src.asn)
@@ -558,7 +548,7 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     month = resolve_month(cfg, month)
     store = LocalStore(_root(cfg))
     staged = store.staging(month)
-    con = connect()
+    con = duck.connect(cfg)
     try:
         with console.progress() if progress is None else nullcontext(progress) as prog:
             task = prog.add_task(f"hints {month}", total=3)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from common import atomic, hooks
+from common import atomic, duck, hooks
+from common.duck import quote
 from common.tables import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
@@ -71,10 +72,6 @@ def published(root: Path) -> dict[str, str]:
     return out
 
 
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _ident(s: str) -> str:
     if not re.fullmatch(r"[a-z_][a-z0-9_]*", s):
         raise WarehouseError(f"unexpected table or column name {s!r}")
@@ -85,17 +82,17 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
     """CREATE VIEW for one table: month first, then the documented columns in schema order."""
     doc = DOCS[name]
     keys = _keys(doc)
-    hive_types = ", ".join(f"{_sql_str(k)}: {MONTH_TYPE}" for k in keys)
+    hive_types = ", ".join(f"{quote(k)}: {MONTH_TYPE}" for k in keys)
     cols = ["month"] + [c for c in doc.schema.names if c != "month"]
     select = ", ".join(f"e.{_ident(c)}" for c in cols)
     # No union_by_name: it would read every file's footer at each query; the schemas are a contract.
-    src = (f"read_parquet({_sql_str(glob)}, hive_partitioning = true, hive_types = {{{hive_types}}}"
+    src = (f"read_parquet({quote(glob)}, hive_partitioning = true, hive_types = {{{hive_types}}}"
            f"{', filename = true' if name == 'rib_entries' else ''})")
     where = ""
     if name == "rib_entries" and with_manifest:
         # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
         # skip files before reading them: a few ms per query (bench/warehouse.py; a correlated EXISTS was 3-30x).
-        base = _sql_str(glob.split("/month=")[0] + "/month=")
+        base = quote(glob.split("/month=")[0] + "/month=")
         where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
                  f"parse_filename(m.output) FROM {schema}.manifest m WHERE m.status = 'ok')")
     return f"CREATE VIEW {schema}.{_ident(name)} AS SELECT {select} FROM {src} e{where}"
@@ -109,29 +106,19 @@ def create_views(con, schema: str, root: Path) -> dict[str, str]:
     for name, g in tables.items():  # DOCS order: manifest before rib_entries
         doc = DOCS[name]
         con.execute(view_sql(schema, name, g, "manifest" in tables))
-        con.execute(f"COMMENT ON VIEW {schema}.{name} IS {_sql_str(doc.about)}")
+        con.execute(f"COMMENT ON VIEW {schema}.{name} IS {quote(doc.about)}")
         for col, c in doc.columns.items():
             text = f"{c.meaning} [unit: {c.unit}; step: {c.step}]"
-            con.execute(f"COMMENT ON COLUMN {schema}.{name}.{_ident(col)} IS {_sql_str(text)}")
+            con.execute(f"COMMENT ON COLUMN {schema}.{name}.{_ident(col)} IS {quote(text)}")
         if "month" not in doc.columns:
             con.execute(f"COMMENT ON COLUMN {schema}.{name}.month IS "
                         "'calendar month of the RIB snapshots (partition key from the directory name) [unit: YYYY-MM]'")
     return tables
 
 
-def settings(con, cfg) -> None:
-    """Bounded resources (the DuckDB settings of the config): the views can scan a lot of Parquet."""
-    con.execute(f"SET memory_limit = {_sql_str(cfg.duckdb_memory_limit)}")
-    if cfg.duckdb_threads:
-        con.execute(f"SET threads = {int(cfg.duckdb_threads)}")
-
-
 def memory(cfg):
     """An in-memory DuckDB with the warehouse's views in schema `main` (for the reports)."""
-    import duckdb
-
-    con = duckdb.connect()
-    settings(con, cfg)
+    con = duck.connect(cfg)
     create_views(con, "main", data_root(cfg))
     return con
 
@@ -170,10 +157,9 @@ def refresh(cfg) -> Path:
     _check_existing(target)
     try:
         with atomic.replacing(target) as tmp:
-            con = duckdb.connect()
+            con = duck.connect(cfg)
             try:
-                settings(con, cfg)
-                con.execute(f"ATTACH {_sql_str(str(tmp))} AS w (STORAGE_VERSION {_sql_str(STORAGE_VERSION)})")
+                con.execute(f"ATTACH {quote(str(tmp))} AS w (STORAGE_VERSION {quote(STORAGE_VERSION)})")
                 create_views(con, "w", root)
                 con.execute("DETACH w")
                 hooks.pause("warehouse")
@@ -202,7 +188,7 @@ def connect(cfg):
         con = duckdb.connect(str(p), read_only=True)
     except duckdb.Error as exc:
         raise WarehouseError(f"{p}: {_why(exc)}") from None
-    settings(con, cfg)
+    duck.limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
     root = p.parent
     dirs = sorted({str(root / doc.layout.split("/")[0]) + "/" for doc in DOCS.values()})
     con.execute("SET allowed_directories = $d", {"d": dirs})
