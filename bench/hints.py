@@ -30,7 +30,7 @@ MONTH = "2026-01"
 
 def generate(con, root: Path, pairs: int) -> None:
     """A published month of `pairs` pairs from 300 VPs; 70% of the paths fully stable."""
-    for t in ("pairs", "paths", "vps"):
+    for t in ("pairs", "paths", "vps", "month_summary"):
         (root / t / f"month={MONTH}").mkdir(parents=True, exist_ok=True)
     con.execute(f"""
         CREATE OR REPLACE TABLE p AS
@@ -53,6 +53,9 @@ def generate(con, root: Path, pairs: int) -> None:
               FROM p, (VALUES (4), (6)) a(afi)) TO '{root}/paths/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
     con.execute(f"""COPY (SELECT DISTINCT vp_group, vp_asn FROM p)
                     TO '{root}/vps/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+    # What makes the month published (common/published.py); its figures don't matter here.
+    con.execute(f"""COPY (SELECT count(*) AS pairs FROM p)
+                    TO '{root}/month_summary/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
 
 
 def floor_hints(con, root: Path, out: Path) -> int:
