@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -37,7 +36,6 @@ from bench.common import MiB, mib, rate  # noqa: E402
 RESULTS_MD = common.BENCH / "RESULTS.md"
 RESULTS_JSON = common.BENCH / "results.json"
 RESULTS_PNG = common.BENCH / "RESULTS.png"
-DATA_MARK = "<!-- bench-data"
 STAGES = ("ingest", "compare", "duckdb")
 SNAPSHOTS = 2
 
@@ -89,17 +87,7 @@ def run_scale(n: int, *, stages, backends, repeat: int, min_coverage: float | No
 # --- RESULTS.md -------------------------------------------------------------------------
 
 def load_previous() -> dict:
-    if RESULTS_JSON.is_file():
-        return json.loads(RESULTS_JSON.read_text())
-    if not RESULTS_MD.is_file():  # earlier runs kept the data inside RESULTS.md
-        return {}
-    m = re.search(re.escape(DATA_MARK) + r"\n(.*?)\n-->", RESULTS_MD.read_text(), re.S)
-    if not m:
-        return {}
-    try:
-        return json.loads(m.group(1))
-    except ValueError:
-        return {}
+    return json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.is_file() else {}
 
 
 def _s(x, nd=2):
