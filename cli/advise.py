@@ -57,11 +57,6 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except HintError as exc:
         console.error(str(exc))
         return 2
-    except BrokenPipeError:
-        raise  # the reader stopped early (`| head`): cli/main.py ends quietly
-    except OSError as exc:
-        console.error(f"reading {cfg.data_dir}: {exc}")
-        return 1
     if args.json:
         json.dump(answer, sys.stdout, indent=1)
         print()

@@ -107,20 +107,10 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except (hintsmod.HintError, ValidationError, ValueError) as exc:
         console.error(str(exc))
         return 2
-    except BrokenPipeError:
-        raise  # the reader stopped early (`| head`): cli/main.py ends quietly
-    except OSError as exc:
-        console.error(f"export failed: {exc}")
-        return 1
-    try:
-        if args.out:
-            out = Path(args.out)
-            atomic.write_text(out, text, mode=0o755 if out.suffix == ".sh" or text.startswith("#!") else None)
-        else:
-            sys.stdout.write(text)
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        console.error(f"{args.out}: {exc}")
-        return 1
+    # A closed pipe or a file that can't be written: cli/main.py says so in one line.
+    if args.out:
+        out = Path(args.out)
+        atomic.write_text(out, text, mode=0o755 if out.suffix == ".sh" or text.startswith("#!") else None)
+    else:
+        sys.stdout.write(text)
     return 0
