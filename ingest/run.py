@@ -15,7 +15,6 @@ from pathlib import Path
 
 from ingest import backends, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
-from ingest.normalize import to_entries
 from ingest.writer import SnapshotWriter, entries_path
 from common.config import Config
 
@@ -97,6 +96,8 @@ def _not_a_rib(source: str, stats: framing.FrameStats) -> str:
 
 def _framed(local: Path, slot: Slot, backend, batch_rows: int, source: str):
     """A text backend's batches, normalised, with framing.scan running in a thread beside it."""
+    from ingest.normalize import to_entries  # pyarrow.compute: only text backends pay its import
+
     result: dict = {}
 
     def check():
