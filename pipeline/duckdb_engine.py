@@ -27,12 +27,6 @@ _SCALAR = {
     "TIMESTAMP_S": "timestamp_ntz", "UBIGINT": "decimal(20,0)", "DATE": "date", "BLOB": "binary",
 }
 
-#: Views this engine materializes. `rows` (the cleaned entries) feeds two aggregations; as a
-#: view its list lambdas run inside each, and the per-path one with its distinct counts takes
-#: 19 s at scale 10 against 2.4 s to materialize the rows plus 6.2 s to aggregate the table.
-#: (Spark keeps it a view: there a staged copy costs more than the second cleaning pass.)
-_MATERIALIZE = {"rows"}
-
 
 def spark_type(t: str) -> str:
     """A DuckDB type in the name Spark gives the same Parquet column (messages match on both engines)."""
@@ -100,7 +94,7 @@ class DuckDBEngine:
         self.end_month()  # every table is written; closing releases the spill files
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
-        kind = "VIEW" if s.kind == "view" and s.name not in _MATERIALIZE else "TABLE"
+        kind = "VIEW" if s.kind == "view" else "TABLE"
         self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
         if s.kind == "table":
             schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
