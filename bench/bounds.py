@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Lower bounds of the compare job on each engine: what the parts every plan of the method
+must contain cost on their own, next to the engine's scan floor, in one process, on the
+same month's Parquet.
+
+The method (congruency/METHOD.md, step 4) keeps, for each (VP, AFI, cleaned path), the
+number of distinct prefixes among its observations, and publishes one `paths` row per
+representative path. So any plan, whatever its order of steps, must (a) read the job's
+columns (the floor), (b) group the month's rows by VP, AFI and path with a distinct count
+of prefixes, and (c) write a table of about as many rows as there are path groups. This
+measures (a), (b) with the cheapest key an engine offers (a 64-bit hash of the raw path, no
+cleaning, so even lighter than the method's), the same without the distinct count, and (c)
+as a table of the same row count and shape, and prints each as a multiple of the floor.
+It says how far below the job a plan on that engine can go, not what the job costs.
+
+Best of --repeat runs per query, queries interleaved; Spark is timed in a warm local[*]
+session with a no-op sink (the bench's Spark floor, in a fresh session, is slower).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+
+DUCKDB = {
+    "floor": "SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
+             "max(length(prefix)), count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), "
+             "count_if(has_as_set) FROM {src}",
+    "group by path hash": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*) "
+                          "FROM {src} GROUP BY ALL)",
+    "... + distinct prefixes": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*), "
+                               "count(DISTINCT prefix) FROM {src} GROUP BY ALL)",
+}
+SPARK = {
+    "floor": "SELECT collector, snapshot_time, peer_asn, peer_ip, afi, prefix, as_path, has_as_set FROM entries",
+    "group by path hash": "SELECT collector, peer_asn, afi, xxhash64(as_path), count(*) FROM entries GROUP BY ALL",
+    "... + distinct prefixes": "SELECT collector, peer_asn, afi, h, count(*) FROM (SELECT DISTINCT collector, "
+                               "peer_asn, afi, xxhash64(as_path) AS h, prefix FROM entries) GROUP BY ALL",
+}
+#: (c): one row per (collector, peer, AFI, path) group, shaped like `paths`.
+GROUPS = ("SELECT collector AS vp_group, peer_asn AS vp_asn, afi, as_path AS path, count(*) AS observations, "
+          "count(*) AS path_observations, 1.0 AS stability, count(*) AS prefixes, count(*) AS snapshots "
+          "FROM {src} GROUP BY collector, peer_asn, afi, as_path")
+
+
+def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
+    from common import duck
+    from common.config import Config
+    from pipeline.duckdb_engine import _read
+
+    con = duck.connect(Config())  # the engine's memory and thread caps
+    con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src))}")
+    out_file = work / "paths-like.parquet"
+    queries = {k: v.format(src=_read(src)) for k, v in DUCKDB.items()}
+    queries["write a paths-like table"] = f"COPY groups TO '{out_file}' (FORMAT parquet, COMPRESSION zstd)"
+    best = {k: float("inf") for k in queries}
+    for _ in range(repeat):
+        for name, sql in queries.items():
+            t = time.perf_counter()
+            con.execute(sql).fetchall()
+            best[name] = min(best[name], time.perf_counter() - t)
+    n = con.execute("SELECT count(*) FROM groups").fetchone()[0]
+    con.close()
+    return {"seconds": best, "groups": n}
+
+
+def spark_bounds(src: str, base: str, repeat: int, work: Path) -> dict:
+    from pipeline import spark as sparkmod
+
+    spark = sparkmod.session("local[*]")
+    try:
+        spark.read.option("basePath", base).parquet(src).createOrReplaceTempView("entries")
+        groups = work / "spark-groups"
+        spark.sql(GROUPS.format(src="entries")).write.mode("overwrite").parquet(str(groups))
+        best = {k: float("inf") for k in [*SPARK, "write a paths-like table"]}
+        for _ in range(repeat):
+            for name, sql in SPARK.items():
+                t = time.perf_counter()
+                spark.sql(sql).write.format("noop").mode("overwrite").save()
+                best[name] = min(best[name], time.perf_counter() - t)
+            t = time.perf_counter()
+            spark.read.parquet(str(groups)).write.mode("overwrite").parquet(str(work / "spark-groups-copy"))
+            best["write a paths-like table"] = min(best["write a paths-like table"], time.perf_counter() - t)
+        n = spark.read.parquet(str(groups)).count()
+    finally:
+        spark.stop()
+    return {"seconds": best, "groups": n, "note": "write = read + write of the staged groups"}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", type=Path, default=common.OUT / "synth-10" / "data",
+                   help="a data dir with rib_entries/ (default: bench/run.py's scale-10 month)")
+    p.add_argument("--month", default=common.SYNTH_MONTH, help=f"YYYY-MM (default {common.SYNTH_MONTH})")
+    p.add_argument("--engines", default="duckdb,spark", help="comma-separated subset of duckdb,spark")
+    p.add_argument("--repeat", type=int, default=3, help="runs per query, the best is reported (default 3)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    a = p.parse_args(argv)
+    src = a.data_dir.resolve() / "rib_entries" / f"month={a.month}"
+    if not any(src.glob("*/*.parquet")):
+        p.error(f"--data-dir: {src} has no Parquet files (run bench/run.py --scale 10 --stages ingest first)")
+    con = common.console()
+    work = common.OUT / "bounds-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    res: dict = {"data": str(src), "engines": {}}
+    for engine in [e.strip() for e in a.engines.split(",") if e.strip()]:
+        con.print(f"[bold]{engine}[/]")
+        r = (duckdb_bounds(str(src), a.repeat, work) if engine == "duckdb"
+             else spark_bounds(str(src), str(src.parent), a.repeat, work))
+        floor = r["seconds"]["floor"]
+        r["vs_floor"] = {k: round(v / floor, 2) for k, v in r["seconds"].items()}
+        r["seconds"] = {k: round(v, 3) for k, v in r["seconds"].items()}
+        res["engines"][engine] = r
+        con.print(common.table(["part", "seconds", "x floor"],
+                               [[k, f"{v:.2f}", f"{r['vs_floor'][k]:.2f}x"] for k, v in r["seconds"].items()]))
+        con.print(f"{r['groups']:,} path groups")
+    shutil.rmtree(work, ignore_errors=True)
+    common.write_json(res, common.OUT / "bounds.json", stdout=a.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
