@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common import duck, published
+from common.duck import quote
 from common.config import Config, ConfigError, read_toml
 from common.tables import HINTS
 from congruency import selector
@@ -176,7 +177,7 @@ def _glob(cfg: Config, table: str, month: str) -> str:
 
 
 def _month_snapshots(con, cfg: Config, month: str) -> int:
-    return con.execute(f"SELECT max(snapshots) FROM read_parquet('{_glob(cfg, 'paths', month)}')").fetchall()[0][0] or 0
+    return con.execute(f"SELECT max(snapshots) FROM read_parquet({quote(_glob(cfg, 'paths', month))})").fetchall()[0][0] or 0
 
 
 # ------------------------------------------------------------------ longest-prefix match
@@ -207,7 +208,7 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
     con.register("lpm_candidates", cand)
     rows = con.execute(f"""
         SELECT c.k, c.plen, e.prefix, e.origin_asn, count(*) AS n
-        FROM read_parquet('{_glob(cfg, 'rib_entries', month)}') e
+        FROM read_parquet({quote(_glob(cfg, 'rib_entries', month))}) e
         JOIN lpm_candidates c ON e.prefix = c.prefix AND e.afi = c.afi
         WHERE e.origin_asn IS NOT NULL
         GROUP BY ALL
@@ -259,19 +260,19 @@ class _Month:
         self.paths = _glob(cfg, "paths", month)
         self.snapshots = _month_snapshots(con, cfg, month)
         self.vps = {(g, int(a)) for g, a in con.execute(
-            f"SELECT DISTINCT vp_group, vp_asn FROM read_parquet('{self.paths}')").fetchall()}
+            f"SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})").fetchall()}
 
     def seen(self, asn: int) -> tuple[bool, bool]:
         """(on any path of the month, origin of any path of the month)."""
         on, origin = self.con.execute(
-            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM read_parquet('{self.paths}')",
+            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM read_parquet({quote(self.paths)})",
             [asn, asn]).fetchall()[0]
         return bool(on), bool(origin)
 
     def upstream_vps(self, asn: int) -> list[tuple[str, int]]:
         """VPs seen right before `asn` on the month's paths (its direct upstreams)."""
         ups = {int(r[0]) for r in self.con.execute(f"""
-            SELECT DISTINCT path[list_position(path, ?::BIGINT) - 1] FROM read_parquet('{self.paths}')
+            SELECT DISTINCT path[list_position(path, ?::BIGINT) - 1] FROM read_parquet({quote(self.paths)})
             WHERE list_position(path, ?::BIGINT) > 1""", [asn, asn]).fetchall()}
         return sorted(vp for vp in self.vps if vp[1] in ups)
 
@@ -283,7 +284,7 @@ class _Month:
         self.con.register("q_vps", vp_t)
         rows = self.con.execute(f"""
             SELECT p.vp_group, p.vp_asn, p.dest_asn, p.afi, p.path, p.stability, p.snapshots
-            FROM read_parquet('{self.paths}') p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
+            FROM read_parquet({quote(self.paths)}) p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
             WHERE p.dest_asn IN ({",".join(str(int(d)) for d in dests)})""").fetchall()
         self.con.unregister("q_vps")
         return {(g, int(a), int(d), int(afi)): (tuple(int(x) for x in p), s, n) for g, a, d, afi, p, s, n in rows}
@@ -477,17 +478,17 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
     with the derived fields of its key."""
     pairs, paths = _glob(cfg, "pairs", month), _glob(cfg, "paths", month)
     if spill is not None:
-        con.execute(f"SET temp_directory = '{spill}'")
+        con.execute(f"SET temp_directory = {quote(spill)}")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE hint_input AS
         SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
                len(p.shared_asns) > 0 AS has_shared, coalesce(p.shared_adjacent::TINYINT, -1) AS adjacent,
                s4.stability AS stability_v4, s6.stability AS stability_v6,
                p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
-        FROM read_parquet('{pairs}') p
-        JOIN read_parquet('{paths}') s4
+        FROM read_parquet({quote(pairs)}) p
+        JOIN read_parquet({quote(paths)}) s4
           ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
-        JOIN read_parquet('{paths}') s6
+        JOIN read_parquet({quote(paths)}) s6
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
     got = _derived(con, _month_snapshots(con, cfg, month))
     if got is None:
@@ -501,7 +502,7 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
     cols = []
     for f in HINTS:
         if f.name == "month":
-            expr = f"'{month}'"
+            expr = quote(month)
         elif f.name in ("source_asn", "dest_asn_v6"):
             expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn"}[f.name]
         elif f.name in direct:
@@ -559,11 +560,11 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
             if sql is None:
                 pq.write_table(HINTS.empty_table(), out, compression="zstd")
             else:
-                con.execute(f"COPY ({sql}) TO '{out}' (FORMAT parquet, COMPRESSION zstd)")
+                con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
             if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
                 raise OSError(f"{out}: written schema differs from common.tables.HINTS")
             prog.advance(task)
-            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet('{out}') GROUP BY 1 ORDER BY 1").fetchall()
+            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({quote(out)}) GROUP BY 1 ORDER BY 1").fetchall()
             con.close()
             store.delete(f"{staged}/.duckdb-tmp")
             [final] = store.publish(staged, ["hints"], month)

@@ -167,6 +167,22 @@ def test_hints_table_of_synthetic_month(synth):
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
 
 
+def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
+    """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
+    import shutil
+
+    data, tables = synth
+    quoted = tmp_path / "o'brien's data"
+    shutil.copytree(data, quoted, ignore=shutil.ignore_patterns("hints", "_staging"))
+    cfg = cfg_for(quoted)
+    assert hints.publish(cfg, MONTH)["rows"] == len(tables["pairs"])
+    got = {(r["vp_asn"], r["dest_asn"]): r["hint_class"]
+           for r in pq.read_table(quoted / "hints" / f"month={MONTH}").to_pylist()}
+    assert got == CLASSES
+    [h] = hints.advise(cfg, "30", "100")["hints"]  # the proxy path reads paths and vps too
+    assert (h["via_proxy"], h["vp_asn"], h["hint_class"]) == (True, 20, "shared-edge")
+
+
 def test_advise_vp_matches_table_and_method(synth):
     data, tables = synth
     cfg = cfg_for(data)
