@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.duck import quote
 from common.params import MethodParams
 
 #: Columns the job reads from rib_entries, with the types it needs (Spark's names).
@@ -59,15 +60,20 @@ class Step:
         return self.spark if engine == "spark" else self.duckdb
 
 
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
+def literal(s: str, engine: str) -> str:
+    """A string literal in the engine's dialect: Spark reads a backslash as an escape,
+    DuckDB does not."""
+    if engine == "spark":
+        return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return quote(s)
 
 
-def _fill(params: MethodParams) -> dict[str, str]:
+def _fill(params: MethodParams, engine: str) -> dict[str, str]:
     reserved = " OR ".join(
         f"x = {lo}" if lo == hi else f"(x BETWEEN {lo} AND {hi})" for lo, hi in params.reserved_asns
     ) or "false"
-    group = ("CASE collector " + " ".join(f"WHEN {_q(k)} THEN {_q(v)}" for k, v in sorted(params.groups.items()))
+    group = ("CASE collector " + " ".join(f"WHEN {literal(k, engine)} THEN {literal(v, engine)}"
+                                          for k, v in sorted(params.groups.items()))
              + " ELSE collector END") if params.groups else "collector"
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage))}
 
@@ -369,4 +375,4 @@ WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
 
 def render(step: Step, engine: str, params: MethodParams) -> str:
     """The step's SELECT in the engine's dialect, with the method's parameters filled in."""
-    return step.sql(engine).format(**_fill(params))
+    return step.sql(engine).format(**_fill(params, engine))

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from congruency import reference
+from common.params import MethodParams
 from common.tables import FILE_SCHEMA
 from pipeline import job
 from common.tables import TABLES
@@ -187,6 +188,25 @@ def test_hand_made_cases_match_reference(spark, config, tmp_path):
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
         assert_engines_agree(tmp_path, config, month, cfg.method)
+
+
+def test_group_names_are_literals_in_both_dialects(spark):
+    """A VP group or collector name with a quote or a backslash maps the same on both engines."""
+    import duckdb
+
+    from pipeline import steps as S
+
+    groups = {"it's": "a\\b'c", "plain": "g"}
+    step = S.both("g", "view", "SELECT {group} AS g FROM t ORDER BY collector")
+    params = replace(MethodParams(), groups=groups)
+    rows = [("it's",), ("other",), ("plain",)]
+    spark.createDataFrame(rows, "collector string").createOrReplaceTempView("t")
+    got_spark = [r.g for r in spark.sql(S.render(step, "spark", params)).collect()]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (collector VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?)", rows)
+    got_duckdb = [r[0] for r in con.execute(S.render(step, "duckdb", params)).fetchall()]
+    assert got_spark == got_duckdb == ["a\\b'c", "other", "g"]
 
 
 def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_path):
