@@ -13,8 +13,9 @@ cleaning, so even lighter than the method's), the same without the distinct coun
 as a table of the same row count and shape, and prints each as a multiple of the floor.
 It says how far below the job a plan on that engine can go, not what the job costs.
 
-Best of --repeat runs per query, queries interleaved; Spark is timed in a warm local[*]
-session with a no-op sink (the bench's Spark floor, in a fresh session, is slower).
+Best of --repeat runs per query, queries interleaved. The floors are bench/compare.py's;
+Spark is timed in one warm local[*] session, its parts written to a no-op sink (the bench's
+Spark floor, in a fresh session, is slower).
 """
 from __future__ import annotations
 
@@ -27,18 +28,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+from bench.compare import DUCKDB_FLOOR, spark_floor  # noqa: E402
 
 DUCKDB = {
-    "floor": "SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
-             "max(length(prefix)), count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), "
-             "count_if(has_as_set) FROM {src}",
+    "floor": DUCKDB_FLOOR,
     "group by path hash": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*) "
                           "FROM {src} GROUP BY ALL)",
     "... + distinct prefixes": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*), "
                                "count(DISTINCT prefix) FROM {src} GROUP BY ALL)",
 }
-SPARK = {
-    "floor": "SELECT collector, snapshot_time, peer_asn, peer_ip, afi, prefix, as_path, has_as_set FROM entries",
+SPARK = {  # each written to a no-op sink; the floor is bench/compare.py's
     "group by path hash": "SELECT collector, peer_asn, afi, xxhash64(as_path), count(*) FROM entries GROUP BY ALL",
     "... + distinct prefixes": "SELECT collector, peer_asn, afi, h, count(*) FROM (SELECT DISTINCT collector, "
                                "peer_asn, afi, xxhash64(as_path) AS h, prefix FROM entries) GROUP BY ALL",
@@ -70,16 +69,20 @@ def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
     return {"seconds": best, "groups": n}
 
 
-def spark_bounds(src: str, base: str, repeat: int, work: Path) -> dict:
+def spark_bounds(data_dir: Path, month: str, repeat: int, work: Path) -> dict:
     from pipeline import spark as sparkmod
 
     spark = sparkmod.session("local[*]")
     try:
-        spark.read.option("basePath", base).parquet(src).createOrReplaceTempView("entries")
+        src = data_dir.resolve() / "rib_entries"
+        spark.read.option("basePath", str(src)).parquet(f"{src}/month={month}").createOrReplaceTempView("entries")
         groups = work / "spark-groups"
         spark.sql(GROUPS.format(src="entries")).write.mode("overwrite").parquet(str(groups))
-        best = {k: float("inf") for k in [*SPARK, "write a paths-like table"]}
+        best = {k: float("inf") for k in ["floor", *SPARK, "write a paths-like table"]}
         for _ in range(repeat):
+            t = time.perf_counter()
+            spark_floor(spark, data_dir, month)
+            best["floor"] = min(best["floor"], time.perf_counter() - t)
             for name, sql in SPARK.items():
                 t = time.perf_counter()
                 spark.sql(sql).write.format("noop").mode("overwrite").save()
@@ -113,7 +116,7 @@ def main(argv=None) -> int:
     for engine in [e.strip() for e in a.engines.split(",") if e.strip()]:
         con.print(f"[bold]{engine}[/]")
         r = (duckdb_bounds(str(src), a.repeat, work) if engine == "duckdb"
-             else spark_bounds(str(src), str(src.parent), a.repeat, work))
+             else spark_bounds(a.data_dir, a.month, a.repeat, work))
         floor = r["seconds"]["floor"]
         r["vs_floor"] = {k: round(v / floor, 2) for k, v in r["seconds"].items()}
         r["seconds"] = {k: round(v, 3) for k, v in r["seconds"].items()}

@@ -35,6 +35,28 @@ from bench.common import mib, rate  # noqa: E402
 REAL_MONTH = "2026-07"
 JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
 
+#: The DuckDB floor over `{src}` (a read_parquet): DuckDB answers count(col) and len(list) from
+#: validity masks and offsets alone, so it sums the path elements and measures the strings:
+#: every value is decoded. First column: rows; second: ASNs.
+DUCKDB_FLOOR = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
+                "max(length(prefix)), count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), "
+                "count_if(has_as_set) FROM {src}")
+
+
+def spark_floor(spark, data_dir: Path, month: str):
+    """The Spark floor: the month's rib_entries read as the job reads them, every job column
+    aggregated; a Row with `rows` and `asns`."""
+    from pyspark.sql import functions as F
+
+    root = str(data_dir.resolve() / "rib_entries")
+    entries = spark.read.option("basePath", root).parquet(f"{root}/month={month}").select(*JOB_COLUMNS)
+    return entries.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.size("as_path")).alias("asns"),
+        F.count("peer_ip"), F.count("prefix"), F.count("collector"),
+        F.max("snapshot_time"), F.sum("peer_asn"), F.sum("afi"), F.count_if("has_as_set"),
+    ).collect()[0]
+
 
 def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None, engine: str = "spark"):
     from dataclasses import replace
@@ -81,16 +103,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
             cs = spark.read.parquet(str(data_dir.resolve() / "cleaning_stats" / f"month={month}"))
             out["rows"] = cs.agg(F.sum("entries")).collect()[0][0]
         else:
-            from pyspark.sql import functions as F
-
-            root = str(data_dir.resolve() / "rib_entries")
-            entries = spark.read.option("basePath", root).parquet(f"{root}/month={month}").select(*JOB_COLUMNS)
-            row = entries.agg(
-                F.count(F.lit(1)).alias("rows"),
-                F.sum(F.size("as_path")).alias("asns"),
-                F.count("peer_ip"), F.count("prefix"), F.count("collector"),
-                F.max("snapshot_time"), F.sum("peer_asn"), F.sum("afi"), F.count_if("has_as_set"),
-            ).collect()[0]
+            row = spark_floor(spark, data_dir, month)
             t2 = time.perf_counter()
             out["rows"], out["asns"] = row["rows"], row["asns"]
         out["work_s"] = t2 - t1
@@ -120,20 +133,12 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
         if not res.error:
             out["rows"] = sum(pq.read_table(cfg.data_dir / "cleaning_stats" / f"month={month}")["entries"].to_pylist())
     else:
-        import duckdb
+        from common import duck
 
         cfg = _cfg(data_dir, min_coverage, engine="duckdb")
-        con = duckdb.connect()
-        con.execute(f"SET memory_limit = '{cfg.duckdb_memory_limit}'")
-        if cfg.duckdb_threads:
-            con.execute(f"SET threads = {int(cfg.duckdb_threads)}")
+        con = duck.connect(cfg)  # the engine's memory and thread caps
         src = str(data_dir.resolve() / "rib_entries" / f"month={month}")
-        # DuckDB answers count(col) and len(list) from validity masks and offsets alone, so the
-        # floor sums the path elements and measures the strings: every value is decoded.
-        row = con.execute(
-            "SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), max(length(prefix)), "
-            "count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), count_if(has_as_set) "
-            f"FROM {_read(src)}").fetchone()
+        row = con.execute(DUCKDB_FLOOR.format(src=_read(src))).fetchone()
         t2 = time.perf_counter()
         out["rows"], out["asns"] = row[0], int(row[1])
     out["work_s"] = t2 - t1
