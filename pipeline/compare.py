@@ -30,17 +30,19 @@ class SparkEngine:
         return HadoopStore(self.spark, root)
 
     def open(self, store, src: str) -> dict[int, int]:
-        """Register `entries`; check its schema; the row count per AFI."""
+        """Register `entries`; check its schema; the row count per AFI (and the number of
+        snapshot times, for the steps)."""
         df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(src)
         S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
         df.select(*S.REQUIRED).createOrReplaceTempView("entries")
-        return {r["afi"]: r["n"] for r in self.spark.sql("SELECT afi, count(*) AS n FROM entries GROUP BY afi").collect()}
+        per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
+        return per_afi
 
     def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
         """Every step; output tables end up as Parquet folders staged/<table>."""
         for s in S.MONTH_STEPS:
             step(s.name)
-            self._run_step(s, S.render(s, "spark", params), staged)
+            self._run_step(s, S.render(s, "spark", params, self.snapshots), staged)
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
             cols = ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in
@@ -49,7 +51,7 @@ class SparkEngine:
             return
         for t, path in prev.items():
             self.spark.read.parquet(path).createOrReplaceTempView(f"prev_{t}")
-        self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params), staged)
+        self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)

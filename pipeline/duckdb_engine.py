@@ -75,7 +75,8 @@ class DuckDBEngine:
         cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
                          else c for c in S.REQUIRED)
         self.con.execute(f"CREATE VIEW entries AS SELECT {cols} FROM {_read(src)}")
-        return dict(self.con.execute("SELECT afi, count(*) FROM entries GROUP BY afi").fetchall())
+        per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
+        return per_afi
 
     def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
         spill = self.temp_dir or os.path.join(staged, "_spill")
@@ -83,14 +84,14 @@ class DuckDBEngine:
         self.con.execute(f"SET temp_directory = {quote(spill)}")
         for s in S.MONTH_STEPS:
             step(s.name)
-            self._run_step(s, S.render(s, "duckdb", params), staged)
+            self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
         step("transitions")
         if prev is None:
             self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
         else:
             for t, path in prev.items():
                 self.con.execute(f"CREATE VIEW prev_{t} AS SELECT * FROM {_read(path)}")
-            self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params), staged)
+            self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params, self.snapshots), staged)
         self.end_month()  # every table is written; closing releases the spill files
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:

@@ -49,6 +49,16 @@ def check_columns(have: dict[str, str], where: str) -> None:
             raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
 
 
+#: The input's shape: rows per AFI, and the month's distinct snapshot times on every row.
+COUNTS = """SELECT afi, count(*) AS n, (SELECT count(DISTINCT snapshot_time) FROM entries) AS snapshots
+FROM entries GROUP BY afi"""
+
+
+def counts(rows) -> tuple[dict[int, int], int]:
+    """COUNTS' rows -> (rows per AFI, distinct snapshot times)."""
+    return {afi: n for afi, n, _ in rows}, max((t for _, _, t in rows), default=0)
+
+
 @dataclass(frozen=True)
 class Step:
     name: str
@@ -68,14 +78,25 @@ def literal(s: str, engine: str) -> str:
     return quote(s)
 
 
-def _fill(params: MethodParams, engine: str) -> dict[str, str]:
+#: Bits per word of a snapshot mask (per_path): a BIGINT.
+WORD = 64
+
+
+def _fill(params: MethodParams, engine: str, snapshots: int = 1) -> dict[str, str]:
     reserved = " OR ".join(
         f"x = {lo}" if lo == hi else f"(x BETWEEN {lo} AND {hi})" for lo, hi in params.reserved_asns
     ) or "false"
     group = ("CASE collector " + " ".join(f"WHEN {literal(k, engine)} THEN {literal(v, engine)}"
                                           for k, v in sorted(params.groups.items()))
              + " ELSE collector END") if params.groups else "collector"
-    return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage))}
+    # The snapshot mask of per_path: word k holds the bits of snapshots 64k..64k+63.
+    words = range(max(1, -(-snapshots // WORD)))
+    bit = "shiftleft(1L, CAST(si - {lo} AS INT))" if engine == "spark" else "(1::UBIGINT << (si - {lo}))"
+    masks = ", ".join(f"bit_or(CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
+                      f"{bit.format(lo=k * WORD)} END) AS m{k}" for k in words)
+    count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{k})) AS BIGINT), 0)" for k in words)
+    return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
+            "masks": masks, "mask_bits": count}
 
 
 def both(name: str, kind: str, sql: str) -> Step:
@@ -135,26 +156,35 @@ FROM by_session GROUP BY afi, coalesce(reason, 'kept')""",
          duckdb="""
 SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries)::BIGINT AS entries
 FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
-    # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots.
-    # Spark counts the distinct values as the top dense_rank within the group (one shuffle, two
-    # sorts of each partition, then a hash aggregate on the same partitioning): 27.8 s at scale
-    # 10 against 39.9 s for collect_set (an object aggregate that falls back to sorting) and
-    # 107-121 s for count(DISTINCT) (Expand). DuckDB's count(DISTINCT) is its fastest form.
+    # The month's snapshot times, numbered from 0 (si), for per_path's snapshot masks.
+    both("snapshots", "view", """
+SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
+FROM (SELECT DISTINCT snapshot_time FROM entries)"""),
+    # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots,
+    # in two plain aggregations and no DISTINCT: first per (VP, AFI, path, prefix), with the
+    # bits of the prefix's snapshots OR-ed into a mask ({masks}: one 64-bit word per 64
+    # snapshots), then per path: prefixes are the rows, snapshots the bits set in the OR of the
+    # masks. At scale 10 (measured with a no-op sink) Spark: 15.9 s against 26.4 s for two
+    # dense_rank windows (and 39.9 s for collect_set, 107-121 s for count(DISTINCT)); Spark
+    # shuffles once, by path, for both aggregations. DuckDB: 3.8 s against 7.1 s for two
+    # count(DISTINCT), which hash every row's keys once more each.
     Step("per_path", "work",
          spark="""
-SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
-       CAST(max(prefix_rank) AS BIGINT) AS prefixes, CAST(max(snapshot_rank) AS BIGINT) AS snapshots,
-       element_at(path, -1) AS dest_asn
-FROM (SELECT vp_group, vp_asn, afi, path,
-             dense_rank() OVER (PARTITION BY vp_group, vp_asn, afi, path ORDER BY prefix) AS prefix_rank,
-             dense_rank() OVER (PARTITION BY vp_group, vp_asn, afi, path ORDER BY snapshot_time) AS snapshot_rank
-      FROM rows WHERE reason IS NULL)
+SELECT vp_group, vp_asn, afi, path, sum(n) AS path_observations, count(*) AS prefixes,
+       {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
+FROM (SELECT vp_group, vp_asn, afi, path, prefix, count(*) AS n, {masks}
+      FROM (SELECT /*+ BROADCAST(s) */ r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, s.si
+            FROM rows r JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
+            DISTRIBUTE BY vp_group, vp_asn, afi, path)
+      GROUP BY vp_group, vp_asn, afi, path, prefix)
 GROUP BY vp_group, vp_asn, afi, path""",
          duckdb="""
-SELECT vp_group, vp_asn, afi, path, count(*) AS path_observations,
-       count(DISTINCT prefix) AS prefixes, count(DISTINCT snapshot_time) AS snapshots,
-       path[-1] AS dest_asn
-FROM rows WHERE reason IS NULL GROUP BY vp_group, vp_asn, afi, path"""),
+SELECT vp_group, vp_asn, afi, path, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
+       {mask_bits} AS snapshots, path[-1] AS dest_asn
+FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, count(*) AS n, {masks}
+      FROM rows r JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
+      GROUP BY r.vp_group, r.vp_asn, r.afi, r.path, r.prefix)
+GROUP BY vp_group, vp_asn, afi, path"""),
     # 4. The representative path: most observations, then fewer ASes, then the smallest
     # sequence, by a window on both engines (DuckDB: ~3x faster than arg_min over a struct key,
     # as nearly every group has one path; Spark: about 10% faster than min_by over a struct holding
@@ -373,6 +403,7 @@ LEFT JOIN (SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6) h ON h.dest_a
 WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
 
 
-def render(step: Step, engine: str, params: MethodParams) -> str:
-    """The step's SELECT in the engine's dialect, with the method's parameters filled in."""
-    return step.sql(engine).format(**_fill(params, engine))
+def render(step: Step, engine: str, params: MethodParams, snapshots: int = 1) -> str:
+    """The step's SELECT in the engine's dialect, with the method's parameters filled in;
+    `snapshots`: the month's distinct snapshot times (the size of per_path's masks)."""
+    return step.sql(engine).format(**_fill(params, engine, snapshots))

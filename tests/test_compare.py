@@ -176,6 +176,7 @@ HAND_CASES = {
     "2024-03": (cases._quartile_rows, 0.0),
     "2024-04": (cases._cleaning_rows, 0.0),  # every cleaning reason and their precedence
     "2024-05": (cases._paths_rows, 0.0),  # the three tie-break levels of the representative path
+    "2024-06": (cases._snapshot_rows, 0.0),  # 150 snapshot times: three words of snapshot bits
 }
 
 

@@ -1,7 +1,7 @@
 """The method's rules (METHOD.md) on small hand-made cases, every expected value worked out by hand."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -250,6 +250,29 @@ def test_paths_representative_and_counts():
         {**base, "dest_asn": 9, "afi": 6, "path": [1, 4, 9], "observations": 2, "path_observations": 1,
          "stability": 0.5, "prefixes": 1, "snapshots": 1},
     ]
+
+
+def _snapshot_rows():
+    """150 snapshot times (the engines keep a path's snapshots as bits in 64-bit words: three
+    words here), with counts that straddle the words' edges."""
+    t = [datetime(2024, 6, 1, tzinfo=timezone.utc) + timedelta(hours=h) for h in range(150)]
+    return [
+        # every snapshot, two prefixes taking turns: 150 snapshots, 2 prefixes
+        *(R("rrc00", 1, 4, [1, 2, 9], prefix=f"10.{i % 2}.0.0/16", t=t[i]) for i in range(150)),
+        # the last of word 0, the first of word 1, the last of word 1, the first of word 2
+        *(R("rrc00", 1, 4, [1, 3, 8], t=t[i]) for i in (63, 64, 127, 128)),
+        # the same bit in two words (0 and 64): 2 snapshots, not 1
+        *(R("rrc00", 1, 6, [1, 3, 8], t=t[i]) for i in (0, 64)),
+        # one snapshot, two sessions
+        R("rrc00", 1, 6, [1, 2, 9], t=t[149]),
+        R("rrc00", 1, 6, [1, 2, 9], t=t[149], ip="2001:db8::ff"),
+    ]
+
+
+def test_snapshots_are_counted_across_mask_words():
+    got = by_key(compute_month(_snapshot_rows(), "2024-06", P0)["paths"], "dest_asn", "afi")
+    assert {k: (r["path_observations"], r["prefixes"], r["snapshots"]) for k, r in got.items()} == {
+        (9, 4): (150, 2, 150), (8, 4): (4, 1, 4), (8, 6): (2, 1, 2), (9, 6): (2, 1, 1)}
 
 
 # ---------------------------------------------------------------- coverage and default-free
