@@ -34,8 +34,11 @@ DUCKDB = {
     "floor": DUCKDB_FLOOR,
     "group by path hash": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*) "
                           "FROM {src} GROUP BY ALL)",
-    "... + distinct prefixes": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, hash(as_path), count(*), "
-                               "count(DISTINCT prefix) FROM {src} GROUP BY ALL)",
+    # two plain aggregations, (group, prefix) then group: 1.2 s at scale 10 against 2.0 s for
+    # count(DISTINCT prefix), DuckDB's fastest form before (per_path does the same)
+    "... + distinct prefixes": "SELECT count(*) FROM (SELECT collector, peer_asn, afi, h, sum(n), count(*) FROM ("
+                               "SELECT collector, peer_asn, afi, hash(as_path) AS h, prefix, count(*) AS n "
+                               "FROM {src} GROUP BY ALL) GROUP BY ALL)",
 }
 SPARK = {  # each written to a no-op sink; the floor is bench/compare.py's
     "group by path hash": "SELECT collector, peer_asn, afi, xxhash64(as_path), count(*) FROM entries GROUP BY ALL",
