@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from dataclasses import replace
 
-    from ingest.discovery import parse_month
+    from common.months import parse_month
     from pipeline import job, spark
 
     try:

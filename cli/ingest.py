@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
+from common import console, months
 from ingest import backends, catalogue, discovery
-from common import console
 from common.config import Config
 
 
@@ -51,7 +51,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             collectors=tuple(c.strip() for c in args.collectors.split(",") if c.strip())
             if args.collectors else None,
         )
-        discovery.parse_month(args.month)
+        months.parse_month(args.month)
         if args.concurrency is not None and args.concurrency < 1:
             raise ValueError(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
         cfg = cfg.with_overrides(**overrides)

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from common import published
-    from ingest.discovery import parse_month
+    from common.months import parse_month
     from reports import html, warehouse
 
     try:

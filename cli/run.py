@@ -66,9 +66,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     """The config with this command's flags applied and the months; ValueError when bad."""
+    from common.months import parse_month_range
     from ingest import catalogue, discovery
 
-    months = discovery.parse_month_range(args.months or args.month, "--months" if args.months else "--month")
+    months = parse_month_range(args.months or args.month, "--months" if args.months else "--month")
     over = {}
     if getattr(args, "days", None):
         over["days"] = discovery.parse_days(args.days)

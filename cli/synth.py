@@ -49,7 +49,7 @@ def _int(name: str, text: str | None, default: int, lo: int, hi: int) -> int:
 
 def parse_months(text: str) -> list[str]:
     """'2026-07' or '2026-01..2026-06' -> the months, in order (at most 240)."""
-    from ingest.discovery import parse_month_range
+    from common.months import parse_month_range
 
     months = parse_month_range(text)
     if len(months) > 240:

@@ -152,7 +152,7 @@ def _root(cfg: Config) -> Path:
 
 def resolve_month(cfg: Config, month: str | None) -> str:
     """The month asked for (it must be published), or the latest published one."""
-    from ingest.discovery import parse_month
+    from common.months import parse_month
 
     if month is None:
         months = published.months(_root(cfg))

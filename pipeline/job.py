@@ -13,16 +13,12 @@ from dataclasses import dataclass, field
 from common import console, hooks
 from common.config import Config
 from common.locks import LockBusy, month_lock
+from common.months import previous_month
 from pipeline.publish import is_cluster_url
 from pipeline.steps import JobError
 
 TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
 ENGINES = ("duckdb", "spark")
-
-
-def previous_month(month: str) -> str:
-    y, m = map(int, month.split("-"))
-    return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
 
 
 def names_cluster(cfg: Config) -> bool:

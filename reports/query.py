@@ -84,7 +84,7 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
             raise QueryError(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
                              if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
         if p.kind == "month":
-            from ingest.discovery import parse_month
+            from common.months import parse_month
 
             try:
                 parse_month(text)

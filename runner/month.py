@@ -131,7 +131,7 @@ def fingerprint(cfg: Config, month: str, step: str) -> str:
         return _digest(_selection(cfg))
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
-        from pipeline.job import previous_month
+        from common.months import previous_month
 
         return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
                         "previous": tables_listing(root, ("pairs", "vps", "paths"), [previous_month(month)])})
@@ -451,7 +451,7 @@ def month_for(logical_date, explicit: str | None = None) -> str:
     """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
     window closed), so M is the logical date's month; an explicit month wins."""
     if explicit:
-        from ingest.discovery import parse_month_range
+        from common.months import parse_month_range
 
         (m,) = parse_month_range(explicit, "month")
         return m

@@ -32,7 +32,7 @@ def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
     """The reference's tables of `month` from its ingested rib_entries, written as the job
     publishes them (`<table>/month=M/part-0.parquet`, month only in the directory name)."""
     from congruency import reference
-    from pipeline.job import previous_month
+    from common.months import previous_month
 
     d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
     rows = (r for b in d.to_batches(columns=ENTRY_COLS) for r in b.to_pylist())

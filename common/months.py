@@ -1,0 +1,36 @@
+"""Months as the pipeline names them, 'YYYY-MM': parsing (with the flag's name in the error)
+and calendar steps. One place, as ingest, the job, the runner and the reports all need them."""
+from __future__ import annotations
+
+import re
+
+
+def parse_month(text: str, flag: str = "--month") -> tuple[int, int]:
+    m = re.fullmatch(r"(\d{4})-(\d{2})", text or "")
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        raise ValueError(f"{flag}: expected YYYY-MM, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse_month_range(spec: str, flag: str = "--months") -> list[str]:
+    """'2026-07' or '2026-01..2026-06' (inclusive) -> the months in order."""
+    a, sep, b = (spec or "").strip().partition("..")
+    try:
+        ends = [parse_month(m) for m in ((a, b) if sep else (a,))]
+    except ValueError:
+        raise ValueError(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
+                         f"got {spec!r}") from None
+    (y, m), (y2, m2) = ends[0], ends[-1]
+    if (y2, m2) < (y, m):
+        raise ValueError(f"{flag}: {b} is before {a}")
+    out = []
+    while (y, m) <= (y2, m2):
+        out.append(f"{y}-{m:02d}")
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def previous_month(month: str) -> str:
+    """The calendar month before 'YYYY-MM' (a valid month)."""
+    y, m = parse_month(month)
+    return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
