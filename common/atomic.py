@@ -18,22 +18,39 @@ def temp_name(final: Path) -> Path:
     return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
+class Pending:
+    """A file written under its temp name beside `final`, for writers that keep it open
+    across calls (Parquet and MRT writers); `replacing` is the same for one block of code."""
+
+    def __init__(self, final: str | Path, mode: int | None = None):
+        self.final, self.mode = Path(final), mode
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = temp_name(self.final)
+
+    def commit(self) -> Path:
+        """fsync the temp file and rename it over `final` (with permissions `mode` if given)."""
+        with open(self.tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        if self.mode is not None:
+            os.chmod(self.tmp, self.mode)
+        os.replace(self.tmp, self.final)
+        return self.final
+
+    def discard(self) -> None:
+        """Remove the temp file (if any); `final` untouched."""
+        self.tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def replacing(final: str | Path, mode: int | None = None):
     """Yield a temp path beside `final`; on success fsync it and rename it over `final`
     (with permissions `mode` if given); on error remove it, `final` untouched."""
-    final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_name(final)
+    pending = Pending(final, mode)
     try:
-        yield tmp
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, final)
+        yield pending.tmp
+        pending.commit()
     finally:
-        tmp.unlink(missing_ok=True)
+        pending.discard()
 
 
 def write_text(final: str | Path, text: str, mode: int | None = None) -> Path:

@@ -1,16 +1,16 @@
 """Parquet output of one snapshot, written in batches and published atomically.
 
-The file grows under a dot-name that Spark, DuckDB globs and pyarrow datasets all skip,
-and is renamed into place only once every entry is in it and checked.
+The file grows under common/atomic.py's dot-temp name, which Spark, DuckDB globs and pyarrow
+datasets all skip, and is renamed into place only once every entry is in it and checked.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common import atomic
 from common.tables import FILE_SCHEMA
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
@@ -28,9 +28,8 @@ def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> 
 class SnapshotWriter:
     def __init__(self, final: Path):
         self.final = final
-        self.tmp = final.with_name(f".{final.name}.tmp")
-        final.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self.tmp, FILE_SCHEMA, compression="zstd",
+        self._file = atomic.Pending(final)
+        self._writer = pq.ParquetWriter(self._file.tmp, FILE_SCHEMA, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
 
@@ -41,13 +40,10 @@ class SnapshotWriter:
 
     def publish(self) -> Path:
         self._writer.close()
-        with open(self.tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(self.tmp, self.final)
-        return self.final
+        return self._file.commit()
 
     def abort(self) -> None:
         try:
             self._writer.close()
         finally:
-            self.tmp.unlink(missing_ok=True)
+            self._file.discard()

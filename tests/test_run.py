@@ -402,3 +402,39 @@ def test_atomic_write_keeps_the_old_file_and_cleans_only_dead_writers(tmp_path):
         p.write_text("")
     assert atomic.clean_stale(f) == sorted([dead, dead.with_name(dead.name + ".wal"), older])
     assert sorted(tmp_path.iterdir()) == sorted([f, live, other])
+
+
+def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
+    """The Parquet writer of ingest and the synthetic MRT writer go through common/atomic.py:
+    while writing, only a dot-temp with the writer's pid exists; on failure, nothing is left
+    and an older file under the final name is kept."""
+    import pyarrow as pa
+
+    from common import atomic
+    from common.tables import FILE_SCHEMA
+    from ingest.synth.mrt_writer import MrtWriter
+    from ingest.writer import SnapshotWriter
+
+    final = tmp_path / "rib.parquet"
+    final.write_text("older")
+    w = SnapshotWriter(final)
+    w.write(pa.RecordBatch.from_pylist([], schema=FILE_SCHEMA))
+    [tmp] = [p for p in tmp_path.iterdir() if p != final]
+    assert tmp.name.startswith(f".rib.parquet.{os.getpid()}.") and atomic.stale(final) == []
+    w.abort()
+    assert sorted(tmp_path.iterdir()) == [final] and final.read_text() == "older"
+    w = SnapshotWriter(final)
+    assert w.publish() == final and pq.read_table(final).num_rows == 0
+    assert sorted(tmp_path.iterdir()) == [final]
+
+    mrt = tmp_path / "rib.20260701.0000.bz2"
+    with pytest.raises(RuntimeError):
+        with MrtWriter(mrt, 1_782_864_000) as m:
+            m.peer_index("192.0.2.1", "v", [("192.0.2.1", "192.0.2.1", 65000)])
+            assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".rib.2026")]
+            raise RuntimeError("killed half way")
+    assert sorted(tmp_path.iterdir()) == [final]
+    with MrtWriter(mrt, 1_782_864_000) as m:
+        m.peer_index("192.0.2.1", "v", [("192.0.2.1", "192.0.2.1", 65000)])
+    assert sorted(tmp_path.iterdir()) == sorted([final, mrt]) and m.size == mrt.stat().st_size > 0
+

@@ -3,7 +3,7 @@
 It writes what RouteViews and RIS RIB dumps hold: a PEER_INDEX_TABLE, then one
 RIB_IPV4_UNICAST / RIB_IPV6_UNICAST record per prefix. Callers pre-encode attribute
 bytes with the helpers below, so the per-entry work is a bytes concatenation; records go
-to the compressor one at a time (bounded memory) into `<name>.tmp`, renamed on success.
+to the compressor one at a time (bounded memory) under common/atomic.py's temp name, renamed on success.
 """
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import bz2
 import gzip
 import hashlib
 import ipaddress
-import os
 import struct
 from pathlib import Path
+
+from common import atomic
 
 TABLE_DUMP_V2 = 13
 PEER_INDEX_TABLE, RIB_IPV4_UNICAST, RIB_IPV6_UNICAST = 1, 2, 4
@@ -72,7 +73,6 @@ class MrtWriter:
 
     def __init__(self, path: Path, timestamp: int):
         self.path, self.timestamp = Path(path), timestamp
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
         self.seq = 0
         self.size = 0
         self._buf: list[bytes] = []
@@ -81,8 +81,8 @@ class MrtWriter:
         self.sha256 = ""
 
     def __enter__(self) -> "MrtWriter":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.tmp, "wb")
+        self._file = atomic.Pending(self.path)
+        self._f = open(self._file.tmp, "wb")
         if self.path.suffix == ".bz2":
             self._bz = bz2.BZ2Compressor(9)
             self._gz = None
@@ -136,16 +136,20 @@ class MrtWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if exc_type is None:
-                self._drain()
-                if self._bz is not None:
-                    self.write(self._bz.flush())
-                else:
-                    self._gz.close()
-            self._f.close()
-        finally:
-            if exc_type is None:
-                os.replace(self.tmp, self.path)
-                self.sha256 = self._sha.hexdigest()
-            else:
-                self.tmp.unlink(missing_ok=True)
+            try:
+                if exc_type is None:
+                    self._drain()
+                    if self._bz is not None:
+                        self.write(self._bz.flush())
+                    else:
+                        self._gz.close()
+            finally:
+                self._f.close()
+        except BaseException:  # the last flush failed: nothing under the final name
+            self._file.discard()
+            raise
+        if exc_type is None:
+            self._file.commit()
+            self.sha256 = self._sha.hexdigest()
+        else:
+            self._file.discard()
