@@ -161,20 +161,21 @@ FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
 SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
 FROM (SELECT DISTINCT snapshot_time FROM entries)"""),
     # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots,
-    # in two plain aggregations and no DISTINCT: first per (VP, AFI, path, prefix), with the
-    # bits of the prefix's snapshots OR-ed into a mask ({masks}: one 64-bit word per 64
-    # snapshots), then per path: prefixes are the rows, snapshots the bits set in the OR of the
-    # masks. At scale 10 (measured with a no-op sink) Spark: 15.9 s against 26.4 s for two
-    # dense_rank windows (and 39.9 s for collect_set, 107-121 s for count(DISTINCT)); Spark
-    # shuffles once, by path, for both aggregations. DuckDB: 3.8 s against 7.1 s for two
-    # count(DISTINCT), which hash every row's keys once more each.
+    # in two plain aggregations and no DISTINCT. First per (VP, AFI, path, prefix), OR-ing the
+    # bits of the rows' snapshots into a mask ({masks}: one 64-bit word per 64 snapshots);
+    # then per path: prefixes are the rows, snapshots the bits set in the OR of the masks. A
+    # row without a time (ingest writes none) counts as under count(DISTINCT): no bit.
+    # At scale 10, with a no-op sink: Spark 15.9 s against 26.4 s for two dense_rank windows
+    # (39.9 s for collect_set, 107-121 s for count(DISTINCT)), shuffling once, by path, for
+    # both aggregations; DuckDB 3.8 s against 7.1 s for two count(DISTINCT), each of which
+    # hashes every row's keys once more.
     Step("per_path", "work",
          spark="""
 SELECT vp_group, vp_asn, afi, path, sum(n) AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
 FROM (SELECT vp_group, vp_asn, afi, path, prefix, count(*) AS n, {masks}
       FROM (SELECT /*+ BROADCAST(s) */ r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, s.si
-            FROM rows r JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
+            FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
             DISTRIBUTE BY vp_group, vp_asn, afi, path)
       GROUP BY vp_group, vp_asn, afi, path, prefix)
 GROUP BY vp_group, vp_asn, afi, path""",
@@ -182,7 +183,7 @@ GROUP BY vp_group, vp_asn, afi, path""",
 SELECT vp_group, vp_asn, afi, path, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, path[-1] AS dest_asn
 FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, count(*) AS n, {masks}
-      FROM rows r JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
+      FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
       GROUP BY r.vp_group, r.vp_asn, r.afi, r.path, r.prefix)
 GROUP BY vp_group, vp_asn, afi, path"""),
     # 4. The representative path: most observations, then fewer ASes, then the smallest
