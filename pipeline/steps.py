@@ -156,10 +156,11 @@ FROM by_session GROUP BY afi, coalesce(reason, 'kept')""",
          duckdb="""
 SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries)::BIGINT AS entries
 FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
-    # The month's snapshot times, numbered from 0 (si), for per_path's snapshot masks.
+    # The month's snapshot times, numbered from 0 (si), for per_path's snapshot masks; as
+    # many as COUNTS counted (no NULL, which Spark would sort first).
     both("snapshots", "view", """
 SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
-FROM (SELECT DISTINCT snapshot_time FROM entries)"""),
+FROM (SELECT DISTINCT snapshot_time FROM entries WHERE snapshot_time IS NOT NULL)"""),
     # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots,
     # in two plain aggregations and no DISTINCT. First per (VP, AFI, path, prefix), OR-ing the
     # bits of the rows' snapshots into a mask ({masks}: one 64-bit word per 64 snapshots);

@@ -81,16 +81,16 @@ class MrtWriter:
         self.sha256 = ""
 
     def __enter__(self) -> "MrtWriter":
+        if self.path.suffix not in (".bz2", ".gz"):
+            raise ValueError(f"unknown compression for {self.path}")
         self._file = atomic.Pending(self.path)
         self._f = open(self._file.tmp, "wb")
         if self.path.suffix == ".bz2":
             self._bz = bz2.BZ2Compressor(9)
             self._gz = None
-        elif self.path.suffix == ".gz":
+        else:
             self._bz = None
             self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self, mtime=0, compresslevel=6)
-        else:
-            raise ValueError(f"unknown compression for {self.path}")
         return self
 
     def write(self, data: bytes) -> None:
@@ -145,11 +145,8 @@ class MrtWriter:
                         self._gz.close()
             finally:
                 self._f.close()
-        except BaseException:  # the last flush failed: nothing under the final name
-            self._file.discard()
-            raise
-        if exc_type is None:
-            self._file.commit()
-            self.sha256 = self._sha.hexdigest()
-        else:
+            if exc_type is None:
+                self._file.commit()
+                self.sha256 = self._sha.hexdigest()
+        finally:  # after a failure (the caller's, the last flush's or the rename's): no temp left
             self._file.discard()
