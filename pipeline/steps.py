@@ -82,7 +82,7 @@ def literal(s: str, engine: str) -> str:
 WORD = 64
 
 
-def _fill(params: MethodParams, engine: str, snapshots: int = 1) -> dict[str, str]:
+def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     reserved = " OR ".join(
         f"x = {lo}" if lo == hi else f"(x BETWEEN {lo} AND {hi})" for lo, hi in params.reserved_asns
     ) or "false"
@@ -407,7 +407,7 @@ LEFT JOIN (SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6) h ON h.dest_a
 WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
 
 
-def render(step: Step, engine: str, params: MethodParams, snapshots: int = 1) -> str:
+def render(step: Step, engine: str, params: MethodParams, snapshots: int) -> str:
     """The step's SELECT in the engine's dialect, with the method's parameters filled in;
     `snapshots`: the month's distinct snapshot times (the size of per_path's masks)."""
     return step.sql(engine).format(**_fill(params, engine, snapshots))
