@@ -54,13 +54,14 @@ GROUPS = ("SELECT collector AS vp_group, peer_asn AS vp_asn, afi, as_path AS pat
 def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
     from common import duck
     from common.config import Config
+    from common.duck import quote
     from pipeline.duckdb_engine import _read
 
     con = duck.connect(Config())  # the engine's memory and thread caps
     con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src))}")
     out_file = work / "paths-like.parquet"
     queries = {k: v.format(src=_read(src)) for k, v in DUCKDB.items()}
-    queries["write a paths-like table"] = f"COPY groups TO '{out_file}' (FORMAT parquet, COMPRESSION zstd)"
+    queries["write a paths-like table"] = f"COPY groups TO {quote(out_file)} (FORMAT parquet, COMPRESSION zstd)"
     best = {k: float("inf") for k in queries}
     for _ in range(repeat):
         for name, sql in queries.items():
