@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from common.duck import quote  # noqa: E402
+
 MONTH = "2026-01"
 
 
@@ -44,18 +46,18 @@ def generate(con, root: Path, pairs: int) -> None:
                      CASE WHEN (h % 40) = ((h >> 16) % 40) THEN [5000 + h % 40] ELSE [] END AS shared_asns,
                      CASE WHEN (h % 40) = ((h >> 16) % 40) THEN true END AS shared_adjacent,
                      []::BIGINT[] AS non_adopters, 2::INT AS edit_distance
-              FROM p) TO '{root}/pairs/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+              FROM p) TO {quote(f'{root}/pairs/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
     con.execute(f"""
         COPY (SELECT vp_group, vp_asn, dest_asn, afi::TINYINT AS afi,
                      [vp_asn, dest_asn] AS path, 10::BIGINT AS observations, 10::BIGINT AS path_observations,
                      CASE WHEN (h >> afi) % 10 < 7 THEN 1.0 ELSE round(((h >> (afi + 4)) % 100) / 100.0, 2) END
                        AS stability, 1::BIGINT AS prefixes, 1 + ((h >> afi) % 5)::BIGINT AS snapshots
-              FROM p, (VALUES (4), (6)) a(afi)) TO '{root}/paths/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+              FROM p, (VALUES (4), (6)) a(afi)) TO {quote(f'{root}/paths/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
     con.execute(f"""COPY (SELECT DISTINCT vp_group, vp_asn FROM p)
-                    TO '{root}/vps/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+                    TO {quote(f'{root}/vps/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
     # What makes the month published (common/published.py); its figures don't matter here.
     con.execute(f"""COPY (SELECT count(*) AS pairs FROM p)
-                    TO '{root}/month_summary/month={MONTH}/part-0.parquet' (FORMAT parquet)""")
+                    TO {quote(f'{root}/month_summary/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
 
 
 def floor_hints(con, root: Path, out: Path) -> int:
@@ -63,14 +65,14 @@ def floor_hints(con, root: Path, out: Path) -> int:
     con.execute(f"""
         COPY (SELECT p.*, s4.stability AS stability_v4, s6.stability AS stability_v6,
                      least(s4.snapshots, s6.snapshots) AS snapshots
-              FROM read_parquet('{pairs}') p
-              JOIN read_parquet('{paths}') s4 ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn
+              FROM read_parquet({quote(pairs)}) p
+              JOIN read_parquet({quote(paths)}) s4 ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn
                    AND s4.dest_asn = p.dest_asn AND s4.afi = 4
-              JOIN read_parquet('{paths}') s6 ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn
+              JOIN read_parquet({quote(paths)}) s6 ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn
                    AND s6.dest_asn = p.dest_asn AND s6.afi = 6
               ORDER BY p.vp_group, p.vp_asn, p.dest_asn)
-        TO '{out}' (FORMAT parquet, COMPRESSION zstd)""")
-    return con.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()[0][0]
+        TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)""")
+    return con.execute(f"SELECT count(*) FROM read_parquet({quote(out)})").fetchall()[0][0]
 
 
 def timed(fn):
@@ -100,7 +102,7 @@ def main() -> int:
     floor_s, n = timed(lambda: floor_hints(con, root, args.work / "floor.parquet"))
     pub_s, summary = timed(lambda: hints.publish(cfg, MONTH))
     keys = con.execute(f"""SELECT count(*) FROM (SELECT DISTINCT stability, snapshots, afi FROM
-                           read_parquet('{root}/paths/month={MONTH}/*.parquet'))""").fetchall()[0][0]
+                           read_parquet({quote(f'{root}/paths/month={MONTH}/*.parquet')}))""").fetchall()[0][0]
     assert summary["rows"] == n == args.pairs, (summary, n)
     res["hints"] = {"publish_s": round(pub_s, 2), "floor_s": round(floor_s, 2), "ratio": round(pub_s / floor_s, 2),
                     "pairs_per_s": round(n / pub_s), "classes": summary["classes"], "distinct_path_numbers": keys}
@@ -108,7 +110,7 @@ def main() -> int:
         ecfg = load().with_overrides(data_dir=args.entries)
         glob = f"{args.entries}/rib_entries/month={args.month}/*/*.parquet"
         scan_s, rows = timed(lambda: con.execute(
-            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet('{glob}')").fetchall())
+            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet({quote(glob)})").fetchall())
         ask_s, ans = timed(lambda: hints.advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
         res["lookup"] = {"advise_s": round(ask_s, 3), "scan_floor_s": round(scan_s, 3),
                          "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],

@@ -27,6 +27,7 @@ def main() -> int:
     import duckdb
 
     from common.config import load
+    from common.duck import quote
     from reports import warehouse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -37,7 +38,7 @@ def main() -> int:
     path = warehouse.refresh(cfg)
     con = duckdb.connect(str(path), read_only=True)
     glob = warehouse.published(warehouse.data_root(cfg))["rib_entries"]
-    bare = f"read_parquet('{glob}', hive_partitioning = true)"
+    bare = f"read_parquet({quote(glob)}, hive_partitioning = true)"
     print(f"{'query':<14} {'view ms':>9} {'bare ms':>9} {'ratio':>6}")
     for name, q in QUERIES.items():
         times = {"view": [], "bare": []}
