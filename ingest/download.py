@@ -414,3 +414,26 @@ def exists(url: str | os.PathLike, *, timeout: float = 30.0) -> bool:
         except _NET_ERRORS as e:
             raise DownloadError(f"{url}: {_describe(e, timeout)}") from None
     raise AssertionError("unreachable")
+
+
+def get_json(url: str | os.PathLike, *, timeout: float = 30.0):
+    """A JSON document from an http(s) URL or a local file; DownloadError naming the URL."""
+    import json
+
+    try:
+        if is_remote(url):
+            try:
+                with _request(str(url), timeout, headers={"Accept": "application/json"}) as resp:
+                    body = resp.read()
+            except urllib.error.HTTPError as e:
+                raise _http_error(str(url), e) from None
+            except _NET_ERRORS as e:
+                raise DownloadError(f"{url}: {_describe(e, timeout)}") from None
+        else:
+            p = _local(url)
+            if not p.is_file():
+                raise NotFound(f"{url}: no such file")
+            body = p.read_bytes()
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DownloadError(f"{url}: not JSON ({_one_line(exc)})") from None

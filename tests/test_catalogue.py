@@ -1,0 +1,204 @@
+"""The collector catalogue: lifetimes at their sources' precision, collector sets, the
+refresh from the projects' metadata (the stored real outputs of RIPEstat rrc-info and the
+RouteViews API, served on 127.0.0.1), the coverage policy and the plan.
+
+Evidence: the dates and counts of shared/data/collectors/COLLECTORS.md (written from the
+same sources by hand), and the stored JSON documents themselves.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timezone
+
+import pytest
+
+from cli.main import main as cli
+from ingest import catalogue
+from ingest import catalogue_sources as cs
+from ingest.policy import assess
+from tests.archive_server import serve
+from tests.shared import DATA
+
+FACTS = DATA / "collectors"
+RIPESTAT = FACTS / "src_mrtdl_stat-ripe-net-data-rrc-info-data.json"
+ROUTEVIEWS = FACTS / "src_mrtdl_api-routeviews-guest-collector.json"
+needs_facts = pytest.mark.skipif(not RIPESTAT.is_file(), reason=f"collector fact sheet not found at {FACTS}")
+
+
+def utc(*a) -> datetime:
+    return datetime(*a, tzinfo=timezone.utc)
+
+
+def test_shipped_catalogue_has_every_collector_of_the_fact_sheet():
+    cat = catalogue.load()
+    ris = [n for n, c in cat.items() if c.project.name == "ris"]
+    rv = [n for n, c in cat.items() if c.project.name == "routeviews"]
+    # COLLECTORS.md: rrc00-rrc26 but rrc17 (no source); 60 RouteViews names, the Cisco one has no MRT archive.
+    assert sorted(ris) == [f"rrc{i:02d}" for i in range(27) if i != 17]
+    assert len(rv) == 59 and "route-views" not in rv
+    # Families only where a source gives them (COLLECTORS.md: 4 RouteViews collectors).
+    assert {n: cat[n].afis for n in rv if cat[n].afis} == {
+        "route-views2": (4,), "route-views6": (6,), "route-views4": (4, 6), "route-views.sfmix": (4, 6)}
+    assert cat["route-views2"].legacy_paths == ("",)
+    # Dates as COLLECTORS.md gives them.
+    assert (cat["rrc02"].active_from, cat["rrc02"].active_until) == ("2001-03", "2008-10")
+    assert (cat["route-views.jinx"].active_from, cat["route-views.jinx"].active_until) == (
+        "2012-07-10T00:00Z", "2019-08-15T02:15Z")
+    assert cat["route-views.gorex"].active_from == "2019-08-30T20:01Z"  # 20:00:16 rounds up: never before it began
+    assert cat["hkix.hkg"].active_from is None and cat["hkix.hkg"].evidence_from == "2025-10"
+
+
+def test_lifetimes_at_their_precision():
+    cat = catalogue.load()
+    rrc02, sydney, siex, hk = cat["rrc02"], cat["route-views.sydney"], cat["route-views.siex"], cat["hkix.hkg"]
+    # Month precision (RIPEstat): the whole deactivation month counts.
+    assert rrc02.state_at(utc(2008, 10, 31, 16)) == "active" and rrc02.state_at(utc(2008, 11, 1)) == "inactive"
+    assert rrc02.month_state("2009-06") == "inactive" and rrc02.month_state("2005-01") == "active"
+    # Exact (RouteViews API): installed 2010-08-14T02:00Z, removed 2022-04-13T14:00Z.
+    assert sydney.state_at(utc(2010, 8, 14, 0)) == "inactive" and sydney.state_at(utc(2010, 8, 14, 2)) == "active"
+    assert sydney.month_state("2010-08") == "partial" and sydney.month_state("2010-07") == "inactive"
+    assert siex.state_at(utc(2022, 4, 13, 14)) == "active" and siex.state_at(utc(2022, 4, 13, 16)) == "inactive"
+    # No sourced start: unknown (probed) before the first evidence, active from it.
+    assert hk.state_at(utc(2020, 1, 1)) == "unknown" and hk.state_at(utc(2025, 10, 1)) == "active"
+
+
+def test_collector_sets():
+    cat = catalogue.load()
+    assert catalogue.expand(("all",)) == list(cat)
+    assert set(catalogue.expand(("ris",))) == {n for n in cat if n.startswith("rrc")}
+    assert set(catalogue.expand(("routeviews", "rrc00"))) == {n for n in cat if not n.startswith("rrc")} | {"rrc00"}
+    assert catalogue.expand(("rrc01", "route-views2", "rrc01")) == ["route-views2", "rrc01"]
+    with pytest.raises(KeyError, match="unknown collector 'rrc17'"):
+        catalogue.expand(("rrc17",))
+    active = catalogue.active(("all",), "2009-06")
+    # In June 2009: the 15 RIS collectors activated by then and not retired (rrc02/08/09 were).
+    assert sorted(n for n, s in active.items() if n.startswith("rrc") and s == "active") == [
+        "rrc00", "rrc01", "rrc03", "rrc04", "rrc05", "rrc06", "rrc07", "rrc10", "rrc11", "rrc12", "rrc13",
+        "rrc14", "rrc15", "rrc16"]
+
+
+@needs_facts
+def test_refresh_from_the_stored_sources_reproduces_the_shipped_catalogue():
+    """The shipped catalogue is what a refresh on the stored outputs gives: refreshing it
+    again changes nothing, and writing it gives the same file."""
+    res = cs.refresh(None, ripestat=str(RIPESTAT), routeviews=str(ROUTEVIEWS), routeviews_date="2025-05-24")
+    assert res.added == [] and res.changed == [], (res.added, res.changed)
+    assert cs.to_toml(res.collectors, res.projects) == catalogue.CATALOGUE.read_text()
+
+
+@needs_facts
+def test_refresh_over_http_follows_pages_and_records_a_removal(tmp_path, capsys):
+    """Both JSON shapes served on 127.0.0.1: the RouteViews list split over two pages (the
+    `next` link), one collector removed since, one new; RIPEstat as stored."""
+    rv = json.loads(ROUTEVIEWS.read_text())
+    results = rv["results"]
+    for r in results:
+        if r["name"] == "route-views.perth":
+            r["removed"] = "2026-03-01T10:00:00Z"
+    results.append({**results[0], "name": "route-views.example", "installed": "2026-09-02T08:30:00Z",
+                    "removed": None, "url": "https://api.routeviews.org/collector/99/"})
+    root = tmp_path / "www"
+    root.mkdir()
+    shutil.copy(RIPESTAT, root / "rrc-info.json")
+    with serve(root) as url:
+        (root / "rv1.json").write_text(json.dumps({**rv, "next": f"{url}/rv2.json", "results": results[:30]}))
+        (root / "rv2.json").write_text(json.dumps({**rv, "next": None, "previous": f"{url}/rv1.json",
+                                                   "results": results[30:]}))
+        out = tmp_path / "cat.toml"
+        rc = cli(["catalogue", "refresh", "--ripestat", f"{url}/rrc-info.json", "--routeviews", f"{url}/rv1.json",
+                  "--out", str(out), "--data-dir", str(tmp_path / "data"), "--json"])
+        assert rc == 0
+        assert url.hits("/rv2.json") == 1
+    said = json.loads(capsys.readouterr().out)
+    assert said["added"] == ["route-views.example"]
+    assert "route-views.perth" in said["changed"]
+    cat = catalogue.load(out)
+    assert len(cat) == len(catalogue.load()) + 1
+    assert cat["route-views.perth"].active_until == "2026-03-01T10:00Z"
+    assert cat["route-views.example"].active_from == "2026-09-02T08:30Z" and cat["route-views.example"].afis == ()
+    assert cat["route-views2"].legacy_paths == ("",)  # kept: no source carries it
+    # The refreshed catalogue is what the commands use once the config names it.
+    (tmp_path / "cfg.toml").write_text(f'catalogue = "{out}"\n')
+    rc = cli(["catalogue", "list", "--month", "2026-04", "--collectors", "route-views.perth,route-views.example",
+              "--config", str(tmp_path / "cfg.toml"), "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["collectors"] == []
+
+
+def test_refresh_that_cannot_read_a_source_writes_nothing(tmp_path, capsys):
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "rrc-info.json").write_text('{"data": {"rrcs": [{"name": "RRC00"}]}}')
+    (root / "rv.json").write_text("<html>not json</html>")
+    out = tmp_path / "cat.toml"
+    with serve(root) as url:
+        assert cli(["catalogue", "refresh", "--ripestat", f"{url}/rrc-info.json", "--routeviews", f"{url}/rv.json",
+                    "--out", str(out)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: catalogue refresh: {url}/rrc-info.json: not a RIPEstat rrc-info document "
+                       "(missing 'activated_on'); nothing written"]
+        assert cli(["catalogue", "refresh", "--ripestat", str(RIPESTAT), "--routeviews", f"{url}/rv.json",
+                    "--out", str(out)]) == 1
+        assert "rv.json: not JSON" in capsys.readouterr().err
+        assert cli(["catalogue", "refresh", "--ripestat", str(RIPESTAT), "--routeviews", f"{url}/gone.json",
+                    "--out", str(out)]) == 1
+        assert "gone.json: HTTP 404" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".cat.toml*"))
+
+
+def test_observed_families_fill_in_unknown_ones(tmp_path):
+    """Where no source gives a collector's families, those of its ingested snapshots do."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from common.tables import MANIFEST
+
+    d = tmp_path / "data" / "manifest" / "month=2026-07"
+    d.mkdir(parents=True)
+    rows = [{"month": "2026-07", "slot": f"{c}@x", "collector": c, "project": "routeviews", "status": st,
+             "target_time": utc(2026, 7, 1), "entries_v4": v4, "entries_v6": v6, "skipped": []}
+            for c, st, v4, v6 in (("route-views.wide", "ok", 10, 3), ("route-views.isc", "ok", 7, 0),
+                                  ("route-views.linx", "failed", None, None), ("route-views2", "ok", 5, 0))]
+    pq.write_table(pa.Table.from_pylist(rows, schema=MANIFEST), d / "manifest.parquet")
+    seen = cs.observed_afis(tmp_path / "data")
+    assert seen == {"route-views.wide": ((4, 6), ["2026-07"]), "route-views.isc": ((4,), ["2026-07"]),
+                    "route-views2": ((4,), ["2026-07"])}
+    res = cs.merge(catalogue.load(), catalogue.projects(), [], seen)
+    assert res.learned == ["route-views.isc", "route-views.wide"]  # route-views2's are sourced already
+    assert res.collectors["route-views.wide"].afis_source == "observed in ingested RIBs (2026-07..2026-07)"
+
+
+def test_policy_by_hand():
+    def rows(*spec):
+        return [{"slot": f"s{i}", "project": p, "status": st} for i, (p, st) in enumerate(spec)]
+
+    r = rows(*[("routeviews", "ok")] * 3, ("routeviews", "missing"), ("ris", "ok"), ("ris", "failed"),
+             ("ris", "inactive"))
+    strict = assess(r)
+    assert (strict.planned, strict.ok, strict.inactive, strict.missing, strict.failed) == (6, 4, 1, ["s3"], ["s5"])
+    assert not strict.go_on and strict.reason == "4 of 6 planned snapshots ok (67%), below min_snapshot_share 1"
+    assert assess(r, min_snapshot_share=0.6, min_project_share=0.5).go_on
+    low = assess(r, min_snapshot_share=0.6, min_project_share=0.6)
+    assert not low.go_on and low.reason.startswith("ris: 1 of 2 planned snapshots ok (50%)")
+    assert assess(r, tolerate_failures=True).go_on
+    assert not assess(rows(("ris", "inactive"))).go_on
+    assert not assess(rows(("ris", "failed")), tolerate_failures=True).go_on
+    assert strict.to_dict()["projects"] == {"routeviews": {"planned": 4, "ok": 3, "share": 0.75},
+                                            "ris": {"planned": 2, "ok": 1, "share": 0.5}}
+
+
+def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
+    """June 2009, all collectors, days 1-5 at 00:00: 8 RouteViews + 14 RIS collectors active
+    (test_collector_sets), 8 more with no sourced start are probed; 22 x 5 slots."""
+    data = tmp_path / "data"
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    [m] = p["months"]
+    assert len(m["collectors"]) == 22 and m["snapshots"] == 110 and m["to_fetch"] == 110
+    assert len(m["probes"]) == 8 and "rrc02" in m["inactive"]
+    assert p["fits"] and p["assumed"] == sorted(m["collectors"])
+    (tmp_path / "cfg.toml").write_text('disk_budget = "1GB"\n')
+    assert cli(["plan", "--months", "2009-06..2009-07", "--collectors", "ris", "--data-dir", str(data),
+                "--config", str(tmp_path / "cfg.toml")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: plan: disk_budget 1GB: ") and "needs about" in err[0]
