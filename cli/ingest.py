@@ -9,6 +9,18 @@ from common import console, months
 from ingest import backends, catalogue, discovery
 from common.config import Config
 
+COLLECTORS_HELP = ("all, routeviews, ris, or comma-separated collector names (default route-views2,route-views6); "
+                   "only those active in the month are fetched, the others are 'inactive' in the manifest "
+                   "(see congruency catalogue list)")
+
+
+def check_collectors(cfg: Config) -> None:
+    """ValueError naming --collectors (or the catalogue file) when the selection is bad."""
+    try:
+        catalogue.expand(cfg.collectors, cfg.catalogue)
+    except KeyError as exc:
+        raise ValueError(f"--collectors: {exc.args[0]}") from None
+
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -20,13 +32,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "archives, download them (cached, resumable), check every MRT record, decode "
             "them and publish one Parquet file per snapshot under "
             "DATA_DIR/rib_entries/month=YYYY-MM/collector=NAME/. A manifest records what "
-            "happened to each snapshot; a re-run retries only what failed."
+            "happened to each snapshot (ok, missing, failed, or inactive: the collector was not "
+            "running then, per the catalogue's lifetimes); a re-run retries only what failed. "
+            "Exit 1 when the month's coverage is below the policy (config min_snapshot_share, "
+            "min_project_share; default: every planned snapshot ok) unless --tolerate-failures, "
+            "2 for bad arguments."
         ),
     )
     p.add_argument("--month", required=True, help="the month, YYYY-MM")
     p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
     p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
-    p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
+    p.add_argument("--collectors", help=COLLECTORS_HELP)
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) "
                    "for every collector, instead of the public archives")
     p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default native: the built-in one-pass decoder)")
@@ -48,8 +64,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             tolerance_minutes=args.tolerance_minutes, tolerate_failures=args.tolerate_failures,
             days=discovery.parse_days(args.days) if args.days else None,
             times=discovery.parse_times(args.times) if args.times else None,
-            collectors=tuple(c.strip() for c in args.collectors.split(",") if c.strip())
-            if args.collectors else None,
+            collectors=catalogue.parse_spec(args.collectors) if args.collectors is not None else None,
         )
         months.parse_month(args.month)
         if args.concurrency is not None and args.concurrency < 1:
@@ -57,31 +72,32 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         cfg = cfg.with_overrides(**overrides)
         if isinstance(cfg.data_dir, str):
             raise ValueError(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
-        for c in cfg.collectors:
-            try:
-                catalogue.get(c)
-            except KeyError as exc:
-                raise ValueError(f"--collectors: {exc.args[0]}") from None
+        check_collectors(cfg)
         discovery.window(args.month, cfg.days, cfg.times)
         backends.get(cfg.backend)
-    except (ValueError, backends.BackendUnavailable) as exc:
+    except (ValueError, backends.BackendUnavailable) as exc:  # CatalogueError is a ValueError
         console.error(str(exc))
         return 2
 
+    from ingest import manifest, policy
+
     def report(row):
-        if row.status != "ok":
+        if row.status not in ("ok", "inactive"):
             console.error(f"{row.collector} {row.target_time:%Y-%m-%d %H:%M}: {row.error}")
 
     with console.progress(transfer=True) as prog:
         outcome = ingest_run.run(cfg, args.month, progress=prog, on_row=report)
 
     ok = [r for r in outcome.rows if r.status == "ok"]
+    inactive = sum(r.status == "inactive" for r in outcome.rows)
+    cov = policy.for_config([r for k, r in manifest.read(cfg.data_dir, args.month).items() if k in outcome.keys], cfg)
     if args.json:
         json.dump(
             {
                 "month": args.month,
                 "manifest": str(outcome.manifest_path),
                 "already_done": outcome.skipped_done,
+                "coverage": cov.to_dict(),
                 "snapshots": [r.to_dict() for r in outcome.rows],
             },
             sys.stdout, default=str, indent=1,
@@ -90,10 +106,11 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     else:
         console.err.print(
             f"ingest {args.month}: {len(ok)} published, {len(outcome.failed)} failed or missing, "
-            f"{outcome.skipped_done} already done; "
+            f"{outcome.skipped_done} already done, {inactive} inactive; "
             f"{sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in ok):,} entries; "
             f"manifest {outcome.manifest_path}"
         )
-    if outcome.failed and not cfg.tolerate_failures:
+    if not cov.go_on:
+        console.error(f"ingest {args.month}: {cov.reason} (see {outcome.manifest_path})")
         return 1
     return 0

@@ -16,7 +16,7 @@ from common.config import ConfigError, load
 
 
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
-COMMANDS = ("run", "ingest", "compare", "synth", "warehouse", "query", "report", "advise", "export")
+COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "synth", "warehouse", "query", "report", "advise", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

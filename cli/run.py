@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import replace
 
+from cli.ingest import COLLECTORS_HELP, check_collectors
 from common import console
 from common.config import Config
 
@@ -23,8 +24,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "Each step's completion is recorded with its inputs in "
             "DATA_DIR/_runs/month=YYYY-MM/state.json; a re-run skips what is complete and "
             "still valid and redoes what changed. One run per month at a time (a lock); what "
-            "a killed run left is cleaned up or finished by the next one. Exit 1 when a step "
-            "failed, 2 for bad arguments."
+            "a killed run left is cleaned up or finished by the next one. --months A..B is a "
+            "backfill: each month plans only the collectors active in it (the catalogue's "
+            "lifetimes; --collectors all|routeviews|ris), goes on when its coverage meets the "
+            "policy (config min_snapshot_share, min_project_share), and the run first checks "
+            "that the months fit the disk (congruency plan); a full disk stops it with later "
+            "months not started. Exit 1 when a step failed, 2 for bad arguments."
         ),
     )
     g = p.add_mutually_exclusive_group(required=True)
@@ -40,7 +45,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
     p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
     p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
-    p.add_argument("--collectors", help="comma-separated collector names (default route-views2,route-views6)")
+    p.add_argument("--collectors", help=COLLECTORS_HELP)
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
     p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
     p.add_argument("--engine", choices=("duckdb", "spark"),
@@ -75,13 +80,8 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
         over["days"] = discovery.parse_days(args.days)
     if getattr(args, "times", None):
         over["times"] = discovery.parse_times(args.times)
-    if getattr(args, "collectors", None):
-        over["collectors"] = tuple(c.strip() for c in args.collectors.split(",") if c.strip())
-        for c in over["collectors"]:
-            try:
-                catalogue.get(c)
-            except KeyError as exc:
-                raise ValueError(f"--collectors: {exc.args[0]}") from None
+    if getattr(args, "collectors", None) is not None:
+        over["collectors"] = catalogue.parse_spec(args.collectors)
     cfg = cfg.with_overrides(archive_root=getattr(args, "archive_root", None),
                              spark_master=getattr(args, "master", None), engine=getattr(args, "engine", None),
                              tolerate_failures=getattr(args, "tolerate_failures", None), **over)
@@ -92,12 +92,14 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
         raise ValueError(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+    check_collectors(cfg)
     return cfg, months
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from common.locks import LockBusy
     from runner import month as runner
+    from runner import plan as planner
 
     try:
         cfg, months = options(args, cfg)
@@ -107,6 +109,12 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except ValueError as exc:
         console.error(str(exc))
         return 2
+    if not args.only or args.only == "ingest":
+        try:  # before anything is fetched: will the months fit on the disk?
+            planner.check(planner.make(cfg, months), cfg)
+        except planner.PlanError as exc:
+            console.error(f"run: {exc}")
+            return 1
     rc = 0
     try:
         with console.progress(transfer=True) as prog:

@@ -82,6 +82,23 @@ def stale(final: str | Path) -> list[Path]:
     return sorted(out)
 
 
+_TEMP = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
+
+
+def clean_dead_under(folder: str | Path) -> list[Path]:
+    """Remove the temp files (temp_name's form) of writers that are gone, anywhere under
+    `folder`: what a killed command left, never what a live one is writing."""
+    gone = []
+    for dp, _, names in os.walk(folder):
+        for n in names:
+            m = _TEMP.fullmatch(n)
+            if m and not _alive(int(m.group(1))):
+                p = Path(dp) / n
+                p.unlink(missing_ok=True)
+                gone.append(p)
+    return sorted(gone)
+
+
 def clean_stale(*finals: str | Path) -> list[Path]:
     """Remove what killed writers of these files left; returns what was removed."""
     gone = [p for f in finals for p in stale(f)]

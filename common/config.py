@@ -18,8 +18,12 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Config:
-    #: Collectors to ingest (names from ingest/catalogue.toml).
+    #: Collectors to ingest: names from the catalogue, or the sets all, routeviews, ris
+    #: (each month plans only the collectors active in it).
     collectors: tuple[str, ...] = ("route-views2", "route-views6")
+    #: A collector catalogue file (`congruency catalogue refresh` writes one); None = the shipped
+    #: ingest/catalogue.toml.
+    catalogue: str | None = None
     #: Days of the month and UTC times that select RIB snapshots (the method's window).
     days: tuple[int, ...] = (1, 2, 3, 4, 5)
     times: tuple[str, ...] = ("00:00",)
@@ -37,8 +41,22 @@ class Config:
     timeout_s: float = 60.0
     retries: int = 4
     backoff_s: float = 1.0
-    #: With it, failed or missing snapshots don't make the exit code non-zero.
+    #: With it, failed or missing snapshots don't make the exit code non-zero and the month
+    #: goes on whenever at least one snapshot is ok.
     tolerate_failures: bool = False
+    #: The month goes on to compare when at least this share of its planned snapshots (those
+    #: of collectors active then) is ok, and at least min_project_share of each project's
+    #: (RouteViews, RIS) that had any planned. 1.0 = every one (strict).
+    min_snapshot_share: float = 1.0
+    min_project_share: float = 1.0
+    #: MRT files under DATA_DIR/cache: "keep", or "delete" each once its Parquet is
+    #: published and its sha256 is in the manifest (a backfill's disk is mostly these).
+    cache_policy: str = "keep"
+    #: Disk a multi-month run may use under DATA_DIR ("500GB", "2TB"); the plan checks it
+    #: (and the free space) before starting. None = free space only.
+    disk_budget: str | None = None
+    #: The download rate the plan assumes (Mbit/s), for its time estimate.
+    plan_download_mbit_s: float = 100.0
     batch_rows: int = 200_000
     #: Compare engine: "duckdb" (in-process, no Java) or "spark"; a named cluster
     #: (non-local spark_master, hdfs:// or s3a:// data_dir, spark-submit) implies Spark.
@@ -73,6 +91,19 @@ def read_toml(path: str | Path, what: str = "config file") -> dict:
 
 _TUPLE_FIELDS = {"collectors", "days", "times"}
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_bytes(text) -> int:
+    """'500GB', '1.5TiB', '2000000' -> bytes; ValueError saying what is expected."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"expected a size like 500GB or 2TiB, got {text!r}")
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
 
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
@@ -94,6 +125,17 @@ def load(path: str | Path | None = None) -> Config:
         kw[k] = v
     if kw.get("engine", "duckdb") not in ("duckdb", "spark"):
         raise ConfigError(f"{path}: engine must be \"duckdb\" or \"spark\", got {kw['engine']!r}")
+    if kw.get("cache_policy", "keep") not in ("keep", "delete"):
+        raise ConfigError(f"{path}: cache_policy must be \"keep\" or \"delete\", got {kw['cache_policy']!r}")
+    for k in ("min_snapshot_share", "min_project_share"):
+        v = kw.get(k, 1.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ConfigError(f"{path}: {k} must be a number from 0 to 1, got {v!r}")
+    if kw.get("disk_budget") is not None:
+        try:
+            parse_bytes(kw["disk_budget"])
+        except ValueError as exc:
+            raise ConfigError(f"{path}: disk_budget: {exc}") from None
     groups = method_data.pop("groups", None)
     if "reserved_asns" in method_data:
         method_data["reserved_asns"] = tuple(tuple(r) for r in method_data["reserved_asns"])

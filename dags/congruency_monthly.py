@@ -39,7 +39,8 @@ PARAMS = {
     "month": Param(None, type=["null", "string"], pattern=r"^\d{4}-\d{2}$",
                    description="YYYY-MM to run instead of the logical date's month"),
     "collectors": Param(["route-views2", "route-views6"], type="array", items={"type": "string"},
-                        description="collector names (ingest/catalogue.toml); one mapped ingest task each"),
+                        description="collector names, or all / routeviews / ris (ingest/catalogue.toml); "
+                                    "one mapped ingest task per collector active in the month"),
     "days": Param("1-5", type="string", description="days of the month of the snapshot window"),
     "times": Param("00:00", type="string", description="UTC times of day, HH:MM[,HH:MM...]"),
     "archive_root": Param(None, type=["null", "string"],
@@ -84,9 +85,10 @@ with DAG(
 
     @task
     def plan() -> list[str]:
-        """The month's collectors: the ingest task is mapped over them."""
+        """The month's collectors that were running then (the catalogue's lifetimes, the same
+        planning as `congruency run` and `congruency plan`): the ingest task is mapped over them."""
         runner, month, cfg = _job()
-        return list(cfg.collectors)
+        return runner.planned_collectors(cfg, month)
 
     @task(pool=POOL, max_active_tis_per_dagrun=4)
     def ingest(collector: str) -> dict:

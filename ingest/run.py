@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from common import atomic
 from ingest import backends, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.writer import SnapshotWriter, entries_path
@@ -28,21 +29,41 @@ class Outcome:
     rows: list[manifest.Row]
     skipped_done: int
     manifest_path: Path
+    keys: set[str]  # every slot of the selection (the policy reads the manifest's rows of these)
 
     @property
     def failed(self) -> list[manifest.Row]:
-        return [r for r in self.rows if r.status != "ok"]
+        return [r for r in self.rows if r.status not in ("ok", "inactive")]
+
+
+def _inactive(col: catalogue.Collector, month: str, t: datetime) -> Slot:
+    life = f"{col.active_from or '?'}..{col.active_until or 'now'}"
+    return Slot(collector=col.name, project=col.project.name, month=month, target=t, status="inactive",
+                error=f"{col.name} not active at {t:%Y-%m-%d %H:%M} (active {life}; {col.source or 'catalogue'})")
 
 
 def plan(cfg: Config, month: str) -> list[Slot]:
+    """One slot per (collector of the selection, target time): those outside the collector's
+    lifetime are `inactive` without asking the archive; the others are discovered. Where no
+    source gives a collector's start, a month with no folder in the archive is `inactive`."""
     targets = discovery.window(month, cfg.days, cfg.times)
+    cat = catalogue.load(cfg.catalogue)
     slots: list[Slot] = []
-    for name in cfg.collectors:
-        col = catalogue.get(name)
-        slots += discovery.discover(
-            col, month, targets, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
+    for name in catalogue.expand(cfg.collectors, cfg.catalogue):
+        col = cat[name]
+        states = {t: col.state_at(t) for t in targets}
+        live = [t for t in targets if states[t] != "inactive"]
+        found = {s.target: s for s in discovery.discover(
+            col, month, live, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
             tolerance=timedelta(minutes=cfg.tolerance_minutes), timeout=cfg.timeout_s,
-        )
+        )} if live else {}
+        for t in targets:
+            s = found.get(t) or _inactive(col, month, t)
+            if states[t] == "unknown" and s.status == "missing" and s.url is None and "no such folder" in (s.error or ""):
+                s = Slot(collector=col.name, project=col.project.name, month=month, target=t, status="inactive",
+                         error=f"{col.name}: no {month} folder in the archive, and no source gives its start "
+                               f"({col.source or 'catalogue'})")
+            slots.append(s)
     return slots
 
 
@@ -151,6 +172,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
         done: dict = {}
 
         def decode(path: Path) -> None:
+            if path.stat().st_size == 0:
+                raise IngestError(f"{slot.url}: the file is empty (0 bytes; a failed download?)")
             done["result"] = decode_file(path, slot, backend, writer, batch_rows=cfg.batch_rows,
                                          source=slot.url, threads=threads)
 
@@ -197,6 +220,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
 
 def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     backend = backends.get(cfg.backend)
+    # What a killed ingest left (temps of writers that are gone); a live writer's stay.
+    atomic.clean_dead_under(Path(cfg.data_dir) / "rib_entries" / f"month={month}")
     slots = plan(cfg, month)
     previous = manifest.read(cfg.data_dir, month)
     todo, done = [], 0
@@ -205,6 +230,8 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         if prev and prev["status"] == "ok" and prev["url"] == s.url and prev["output"] \
                 and Path(prev["output"]).exists():
             done += 1
+            continue
+        if prev and prev["status"] == "inactive" and s.status == "inactive" and prev["error"] == s.error:
             continue
         todo.append(s)
     overall = progress.add_task(f"ingest {month}", total=len(todo)) if progress else None
@@ -223,8 +250,21 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the warehouse forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.
-    keys, cols = {s.key for s in slots}, set(cfg.collectors)
+    keys, cols = {s.key for s in slots}, {s.collector for s in slots}
     stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in cols and k not in keys}
     mpath = manifest.merge_write(cfg.data_dir, month, rows, drop=stale) if rows or stale or not previous else \
         manifest.path(cfg.data_dir, month)
-    return Outcome(rows=rows, skipped_done=done, manifest_path=mpath)
+    if cfg.cache_policy == "delete":
+        drop_cached(cfg, rows)
+    return Outcome(rows=rows, skipped_done=done, manifest_path=mpath, keys=keys)
+
+
+def drop_cached(cfg: Config, rows: list[manifest.Row]) -> None:
+    """cache_policy "delete": remove each downloaded MRT file once its Parquet is published
+    and the manifest (written before this) holds its sha256. Local mirrors are never touched."""
+    cache = Path(cfg.cache_dir).resolve()
+    for r in rows:
+        if r.status == "ok" and r.sha256 and r.local_path:
+            p = Path(r.local_path).resolve()
+            if cache in p.parents:
+                p.unlink(missing_ok=True)

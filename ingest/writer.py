@@ -43,7 +43,12 @@ class SnapshotWriter:
         return self._file.commit()
 
     def abort(self) -> None:
+        """Drop the temp file, and the collector's folder if this writer made it empty."""
         try:
             self._writer.close()
         finally:
             self._file.discard()
+            try:
+                self.final.parent.rmdir()
+            except OSError:
+                pass  # other snapshots' files (or temps) are in it

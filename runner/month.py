@@ -119,8 +119,13 @@ def _manifest_ok(cfg: Config, month: str) -> list[dict]:
     return [r for r in manifest.read(data_dir(cfg), month).values() if r["status"] == "ok"]
 
 
-def _selection(cfg: Config) -> dict:
-    return {"collectors": sorted(cfg.collectors), "days": list(cfg.days), "times": list(cfg.times),
+def _selection(cfg: Config, month: str) -> dict:
+    from ingest import catalogue
+
+    cat = catalogue.load(cfg.catalogue)
+    cols = {n: [cat[n].active_from, cat[n].active_until, cat[n].evidence_from, cat[n].path, cat[n].legacy_paths]
+            for n in catalogue.expand(cfg.collectors, cfg.catalogue)}
+    return {"collectors": cols, "days": list(cfg.days), "times": list(cfg.times),
             "tolerance_minutes": cfg.tolerance_minutes, "archive_root": cfg.archive_root,
             "archive_roots": dict(sorted(cfg.archive_roots.items()))}
 
@@ -128,7 +133,7 @@ def _selection(cfg: Config) -> dict:
 def fingerprint(cfg: Config, month: str, step: str) -> str:
     root = data_dir(cfg)
     if step == "ingest":
-        return _digest(_selection(cfg))
+        return _digest(_selection(cfg, month))
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
         from common.months import previous_month
@@ -153,13 +158,9 @@ def _outputs_listing(cfg: Config, month: str, step: str) -> list:
 
 # --- the steps ------------------------------------------------------------------------
 
-def _cleanup_ingest(cfg: Config, month: str, collector: str | None = None) -> None:
-    """Remove the dot-temp Parquet files a killed ingest left (they are never read)."""
-    base = data_dir(cfg) / "rib_entries" / f"month={month}"
-    if collector:
-        base = base / f"collector={collector}"
-    for p in base.rglob(".*.tmp") if base.exists() else ():
-        p.unlink(missing_ok=True)
+def _cleanup_ingest(cfg: Config, month: str) -> None:
+    """Remove the dot-temp Parquet files killed ingests left (never a live writer's)."""
+    atomic.clean_dead_under(data_dir(cfg) / "rib_entries" / f"month={month}")
 
 
 def _cleanup(cfg: Config, month: str) -> None:
@@ -179,25 +180,46 @@ def _tunnels_path(cfg: Config, month: str) -> Path:
     return data_dir(cfg) / "exports" / f"month={month}" / "tunnels.jsonl"
 
 
+def coverage(cfg: Config, month: str, keys: set[str] | None = None):
+    """The month's coverage under the config's policy (ingest/policy.py), from the manifest
+    rows of the selection's slots (all of the selection's collectors if keys is None)."""
+    from ingest import catalogue, manifest, policy
+
+    names = set(catalogue.expand(cfg.collectors, cfg.catalogue))
+    rows = [r for k, r in manifest.read(data_dir(cfg), month).items()
+            if (k in keys if keys is not None else r["collector"] in names)]
+    return policy.for_config(rows, cfg)
+
+
 def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = None) -> dict:
-    """Ingest the month's selected snapshots (or one collector's: the DAG's mapped task)."""
+    """Ingest the month's selected snapshots (or one collector's: the DAG's mapped task).
+    The whole month goes on when its coverage meets the policy; one collector's task fails
+    when any of its active snapshots did (the scheduler retries it), the month's join
+    (finish_ingest) then applies the policy."""
     from ingest import run as ingest_run
 
     if collector:
         cfg = cfg.with_overrides(collectors=(collector,))
-    _cleanup_ingest(cfg, month, collector)
 
     def report(row):
-        if row.status != "ok":
+        if row.status not in ("ok", "inactive"):
             console.error(f"{row.collector} {row.target_time:%Y-%m-%d %H:%M}: {row.error}")
 
     out = ingest_run.run(cfg, month, progress=progress, on_row=report)
-    if out.failed and not cfg.tolerate_failures:
-        names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
-        raise StepFailed(f"ingest {month}: {len(out.failed)} snapshot(s) failed or missing ({names}); "
-                         f"see {out.manifest_path}")
-    return {"manifest": str(out.manifest_path),
-            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")}
+    outputs = {"manifest": str(out.manifest_path),
+               "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")}
+    if collector:
+        if out.failed and not cfg.tolerate_failures:
+            names = ", ".join(f"{r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
+            raise StepFailed(f"ingest {month}: {collector}: {len(out.failed)} snapshot(s) failed or missing "
+                             f"({names}); see {out.manifest_path}")
+        return outputs
+    cov = coverage(cfg, month, out.keys)
+    if not cov.go_on:
+        names = ", ".join(cov.failed + cov.missing)
+        raise StepFailed(f"ingest {month}: {cov.reason}" + (f" ({names})" if names else "") +
+                         f"; see {out.manifest_path}")
+    return {**outputs, "coverage": cov.to_dict()}
 
 
 def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
@@ -346,13 +368,29 @@ def run_months(cfg: Config, months: list[str], *, force: str | None = None, only
     """Months in calendar order (transitions read the month before); one Spark session."""
     ctx: dict = {}
     out = []
+    full = None
     try:
         for m in sorted(months):
+            if full is not None:  # a full disk stops the backfill: later months are not started
+                out.append(summary(cfg, m, [StepResult(s, "not run", error=f"not started: {full}")
+                                            for s in ((only,) if only else STEPS)]))
+                continue
             out.append(run_month(cfg, m, force=force, only=only, progress=progress, ctx=ctx, wait_s=wait_s))
+            full = next((st["error"] for st in out[-1]["steps"].values()
+                         if st.get("status") == "failed" and "no space left on device" in (st.get("error") or "")),
+                        None)
     finally:
         if ctx.get("spark") is not None:
             ctx["spark"].stop()
     return out
+
+
+def planned_collectors(cfg: Config, month: str) -> list[str]:
+    """The selection's collectors that may have data in the month (the DAG maps its ingest
+    over these; finish_ingest records the others' `inactive` rows)."""
+    from ingest import catalogue
+
+    return [n for n, st in catalogue.active(cfg.collectors, month, cfg.catalogue).items() if st != "inactive"]
 
 
 def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
@@ -378,19 +416,27 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
 
 def finish_ingest(cfg: Config, month: str) -> StepResult:
     """After every collector's task: record the ingest step as a whole (the DAG's join)."""
-    cols = read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
-    bad = [f"{c}: {r['error']}" for c, r in sorted(cols.items())
-           if c in cfg.collectors and r.get("status") != "done"]
-    missing = [c for c in cfg.collectors if c not in cols]
-    from ingest import manifest
+    from ingest import catalogue, manifest
+    from ingest import run as ingest_run
 
-    if bad or missing:
-        res = StepResult("ingest", "failed", error="; ".join(bad + [f"{c}: not run" for c in missing]))
+    cols = read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
+    planned = planned_collectors(cfg, month)
+    notrun = [c for c in planned if c not in cols]
+    idle = [c for c in catalogue.expand(cfg.collectors, cfg.catalogue) if c not in planned]
+    if idle:  # their slots are all inactive: no archive is asked
+        ingest_run.run(cfg.with_overrides(collectors=tuple(idle)), month)
+
+    cov = coverage(cfg, month)
+    if notrun:
+        res = StepResult("ingest", "failed", error=f"ingest {month}: " + "; ".join(f"{c}: not run" for c in notrun))
+        fp = None
+    elif not cov.go_on:
+        res = StepResult("ingest", "failed", error=f"ingest {month}: {cov.reason}")
         fp = None
     else:
         res = StepResult("ingest", "done", outputs={
             "manifest": str(manifest.path(data_dir(cfg), month)),
-            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")})
+            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}"), "coverage": cov.to_dict()})
         fp = fingerprint(cfg, month, "ingest")
 
     def change(st):
@@ -412,6 +458,8 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     root = data_dir(cfg)
     rows = list(mf.read(root, month).values())
     ok = [r for r in rows if r["status"] == "ok"]
+    st_ingest = read_state(cfg, month)["steps"].get("ingest", {})
+    cov = (st_ingest.get("outputs") or {}).get("coverage")
     ms_dir = root / "month_summary" / f"month={month}"
     ms = None
     if any(p.suffix == ".parquet" for p in ms_dir.glob("*.parquet")):
@@ -426,17 +474,23 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     steps = {k: steps[k] for k in sorted(steps, key=lambda k: STEPS.index(k) if k in STEPS else 99)}
     outputs = {}
     for name in STEPS:
-        outputs.update(st["steps"].get(name, {}).get("outputs", {}))
+        outputs.update({k: v for k, v in st["steps"].get(name, {}).get("outputs", {}).items() if k != "coverage"})
     outputs["state"] = str(state_path(cfg, month))
     # One spelling for every output (steps record some relative, some absolute).
     outputs = {k: os.path.abspath(v) if isinstance(v, str) and "://" not in v else v
                for k, v in outputs.items()}
+    if results is not None and len(results) == 1:  # --only STEP: it succeeds when that step does
+        good = results[0].status not in ("failed", "not run")
+    else:
+        good = all(s.get("status") not in ("failed", "not run") for s in steps.values()) and ms is not None
     return {
         "month": month,
-        "ok": all(s.get("status") not in ("failed", "not run") for s in steps.values()) and ms is not None,
+        "ok": good,
         "files": len(ok),
+        "inactive_slots": sum(r["status"] == "inactive" for r in rows),
+        "coverage": cov,
         "failed_slots": [{"slot": r["slot"], "collector": r["collector"], "status": r["status"],
-                          "error": r["error"]} for r in rows if r["status"] != "ok"],
+                          "error": r["error"]} for r in rows if r["status"] not in ("ok", "inactive")],
         "entries": sum((r["entries_v4"] or 0) + (r["entries_v6"] or 0) for r in ok),
         "pairs": ms["pairs"] if ms else None,
         "noncongruent_fraction": ms["noncongruent_fraction"] if ms else None,

@@ -1,0 +1,89 @@
+"""`congruency plan` command line: what a run of months would fetch and cost (runner/plan.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from cli.ingest import COLLECTORS_HELP
+from common import console
+from common.config import Config
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "plan",
+        parents=parents,
+        help="before a backfill: per month, the snapshots a run would fetch, and its download, disk and time",
+        description=(
+            "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
+            "`congruency run` with the same flags would fetch, how many are already published or "
+            "cached in DATA_DIR, and estimates of download bytes, added disk and time. Offline: no "
+            "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
+            "before, else from a stated assumption (a full 2026 route-views2 RIB); rates from the "
+            "bench (see runner/plan.py). Exit 1 when the run would not fit the disk budget "
+            "(config disk_budget) or the free space, 2 for bad arguments."
+        ),
+    )
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--month", help="the month, YYYY-MM")
+    g.add_argument("--months", metavar="A..B", help="a range of months: 2009-06..2014-06")
+    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
+    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
+    p.add_argument("--collectors", help=COLLECTORS_HELP)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from cli.run import options
+    from runner import plan as planner
+
+    try:
+        cfg, months = options(args, cfg)
+    except ValueError as exc:
+        console.error(str(exc))
+        return 2
+    plan = planner.make(cfg, months)
+    try:
+        planner.check(plan, cfg)
+        problem = None
+    except planner.PlanError as exc:
+        problem = str(exc)
+    if args.json:
+        json.dump({**plan.to_dict(), "fits": problem is None, "problem": problem}, sys.stdout, indent=1)
+        print()
+    else:
+        _table(plan)
+    if problem:
+        console.error(f"plan: {problem}")
+        return 1
+    return 0
+
+
+def _table(plan) -> None:
+    from rich.table import Table
+
+    from runner.plan import duration, human
+
+    t = Table(title="plan", title_justify="left")
+    for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "time"):
+        t.add_column(c, justify="left" if c == "month" else "right")
+    for m in plan.months:
+        t.add_row(m.month, str(len(m.collectors)), str(len(m.probes)), str(m.snapshots), str(m.published), str(m.cached),
+                  str(m.to_fetch), human(m.download_bytes), human(m.parquet_bytes), duration(m.seconds))
+    from rich.console import Console
+
+    Console(file=sys.stdout, width=120).print(t)
+    budget = human(plan.budget_bytes) if plan.budget_bytes is not None else "none"
+    print(f"total: {sum(m.to_fetch for m in plan.months):,} snapshots to fetch, download {human(plan.download_bytes)}, "
+          f"disk +{human(plan.disk_bytes)} (DATA_DIR holds {human(plan.used_bytes)}, free {human(plan.free_bytes)}, "
+          f"budget {budget}), about {duration(plan.seconds)} on one 2-core machine")
+    if any(m.probes for m in plan.months):
+        print("probe: collectors no source gives a start for; the run lists their month folder (none = inactive); "
+              "not in the estimates")
+    if plan.assumed:
+        print(f"sized by assumption ({plan.rates['default_entries_per_snapshot']:,} entries per RIB; no snapshot "
+              f"of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)")
+    print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_rows_per_s']:,} "
+          f"rows/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")

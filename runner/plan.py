@@ -1,0 +1,182 @@
+"""`congruency plan`: what a run of months would fetch and what it costs, before it starts.
+
+Offline: the months' slots come from the catalogue's lifetimes (no archive is listed), what
+is done from the data dir (manifest rows `ok`, files in the cache). Sizes come from the
+data dir's own manifests where a collector was ingested before (median bytes and entries
+of its snapshots); otherwise from the assumptions below, which the output names. Rates
+are the bench's, measured on a 2-core machine (bench/RESULTS.md):
+- ingest: 9,983,674 entries in 3.70 s (`bench/run.py --scale 10 --stages ingest`), 2.7M entries/s;
+- compare (DuckDB): 52,592,140 rows in 63.0 s (`bench/run.py --scale 50 --stages duckdb`), 0.83M rows/s;
+- bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
+  RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
+The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
+"""
+from __future__ import annotations
+
+import shutil
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from common.config import Config, parse_bytes
+
+INGEST_ENTRIES_PER_S = 9_983_674 / 3.70
+COMPARE_ROWS_PER_S = 52_592_140 / 63.0
+PARQUET_BYTES_PER_ENTRY = (1_494_554 + 442_803) / (679_347 + 164_279)
+MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
+#: Entries of one full RIB where the data dir has not seen the collector: a full
+#: route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5 entries per prefix in the
+#: real sample; issue 21). An assumption: older years and smaller collectors have fewer.
+DEFAULT_ENTRIES = 17_000_000
+
+
+class PlanError(Exception):
+    """The run does not fit (disk budget or free space); one line saying by how much."""
+
+
+@dataclass
+class MonthPlan:
+    month: str
+    collectors: dict[str, str]  # name -> active | partial (inactive and unknown ones left out)
+    inactive: list[str]
+    probes: list[str]  # no source gives their start: the run asks the archive (no folder = inactive)
+    snapshots: int  # slots of active collectors
+    published: int
+    cached: int
+    to_fetch: int
+    download_bytes: int
+    parquet_bytes: int
+    seconds: float
+
+
+@dataclass
+class Plan:
+    months: list[MonthPlan]
+    download_bytes: int = 0
+    disk_bytes: int = 0  # what the run adds under DATA_DIR (Parquet, and MRT files if kept)
+    seconds: float = 0.0
+    free_bytes: int | None = None
+    used_bytes: int = 0  # what DATA_DIR holds now
+    budget_bytes: int | None = None
+    assumed: list[str] = field(default_factory=list)  # collectors sized by DEFAULT_ENTRIES
+    rates: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _learned(data_dir: Path) -> dict[str, tuple[int, int]]:
+    """collector -> (median MRT bytes, median entries) of its ok snapshots in the data dir."""
+    import pyarrow.parquet as pq
+
+    seen: dict[str, list[tuple[int, int]]] = {}
+    for p in sorted(data_dir.glob("manifest/month=*/manifest.parquet")):
+        for r in pq.read_table(p, columns=["collector", "status", "bytes", "entries_v4", "entries_v6"]).to_pylist():
+            if r["status"] == "ok" and r["bytes"]:
+                seen.setdefault(r["collector"], []).append((r["bytes"], (r["entries_v4"] or 0) + (r["entries_v6"] or 0)))
+    return {c: (int(statistics.median(b for b, _ in v)), int(statistics.median(e for _, e in v)))
+            for c, v in seen.items()}
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for p in path.rglob("*") if path.exists() else ():
+        try:
+            if p.is_file():
+                total += p.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def make(cfg: Config, months: list[str]) -> Plan:
+    from ingest import catalogue, discovery, manifest
+
+    data = Path(cfg.data_dir)
+    cat = catalogue.load(cfg.catalogue)
+    names = catalogue.expand(cfg.collectors, cfg.catalogue)
+    learned = _learned(data) if data.exists() else {}
+    plan = Plan(months=[], rates={
+        "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_rows_per_s": round(COMPARE_ROWS_PER_S),
+        "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
+        "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
+        "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": DEFAULT_ENTRIES,
+        "sizes_from_data_dir": sorted(learned)})
+    assumed = set()
+    for m in months:
+        targets = discovery.window(m, cfg.days, cfg.times)
+        done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
+        mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0, 0.0)
+        entries = 0
+        for n in names:
+            col = cat[n]
+            states = [col.state_at(t) for t in targets]
+            live = [t for t, st in zip(targets, states) if st == "active"]
+            if "unknown" in states:
+                mp.probes.append(n)
+            if not live:
+                if "unknown" not in states:
+                    mp.inactive.append(n)
+                continue
+            mp.collectors[n] = col.month_state(m)
+            if n in learned:
+                size, ents = learned[n]
+            else:
+                assumed.add(n)
+                ents = DEFAULT_ENTRIES
+                size = int(ents * MRT_BYTES_PER_ENTRY[col.project.name])
+            ext = "bz2" if col.project.layout == "routeviews" else "gz"
+            kind = "rib" if col.project.layout == "routeviews" else "bview"
+            for t in live:
+                mp.snapshots += 1
+                if f"{n}@{t:%Y%m%dT%H%M}" in done:
+                    mp.published += 1
+                    continue
+                entries += ents
+                if (cfg.cache_dir / n / f"{kind}.{t:%Y%m%d.%H%M}.{ext}").exists():
+                    mp.cached += 1
+                else:
+                    mp.to_fetch += 1
+                    mp.download_bytes += size
+        mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
+        mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
+                           + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
+        plan.months.append(mp)
+        plan.download_bytes += mp.download_bytes
+        plan.disk_bytes += mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
+        plan.seconds += mp.seconds
+    if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
+        biggest = max((learned.get(n, (int(DEFAULT_ENTRIES * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
+                       for n in names), default=0)
+        plan.disk_bytes += biggest * max(1, cfg.concurrency)
+    plan.assumed = sorted(assumed)
+    probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
+    plan.free_bytes = shutil.disk_usage(probe).free
+    plan.used_bytes = _du(data)
+    plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
+    plan.seconds = round(plan.seconds, 1)
+    return plan
+
+
+def check(plan: Plan, cfg: Config) -> None:
+    """PlanError when the run would not fit in the budget or the free space."""
+    if plan.budget_bytes is not None and plan.used_bytes + plan.disk_bytes > plan.budget_bytes:
+        raise PlanError(f"disk_budget {cfg.disk_budget}: {cfg.data_dir} holds {human(plan.used_bytes)} and the run "
+                        f"needs about {human(plan.disk_bytes)} more (cache_policy {cfg.cache_policy!r}; "
+                        f"see congruency plan)")
+    if plan.free_bytes is not None and plan.disk_bytes > plan.free_bytes:
+        raise PlanError(f"{cfg.data_dir}: the run needs about {human(plan.disk_bytes)} but only "
+                        f"{human(plan.free_bytes)} is free (cache_policy {cfg.cache_policy!r}; see congruency plan)")
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    raise AssertionError
+
+
+def duration(s: float) -> str:
+    h, rest = divmod(int(round(s)), 3600)
+    return f"{h} h {rest // 60:02d} min" if h else f"{rest // 60} min {rest % 60:02d} s"
