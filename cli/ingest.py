@@ -108,9 +108,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             f"ingest {args.month}: {len(ok)} published, {len(outcome.failed)} failed or missing, "
             f"{outcome.skipped_done} already done, {inactive} inactive; "
             f"{sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in ok):,} entries; "
-            f"manifest {outcome.manifest_path}"
+            f"manifest {outcome.manifest_path}; coverage: {cov.reason}"
+            + ("" if cov.go_on else " (below the policy: exit 1)")
         )
-    if not cov.go_on:
-        console.error(f"ingest {args.month}: {cov.reason} (see {outcome.manifest_path})")
-        return 1
-    return 0
+    return 0 if cov.go_on else 1

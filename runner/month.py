@@ -282,9 +282,37 @@ REGISTRY = {
 }
 
 
+#: Steps whose output is shared by every month (the warehouse, the trend report): their
+#: inputs are every month's tables, so a later month's run changes them. The latest
+#: fingerprint any month recorded is kept in DATA_DIR/_runs/shared.json: a re-run of an
+#: earlier month skips them when that is still current (a backfill's re-run skips everything).
+SHARED_STEPS = ("warehouse", "reports")
+
+
+def _shared_path(cfg: Config) -> Path:
+    return data_dir(cfg) / "_runs" / "shared.json"
+
+
+def _shared(cfg: Config) -> dict:
+    try:
+        return json.loads(_shared_path(cfg).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _record_shared(cfg: Config, step: str, fp: str) -> None:
+    with month_lock(data_dir(cfg), "shared", part="state", wait_s=300):
+        st = _shared(cfg)
+        st[step] = fp
+        atomic.write_text(_shared_path(cfg), json.dumps(st, indent=1, sort_keys=True))
+
+
 def _valid(cfg: Config, month: str, step: str, rec: dict) -> bool:
     """A recorded completion still stands: same inputs, outputs still there."""
-    if rec.get("status") != "done" or rec.get("fingerprint") != fingerprint(cfg, month, step):
+    if rec.get("status") != "done":
+        return False
+    fp = fingerprint(cfg, month, step)
+    if rec.get("fingerprint") != fp and not (step in SHARED_STEPS and _shared(cfg).get(step) == fp):
         return False
     outs = [v for v in rec.get("outputs", {}).values() if isinstance(v, str)]
     if step == "ingest":
@@ -316,7 +344,10 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
             pass  # no room even for the state file: the next run redoes this step anyway
         return res
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
-    _record(cfg, month, res, fingerprint(cfg, month, step))
+    fp = fingerprint(cfg, month, step)
+    _record(cfg, month, res, fp)
+    if step in SHARED_STEPS:
+        _record_shared(cfg, step, fp)
     return res
 
 
