@@ -57,6 +57,9 @@ class Config:
     disk_budget: str | None = None
     #: The download rate the plan assumes (Mbit/s), for its time estimate.
     plan_download_mbit_s: float = 100.0
+    #: Entries of one RIB the plan assumes for a collector DATA_DIR has no snapshot of yet:
+    #: a full 2026 route-views2 RIB (runner/plan.py).
+    plan_entries_per_snapshot: int = 17_000_000
     batch_rows: int = 200_000
     #: Compare engine: "duckdb" (in-process, no Java) or "spark"; a named cluster
     #: (non-local spark_master, hdfs:// or s3a:// data_dir, spark-submit) implies Spark.

@@ -24,10 +24,10 @@ INGEST_ENTRIES_PER_S = 9_983_674 / 3.70
 COMPARE_ROWS_PER_S = 52_592_140 / 63.0
 PARQUET_BYTES_PER_ENTRY = (1_494_554 + 442_803) / (679_347 + 164_279)
 MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
-#: Entries of one full RIB where the data dir has not seen the collector: a full
-#: route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5 entries per prefix in the
-#: real sample; issue 21). An assumption: older years and smaller collectors have fewer.
-DEFAULT_ENTRIES = 17_000_000
+#: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has
+#: not seen the collector: a full route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5
+#: entries per prefix in the real sample). An assumption: older years and smaller
+#: collectors have fewer.
 
 
 class PlanError(Exception):
@@ -58,7 +58,7 @@ class Plan:
     free_bytes: int | None = None
     used_bytes: int = 0  # what DATA_DIR holds now
     budget_bytes: int | None = None
-    assumed: list[str] = field(default_factory=list)  # collectors sized by DEFAULT_ENTRIES
+    assumed: list[str] = field(default_factory=list)  # collectors sized by Config.plan_entries_per_snapshot
     rates: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -100,7 +100,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_rows_per_s": round(COMPARE_ROWS_PER_S),
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
-        "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": DEFAULT_ENTRIES,
+        "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
         "sizes_from_data_dir": sorted(learned)})
     assumed = set()
     for m in months:
@@ -123,7 +123,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
                 size, ents = learned[n]
             else:
                 assumed.add(n)
-                ents = DEFAULT_ENTRIES
+                ents = cfg.plan_entries_per_snapshot
                 size = int(ents * MRT_BYTES_PER_ENTRY[col.project.name])
             ext = "bz2" if col.project.layout == "routeviews" else "gz"
             kind = "rib" if col.project.layout == "routeviews" else "bview"
@@ -146,7 +146,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
         plan.disk_bytes += mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
         plan.seconds += mp.seconds
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
-        biggest = max((learned.get(n, (int(DEFAULT_ENTRIES * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
+        biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
                        for n in names), default=0)
         plan.disk_bytes += biggest * max(1, cfg.concurrency)
     plan.assumed = sorted(assumed)

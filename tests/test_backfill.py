@@ -197,3 +197,53 @@ def test_real_sample_with_every_collector(tmp_path):
             assert status == "missing", (name, at)
     assert sorted(n for n, st in rows.items() if st == "inactive") == [
         "route-views.jinx", "route-views.saopaulo", "route-views.siex", "rrc02", "rrc08", "rrc09"]
+
+
+def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
+    """A data dir on a small tmpfs: the first month is published, then the disk is filled to
+    ~3 MB (an offline report alone is ~4.8 MB): a three-month run stops with one error line
+    at the second month, the third is not started, the first stays whole, no temp file or
+    half-published table is left; once there is room the same command finishes, skipping
+    what is done."""
+    archive = tmp_path / "archive"
+    months = ["2026-01", "2026-02", "2026-03"]
+    generate(archive, seed=2, ases=60, vps=6, months=months, snapshots_per_month=1, ground_truth=False)
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True)
+    try:
+        data = mnt / "data"
+
+        def run(months_arg: str):
+            return subprocess.run([sys.executable, "-m", "cli.main", "run", "--months", months_arg, "--days", "1",
+                                   "--collectors", "all", "--archive-root", str(archive), "--data-dir", str(data),
+                                   "--config", str(tmp_path / "cfg.toml"), "--min-coverage", "0.5", "--json"],
+                                  capture_output=True, text=True, timeout=600)
+        (tmp_path / "cfg.toml").write_text(f'catalogue = "{tmp_path / "cat.toml"}"\nduckdb_threads = 2\n'
+                                           'plan_entries_per_snapshot = 2000\n')
+        (tmp_path / "cat.toml").write_text(CATALOGUE.replace('evidence_from = "2010-05"', 'evidence_from = "2030-01"'))
+        r = run("2026-01..2026-01")
+        assert r.returncode == 0, r.stderr[-2000:]
+        tables = ("pairs", "vps", "paths", "month_summary")
+        before = {t: sorted(p.read_bytes() for p in (data / t / "month=2026-01").iterdir()) for t in tables}
+        free = shutil.disk_usage(mnt).free
+        with open(mnt / "filler", "wb") as fh:
+            fh.write(b"\0" * max(0, free - 3_000_000))
+        r = run("2026-01..2026-03")
+        assert r.returncode == 1
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and "no space left on device" in errors[0], r.stderr[-3000:]
+        out = [json.loads(line) for line in r.stdout.splitlines()]
+        assert [s["ok"] for s in out] == [True, False, False]
+        assert {st["status"] for st in out[2]["steps"].values()} == {"not run"}
+        assert {t: sorted(p.read_bytes() for p in (data / t / "month=2026-01").iterdir()) for t in tables} == before
+        assert not [p for p in data.rglob(".*.tmp*")], "temp files left"
+        assert not (data / "pairs" / "month=2026-03").exists()
+        (mnt / "filler").unlink()
+        r = run("2026-01..2026-03")
+        assert r.returncode == 0, r.stderr[-2000:]
+        out = [json.loads(line) for line in r.stdout.splitlines()]
+        assert all(s["ok"] for s in out)
+        assert out[0]["steps"]["compare"]["status"] == "skipped"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
