@@ -179,12 +179,20 @@ def scan(path: str | Path) -> FrameStats:
             stats.records += 1
             pos = body + length
     if pos != len(buf):
-        raise FramingError(
-            f"last MRT record cut short ({len(buf) - pos} stray bytes at the end)"
-        )
+        raise FramingError(cut_short(stats.records + 1, stats_offset(stats, len(buf), pos), bytes(buf[pos:pos + 12]),
+                                     len(buf) - pos))
     if stats.records == 0:
         raise FramingError("no MRT records")
     return stats
+
+
+def cut_short(recno: int, offset: int, head: bytes, left: int) -> str:
+    """The file ends inside record `recno` (the native decoder words it the same)."""
+    if len(head) < 12:
+        return f"MRT record #{recno} at byte {offset} cut short: the file ends {left} bytes into its 12-byte header"
+    length = int.from_bytes(head[8:12], "big")
+    return (f"MRT record #{recno} at byte {offset} cut short: it announces {length} bytes, "
+            f"the file ends {left - 12} bytes into them")
 
 
 def stats_offset(stats: FrameStats, end: int, pos: int) -> int:

@@ -95,8 +95,22 @@ def test_not_mrt_and_cut_records_are_rejected(tmp_path):
     raw = bz2.decompress(RV6_2026.read_bytes())[:100_000]  # cut mid-record, recompressed whole
     cut = tmp_path / "cut.bz2"
     cut.write_bytes(bz2.compress(raw))
-    with pytest.raises(framing.FramingError, match="cut short"):
+    # Where it is cut, found by walking the record headers here (12 bytes, length at 8..12).
+    pos = n = 0
+    while pos + 12 <= len(raw) and pos + 12 + int.from_bytes(raw[pos + 8:pos + 12], "big") <= len(raw):
+        pos += 12 + int.from_bytes(raw[pos + 8:pos + 12], "big")
+        n += 1
+    want = (f"MRT record #{n + 1} at byte {pos} cut short: it announces "
+            f"{int.from_bytes(raw[pos + 8:pos + 12], 'big')} bytes, the file ends {len(raw) - pos - 12} bytes into them")
+    with pytest.raises(framing.FramingError) as exc:
         framing.scan(cut)
+    assert str(exc.value) == want
+    from ingest.backends import native
+
+    with pytest.raises(framing.FramingError) as exc:  # the native decoder names the same record
+        for _ in native.decode_checked(cut, 10_000, snapshot_time=None):
+            pass
+    assert str(exc.value) == want
 
 
 # ------------------------------------------------------------------ backends agree
@@ -350,3 +364,34 @@ def test_default_roots_are_the_public_archives():
         "https://archive.routeviews.org/route-views6/bgpdata/2026.07/RIBS"]
     assert discovery.month_dirs(rrc, rrc.project.root, 2026, 7) == ["https://data.ris.ripe.net/rrc00/2026.07"]
     assert set(rv2.afis) == {4} and set(rv6.afis) == {6} and set(rrc.afis) == {4, 6}
+
+
+def test_an_empty_download_is_named_and_leaves_no_folder(tmp_path, capsys):
+    """A zero-byte .bz2 (what a failed download leaves) is 'empty', not 'no MRT records';
+    the rejected snapshot leaves no collector folder behind."""
+    root = _tree(tmp_path / "archive", {"route-views2/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2": b""})
+    data = tmp_path / "data"
+    assert cli(["ingest", "--month", "2026-07", "--days", "30", "--times", "14:00", "--collectors", "route-views2",
+                "--archive-root", str(root), "--data-dir", str(data), "--json"]) == 1
+    [row] = json.loads(capsys.readouterr().out)["snapshots"]
+    assert row["status"] == "failed" and row["error"].endswith(
+        "rib.20260730.1400.bz2: the file is empty (0 bytes; a failed download?)")
+    assert not (data / "rib_entries" / "month=2026-07" / "collector=route-views2").exists()
+
+
+def test_a_plain_ingest_cleans_what_a_killed_one_left(tmp_path):
+    """Temp files of a dead writer go, a live writer's stay (its pid is this process's)."""
+    import os
+    import subprocess
+
+    folder = tmp_path / "data" / "rib_entries" / "month=2026-07" / "collector=route-views2"
+    folder.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = folder / f".rib.20260730.1400.parquet.{dead.pid}.0123abcd.tmp"
+    live = folder / f".rib.20260730.1000.parquet.{os.getpid()}.4567cdef.tmp"
+    for p in (gone, live):
+        p.write_bytes(b"x" * 100)
+    assert cli(["ingest", "--month", "2026-07", "--days", "30", "--times", "14:00", "--collectors", "route-views2",
+                "--archive-root", str(ARCHIVE), "--data-dir", str(tmp_path / "data")]) == 0
+    assert not gone.exists() and live.exists()

@@ -761,7 +761,14 @@ fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -
             Chunk::Fail(e) => return Err(e),
             Chunk::End { sha256, file_bytes } => {
                 if pos != buf.len() {
-                    return Err(format!("last MRT record cut short ({} stray bytes at the end)", buf.len() - pos));
+                    // Worded as ingest/framing.py's cut_short.
+                    let (recno, off, left) = (d.stats.records + 1, base + pos as u64, buf.len() - pos);
+                    return Err(if left < 12 {
+                        format!("MRT record #{recno} at byte {off} cut short: the file ends {left} bytes into its 12-byte header")
+                    } else {
+                        let length = u32::from_be_bytes([buf[pos + 8], buf[pos + 9], buf[pos + 10], buf[pos + 11]]);
+                        format!("MRT record #{recno} at byte {off} cut short: it announces {length} bytes, the file ends {} bytes into them", left - 12)
+                    });
                 }
                 if d.stats.records == 0 {
                     return Err("no MRT records".into());
