@@ -210,9 +210,9 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
                "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")}
     if collector:
         if out.failed and not cfg.tolerate_failures:
-            names = ", ".join(f"{r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
-            raise StepFailed(f"ingest {month}: {collector}: {len(out.failed)} snapshot(s) failed or missing "
-                             f"({names}); see {out.manifest_path}")
+            names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
+            raise StepFailed(f"ingest {month}: {len(out.failed)} snapshot(s) failed or missing ({names}); "
+                             f"see {out.manifest_path}")
         return outputs
     cov = coverage(cfg, month, out.keys)
     if not cov.go_on:

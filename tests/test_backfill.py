@@ -247,3 +247,17 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
         assert out[0]["steps"]["compare"]["status"] == "skipped"
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_the_dag_maps_only_collectors_active_in_its_month():
+    """The DAG's `plan` task (runner.planned_collectors): the catchup from 2009 maps the
+    collectors running then, the same planning as `run` and `plan`."""
+    from ingest import catalogue
+    from runner.month import config_from_params, planned_collectors
+
+    cfg = config_from_params({"collectors": ["all"]})
+    got = planned_collectors(cfg, "2009-06")
+    assert "rrc02" not in got and "route-views.sydney" not in got and "rrc00" in got
+    assert set(got) == {n for n, st in catalogue.active(("all",), "2009-06").items() if st != "inactive"}
+    assert planned_collectors(config_from_params({"collectors": ["route-views.sydney"]}), "2010-08") == [
+        "route-views.sydney"]  # installed 2010-08-14: partial, so planned
