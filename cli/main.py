@@ -16,6 +16,9 @@ from common.config import ConfigError, load
 
 
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
+#: Commands that read published tables: they hold common.locks.reading, so a month being
+#: re-published meanwhile is seen whole (all its tables old, or all new).
+READERS = ("query", "report", "advise", "export")
 COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "synth", "warehouse", "query", "report", "advise", "export")
 
 
@@ -53,8 +56,13 @@ def main(argv: list[str] | None = None) -> int:
             and not Path(d).is_dir():
         console.error(f"--data-dir: {d} is not a folder")
         return 2
+    from contextlib import nullcontext
+
+    from common.locks import LockBusy, reading
+
     try:
-        rc = args.func(args, cfg)
+        with reading(cfg.data_dir) if args.command in READERS else nullcontext():
+            rc = args.func(args, cfg)
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return rc
     except BrokenPipeError:
@@ -62,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         # (exit 141); stdout goes to /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except LockBusy as exc:
+        console.error(str(exc))
+        return 1
     except OSError as exc:  # a file the work needs (full disk, permissions, a folder in its place)
         where = f"{exc.filename}: " if exc.filename else ""
         console.error(f"{where}{exc.strerror or exc}")

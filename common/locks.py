@@ -108,3 +108,55 @@ def _holder(p: Path) -> str:
     except OSError:
         return ""
     return f" (pid {pid})" if pid.isdigit() else ""
+
+
+# --- readers and publishers of the published tables -------------------------------------
+#
+# A month's tables are swapped in one after another (pipeline/publish.py): a reader that
+# joins several of them, or that listed a table's files just before its folder was swapped,
+# could see one table new and another old, or a file that just moved away. The project's
+# readers (query, report, advise, export: cli/main.py) hold `reading` while they read; the
+# swap of a month's tables holds `publishing`, which waits for the readers in flight and,
+# through the gate, lets no new one start meanwhile (readers cannot starve it). A swap is
+# renames only, so readers wait milliseconds. Where the lock file cannot be created (a
+# read-only data dir), a reader goes on without it.
+
+_TABLES = "_tables"
+READ_WAIT_S = 600.0
+
+
+@contextmanager
+def reading(data_dir):
+    """Hold the published tables still for the block (shared with other readers)."""
+    if isinstance(data_dir, str) and "://" in data_dir or not Path(data_dir).is_dir():
+        yield
+        return
+    try:
+        with _waiting(data_dir, "gate", shared=True):
+            pass  # a publisher holds the gate exclusively while it waits for us and swaps
+        cm = _waiting(data_dir, "read", shared=True)
+        cm.__enter__()
+    except PermissionError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        cm.__exit__(None, None, None)
+
+
+@contextmanager
+def publishing(data_dir):
+    """Exclusive: no reader holds the tables while a month's folders are swapped."""
+    with _waiting(data_dir, "gate", shared=False), _waiting(data_dir, "read", shared=False):
+        yield
+
+
+@contextmanager
+def _waiting(data_dir, part: str, shared: bool):
+    try:
+        with month_lock(data_dir, _TABLES, part=part, shared=shared, wait_s=READ_WAIT_S):
+            yield
+    except LockBusy:
+        raise LockBusy(f"{data_dir}: the published tables are held by another process for over "
+                       f"{READ_WAIT_S:g} s (lock {lock_path(data_dir, _TABLES, part)}); try again") from None

@@ -82,6 +82,14 @@ class Store:
         return self._swap(staged, tables, month)
 
     def _swap(self, staged: str, tables: list[str], month: str) -> list[str]:
+        """Every table's swap under common.locks.publishing: readers that hold `reading`
+        (query, report, advise, export) see all of the month's tables old, or all new."""
+        from common.locks import publishing
+
+        with publishing(self.root):
+            return self._swap_all(staged, tables, month)
+
+    def _swap_all(self, staged: str, tables: list[str], month: str) -> list[str]:
         sid = staged.rstrip("/").rsplit("/", 1)[-1]
         out = []
         trash = f"{staged}/_replaced"

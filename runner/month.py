@@ -261,10 +261,13 @@ def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """Both reports, holding the tables still (another month may be re-published meanwhile)."""
+    from common.locks import reading
     from reports import html
 
-    return {"month_report": str(html.write_month_report(cfg, month)),
-            "trend_report": str(html.write_trend_report(cfg))}
+    with reading(data_dir(cfg)):
+        return {"month_report": str(html.write_month_report(cfg, month)),
+                "trend_report": str(html.write_trend_report(cfg))}
 
 
 @dataclass(frozen=True)
