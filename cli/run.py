@@ -127,6 +127,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         for name, st in s["steps"].items():
             if st.get("status") == "failed":
                 console.error(st["error"])
+            elif st.get("status") == "warning":
+                console.err.print(f"warning: {st['error']}", soft_wrap=True, markup=False)
         rc = rc or (0 if s["ok"] else 1)
         print_summary(s, args.json)
     return rc

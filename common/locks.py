@@ -128,8 +128,8 @@ READ_WAIT_S = 600.0
 @contextmanager
 def reading(data_dir):
     """Hold the published tables still for the block (shared with other readers)."""
-    if isinstance(data_dir, str) and "://" in data_dir or not Path(data_dir).is_dir():
-        yield
+    if isinstance(data_dir, str) and "://" in data_dir or not (Path(data_dir) / "_staging").is_dir():
+        yield  # nothing was ever published here (publishers stage under _staging first)
         return
     try:
         with _waiting(data_dir, "gate", shared=True):

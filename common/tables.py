@@ -227,12 +227,51 @@ MANIFEST = pa.schema(
     ]
 )
 
+#: One row per non-congruent pair: where its two paths part and rejoin (METHOD.md "Divergence").
+DIVERGENCE = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", pa.int64()),
+        ("dest_asn", pa.int64()),
+        ("common_prefix", pa.int32()),
+        ("common_suffix", pa.int32()),
+        ("part_asn", pa.int64()),
+        ("rejoin_asn", pa.int64()),
+        ("only_v4", ASN_LIST),
+        ("only_v6", ASN_LIST),
+    ]
+)
+
+#: One row per published month: which inputs and which method produced it (pipeline/provenance.py).
+PROVENANCE = pa.schema(
+    [
+        ("month", pa.string()),
+        ("published_at", pa.string()),
+        ("engine", pa.string()),
+        ("project_version", pa.string()),
+        ("method_version", pa.string()),
+        ("min_coverage", pa.float64()),
+        ("method_params", pa.string()),
+        ("collectors", STR_LIST),
+        ("snapshots_used", STR_LIST),
+        ("snapshots_missing", STR_LIST),
+        ("snapshots_failed", STR_LIST),
+        ("snapshots_inactive", pa.int64()),
+        ("entries", pa.int64()),
+        ("input_files", STR_LIST),
+        ("input_sha256", STR_LIST),
+        ("coverage_policy", pa.string()),
+    ]
+)
+
 #: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
     "cleaning_stats": CLEANING_STATS,
     "paths": PATHS,
     "vps": VPS,
     "pairs": PAIRS,
+    "divergence": DIVERGENCE,
     "month_summary": MONTH_SUMMARY,
 }
 
@@ -420,6 +459,47 @@ document(
     vp_noncongruent_median=("median of the per-VP fraction", "fraction 0-1", _MS),
     vp_noncongruent_q3=("third quartile of the per-VP fraction (linear interpolation)", "fraction 0-1", _MS),
     vp_noncongruent_max=("maximum per-VP non-congruent fraction", "fraction 0-1", _MS),
+)
+
+_DV = "7b. Divergence"
+document(
+    "divergence", DIVERGENCE,
+    "One row per non-congruent pair: where its IPv4 and IPv6 paths part and rejoin, and the ASes on one path only.",
+    "divergence/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("destination AS", "ASN", "6. Dual-stacked destinations"),
+    common_prefix=("ASes both paths share from their start (>= 1: the VP)", "ASes", _DV),
+    common_suffix=("ASes both paths share at their end (>= 1: the destination)", "ASes", _DV),
+    part_asn=("last AS before the paths part (the VP when they part at once)", "ASN", _DV),
+    rejoin_asn=("first AS of their shared end (the destination when they rejoin only there)", "ASN", _DV),
+    only_v4=("ASes on the IPv4 path only, ascending", "list of ASNs", _DV),
+    only_v6=("ASes on the IPv6 path only, ascending", "list of ASNs", _DV),
+)
+
+_PV = "compare: publishing (pipeline/provenance.py)"
+document(
+    "provenance", PROVENANCE,
+    "One row per published month: the snapshots and method that produced it, published with its tables.",
+    "provenance/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    published_at=("when the month's tables were staged for publishing (ISO 8601, UTC; text: the same on both engines' files)",
+                  "YYYY-MM-DDTHH:MM:SSZ", _PV),
+    engine=("compare engine: duckdb or spark", "-", _PV),
+    project_version=("bgp-congruency version: git describe of the checkout, else the package version", "-", _PV),
+    method_version=("METHOD.md's version and the sha256 (12 hex digits) of its text", "-", _PV),
+    min_coverage=("default-free threshold per AFI used", "fraction 0-1", "5. Coverage"),
+    method_params=("every MethodParams value (min_coverage, reserved_asns, groups) as JSON", "JSON", _PV),
+    collectors=("collectors with at least one snapshot used", "list of names", "ingest: manifest"),
+    snapshots_used=("slot keys (collector@YYYYMMDDTHHMM) of the snapshots compared", "list of slots", "ingest: manifest"),
+    snapshots_missing=("slots of active collectors the archive had no dump for", "list of slots", "ingest: manifest"),
+    snapshots_failed=("slots whose download or decode failed", "list of slots", "ingest: manifest"),
+    snapshots_inactive=("slots of listed collectors not running then (catalogue lifetimes)", "slots", "ingest: catalogue"),
+    entries=("RIB entries compared (both families)", "rows", "ingest: decode"),
+    input_files=("archive URL or path of each snapshot used, in snapshots_used order", "list of URLs", "ingest: manifest"),
+    input_sha256=("SHA-256 of each input file, in the same order", "list of hex", "ingest: framing check"),
+    coverage_policy=("the coverage policy and its decision for the month, as JSON (ingest/policy.py); "
+                     "null when the compare ran alone", "JSON", "ingest: coverage policy"),
 )
 
 _TR = "Across months: transitions"

@@ -101,6 +101,19 @@ def edit_distance(a: Sequence[int], b: Sequence[int]) -> int:
     return prev[-1]
 
 
+def divergence(v4: Sequence[int], v6: Sequence[int]) -> dict:
+    """Where two different paths of a pair part and rejoin (METHOD.md "Divergence").
+
+    common_prefix / common_suffix: ASes the two paths share at their start (>= 1: the VP)
+    and at their end (>= 1: the destination); part_asn the last AS before they part,
+    rejoin_asn the first AS where they rejoin; only_v4 / only_v6 the ASes on one path only."""
+    n = min(len(v4), len(v6))
+    pre = next((i for i in range(n) if v4[i] != v6[i]), n)
+    suf = next((i for i in range(n) if v4[-1 - i] != v6[-1 - i]), n)
+    return dict(common_prefix=pre, common_suffix=suf, part_asn=v4[pre - 1], rejoin_asn=v4[len(v4) - suf],
+                only_v4=sorted(set(v4) - set(v6)), only_v6=sorted(set(v6) - set(v4)))
+
+
 def quantiles_linear(values: Iterable[float], qs: Sequence[float]) -> list[float | None]:
     """Quantiles by linear interpolation between closest ranks (numpy default, Spark `percentile`).
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 from congruency.method import (
     KEPT,
     clean_path,
+    divergence,
     edit_distance,
     non_adopters,
     quantiles_linear,
@@ -149,7 +150,10 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
     )
 
     cleaning = [dict(month=month, afi=afi, reason=reason, entries=n) for (afi, reason), n in sorted(stats.items())]
-    return {"cleaning_stats": cleaning, "paths": paths, "vps": vps, "pairs": pairs, "month_summary": [summary]}
+    div = [dict(month=month, vp_group=p["vp_group"], vp_asn=p["vp_asn"], dest_asn=p["dest_asn"],
+                **divergence(p["v4_path"], p["v6_path"])) for p in nc]
+    return {"cleaning_stats": cleaning, "paths": paths, "vps": vps, "pairs": pairs, "divergence": div,
+            "month_summary": [summary]}
 
 
 def transitions(month: str, pairs: Iterable[Mapping], prev_pairs: Iterable[Mapping],

@@ -12,7 +12,7 @@ from pipeline import steps as S
 from pipeline.publish import HadoopStore
 
 #: Output tables written as one file (they are small); the others keep Spark's partitions.
-SMALL = {"cleaning_stats", "vps", "month_summary", "transitions"}
+SMALL = {"cleaning_stats", "vps", "month_summary", "transitions", "provenance"}
 
 TRANSITIONS_DDL = (
     "vp_group string, vp_asn bigint, dest_asn bigint, kind string, v4_path array<bigint>, "
@@ -63,6 +63,25 @@ class SparkEngine:
         out = df.coalesce(1) if name in SMALL else df
         out.write.mode("error").parquet(f"{staged}/{name}")
         return self.spark.read.parquet(f"{staged}/{name}")
+
+    def read_rows(self, path: str) -> list[dict]:
+        """A small Parquet file's rows (the month's manifest), wherever the data dir is."""
+        fs = self.store_for(path)
+        if not fs.exists(path):
+            return []
+        return [r.asDict(recursive=True) for r in self.spark.read.parquet(path).collect()]
+
+    def store_for(self, path: str) -> HadoopStore:
+        return HadoopStore(self.spark, path)
+
+    def write_rows(self, staged: str, name: str, rows: list[dict], schema) -> None:
+        """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""
+        from pipeline.duckdb_engine import arrow_ddl
+
+        fields = [f for f in schema if f.name != "month"]
+        df = self.spark.createDataFrame([tuple(r[f.name] for f in fields) for r in rows],
+                                        schema=", ".join(f"{f.name} {arrow_ddl(f.type)}" for f in fields))
+        self._write(df, name, staged)
 
     def summary(self, staged: str) -> dict | None:
         rows = self.spark.read.parquet(f"{staged}/month_summary").collect()

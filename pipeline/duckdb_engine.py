@@ -35,6 +35,16 @@ def spark_type(t: str) -> str:
     return _SCALAR.get(t, t.lower())
 
 
+def arrow_ddl(t: pa.DataType) -> str:
+    """An Arrow type as Spark DDL (for the few rows the job writes outside SQL)."""
+    if pa.types.is_list(t):
+        return f"array<{arrow_ddl(t.value_type)}>"
+    if pa.types.is_timestamp(t):
+        return "timestamp" if t.tz else "timestamp_ntz"
+    return {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean",
+            pa.int32(): "int"}[t]
+
+
 def _files(folder: str) -> list[str]:
     """Parquet files under a folder, skipping hidden and temp names as Spark does."""
     out = []
@@ -117,6 +127,16 @@ class DuckDBEngine:
     def summary(self, staged: str) -> dict | None:
         rows = pq.read_table(f"{staged}/month_summary").to_pylist()
         return rows[0] if rows else None
+
+    @staticmethod
+    def read_rows(path: str) -> list[dict]:
+        """A small Parquet file's rows (the month's manifest)."""
+        return pq.read_table(path).to_pylist() if os.path.exists(path) else []
+
+    def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:
+        """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""
+        file_schema = pa.schema([f for f in schema if f.name != "month"])
+        self._write_arrow([pa.RecordBatch.from_pylist(rows, schema=file_schema)], schema, staged, name)
 
     def failure(self, exc: BaseException, src: str) -> str | None:
         import duckdb

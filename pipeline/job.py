@@ -17,7 +17,8 @@ from common.months import previous_month
 from pipeline.publish import is_cluster_url
 from pipeline.steps import JobError
 
-TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
+#: Published together; month_summary last (its folder marks a month published).
+TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
 ENGINES = ("duckdb", "spark")
 
 
@@ -143,6 +144,8 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             step("publishing")
             store.delete(f"{staged}/_work")
             store.delete(f"{staged}/_spill")
+            step("provenance")
+            _stage_provenance(engine, store, cfg, month, staged)
             res.summary = engine.summary(staged)
             res.published = store.publish(staged, list(TABLE_ORDER), month)
             staged = None
@@ -162,6 +165,17 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             if staged is not None and store is not None and store.exists(staged):
                 store.delete(staged)
     return res
+
+
+def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:
+    """The month's provenance row (pipeline/provenance.py), staged beside its tables."""
+    from common.tables import PROVENANCE
+    from ingest.policy import for_config
+    from pipeline import provenance
+
+    rows = engine.read_rows(store.path("manifest", f"month={month}", "manifest.parquet"))
+    cov = for_config(rows, cfg).to_dict() if rows else None
+    engine.write_rows(staged, "provenance", [provenance.row(cfg, month, engine.name, rows, cov)], PROVENANCE)
 
 
 class _locked:

@@ -312,6 +312,32 @@ SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, h
        CASE WHEN congruent THEN 0 ELSE ({_EDIT_DUCKDB})::INTEGER END AS edit_distance
 FROM pairs_base b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn"""),
+    # 7b. Divergence of each non-congruent pair. Both paths start at the VP and end at the
+    # destination, without loops, so neither is a prefix of the other: the first differing
+    # position lies within the shorter one (array_position / list_position finds it).
+    Step("divergence", "table",
+         spark="""
+SELECT vp_group, vp_asn, dest_asn, pre AS common_prefix, suf AS common_suffix,
+       element_at(v4_path, pre) AS part_asn, element_at(v4_path, size(v4_path) - suf + 1) AS rejoin_asn,
+       array_sort(filter(v4_path, x -> NOT array_contains(v6_path, x))) AS only_v4,
+       array_sort(filter(v6_path, x -> NOT array_contains(v4_path, x))) AS only_v6
+FROM (SELECT *,
+        CAST(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
+                                 i -> element_at(v4_path, i) = element_at(v6_path, i)), false) AS INT) - 1 AS pre,
+        CAST(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
+                                 i -> element_at(v4_path, -i) = element_at(v6_path, -i)), false) AS INT) - 1 AS suf
+      FROM pairs WHERE NOT congruent)""",
+         duckdb="""
+SELECT vp_group, vp_asn, dest_asn, pre AS common_prefix, suf AS common_suffix,
+       v4_path[pre] AS part_asn, v4_path[len(v4_path) - suf + 1] AS rejoin_asn,
+       list_sort(list_filter(v4_path, lambda x: NOT list_contains(v6_path, x))) AS only_v4,
+       list_sort(list_filter(v6_path, lambda x: NOT list_contains(v4_path, x))) AS only_v6
+FROM (SELECT *,
+        (list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
+                                      lambda i: v4_path[i] = v6_path[i]), false) - 1)::INTEGER AS pre,
+        (list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
+                                      lambda i: v4_path[-i] = v6_path[-i]), false) - 1)::INTEGER AS suf
+      FROM pairs WHERE NOT congruent)"""),
     both("vps", "table", """
 SELECT v.vp_group, v.vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6, coverage_v4, coverage_v6,
        dual_stacked, default_free, vp_class, coalesce(pairs, 0) AS pairs,

@@ -132,15 +132,22 @@ def _check_existing(target: Path) -> None:
     try:
         duckdb.connect(str(target), read_only=True).close()
     except duckdb.IOException as exc:
-        raise WarehouseError(f"{target}: {_why(exc)}; left as it is") from None
+        kind = WarehouseLocked if "lock" in str(exc).lower() else WarehouseError
+        raise kind(f"{target}: {_why(exc)}; left as it is") from None
     except duckdb.Error as exc:
         raise WarehouseError(f"{target}: cannot open it ({_why(exc)}); left as it is") from None
+
+
+class WarehouseLocked(WarehouseError):
+    """Another process holds the file open for writing: the refresh waits for the next run."""
 
 
 def _why(exc: Exception) -> str:
     msg = str(exc).splitlines()[0]
     if "lock" in msg.lower():
-        return "locked by another process that has it open for writing (close it, then retry)"
+        pid = re.search(r"PID (\d+)", str(exc))
+        holder = f" (pid {pid.group(1)})" if pid else ""
+        return f"locked by another process{holder} that has it open for writing (close it, then retry)"
     if "not a valid DuckDB database" in msg or "file is not" in msg.lower() or "corrupt" in msg.lower():
         return "not a valid DuckDB file (corrupt?): delete it, then run congruency warehouse"
     return msg
@@ -190,6 +197,18 @@ def connect(cfg):
         raise WarehouseError(f"{p}: {_why(exc)}") from None
     duck.limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
     root = p.parent
+    # Views hold absolute paths: a copied or moved data dir's file still reads the original.
+    stray = None
+    for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
+        seg = DOCS[name].layout.split("/")[0] if name in DOCS else None
+        m = seg and re.search(rf"read_parquet\('([^']*)/{re.escape(seg)}/", sql)
+        if m and Path(m.group(1)) != root:
+            stray = m.group(1)
+            break
+    if stray is not None:
+        con.close()
+        raise WarehouseError(f"{p}: its views read {stray}, not this data dir (copied or moved?); "
+                             f"run congruency warehouse --data-dir {root} to rebuild them")
     dirs = sorted({str(root / doc.layout.split("/")[0]) + "/" for doc in DOCS.values()})
     con.execute("SET allowed_directories = $d", {"d": dirs})
     con.execute("SET enable_external_access = false")

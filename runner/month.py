@@ -29,7 +29,7 @@ from common.locks import month_lock
 #: The steps of a month, in order; a step may read what the ones before it wrote.
 STEPS = ("ingest", "compare", "hints", "warehouse", "reports")
 #: Tables the compare step publishes per month (pipeline/job.py TABLE_ORDER).
-MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "transitions", "month_summary")
+MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
 
 
 class StepFailed(Exception):
@@ -254,10 +254,20 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     return {"hints": out["path"], "tunnels_jsonl": str(export)}
 
 
+class StepWarning(Exception):
+    """A step that could not do its work now, which no later step needs: the month goes on,
+    the step is redone by the next run (its completion is not recorded)."""
+
+
 def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The warehouse file; held open for writing elsewhere (the duckdb client), it is left as
+    it is with a warning: the reports read the tables themselves."""
     from reports import warehouse
 
-    return {"warehouse": str(warehouse.refresh(cfg))}
+    try:
+        return {"warehouse": str(warehouse.refresh(cfg))}
+    except warehouse.WarehouseLocked as exc:
+        raise StepWarning(f"warehouse {month}: {exc}; not refreshed (the reports do not need it)") from None
 
 
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
@@ -339,6 +349,10 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     t0 = time.monotonic()
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
+    except StepWarning as exc:
+        res = StepResult(step, "warning", time.monotonic() - t0, error=str(exc))
+        _record(cfg, month, res, None)
+        return res
     except Exception as exc:  # every library's own error (WarehouseError, ReportError, ...)
         res = StepResult(step, "failed", time.monotonic() - t0, error=_one_line(step, month, exc, cfg))
         try:

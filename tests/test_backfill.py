@@ -261,3 +261,33 @@ def test_the_dag_maps_only_collectors_active_in_its_month():
     assert set(got) == {n for n, st in catalogue.active(("all",), "2009-06").items() if st != "inactive"}
     assert planned_collectors(config_from_params({"collectors": ["route-views.sydney"]}), "2010-08") == [
         "route-views.sydney"]  # installed 2010-08-14: partial, so planned
+
+
+@needs_data
+def test_provenance_says_where_a_month_came_from(tmp_path):
+    """The real month with rrc00 listed (missing in the sample archive): the provenance row
+    names the two snapshots used and their sha256 (hashed here), the missing one, the
+    entries (bgpdump -m counts, shared MANIFEST.md), the method's parameters and METHOD.md's
+    hash, the engine and the code's version."""
+    import hashlib
+
+    from tests.shared import RV2_2026, RV6_2026
+
+    data = tmp_path / "data"
+    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+                        "14:00", "--collectors", "route-views2,route-views6,rrc00", "--tolerate-failures",
+                        "--archive-root", str(ARCHIVE), "--data-dir", str(data), "--min-coverage", "0"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    [p] = pq.read_table(data / "provenance" / "month=2026-07").to_pylist()
+    assert p["snapshots_used"] == ["route-views2@20260730T1400", "route-views6@20260730T1400"]
+    assert p["snapshots_missing"] == ["rrc00@20260730T1400"] and p["snapshots_failed"] == []
+    assert p["collectors"] == ["route-views2", "route-views6"] and p["entries"] == 679_347 + 164_279
+    assert p["input_files"] == [str(RV2_2026.resolve()), str(RV6_2026.resolve())]
+    assert p["input_sha256"] == [hashlib.sha256(f.read_bytes()).hexdigest() for f in (RV2_2026, RV6_2026)]
+    assert p["min_coverage"] == 0.0 and json.loads(p["method_params"])["min_coverage"] == 0.0
+    method = (Path(__file__).resolve().parents[1] / "congruency" / "METHOD.md").read_bytes()
+    assert p["method_version"] == f"v1 sha256:{hashlib.sha256(method).hexdigest()[:12]}"
+    assert p["engine"] == "duckdb" and p["project_version"]
+    cov = json.loads(p["coverage_policy"])
+    assert cov["missing"] == ["rrc00@20260730T1400"] and cov["go_on"] and cov["policy"]["tolerate_failures"]

@@ -102,6 +102,10 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
     link = duck / "rib_entries" / f"month={month}"
     if not link.exists():
         link.symlink_to((spark_data / "rib_entries" / f"month={month}").resolve())
+    manifest = spark_data / "manifest" / f"month={month}"
+    if manifest.exists() and not (duck / "manifest" / f"month={month}").exists():  # provenance reads it
+        (duck / "manifest").mkdir(exist_ok=True)
+        (duck / "manifest" / f"month={month}").symlink_to(manifest.resolve())
     cfg = replace(config.with_overrides(data_dir=duck, engine="duckdb"), method=params)
     [res] = job.run_months(cfg, [month])
     assert res.error is None, res.error
@@ -111,6 +115,17 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
         assert file_schema(duck, table, month) == want, table
         assert file_schema(spark_data, table, month) == want, table
         assert canon(published(duck, table, month)) == canon(published(spark_data, table, month)), table
+    # Provenance: the same schema on both engines, the same row but for when and by which engine.
+    from common.tables import PROVENANCE
+
+    want = [(f.name, str(f.type)) for f in PROVENANCE if f.name != "month"]
+    assert file_schema(duck, "provenance", month) == want == file_schema(spark_data, "provenance", month)
+    [d], [s] = (pq.read_table(x / "provenance" / f"month={month}").to_pylist() for x in (duck, spark_data))
+    assert (d.pop("engine"), s.pop("engine")) == ("duckdb", "spark")
+    d.pop("published_at"), s.pop("published_at")
+    if not d["snapshots_used"]:  # hand-made months have no manifest: nothing to trace
+        assert d["entries"] == 0 and d["coverage_policy"] is None
+    assert d == s
 
 
 # ------------------------------------------------------------------ real data

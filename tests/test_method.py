@@ -545,7 +545,7 @@ def test_month_without_pairs_has_one_summary_row():
 
     out = compute_month([], M, P0)
     assert {k: len(v) for k, v in out.items()} == {
-        "cleaning_stats": 0, "paths": 0, "vps": 0, "pairs": 0, "month_summary": 1}
+        "cleaning_stats": 0, "paths": 0, "vps": 0, "pairs": 0, "divergence": 0, "month_summary": 1}
     assert out["month_summary"][0]["vps"] == 0 and out["month_summary"][0]["destinations"] == 0
 
 
@@ -560,3 +560,21 @@ def test_to_arrow_schemas_and_values():
     assert tables["vps"].column("vp_asn").to_pylist()[-1] == 4199999999
     empty = to_arrow(compute_month([], M, P0))
     assert empty["pairs"].num_rows == 0 and empty["pairs"].schema == TABLES["pairs"]
+
+
+# ---------------------------------------------------------------- divergence (METHOD.md 7b)
+def test_divergence_by_hand():
+    from congruency.method import divergence
+
+    # Part right after the VP, rejoin only at the destination.
+    assert divergence((1, 2, 3, 9), (1, 5, 9)) == dict(
+        common_prefix=1, common_suffix=1, part_asn=1, rejoin_asn=9, only_v4=[2, 3], only_v6=[5])
+    # Share 1-2, part, rejoin at 7 before the destination 9.
+    assert divergence((1, 2, 4, 7, 9), (1, 2, 5, 6, 7, 9)) == dict(
+        common_prefix=2, common_suffix=2, part_asn=2, rejoin_asn=7, only_v4=[4], only_v6=[5, 6])
+    # Same ASes, two swapped: the shared start and end overlap nothing, nothing is on one path only.
+    assert divergence((1, 3, 2, 9), (1, 2, 3, 9)) == dict(
+        common_prefix=1, common_suffix=1, part_asn=1, rejoin_asn=9, only_v4=[], only_v6=[])
+    # A longer IPv6 detour: the IPv4 path is shorter than the shared start + end would suggest.
+    assert divergence((1, 9), (1, 8, 9)) == dict(
+        common_prefix=1, common_suffix=1, part_asn=1, rejoin_asn=9, only_v4=[], only_v6=[8])

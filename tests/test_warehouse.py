@@ -142,8 +142,9 @@ def test_views_equal_the_parquet(wh, capsys):
 
     con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    assert views == {"manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "month_summary",
-                     "transitions"}
+    # The reference's tables, published as the job would (provenance comes from the job only).
+    assert views == {"manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "divergence",
+                     "month_summary", "transitions"}
     for name in views:
         doc = DOCS[name]
         described = con.execute(f"DESCRIBE {name}").fetchall()
@@ -244,7 +245,7 @@ def test_refresh_swaps_the_file_under_an_open_reader(multi_month, tmp_path):
                         "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1"],
                        capture_output=True, text=True, timeout=120)
     assert [v["view_name"] for v in json.loads(r.stdout)] == sorted(
-        ["manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "month_summary"]), r.stderr
+        ["manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary"]), r.stderr
     assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []  # no temp left
     old.close()
 
