@@ -19,7 +19,7 @@ from common.config import ConfigError, load
 #: Commands that read published tables: they hold common.locks.reading, so a month being
 #: re-published meanwhile is seen whole (all its tables old, or all new).
 READERS = ("query", "report", "advise", "export")
-COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "synth", "warehouse", "query", "report", "advise", "export")
+COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from cli.ingest import COLLECTORS_HELP
+from cli.run import add_selection
 from common import console
 from common.config import Config
 
@@ -20,17 +20,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "`congruency run` with the same flags would fetch, how many are already published or "
             "cached in DATA_DIR, and estimates of download bytes, added disk and time. Offline: no "
             "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
-            "before, else from a stated assumption (a full 2026 route-views2 RIB); rates from the "
+            "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
+            "full 2026 route-views2 RIB); rates from the "
             "bench (see runner/plan.py). Exit 1 when the run would not fit the disk budget "
             "(config disk_budget) or the free space, 2 for bad arguments."
         ),
     )
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--month", help="the month, YYYY-MM")
-    g.add_argument("--months", metavar="A..B", help="a range of months: 2009-06..2014-06")
-    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
-    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
-    p.add_argument("--collectors", help=COLLECTORS_HELP)
+    add_selection(p, "a range of months: 2009-06..2014-06")
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.set_defaults(func=main)
 

@@ -32,9 +32,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "months not started. Exit 1 when a step failed, 2 for bad arguments."
         ),
     )
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--month", help="the month, YYYY-MM")
-    g.add_argument("--months", metavar="A..B", help="a range of months, run in order: 2026-01..2026-06")
+    add_selection(p, "a range of months, run in order: 2026-01..2026-06")
     p.add_argument("--force", nargs="?", const="all", metavar="STEP",
                    help=f"redo the month even if complete, or only STEP and the steps after it "
                         f"({', '.join(STEPS)})")
@@ -43,9 +41,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                         "the Airflow DAG's cluster compare uses it")
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
-    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
-    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
-    p.add_argument("--collectors", help=COLLECTORS_HELP)
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
     p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
     p.add_argument("--engine", choices=("duckdb", "spark"),
@@ -67,6 +62,16 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     sg.add_argument("--months", metavar="A..B", help="a range of months")
     s.add_argument("--json", action="store_true", help="print each month's status as JSON on stdout")
     s.set_defaults(func=status_main)
+
+
+def add_selection(p: argparse.ArgumentParser, months_help: str) -> None:
+    """--month | --months, --days, --times, --collectors: which snapshots (run and plan)."""
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--month", help="the month, YYYY-MM")
+    g.add_argument("--months", metavar="A..B", help=months_help)
+    p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
+    p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
+    p.add_argument("--collectors", help=COLLECTORS_HELP)
 
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:

@@ -70,6 +70,8 @@ class Config:
     duckdb_threads: int | None = None
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: `congruency run` computes the sensitivity table and page after compare (off by default).
+    sensitivity: bool = False
     method: MethodParams = field(default_factory=MethodParams)
 
     @property

@@ -23,6 +23,9 @@ class MethodParams:
     reserved_asns: tuple[tuple[int, int], ...] = DEFAULT_RESERVED_ASNS
     #: collector -> group; collectors not listed are their own group.
     groups: dict[str, str] = field(default_factory=dict)
+    #: METHOD.md 1.3: drop rows whose first AS is not the peer (route servers, iBGP). Off, only
+    #: empty paths are dropped under that reason (the sensitivity analysis's variant).
+    first_as_rule: bool = True
 
     def group_of(self, collector: str) -> str:
         return self.groups.get(collector, collector)

@@ -265,6 +265,10 @@ PROVENANCE = pa.schema(
     ]
 )
 
+#: The month's headline figures under each variant of each open choice (pipeline/sensitivity.py).
+SENSITIVITY = pa.schema([("month", pa.string()), ("choice", pa.string()), ("variant", pa.string())]
+                        + [f for f in MONTH_SUMMARY if f.name != "month"])
+
 #: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
     "cleaning_stats": CLEANING_STATS,
@@ -475,6 +479,19 @@ document(
     rejoin_asn=("first AS of their shared end (the destination when they rejoin only there)", "ASN", _DV),
     only_v4=("ASes on the IPv4 path only, ascending", "list of ASNs", _DV),
     only_v6=("ASes on the IPv6 path only, ascending", "list of ASNs", _DV),
+)
+
+_SN = "Sensitivity (METHOD.md; pipeline/sensitivity.py)"
+document(
+    "sensitivity", SENSITIVITY,
+    "The month's month_summary figures recomputed under each variant of each open choice of the method, "
+    "one choice at a time against the month's own parameters (variant 'default').",
+    "sensitivity/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    choice=("the open choice varied: min_coverage, first_as_rule, reserved_asns, grouping", "-", _SN),
+    variant=("its value in this row; 'default' where it equals the month's own parameters", "-", _SN),
+    **{k: (f"as month_summary.{k}, under this variant", *DOCS["month_summary"].columns[k][1:2], _SN)
+       for k in MONTH_SUMMARY.names if k != "month"},
 )
 
 _PV = "compare: publishing (pipeline/provenance.py)"

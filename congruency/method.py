@@ -40,7 +40,7 @@ def clean_path(
     if has_as_set:  # sets have no order, so hops and adjacency are undefined
         return "as_set", None
     path = tuple(as_path or ())
-    if not path or path[0] != peer_asn:  # the VP must be the path's first AS
+    if not path or (params.first_as_rule and path[0] != peer_asn):  # the VP must be the path's first AS
         return "first_as_not_peer", None
     if any(params.is_reserved(a) for a in path):  # private/documentation/AS_TRANS: not real ASes
         return "reserved_asn", None

@@ -52,6 +52,8 @@ PARAMS = {
                         description=f"worker: in the task; cluster: spark-submit via connection {SPARK_CONN}"),
     "min_coverage": Param(None, type=["null", "number"], description="default-free threshold (default 0.9)"),
     "config": Param(None, type=["null", "string"], description="a congruency TOML file read first"),
+    "sensitivity": Param(False, type="boolean",
+                         description="also compute the sensitivity table and page of the month (congruency sensitivity)"),
 }
 
 DEFAULT_ARGS = {
@@ -130,4 +132,4 @@ with DAG(
     branches = [compare(), ClusterCompare(task_id="compare_on_cluster", conn_id=SPARK_CONN,
                                           application=SUBMIT, name="congruency-compare")]
     joined >> compare_where() >> branches
-    branches >> later("hints") >> later("warehouse") >> later("reports")
+    branches >> later("sensitivity") >> later("hints") >> later("warehouse") >> later("reports")

@@ -38,7 +38,11 @@ class SparkEngine:
         per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
         return per_afi
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
+    def pin(self) -> None:
+        """Cache the month's entries: later runs (the sensitivity variants) share them."""
+        self.spark.table("entries").cache().createOrReplaceTempView("entries")
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
         """Every step; output tables end up as Parquet folders staged/<table>."""
         for s in S.MONTH_STEPS:
             step(s.name)

@@ -65,6 +65,7 @@ class DuckDBEngine:
     def __init__(self, memory_limit: str | None = "4GB", temp_dir: str | None = None, threads: int | None = None):
         self.memory_limit, self.temp_dir, self.threads = memory_limit, temp_dir, threads
         self.con = None
+        self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore:
         if is_cluster_url(root):
@@ -75,6 +76,7 @@ class DuckDBEngine:
         import duckdb
 
         self.end_month()
+        self._spill_set, self._kept = False, None
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
         duck.limit(self.con, self.memory_limit, self.threads)
@@ -88,11 +90,34 @@ class DuckDBEngine:
         per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
         return per_afi
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step) -> None:
-        spill = self.temp_dir or os.path.join(staged, "_spill")
-        os.makedirs(spill, exist_ok=True)
-        self.con.execute(f"SET temp_directory = {quote(spill)}")
-        for s in S.MONTH_STEPS:
+    def pin(self) -> None:
+        """Read the month's entries once into memory: later runs (the sensitivity
+        variants) share them instead of reading the Parquet again."""
+        self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM entries")
+        self.con.execute("CREATE OR REPLACE VIEW entries AS SELECT * FROM entries_pinned")
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
+        """Every step into staged/<table>; `keep`: leave the connection open (and drop the
+        steps' objects) for another run on the same entries."""
+        first = 0
+        if keep:
+            # Steps before the first that reads min_coverage depend on the cleaning and the
+            # groups only: a variant that changes nothing else reuses them.
+            key = (params.groups, params.first_as_rule, params.reserved_asns)
+            if getattr(self, "_kept", None) == key:
+                first = next(i for i, s in enumerate(S.MONTH_STEPS) if "{thr}" in s.duckdb)
+            self._kept = key
+            for s in reversed(S.MONTH_STEPS[first:]):
+                self.con.execute(f"DROP {'VIEW' if s.kind == 'view' else 'TABLE'} IF EXISTS {s.name}")
+            self.only = {"month_summary"}  # a variant's other tables are never read: not written
+        else:
+            self.only, self._kept = None, None
+        if first == 0 and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
+            spill = self.temp_dir or os.path.join(staged, "_spill")
+            os.makedirs(spill, exist_ok=True)
+            self.con.execute(f"SET temp_directory = {quote(spill)}")
+            self._spill_set = keep
+        for s in S.MONTH_STEPS[first:]:
             step(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
         step("transitions")
@@ -102,12 +127,13 @@ class DuckDBEngine:
             for t, path in prev.items():
                 self.con.execute(f"CREATE VIEW prev_{t} AS SELECT * FROM {_read(path)}")
             self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params, self.snapshots), staged)
-        self.end_month()  # every table is written; closing releases the spill files
+        if not keep:
+            self.end_month()  # every table is written; closing releases the spill files
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
         kind = "VIEW" if s.kind == "view" else "TABLE"
         self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
-        if s.kind == "table":
+        if s.kind == "table" and (self.only is None or s.name in self.only):
             schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
             reader = self.con.sql(f"SELECT * FROM {s.name}").to_arrow_reader(200_000)
             self._write_arrow(reader, schema, staged, s.name)

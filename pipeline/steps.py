@@ -95,8 +95,11 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     masks = ", ".join(f"bit_or(CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
                       f"{bit.format(lo=k * WORD)} END) AS m{k}" for k in words)
     count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{k})) AS BIGINT), 0)" for k in words)
+    on = params.first_as_rule
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
-            "masks": masks, "mask_bits": count}
+            "masks": masks, "mask_bits": count,
+            "first_as_spark": " OR as_path[0] != vp_asn" if on else "",
+            "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
 
 
 def both(name: str, kind: str, sql: str) -> Step:
@@ -127,7 +130,7 @@ MONTH_STEPS: tuple[Step, ...] = (
 SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
     WHEN has_as_set THEN 'as_set'
-    WHEN as_path IS NULL OR size(as_path) = 0 OR as_path[0] != vp_asn THEN 'first_as_not_peer'
+    WHEN as_path IS NULL OR size(as_path) = 0{first_as_spark} THEN 'first_as_not_peer'
     WHEN exists(as_path, x -> {reserved}) THEN 'reserved_asn'
     WHEN size(filter(path, (x, i) -> array_position(path, x) != i + 1)) > 0 THEN 'loop'
   END AS reason
@@ -138,7 +141,7 @@ FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snap
 SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
     WHEN has_as_set THEN 'as_set'
-    WHEN as_path IS NULL OR len(as_path) = 0 OR as_path[1] != vp_asn THEN 'first_as_not_peer'
+    WHEN as_path IS NULL OR len(as_path) = 0{first_as_duckdb} THEN 'first_as_not_peer'
     WHEN list_bool_or(list_transform(as_path, lambda x: {reserved})) THEN 'reserved_asn'
     WHEN list_bool_or(list_transform(path, lambda x, i: list_position(path, x) != i)) THEN 'loop'
   END AS reason

@@ -27,7 +27,7 @@ from common.config import Config
 from common.locks import month_lock
 
 #: The steps of a month, in order; a step may read what the ones before it wrote.
-STEPS = ("ingest", "compare", "hints", "warehouse", "reports")
+STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
 #: Tables the compare step publishes per month (pipeline/job.py TABLE_ORDER).
 MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
 
@@ -140,6 +140,9 @@ def fingerprint(cfg: Config, month: str, step: str) -> str:
 
         return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
                         "previous": tables_listing(root, ("pairs", "vps", "paths"), [previous_month(month)])})
+    if step == "sensitivity":
+        return _digest({"on": cfg.sensitivity, "engine": engine(cfg),
+                        "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
     if step == "hints":
         return _digest(tables_listing(root, months=[month]))
     if step == "warehouse":
@@ -244,6 +247,17 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
     return {t: str(root / t / f"month={month}") for t in MONTH_TABLES}
 
 
+def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The sensitivity table and page (config `sensitivity = true`); nothing when off."""
+    if not cfg.sensitivity:
+        return {}
+    from pipeline import sensitivity
+    from reports import sensitivity as page
+
+    out = sensitivity.run(cfg, month, progress=progress)
+    return {"sensitivity": out["path"], "sensitivity_report": str(page.write(cfg, month))}
+
+
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The month's hints table, and its JSON Lines export for tunnel tools."""
     from pipeline import hints
@@ -289,6 +303,7 @@ class Step:
 REGISTRY = {
     "ingest": Step("ingest", lambda cfg, m, progress=None, ctx=None: do_ingest(cfg, m, progress)),
     "compare": Step("compare", do_compare),
+    "sensitivity": Step("sensitivity", do_sensitivity),
     "hints": Step("hints", do_hints),
     "warehouse": Step("warehouse", do_warehouse),
     "reports": Step("reports", do_reports),
@@ -394,7 +409,7 @@ def run_month(cfg: Config, month: str, *, force: str | None = None, only: str | 
     """Every step of the month in order (or `only` one), under the month lock; stops at the
     first failure. Returns the month's summary (see `summary`)."""
     forced = steps_to_force(force)
-    todo = (only,) if only else STEPS
+    todo = (only,) if only else tuple(s for s in STEPS if s != "sensitivity" or cfg.sensitivity)
     results: list[StepResult] = []
     overall = progress.add_task(f"run {month}", total=len(todo)) if progress is not None else None
     with month_lock(data_dir(cfg), month, wait_s=wait_s):
@@ -575,6 +590,7 @@ def config_from_params(params: dict) -> Config:
         "data_dir": Path(params["data_dir"]) if params.get("data_dir") else None,
     }
     over["engine"] = params.get("engine") or None
+    over["sensitivity"] = params.get("sensitivity") if params.get("sensitivity") is not None else None
     cfg = cfg.with_overrides(**over)
     if params.get("min_coverage") is not None:
         from dataclasses import replace

@@ -193,6 +193,21 @@ HAND_CASES = {
     "2024-05": (cases._paths_rows, 0.0),  # the three tie-break levels of the representative path
     "2024-06": (cases._snapshot_rows, 0.0),  # 150 snapshot times: three words of snapshot bits
 }
+#: The sensitivity analysis's parameter variants (pipeline/sensitivity.py) on hand-made
+#: months: month -> (rows, MethodParams changes).
+VARIANT_CASES = {
+    "2024-07": (cases._cleaning_rows, dict(min_coverage=0.0, first_as_rule=False, reserved_asns=())),
+    "2024-08": (cases._full_month_rows, dict(min_coverage=0.0, groups={})),
+}
+
+
+def test_variant_cases_match_reference(spark, config, tmp_path):
+    for month, (make, change) in VARIANT_CASES.items():
+        write_entries(tmp_path, month, make())
+        cfg = replace(config.with_overrides(data_dir=tmp_path), method=replace(config.method, **change))
+        res = job.run_month(spark, cfg, month)
+        assert res.error is None, res.error
+        assert_same_as_reference(tmp_path, month, cfg.method)
 
 
 def test_hand_made_cases_match_reference(spark, config, tmp_path):

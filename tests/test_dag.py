@@ -77,11 +77,12 @@ def test_structure(dag):
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     assert set(dag.task_dict) == {"plan", "ingest", "ingest_done", "compare_where", "compare",
-                                  "compare_on_cluster", "hints", "warehouse", "reports"}
+                                  "compare_on_cluster", "sensitivity", "hints", "warehouse", "reports"}
     up = {t: set(dag.task_dict[t].upstream_task_ids) for t in dag.task_dict}
     assert up == {"plan": set(), "ingest": {"plan"}, "ingest_done": {"ingest"},
                   "compare_where": {"ingest_done"}, "compare": {"compare_where"},
-                  "compare_on_cluster": {"compare_where"}, "hints": {"compare", "compare_on_cluster"},
+                  "compare_on_cluster": {"compare_where"}, "sensitivity": {"compare", "compare_on_cluster"},
+                  "hints": {"sensitivity"},
                   "warehouse": {"hints"}, "reports": {"warehouse"}}
     assert dag.timetable.expression == "0 6 6 * *"
     assert dag.catchup and dag.max_active_runs == 1
@@ -100,10 +101,10 @@ def test_structure(dag):
     assert {t.task_id: t.retries for t in deployed.tasks} == {
         **{t: 3 for t in deployed.task_dict}, "ingest_done": 0}
     assert dag.task_dict["ingest_done"].trigger_rule == "all_done"
-    assert dag.task_dict["hints"].trigger_rule == "none_failed_min_one_success"
+    assert dag.task_dict["sensitivity"].trigger_rule == "none_failed_min_one_success"
     assert type(dag.task_dict["compare_on_cluster"]).__mro__[1].__name__ == "SparkSubmitOperator"
     assert {"collectors", "days", "times", "archive_root", "engine", "spark_master", "data_dir",
-            "compare_on"} <= set(dag.params.keys())
+            "compare_on", "sensitivity"} <= set(dag.params.keys())
     # the first scheduled run covers 2009-01, and fires once its five-day window is over
     from runner.month import month_for
 

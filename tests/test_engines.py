@@ -20,7 +20,7 @@ from pipeline import job
 from pipeline.publish import LocalStore
 from tests import test_method as cases
 from tests.shared import PEERS_IN_BOTH_2026, ROOT
-from tests.test_compare import (HAND_CASES, assert_same_as_reference, published, write_entries)
+from tests.test_compare import (HAND_CASES, VARIANT_CASES, assert_same_as_reference, published, write_entries)
 
 MONTHS = ("2026-07", "2026-08")
 
@@ -50,6 +50,15 @@ def test_hand_made_cases_match_reference(config, tmp_path):
         write_entries(tmp_path, month, make())
     for month, (make, cov) in HAND_CASES.items():
         cfg = replace(duck(config, data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
+        res = run(cfg, month)
+        assert res.error is None, res.error
+        assert_same_as_reference(tmp_path, month, cfg.method)
+
+
+def test_variant_cases_match_reference(config, tmp_path):
+    for month, (make, change) in VARIANT_CASES.items():
+        write_entries(tmp_path, month, make())
+        cfg = replace(duck(config, data_dir=tmp_path), method=replace(config.method, **change))
         res = run(cfg, month)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)

@@ -578,3 +578,12 @@ def test_divergence_by_hand():
     # A longer IPv6 detour: the IPv4 path is shorter than the shared start + end would suggest.
     assert divergence((1, 9), (1, 8, 9)) == dict(
         common_prefix=1, common_suffix=1, part_asn=1, rejoin_asn=9, only_v4=[], only_v6=[8])
+
+
+def test_first_as_rule_off_keeps_route_server_paths():
+    """The sensitivity variant: a route server's path (its own AS not first) is kept; an
+    empty path still has no first AS."""
+    off = MethodParams(first_as_rule=False)
+    assert clean_path("10.0.0.0/8", [7, 7, 1, 9], False, 5, off) == (None, (7, 1, 9))
+    assert clean_path("10.0.0.0/8", [7, 1, 9], False, 5, MethodParams()) == ("first_as_not_peer", None)
+    assert clean_path("10.0.0.0/8", [], False, 5, off) == ("first_as_not_peer", None)

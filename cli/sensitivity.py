@@ -1,0 +1,72 @@
+"""`congruency sensitivity` command line: the month's headline figures under each open choice."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from common import console
+from common.config import Config
+
+
+def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from pipeline.sensitivity import names
+
+    p = sub.add_parser(
+        "sensitivity", parents=parents,
+        help="recompute a published month under each variant of each open choice of the method",
+        description=(
+            "One factor at a time against the month's own parameters (its provenance): "
+            + "; ".join(names()) + ". The month's entries are read once; each distinct "
+            "parameter set is computed once on the compare engine (--engine), its month_summary "
+            "row published as the `sensitivity` table (DATA_DIR/sensitivity/month=M/), and the "
+            "offline page DATA_DIR/reports/month=M/sensitivity.html shows per headline figure the "
+            "range over each choice's variants (tornado charts) with the table under them."
+        ),
+    )
+    p.add_argument("--month", required=True, metavar="YYYY-MM", help="a published month")
+    p.add_argument("--variants", metavar="NAME,...",
+                   help="choice=variant names or whole choices (default: all), e.g. min_coverage,first_as_rule=off")
+    p.add_argument("--engine", choices=("duckdb", "spark"), help="compare engine (default: the config's)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace, cfg: Config) -> int:
+    from common.months import parse_month
+    from pipeline import sensitivity
+    from reports import sensitivity as page
+    from reports.html import ReportError
+
+    try:
+        parse_month(args.month)
+        wanted = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+        cfg = cfg.with_overrides(engine=args.engine)
+        sensitivity.plan(cfg.method, wanted)  # names checked before any work
+    except ValueError as exc:
+        console.error(str(exc))
+        return 2
+    try:
+        with console.progress() as prog:
+            out = sensitivity.run(cfg, args.month, wanted, progress=prog)
+        report = page.write(cfg, args.month)
+    except sensitivity.SensitivityError as exc:
+        console.error(str(exc))
+        return 2
+    except ReportError as exc:
+        console.error(str(exc))
+        return 1
+    out["report"] = str(report)
+    if args.json:
+        json.dump(out, sys.stdout, default=str)
+        print()
+        return 0
+    default, eff = page.effects(out["rows"], "noncongruent", out["published"])
+    console.err.print(f"sensitivity {args.month}: {out['variants']} variants ({out['computed']} computed) in "
+                      f"{out['seconds']:.1f} s; non-congruent "
+                      f"{'n/a' if default is None else f'{100 * default:.1f}%'} as published")
+    for e in eff:
+        console.err.print(f"  {e['choice']:14} {e['low']:+6.1f} .. {e['high']:+6.1f} points "
+                          f"({e['low_variant']} .. {e['high_variant']})")
+    console.err.print(f"  table  {out['path']}\n  report {report}", soft_wrap=True)
+    return 0

@@ -1,0 +1,120 @@
+"""`congruency sensitivity`: how far the month's headline figures move under each open
+choice of the method (METHOD.md "Sensitivity"), one choice at a time.
+
+Each variant is a MethodParams value: the month's own parameters (read from its published
+provenance, else the config's) with one field changed. The month's entries are read once
+and kept by the engine (`pin`); each distinct parameter set is computed once on them, and
+its month_summary row becomes a row of the `sensitivity` table, published like the other
+tables (staged, then swapped in under the month's lock).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+from common.config import Config
+from common.locks import month_lock
+from common.params import MethodParams
+
+#: choice -> variant -> the change it makes to the month's parameters.
+CHOICES: dict[str, dict[str, dict]] = {
+    "min_coverage": {v: {"min_coverage": float(v)} for v in ("0.5", "0.8", "0.9", "0.95")},
+    "first_as_rule": {"on": {"first_as_rule": True}, "off": {"first_as_rule": False}},
+    "reserved_asns": {"dropped": {"reserved_asns": MethodParams().reserved_asns}, "kept": {"reserved_asns": ()}},
+    "grouping": {"grouped": {"groups": "base"}, "per_collector": {"groups": {}}},
+}
+
+
+class SensitivityError(ValueError):
+    """A bad --variants name or a month without published results; one line."""
+
+
+def names() -> list[str]:
+    """Every `choice=variant` name, in table order."""
+    return [f"{c}={v}" for c, vs in CHOICES.items() for v in vs]
+
+
+def month_params(root, month: str, fallback: MethodParams) -> MethodParams:
+    """The parameters the month was published with (its provenance row), else `fallback`."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    d = Path(root) / "provenance" / f"month={month}"
+    if not d.is_dir():
+        return fallback
+    rows = pq.read_table(d).to_pylist()
+    if not rows:
+        return fallback
+    p = json.loads(rows[0]["method_params"])
+    return MethodParams(min_coverage=float(p["min_coverage"]), reserved_asns=tuple(tuple(r) for r in p["reserved_asns"]),
+                        groups=dict(p["groups"]), first_as_rule=bool(p.get("first_as_rule", True)))
+
+
+def plan(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str, str, MethodParams]]:
+    """(choice, variant, params) for each wanted `choice=variant` (all by default); a variant
+    equal to `base` is named 'default'."""
+    out = []
+    known = names()
+    for name in wanted or known:
+        if name not in known and name.split("=")[0] not in CHOICES:
+            raise SensitivityError(f"--variants: unknown variant {name!r} (known: {', '.join(known)}; "
+                                   f"or a choice alone: {', '.join(CHOICES)})")
+        choice, _, variant = name.partition("=")
+        for v in ([variant] if variant else list(CHOICES[choice])):
+            change = dict(CHOICES[choice][v])
+            if change.get("groups") == "base":
+                change["groups"] = dict(base.groups)
+            p = replace(base, **change)
+            out.append((choice, "default" if p == base else v, p))
+    return out
+
+
+def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None) -> dict:
+    """Compute every wanted variant of the month and publish the `sensitivity` table."""
+    from common import published
+    from common.tables import SENSITIVITY
+    from pipeline import job
+
+    root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
+    try:
+        published.require(root, month)
+    except published.NoResults as exc:
+        raise SensitivityError(str(exc)) from None
+    base = month_params(root, month, cfg.method)
+    todo = plan(base, wanted)
+    t0 = time.perf_counter()
+    engine = job.open_engine(cfg)
+    store = staged = None
+    try:
+        with month_lock(cfg.data_dir, month):
+            store = engine.store(root)
+            engine.open(store, store.path("rib_entries", f"month={month}"))
+            engine.pin()
+            staged = store.staging(month)
+            done: dict[str, dict] = {}
+            rows = []
+            task = progress.add_task(f"sensitivity {month}", total=len(todo)) if progress is not None else None
+            for i, (choice, variant, p) in enumerate(todo):
+                key = repr(p)
+                if key not in done:
+                    out = f"{staged}/_v{i}"
+                    engine.run(p, out, None, lambda name: None, keep=True)
+                    done[key] = engine.summary(out)  # staged/_v*: removed with the staging folder
+                rows.append({"choice": choice, "variant": variant, **{k: v for k, v in done[key].items() if k != "month"}})
+                if task is not None:
+                    progress.advance(task)
+            engine.write_rows(staged, "sensitivity", rows, SENSITIVITY)
+            [path] = store.publish(staged, ["sensitivity"], month)
+            staged = None
+    finally:
+        if staged is not None and store is not None and store.exists(staged):
+            store.delete(staged)
+        engine.close()
+    import pyarrow.parquet as pq
+
+    published_row = pq.read_table(f"{root}/month_summary/month={month}").to_pylist()[0] \
+        if not job.is_cluster_url(root) else None
+    return {"month": month, "path": path, "variants": len(rows), "computed": len(done), "published": published_row,
+            "seconds": round(time.perf_counter() - t0, 2), "rows": rows}

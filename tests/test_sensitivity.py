@@ -1,0 +1,138 @@
+"""The sensitivity table: a hand-made month whose every variant is worked out by hand here,
+the real sample against the pure-Python reference, the default variant against the
+published month, both engines, and the page in headless Chromium."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pyarrow.parquet as pq
+import pytest
+
+from cli.main import main as cli
+from common.params import MethodParams, load_groups
+from congruency import reference
+from tests.shared import needs_data
+from tests.test_compare import write_entries
+from tests.test_method import R
+
+M = "2024-09"
+
+
+def hand_rows() -> list[dict]:
+    """VP 10 and VP 11 on route-views2 (IPv4) + route-views6 (IPv6), one group; a route
+    server session (peer 50 announcing its client's path [60, 30]) on rrc00.
+    - VP 10: 30 non-congruent ([10,20,30] / [10,21,30]), 40 congruent, 70 only over a
+      reserved ASN on IPv4 ([10,64512,70]) and directly on IPv6.
+    - VP 11: IPv4 only to 30 (coverage 1 of 2 origins: 0.5), IPv6 to 30, 40, 70; its pair
+      30 is non-congruent ([11,30] / [11,21,30])."""
+    return [
+        R("route-views2", 10, 4, [10, 20, 30]), R("route-views6", 10, 6, [10, 21, 30]),
+        R("route-views2", 10, 4, [10, 40]), R("route-views6", 10, 6, [10, 40]),
+        R("route-views2", 10, 4, [10, 64512, 70]), R("route-views6", 10, 6, [10, 70]),
+        R("route-views2", 11, 4, [11, 30]), R("route-views6", 11, 6, [11, 21, 30]),
+        R("route-views6", 11, 6, [11, 40]), R("route-views6", 11, 6, [11, 70]),
+        R("rrc00", 50, 4, [60, 30]), R("rrc00", 50, 6, [60, 30]),
+    ]
+
+
+#: (pairs, non-congruent) per variant, by hand from hand_rows' docstring, at the month's own
+#: parameters min_coverage 0, first-AS rule on, reserved ASNs dropped, RV2+RV6 grouped:
+#: default: VP 10 (30 nc, 40 c) + VP 11 (30 nc) = 3 pairs, 2 non-congruent.
+BY_HAND = {
+    ("min_coverage", "0.5"): (3, 2),  # VP 11's IPv4 coverage is 0.5: still in
+    ("min_coverage", "0.8"): (2, 1),  # VP 11 out
+    ("min_coverage", "0.9"): (2, 1),
+    ("min_coverage", "0.95"): (2, 1),
+    ("first_as_rule", "default"): (3, 2),
+    ("first_as_rule", "off"): (4, 2),  # the route server's [60, 30] kept on both: a congruent pair
+    ("reserved_asns", "default"): (3, 2),
+    ("reserved_asns", "kept"): (4, 3),  # 70 becomes dual-stacked: VP 10's [10,64512,70] / [10,70]
+    ("grouping", "default"): (3, 2),
+    ("grouping", "per_collector"): (0, 0),  # route-views2 and route-views6 alone: no VP dual-stacked
+}
+
+
+def _published(tmp_path, engine: str):
+    write_entries(tmp_path, M, hand_rows())
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f'engine = "{engine}"\n')
+    assert cli(["compare", "--month", M, "--data-dir", str(tmp_path), "--min-coverage", "0", "--config", str(cfg)]) == 0
+    return cfg
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")  # Java present (the suite's check), the command starts its own
+    cfg = _published(tmp_path, engine)
+    capsys.readouterr()
+    assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = pq.read_table(tmp_path / "sensitivity" / f"month={M}").to_pylist()
+    got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
+    assert got == BY_HAND
+    assert out["variants"] == 10 and out["computed"] == 8  # the four 'default' rows are one computation
+    # The default variant is the published month, every figure of it.
+    [ms] = pq.read_table(tmp_path / "month_summary" / f"month={M}").to_pylist()
+    for r in rows:
+        if r["variant"] == "default":
+            assert {k: r[k] for k in ms if k != "month"} == {k: v for k, v in ms.items() if k != "month"}
+
+
+def test_variants_and_bad_names(tmp_path, capsys):
+    cfg = _published(tmp_path, "duckdb")
+    capsys.readouterr()
+    assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg),
+                "--variants", "min_coverage=0.8,grouping", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["choice"], r["variant"]) for r in rows] == [("min_coverage", "0.8"), ("grouping", "default"),
+                                                             ("grouping", "per_collector")]
+    assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--variants", "coverage=0.7"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --variants: unknown variant 'coverage=0.7'")
+    assert cli(["sensitivity", "--month", "2024-10", "--data-dir", str(tmp_path)]) == 2
+    assert "month 2024-10: no published results" in capsys.readouterr().err
+
+
+@needs_data
+def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, tmp_path, capsys):
+    """The real 2026-07 pair: the coverage and first-AS variants equal the pure-Python
+    reference's month_summary under the same parameters."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(ingested_2026, data)
+    assert cli(["compare", "--month", "2026-07", "--data-dir", str(data), "--min-coverage", "0"]) == 0
+    capsys.readouterr()
+    assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json",
+                "--variants", "min_coverage=0.95,first_as_rule=off"]) == 0
+    rows = {(r["choice"], r["variant"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
+    from tests.test_compare import _reference_of
+
+    base = MethodParams(min_coverage=0.0, groups=load_groups())
+    for key, params in ((("min_coverage", "0.95"), replace(base, min_coverage=0.95)),
+                        (("first_as_rule", "off"), replace(base, first_as_rule=False))):
+        [ref] = _reference_of((data / "rib_entries" / "month=2026-07").resolve(), "2026-07", params)["month_summary"]
+        got = rows[key]
+        assert {k: got[k] for k in ref if k != "month"} == {k: v for k, v in ref.items() if k != "month"}, key
+    assert rows[("min_coverage", "0.95")]["pairs"] < 2167
+
+
+def test_the_page_in_chromium(tmp_path, capsys):
+    """The tornado charts and the table render offline (the report tests' checks: no request,
+    no error, every trace drawn, titles and hover); the biggest choice is named."""
+    from tests.test_reports import Chromium, _shot_dir, check_page
+
+    cfg = _published(tmp_path, "duckdb")
+    assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg)]) == 0
+    page = tmp_path / "reports" / f"month={M}" / "sensitivity.html"
+    # first_as_rule and min_coverage both move it 16.7 points down; ties go by name.
+    assert "The choice that moves it most is <b>first_as_rule</b>: -16.7 to +0.0 points" in page.read_text()
+    (tmp_path / "chromium-home").mkdir()
+    b = Chromium(tmp_path / "chromium-home")
+    try:
+        figs = check_page(b, page, _shot_dir(tmp_path), "sensitivity")
+    finally:
+        b.close()
+    assert len(figs) == 3  # no non-congruent pair here shares an AS: no adjacency figure
