@@ -71,8 +71,9 @@ def plan(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str,
     return out
 
 
-def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None) -> dict:
-    """Compute every wanted variant of the month and publish the `sensitivity` table."""
+def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None, spark=None) -> dict:
+    """Compute every wanted variant of the month and publish the `sensitivity` table
+    (on `spark`, a session of the caller's, when given)."""
     from common import published
     from common.tables import SENSITIVITY
     from pipeline import job
@@ -85,7 +86,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None)
     base = month_params(root, month, cfg.method)
     todo = plan(base, wanted)
     t0 = time.perf_counter()
-    engine = job.open_engine(cfg)
+    engine = job.open_engine(cfg, spark)
     store = staged = None
     try:
         with month_lock(cfg.data_dir, month):

@@ -63,12 +63,21 @@ def _published(tmp_path, engine: str):
 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
 def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
-    if engine == "spark":
-        request.getfixturevalue("spark")  # Java present (the suite's check), the command starts its own
-    cfg = _published(tmp_path, engine)
-    capsys.readouterr()
-    assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    if engine == "spark":  # on the suite's session (a command of its own would stop it when done)
+        from common.config import load
+        from pipeline import job, sensitivity
+
+        spark = request.getfixturevalue("spark")
+        write_entries(tmp_path, M, hand_rows())
+        cfg = load().with_overrides(data_dir=tmp_path, engine="spark")
+        cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.0))
+        assert job.run_month(spark, cfg, M).error is None
+        out = sensitivity.run(cfg, M, spark=spark)
+    else:
+        cfg = _published(tmp_path, engine)
+        capsys.readouterr()
+        assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
     rows = pq.read_table(tmp_path / "sensitivity" / f"month={M}").to_pylist()
     got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
     assert got == BY_HAND
