@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 SHARED ?= ../shared/data
 DEMO   ?= data/demo
 
-.PHONY: demo test setup airflow-setup system-deps check-java clean
+.PHONY: demo test setup airflow-setup system-deps check-java clean bgpstream
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,9 +79,40 @@ $(AFBIN)/.native: $(AFBIN)/.installed $(NATIVE_SRC)
 
 airflow-setup: $(AFBIN)/.native
 
-test: setup system-deps check-java airflow-setup
+# The pybgpstream backend: CAIDA's libbgpstream and wandio built from the unmodified sources
+# in $(VENDOR) into $(BGPSTREAM_BUILD) (cached: a second run does nothing), then pybgpstream
+# from PyPI compiled against it into .venv (and .venv-airflow when it exists: `make test`
+# makes it first). LIBBGPSTREAM_PREFIX=/usr (or wherever
+# CAIDA's packages installed it) uses a system libbgpstream instead of building one.
+VENDOR ?= ../shared/vendor
+BGPSTREAM_BUILD := $(abspath build/bgpstream)
+LIBBGPSTREAM_PREFIX ?=
+BGPSTREAM_PREFIX = $(or $(LIBBGPSTREAM_PREFIX),$(BGPSTREAM_BUILD))
+BGPSTREAM_DEBS := autoconf automake libtool libcurl4-openssl-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev liblz4-dev
+
+# One shell command (it runs inside the recipe's `if`).
+install_pybgpstream = CFLAGS="-I$(BGPSTREAM_PREFIX)/include" LDFLAGS="-L$(BGPSTREAM_PREFIX)/lib -Wl,-rpath,$(BGPSTREAM_PREFIX)/lib" \
+	  $(1)/pip install --quiet --no-cache-dir --force-reinstall --no-deps 'pybgpstream>=2.0.2,<3' \
+	  && { $(1)/python -c "import pybgpstream" || { echo "error: pybgpstream does not import against $(BGPSTREAM_PREFIX)" >&2; exit 1; }; } \
+	  && touch $(1)/.bgpstream
+
+bgpstream: setup
+	@if [ -z "$(LIBBGPSTREAM_PREFIX)" ]; then \
+	  missing=""; for p in $(BGPSTREAM_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  if [ -n "$$missing" ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages to build libbgpstream:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	  bash ingest/backends/build_bgpstream.sh $(VENDOR) $(BGPSTREAM_BUILD); \
+	elif [ ! -f "$(LIBBGPSTREAM_PREFIX)/include/bgpstream.h" ]; then \
+	  echo "error: LIBBGPSTREAM_PREFIX=$(LIBBGPSTREAM_PREFIX): no include/bgpstream.h there" >&2; exit 1; fi
+	@if [ ! -f $(BIN)/.bgpstream ] || [ $(BGPSTREAM_PREFIX)/.built -nt $(BIN)/.bgpstream ] || ! $(BIN)/python -c "import pybgpstream" 2>/dev/null; then \
+	  $(call install_pybgpstream,$(BIN)); fi
+	@if [ -x $(AFBIN)/python ] && { [ ! -f $(AFBIN)/.bgpstream ] || [ $(BGPSTREAM_PREFIX)/.built -nt $(AFBIN)/.bgpstream ] || ! $(AFBIN)/python -c "import pybgpstream" 2>/dev/null; }; then \
+	  $(call install_pybgpstream,$(AFBIN)); fi
+
+test: setup system-deps check-java airflow-setup bgpstream
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider tests/test_dag.py
 
 clean:
-	rm -rf $(VENV) $(AFVENV) data *.egg-info
+	rm -rf $(VENV) $(AFVENV) data build *.egg-info

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from bench.common import MiB, mib, rate  # noqa: E402
 
-BACKENDS = ("native", "bgpdump")
+BACKENDS = ("native", "bgpdump", "pybgpstream")
 
 
 def slot_for(path: Path):
@@ -202,7 +202,7 @@ def main(argv=None) -> int:
                    help="instead: a generated single-snapshot archive whose route-views2 RIB has "
                         "about N entries (cached in bench/out/synth-file-N)")
     p.add_argument("--repeat", type=int, default=2, help="runs per variant; the best is reported (default 2)")
-    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default native,bgpdump)")
+    p.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated (default native,bgpdump,pybgpstream)")
     p.add_argument("--raw", action="store_true", help="decompress the file first; measure on raw MRT")
     p.add_argument("--one-core", action="store_true", help="pin every variant to one CPU (taskset -c)")
     p.add_argument("--timeout", type=float, default=3600, help="seconds per run before it is killed (default 3600)")

@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--collectors", help=COLLECTORS_HELP)
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) "
                    "for every collector, instead of the public archives")
+    p.add_argument("--source", nargs=2, metavar=("KIND", "FILE"),
+                   help="where the RIB dumps are listed instead of the archives: bgpstream-csv FILE, a "
+                        "BGPStream csvfile listing (path,project,type,collector,file time,span,written)")
     p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default native: the built-in one-pass decoder)")
     p.add_argument("--concurrency", type=int, help="snapshots processed at once (default 2)")
     p.add_argument("--tolerance-minutes", type=int,
@@ -66,6 +69,17 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             times=discovery.parse_times(args.times) if args.times else None,
             collectors=catalogue.parse_spec(args.collectors) if args.collectors is not None else None,
         )
+        if args.source:
+            kind, listing = args.source
+            if kind != "bgpstream-csv":
+                raise ValueError(f"--source: unknown kind {kind!r} (bgpstream-csv)")
+            from ingest import bgpstream_csv
+
+            try:
+                bgpstream_csv.read(listing)
+            except bgpstream_csv.ListingError as exc:
+                raise ValueError(f"--source: {exc}") from None
+            overrides["bgpstream_csv"] = listing
         months.parse_month(args.month)
         if args.concurrency is not None and args.concurrency < 1:
             raise ValueError(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")

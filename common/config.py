@@ -33,6 +33,9 @@ class Config:
     archive_root: str | None = None
     #: Per-project roots (routeviews, ris) overriding the public ones of ingest/catalogue.toml.
     archive_roots: dict[str, str] = field(default_factory=dict)
+    #: A BGPStream csvfile listing to take the RIB dumps from instead of the archives
+    #: (ingest/bgpstream_csv.py); None = the archives.
+    bgpstream_csv: str | None = None
     #: A local folder; for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
     data_dir: Path | str = Path("data")
     backend: str = "native"  # the project's Rust decoder (ingest/native); or bgpdump, pybgpstream

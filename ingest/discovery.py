@@ -133,28 +133,32 @@ def discover(
             folder = d
             break
         errors.append(f"{d}: no RIB dumps listed")
+    if folder is None:
+        return [Slot(target=t, error="; ".join(errors), status="failed" if unlisted else "missing", **base)
+                for t in targets]
+    kind = "rib" if col.project.layout == "routeviews" else "bview"
+    return match(targets, {dt: f"{folder}/{n}" for dt, n in dumps.items()}, tolerance, base,
+                 lambda t: f"{folder}/{kind}.{t:%Y%m%d.%H%M}: not in the archive")
+
+
+def match(targets: list[datetime], dumps: dict[datetime, str], tolerance: timedelta, base: dict,
+          absent) -> list[Slot]:
+    """One Slot per target from the dumps at hand (time -> URL): the exact one, else the
+    nearest within `tolerance`, each dump standing for one target at most. `absent(t)`:
+    how to say that no dump is near t."""
     slots, used = [], {}
     for t in targets:
-        if folder is None:
-            slots.append(Slot(target=t, error="; ".join(errors), status="failed" if unlisted else "missing", **base))
-            continue
-        best = min(dumps, key=lambda dt: (abs(dt - t), dt))
-        if abs(best - t) > tolerance:
-            want = f"{'rib' if col.project.layout == 'routeviews' else 'bview'}.{t:%Y%m%d.%H%M}"
-            slots.append(
-                Slot(target=t, error=f"{folder}/{want}: not in the archive (nearest dump "
-                     f"{dumps[best]} is more than {tolerance} away)", **base)
-            )
+        best = min(dumps, key=lambda dt: (abs(dt - t), dt)) if dumps else None
+        if best is None or abs(best - t) > tolerance:
+            near = f" (nearest dump {dumps[best].rsplit('/', 1)[-1]} is more than {tolerance} away)" if best else ""
+            slots.append(Slot(target=t, error=absent(t) + near, **base))
             continue
         if best in used:
             slots.append(
-                Slot(target=t, error=f"{folder}/{dumps[best]} already stands for "
+                Slot(target=t, error=f"{dumps[best]} already stands for "
                      f"{used[best]:%Y-%m-%d %H:%M}; no other dump within {tolerance}", **base)
             )
             continue
         used[best] = t
-        slots.append(
-            Slot(target=t, url=f"{folder}/{dumps[best]}", dump_time=best,
-                 substituted=best != t, **base)
-        )
+        slots.append(Slot(target=t, url=dumps[best], dump_time=best, substituted=best != t, **base))
     return slots

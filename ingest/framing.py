@@ -53,6 +53,9 @@ class FrameStats:
     uncompressed_bytes: int = 0
     file_bytes: int = 0
     sha256: str = ""
+    #: RIB records of the ADD-PATH subtypes (RFC 8050), for backends that cannot read them
+    #: (pybgpstream); counted by this pass only, so not part of the stats' equality.
+    addpath_records: int = field(default=0, compare=False)
 
     @property
     def total_entries(self) -> int:
@@ -167,6 +170,7 @@ def scan(path: str | Path) -> FrameStats:
                     if off + 2 > body + length or plen > (32 if V2_RIB_AFI[sub] == 4 else 128):
                         raise FramingError(f"malformed RIB record #{stats.records + 1}")
                     stats.entries[V2_RIB_AFI[sub]] += (buf[off] << 8) | buf[off + 1]
+                    stats.addpath_records += sub in (8, 10)
                 else:
                     stats.skipped[V2_SKIPPED.get(sub, f"table_dump_v2_subtype_{sub}")] += 1
             elif rtype == TABLE_DUMP:

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from common import atomic
-from ingest import backends, catalogue, discovery, download, framing, manifest
+from ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.writer import SnapshotWriter, entries_path
 from common.config import Config
@@ -48,15 +48,23 @@ def plan(cfg: Config, month: str) -> list[Slot]:
     source gives a collector's start, a month with no folder in the archive is `inactive`."""
     targets = discovery.window(month, cfg.days, cfg.times)
     cat = catalogue.load(cfg.catalogue)
+    listing = bgpstream_csv.read(cfg.bgpstream_csv) if cfg.bgpstream_csv else None
+    tolerance = timedelta(minutes=cfg.tolerance_minutes)
     slots: list[Slot] = []
     for name in catalogue.expand(cfg.collectors, cfg.catalogue):
         col = cat[name]
         states = {t: col.state_at(t) for t in targets}
         live = [t for t in targets if states[t] != "inactive"]
-        found = {s.target: s for s in discovery.discover(
-            col, month, live, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
-            tolerance=timedelta(minutes=cfg.tolerance_minutes), timeout=cfg.timeout_s,
-        )} if live else {}
+        if listing is not None:  # a lab's BGPStream index instead of the archives
+            base = dict(collector=col.name, project=col.project.name, month=month)
+            found = {s.target: s for s in discovery.match(
+                live, bgpstream_csv.dumps(listing, name, month), tolerance, base,
+                lambda t: f"{cfg.bgpstream_csv}: no {name} RIB listed at {t:%Y-%m-%d %H:%M}")}
+        else:
+            found = {s.target: s for s in discovery.discover(
+                col, month, live, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
+                tolerance=tolerance, timeout=cfg.timeout_s,
+            )} if live else {}
         for t in targets:
             s = found.get(t) or _inactive(col, month, t)
             if states[t] == "unknown" and s.status == "missing" and s.url is None and "no such folder" in (s.error or ""):
@@ -100,6 +108,9 @@ def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, bat
         if "error" in result:
             raise IngestError(f"{source}: {result['error']}")
         stats = result["stats"]
+        why = backend.refuses(stats) if hasattr(backend, "refuses") else None
+        if why:
+            raise IngestError(f"{source}: backend {backend.NAME}: {why}")
     if stats.total_entries == 0:
         raise IngestError(_not_a_rib(source, stats))
     for afi in (4, 6):

@@ -127,7 +127,7 @@ def _selection(cfg: Config, month: str) -> dict:
             for n in catalogue.expand(cfg.collectors, cfg.catalogue)}
     return {"collectors": cols, "days": list(cfg.days), "times": list(cfg.times),
             "tolerance_minutes": cfg.tolerance_minutes, "archive_root": cfg.archive_root,
-            "archive_roots": dict(sorted(cfg.archive_roots.items()))}
+            "archive_roots": dict(sorted(cfg.archive_roots.items())), "bgpstream_csv": cfg.bgpstream_csv}
 
 
 def fingerprint(cfg: Config, month: str, step: str) -> str:

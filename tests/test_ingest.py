@@ -128,15 +128,6 @@ def test_backends_give_the_same_rows(path):
     assert a.equals(b), _rows(a) - _rows(b)
 
 
-def test_pybgpstream_backend_skips_with_reason_when_missing():
-    from ingest.backends import pybgpstream
-
-    why = pybgpstream.available()
-    if why:
-        pytest.skip(f"pybgpstream backend unavailable: {why}")
-    assert _rows(decode_all(RV6_2026, "pybgpstream")) == _rows(decode_all(RV6_2026, "native"))
-
-
 def test_as_set_rows_keep_raw_text_and_have_no_origin():
     t = decode_all(ARCHIVE / "route-views6/bgpdata/2015.11/RIBS/rib.20151101.0600.bz2", "native")
     sets = t.filter(t["has_as_set"]).to_pylist()
