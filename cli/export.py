@@ -23,8 +23,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "Linux MPTCP (sysctl net.mptcp.enabled=1, ip mptcp limits, one ip mptcp endpoint per "
             "local address), idempotent. mpt: an MPT (GRE-in-UDP multipath tunnel) connection file, "
             "one [path_N] per underlay path. mptcp and mpt need --from, --to or --endpoints, and "
-            "your interfaces (--interfaces FILE or --interface NAME=ADDR[@GATEWAY]); every value is "
-            "validated before it is written. Exit 2 on bad input."
+            "your interfaces (--interfaces FILE or --interface NAME=ADDR[/LEN][@GATEWAY]); every value is "
+            "validated before it is written (no broadcast, loopback, multicast, unspecified, "
+            "link-local or IPv4-mapped address; with /LEN a gateway outside the subnet is refused). "
+            "Exit 2 on bad input, 3 when the data cannot back a config (no known path, or a family "
+            "the hint uses without an interface): nothing is written then."
         ),
     )
     p.add_argument("--format", required=True, choices=("jsonl", "mptcp", "mpt"),
@@ -32,7 +35,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--out", metavar="FILE", help="file to write (default: stdout)")
     add_question(p, required=False)
     p.add_argument("--interfaces", metavar="FILE", help="TOML of [[interface]] name, address, gateway")
-    p.add_argument("--interface", action="append", default=[], metavar="NAME=ADDR[@GATEWAY]",
+    p.add_argument("--interface", action="append", default=[], metavar="NAME=ADDR[/LEN][@GATEWAY]",
                    help="a local interface and its address (repeat; the gateway is needed for mpt)")
     p.add_argument("--role", choices=("client", "server"), default="client",
                    help="mptcp: client endpoints use the hint's subflow flags, a server signals its addresses")
@@ -87,7 +90,7 @@ def render(args: argparse.Namespace, cfg: Config) -> str | None:
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from pipeline import hints as hintsmod
     from tunnels import jsonl
-    from tunnels.validate import ValidationError
+    from tunnels.validate import Unanswerable, ValidationError
 
     try:
         text = render(args, cfg)
@@ -104,6 +107,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
                 if con is not None:
                     con.close()
             return 0
+    except Unanswerable as exc:  # the data cannot back a config: nothing written, exit 3
+        console.error(str(exc))
+        return 3
     except (hintsmod.HintError, ValidationError, ValueError) as exc:
         console.error(str(exc))
         return 2

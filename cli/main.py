@@ -22,12 +22,20 @@ READERS = ("query", "report", "advise", "export")
 COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's one-line errors: `error: PROG: what (see PROG --help)`,
+    exit 2, instead of a usage block (subcommands inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    config = argparse.ArgumentParser(add_help=False)
+    config = Parser(add_help=False)
     config.add_argument("--config", metavar="FILE", help="TOML file with settings (see README)")
-    common = argparse.ArgumentParser(add_help=False, parents=[config])
+    common = Parser(add_help=False, parents=[config])
     common.add_argument("--data-dir", metavar="DIR", help="where Parquet, the manifest and the cache live (default ./data)")
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="congruency",
         description="IPv4/IPv6 AS-path congruency per dual-stacked vantage point, "
         "from RouteViews and RIPE RIS RIB snapshots.",

@@ -145,8 +145,10 @@ def test_mptcp_script_text(data, tmp_path):
                     "ip mptcp endpoint add 2001:db8:ff::10 dev eth1 id 2 subflow fullmesh"]
     assert out.stat().st_mode & 0o111
     assert "OLIA" in text and "out-of-tree" in text and "lower bound" in text
-    server = mptcp.render(advise_one(data, "100"), [Interface("veth0", "10.1.0.2")], role="server")
+    server = mptcp.render(advise_one(data, "100"), [Interface("veth0", "10.1.0.2"), Interface("veth1", "2001:db8:1::2")],
+                          role="server")
     assert "ip mptcp endpoint add 10.1.0.2 dev veth0 id 1 signal" in server.splitlines()
+    assert "ip mptcp endpoint add 2001:db8:1::2 dev veth1 id 2 signal" in server.splitlines()
     backup = mptcp.plan(advise_one(data, "300"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
     assert [e.flags for e in backup.endpoints] == ["subflow", "subflow backup"]
     congruent = mptcp.plan(advise_one(data, "400"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
@@ -173,6 +175,15 @@ HOSTILE_IFACES = [
     "eth0=192.0.2.300",
     f"eth0=192.0.2.10@192.0.2.1$(touch {CANARY})",
     "eth0=192.0.2.10@2001:db8::1",  # gateway of the other family
+    "eth0=255.255.255.255",  # broadcast
+    "eth0=127.0.0.1",  # loopback
+    "eth0=::1",
+    "eth0=fe80::1",  # link-local: would need a scope
+    "eth0=169.254.1.1",
+    "eth0=224.0.0.1",  # multicast
+    "eth0=::ffff:192.0.2.10",  # IPv4-mapped: give the IPv4 address
+    "eth0=192.0.2.10/24@198.51.100.1",  # gateway outside the subnet
+    "eth0=192.0.2.10/33",
 ]
 
 
@@ -244,3 +255,38 @@ def test_jsonl_into_a_closed_pipe_ends_quietly(data):
                        stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
     os.close(w)
     assert (p.returncode, p.stderr) == (141, "")
+
+
+# ------------------------------------------------------------------ never a harmful config
+def test_a_question_the_data_cannot_answer_writes_nothing(data, tmp_path, capsys):
+    """No known path (an address no prefix of the month covers), or a family the hint uses
+    without an interface of it: exit 3, one line, no file (a script flushing every endpoint
+    and adding none, or an MPT file with no path, would have harmed the machine)."""
+    out = tmp_path / "x"
+    for fmt, ifaces in (("mptcp", IFACES), ("mpt", IFACES)):
+        assert run(data, "export", "--format", fmt, "--from", "10", "--to", "10.200.0.1", *ifaces,
+                   "--out", str(out)) == 3
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "no known path" in err[0] and err[0].endswith("no config written"), err
+    # The hint aggregates IPv4 and IPv6, the operator gave only an IPv4 interface.
+    assert run(data, "export", "--format", "mptcp", "--from", "10", *HOST100, "--interface", "eth0=192.0.2.10",
+               "--out", str(out)) == 3
+    err = capsys.readouterr().err
+    assert "uses IPv6" in err and "no IPv6 interface was given" in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_gateway_inside_its_subnet_is_accepted(data, tmp_path):
+    out = tmp_path / "c.conf"
+    assert run(data, "export", "--format", "mpt", "--from", "10", *HOST100, "--interface", "eth0=192.0.2.10/24@192.0.2.1",
+               "--interface", "eth1=2001:db8:ff::10/64@2001:db8:ff::1", "--out", str(out)) == 0
+    assert "gw_ipaddr = 192.0.2.1" in out.read_text()
+
+
+def test_bad_arguments_are_one_error_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli(["export", "--format", "nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: congruency export: argument --format: invalid choice: 'nope' "
+                   "(choose from 'jsonl', 'mptcp', 'mpt') (see congruency export --help)"]

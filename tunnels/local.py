@@ -21,25 +21,39 @@ class Interface:
     name: str
     address: str
     gateway: str | None = None
+    prefixlen: int | None = None  # ADDR/LEN given: the gateway must be inside that subnet
 
     @property
     def version(self) -> int:
         return ipaddress.ip_address(self.address).version
 
 
-def interface(name, address, gateway=None, where: str = "interface") -> Interface:
-    """A validated Interface (the gateway, when given, in the address's family)."""
+def interface(name, address, gateway=None, where: str = "interface", prefixlen=None) -> Interface:
+    """A validated Interface (the gateway, when given, in the address's family and, with
+    ADDR/LEN, inside its subnet). `address` may be ADDR/LEN."""
     n = v.ifname(name, f"{where}: name")
+    if isinstance(address, str) and "/" in address:
+        address, _, plen = address.partition("/")
+        if not plen.isdigit():
+            raise v.ValidationError(f"{where} {n}: address: expected ADDR/LEN, got {address}/{plen}")
+        prefixlen = int(plen)
     a = v.address(address, what=f"{where} {n}: address")
-    g = v.address(gateway, ipaddress.ip_address(a).version, f"{where} {n}: gateway") if gateway is not None else None
-    return Interface(n, a, g)
+    ver = ipaddress.ip_address(a).version
+    if prefixlen is not None:
+        prefixlen = v.integer(prefixlen, 0, 32 if ver == 4 else 128, f"{where} {n}: prefix length")
+    g = v.address(gateway, ver, f"{where} {n}: gateway") if gateway is not None else None
+    if g is not None and prefixlen is not None:
+        net = ipaddress.ip_interface(f"{a}/{prefixlen}").network
+        if ipaddress.ip_address(g) not in net:
+            raise v.ValidationError(f"{where} {n}: gateway {g} is outside the interface's subnet {net}")
+    return Interface(n, a, g, prefixlen)
 
 
 def parse_flag(text: str) -> Interface:
-    """`NAME=ADDR` or `NAME=ADDR@GATEWAY`."""
+    """`NAME=ADDR[/LEN]` or `NAME=ADDR[/LEN]@GATEWAY`."""
     name, sep, rest = str(text).partition("=")
     if not sep:
-        raise v.ValidationError(f"--interface: expected NAME=ADDR[@GATEWAY], got {text!r}")
+        raise v.ValidationError(f"--interface: expected NAME=ADDR[/LEN][@GATEWAY], got {text!r}")
     addr, _, gw = rest.partition("@")
     return interface(name, addr, gw or None, "--interface")
 

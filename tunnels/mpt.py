@@ -40,7 +40,7 @@ def paths(hints: Sequence[Mapping], ifaces: Sequence[Interface], chosen: set | N
           keepalive: int = KEEPALIVE_S, dead: int = DEAD_S) -> list[MptPath]:
     """One path per hint and family the hint gives an MPT weight (and, with `chosen`, only
     the chosen (endpoint, family) pairs), from the first local interface of that family."""
-    ifaces = check([interface(i.name, i.address, i.gateway) for i in ifaces])
+    ifaces = check([interface(i.name, i.address, i.gateway, prefixlen=i.prefixlen) for i in ifaces])
     keepalive = v.integer(keepalive, 1, 3600, "keepalive_time")
     dead = v.integer(dead, keepalive + 1, 36000, "dead_time (more than keepalive_time)")
     out = []
@@ -51,7 +51,8 @@ def paths(hints: Sequence[Mapping], ifaces: Sequence[Interface], chosen: set | N
                 continue
             local = next((i for i in ifaces if i.version == afi), None)
             if local is None:
-                raise v.ValidationError(f"the hint uses an IPv{afi} path but no IPv{afi} interface was given")
+                raise v.Unanswerable(f"the hint uses an IPv{afi} path but no IPv{afi} interface was given; "
+                                     "no config written")
             if local.gateway is None:
                 raise v.ValidationError(f"interface {local.name}: MPT needs its gateway (NAME=ADDR@GATEWAY)")
             remote = h.get(f"addr_v{afi}")
@@ -61,6 +62,10 @@ def paths(hints: Sequence[Mapping], ifaces: Sequence[Interface], chosen: set | N
             out.append(MptPath(local.name, afi, local.address, v.address(remote, afi, "remote address"),
                                local.gateway, v.integer(weight, 1, 1000, "weight_out"), keepalive, dead,
                                v.integer(status, 0, 255, "status")))
+    if not out:
+        unknown = [h for h in hints if h.get("hint_class") == "unknown"]
+        why = f": {unknown[0].get('reason')}" if unknown and unknown[0].get("reason") else ""
+        raise v.Unanswerable(f"no known path to configure{why}; no config written")
     return out
 
 

@@ -44,7 +44,18 @@ def plan(hint: Mapping, ifaces: Sequence[Interface], role: str = "client") -> Pl
     limits of two subflows per endpoint (at least 2, at most 8), as many ADD_ADDRs."""
     if role not in ROLES:
         raise v.ValidationError(f"role: expected client or server, got {role!r}")
-    ifaces = check([interface(i.name, i.address, i.gateway) for i in ifaces])
+    ifaces = check([interface(i.name, i.address, i.gateway, prefixlen=i.prefixlen) for i in ifaces])
+    who = f"AS{hint.get('source_asn')} -> {hint.get('query') or hint.get('dest_asn')}"
+    if hint.get("hint_class") == "unknown":
+        raise v.Unanswerable(f"{who}: no known path ({hint.get('reason') or 'the month has none'}); "
+                             "no config written")
+    # The client opens a subflow per family the hint uses: each needs a local address. (A
+    # server may announce fewer: the client's first subflow reaches its address anyway.)
+    have = {i.version for i in ifaces}
+    lacking = [f for f in (4, 6) if hint.get(f"mptcp_flags_v{f}") is not None and f not in have]
+    if lacking and role == "client":
+        raise v.Unanswerable(f"{who}: the hint uses IPv{lacking[0]} (mode {hint.get('mode')}) but no IPv{lacking[0]} "
+                             f"interface was given; no config written")
     eps = []
     for i in ifaces:
         flags = hint.get(f"mptcp_flags_v{i.version}")

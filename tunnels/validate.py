@@ -38,18 +38,35 @@ def name(value, what: str = "name") -> str:
     return value
 
 
+class Unanswerable(ValidationError):
+    """A config the data cannot back (no known path, a needed family without an interface):
+    nothing is written; its own exit code (3), so a script can tell it from a typo."""
+
+
 def address(value, version: int | None = None, what: str = "address") -> str:
-    """A unicast IP address in canonical text (no zone index, not unspecified/multicast)."""
+    """A usable unicast IP address in canonical text. Refused: unspecified, multicast,
+    broadcast, loopback, link-local (a scope would be needed; none is accepted), and
+    IPv4-mapped IPv6 (give the IPv4 address it stands for: it is one)."""
     try:
         if not isinstance(value, str) or "%" in value or value != value.strip():
             raise ValueError
         a = ipaddress.ip_address(value)
     except ValueError:
         raise ValidationError(f"{what}: not an IP address: {_shown(value)}") from None
+    if a.version == 6 and a.ipv4_mapped is not None:
+        raise ValidationError(f"{what}: {_shown(value)} is an IPv4-mapped IPv6 address; give the IPv4 "
+                              f"address {a.ipv4_mapped} as such")
     if version is not None and a.version != version:
         raise ValidationError(f"{what}: expected an IPv{version} address, got {_shown(value)}")
     if a.is_unspecified or a.is_multicast:
         raise ValidationError(f"{what}: not a unicast address: {_shown(value)}")
+    if a == ipaddress.IPv4Address("255.255.255.255"):
+        raise ValidationError(f"{what}: the broadcast address is not a host address: {_shown(value)}")
+    if a.is_loopback:
+        raise ValidationError(f"{what}: a loopback address cannot reach another host: {_shown(value)}")
+    if a.is_link_local:
+        raise ValidationError(f"{what}: a link-local address needs an interface scope, which tunnel configs "
+                              f"cannot carry; give a global address: {_shown(value)}")
     return str(a)
 
 
