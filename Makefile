@@ -90,9 +90,11 @@ LIBBGPSTREAM_PREFIX ?=
 BGPSTREAM_PREFIX = $(or $(LIBBGPSTREAM_PREFIX),$(BGPSTREAM_BUILD))
 BGPSTREAM_DEBS := autoconf automake libtool libcurl4-openssl-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev liblz4-dev
 
-# One shell command (it runs inside the recipe's `if`).
+# One shell command (it runs inside the recipe's `if`): compiled against this prefix
+# (no wheel cache, reinstalled), then its Python dependencies (python-dateutil).
 install_pybgpstream = CFLAGS="-I$(BGPSTREAM_PREFIX)/include" LDFLAGS="-L$(BGPSTREAM_PREFIX)/lib -Wl,-rpath,$(BGPSTREAM_PREFIX)/lib" \
 	  $(1)/pip install --quiet --no-cache-dir --force-reinstall --no-deps 'pybgpstream>=2.0.2,<3' \
+	  && $(1)/pip install --quiet 'pybgpstream>=2.0.2,<3' \
 	  && { $(1)/python -c "import pybgpstream" || { echo "error: pybgpstream does not import against $(BGPSTREAM_PREFIX)" >&2; exit 1; }; } \
 	  && touch $(1)/.bgpstream
 
