@@ -176,7 +176,11 @@ def print_summary(s: dict, as_json: bool) -> None:
         out.print(f"  {name:10} {st.get('status', '?')}{extra}")
         for c, r in sorted((st.get("collectors") or {}).items()):
             out.print(f"    {c:18} {r.get('status')}" + (f": {r['error']}" if r.get("error") else ""))
+    if s.get("coverage"):
+        out.print(f"  coverage   {s['coverage']['reason']}" +
+                  (f"; {s['inactive_slots']} slot(s) of collectors not active then" if s.get("inactive_slots") else ""),
+                  soft_wrap=True, markup=False)
     for f in s["failed_slots"]:
-        out.print(f"  failed slot {f['slot']}: {f['error']}")
+        out.print(f"  {f['status']} slot {f['slot']}: {f['error']}", soft_wrap=True, markup=False)
     for k, v in s["outputs"].items():
         out.print(f"  {k:14} {v}")
