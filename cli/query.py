@@ -100,7 +100,14 @@ def write(table, fmt: str, out: Path | None) -> None:
         pacsv.write_csv(_flat(table), b)
         buf.write(b.getvalue().decode())
     elif fmt == "json":
-        json.dump(table.to_pylist(), buf, indent=1, default=str)
+        import pyarrow as pa
+
+        maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+        rows = table.to_pylist()
+        for r in rows:  # a map as a JSON object, as in the csv and table formats
+            for m in maps:
+                r[m] = None if r[m] is None else dict(r[m])
+        json.dump(rows, buf, indent=1, default=str)
         buf.write("\n")
     else:
         _table(table, buf)
@@ -110,22 +117,48 @@ def write(table, fmt: str, out: Path | None) -> None:
         atomic.write_text(out, buf.getvalue())
 
 
+def _nested(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t) or pa.types.is_map(t)
+
+
+def _json_cell(v, t) -> str:
+    """A list, struct or map value as JSON text: the same spelling in the csv and table formats
+    (a map, which Arrow hands out as (key, value) pairs, as a JSON object)."""
+    import pyarrow as pa
+
+    if pa.types.is_map(t):
+        v = dict(v)
+    return json.dumps(v, default=str)
+
+
 def _flat(table):
-    """CSV has no lists: list columns become '[1, 2, 3]' text."""
+    """CSV has no nested values: list, struct and map columns become JSON text."""
     import pyarrow as pa
 
     cols = []
     for col in table.columns:
-        if pa.types.is_list(col.type) or pa.types.is_large_list(col.type) or pa.types.is_struct(col.type):
-            col = pa.array([None if v is None else json.dumps(v) for v in col.to_pylist()], pa.string())
+        if _nested(col.type):
+            col = pa.array([None if v is None else _json_cell(v, col.type) for v in col.to_pylist()], pa.string())
         cols.append(col)
     return pa.table(cols, names=table.column_names)
 
 
+def _cell(v, t) -> str:
+    if v is None:
+        return "NULL"  # an empty string prints as nothing: the two stay apart
+    if _nested(t):
+        return _json_cell(v, t)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.6g}"
+    return str(v)
+
+
 def _table(table, buf) -> None:
     """A boxed text table, columns as wide as their widest cell (no wrapping)."""
-    rows = [["" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()]
-            for r in table.to_pylist()]
+    types = [f.type for f in table.schema]
+    rows = [[_cell(v, t) for v, t in zip(r.values(), types)] for r in table.to_pylist()]
     widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(table.column_names)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
     fmt = lambda cells: "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|\n"

@@ -74,3 +74,23 @@ def test_a_copied_data_dir_says_to_rebuild_its_warehouse(month, tmp_path, capsys
     capsys.readouterr()
     assert cli(["query", "--data-dir", str(copy), "--sql", "SELECT count(*) AS n FROM pairs", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == ["\"n\"", "2167"]
+
+
+def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsys):
+    """The manifest's MAP column `skipped` in csv and table form (csv crashed on it), as the
+    same JSON text in both; NULL and '' apart; a large double without an exponent."""
+    import json
+
+    from cli.main import main as cli
+
+    sql = ("SELECT slot, skipped, NULL AS nothing, '' AS empty, 1234567.0::DOUBLE AS big FROM manifest "
+           "ORDER BY slot")
+    assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '"slot","skipped","nothing","empty","big"'
+    assert lines[1] == '"route-views2@20260730T1400","{}",,"",1234567'
+    assert cli(["query", "--data-dir", str(month), "--sql", sql]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[3] == "| route-views2@20260730T1400 | {}      | NULL    |       | 1234567 |"
+    assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["skipped"] == {}  # a JSON object in every format
