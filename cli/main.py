@@ -22,9 +22,28 @@ READERS = ("query", "report", "advise", "export")
 COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export")
 
 
+class _Help(argparse.HelpFormatter):
+    """Wraps help at spaces only: `YYYY-MM`, `route-views2` and `2009-06..2014-06` stay whole."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the project's one-line errors: `error: PROG: what (see PROG --help)`,
-    exit 2, instead of a usage block (subcommands inherit it)."""
+    exit 2, instead of a usage block, and help wrapped at spaces only (subcommands inherit both)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")

@@ -33,4 +33,4 @@ def require(root: str | Path, month: str) -> None:
     if month not in have:
         span = f"{have[0]}..{have[-1]}" if have else "none"
         raise NoResults(f"month {month}: no published results in {root} (published months: {span}; "
-                        "run congruency compare first)")
+                        "run congruency run for the month first)")

@@ -157,7 +157,7 @@ def resolve_month(cfg: Config, month: str | None) -> str:
     if month is None:
         months = published.months(_root(cfg))
         if not months:
-            raise HintError(f"{_root(cfg)}: no published month (run congruency compare first)")
+            raise HintError(f"{_root(cfg)}: no published month (run congruency run for the month first)")
         return months[-1]
     try:
         parse_month(str(month))

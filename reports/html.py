@@ -370,7 +370,7 @@ def trend_figures(con) -> tuple[list[dict], list[Figure]]:
 def trend_html(con) -> str:
     ms, figs = trend_figures(con)
     if not ms:
-        raise ReportError("no published months (run congruency compare first)")
+        raise ReportError("no published months (run congruency run for the month first)")
     intro = f"{len(ms)} published months, {ms[0]['month']} to {ms[-1]['month']}."
     return _page("IPv4/IPv6 AS-path congruency across months", intro, ["<h2>Figures</h2>", *map(_figure_html, figs)])
 

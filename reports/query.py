@@ -150,10 +150,17 @@ def _check_read_only(con, s) -> None:
             inner = []
         kinds = [str(i.type).rsplit(".", 1)[-1] for i in inner]
         if kinds != ["SELECT"]:
-            what = kinds[0] if len(kinds) == 1 else "statement"
-            raise QueryError(f"--sql: refused EXPLAIN of a {what}: the warehouse is read-only (SELECT only)")
+            what = f"{kinds[0]} statement" if len(kinds) == 1 else "statement"
+            raise QueryError(f"--sql: refused EXPLAIN of {_article(what)} {what}: the warehouse is read-only "
+                             "(SELECT only)")
     elif kind not in READ_ONLY_KINDS:
-        raise QueryError(f"--sql: refused a {kind} statement: the warehouse is read-only (SELECT only)")
+        first = (s.query.split() or [kind])[0].upper()
+        word = first if first.isalpha() and first != kind else kind  # INSTALL parses as a LOAD statement
+        raise QueryError(f"--sql: refused {_article(word)} {word} statement: the warehouse is read-only (SELECT only)")
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].upper() in "AEIOU" else "a"
 
 
 def _run(con, sql: str, params):

@@ -102,7 +102,7 @@ def create_views(con, schema: str, root: Path) -> dict[str, str]:
     """Create one documented view per published table in `schema` of `con`; returns name -> glob."""
     tables = published(root)
     if not tables:
-        raise WarehouseError(f"{root}: no published tables (run congruency ingest and compare first)")
+        raise WarehouseError(f"{root}: no published tables (run congruency run for a month first)")
     for name, g in tables.items():  # DOCS order: manifest before rib_entries
         doc = DOCS[name]
         con.execute(view_sql(schema, name, g, "manifest" in tables))
