@@ -23,6 +23,7 @@ REFERENCE_2014 = {
     "shared_2plus": "8%",
     "adjacent": "91%",
     "vp_range": "27-91%",
+    "non_adopter": "about 70% in 2009, below 40% in 2014",
 }
 #: Cleaning rules in the order they apply (METHOD.md step 1) and the funnel stage each leaves.
 CLEANING = (
@@ -190,7 +191,7 @@ def _headline(s: dict) -> str:
          _pct(s["shared_all_adjacent_fraction"]), REFERENCE_2014["adjacent"]),
         ("Per-VP non-congruent fraction, min-max",
          f"{_pct(s['vp_noncongruent_min'])}-{_pct(s['vp_noncongruent_max'])}", REFERENCE_2014["vp_range"]),
-        ("Non-congruent pairs with an IPv6 non-adopter", _pct(s["non_adopter_fraction"]), "not reported"),
+        ("Non-congruent pairs with an IPv6 non-adopter", _pct(s["non_adopter_fraction"]), REFERENCE_2014["non_adopter"]),
     ]
     body = "".join(f"<tr><th scope='row'>{html.escape(a)}</th><td>{html.escape(b)}</td><td>{html.escape(c)}</td></tr>"
                    for a, b, c in rows)
@@ -302,8 +303,10 @@ def month_html(con, month: str) -> str:
         "<h2>Figures</h2>", *map(_figure_html, figs),
         "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
     ]
-    intro = (f"{summary['vps_with_pairs']} vantage points with pairs, {summary['pairs']:,} pairs "
-             f"to {summary['destinations']:,} dual-stacked destinations.")
+    reached = _rows(con, "SELECT count(DISTINCT dest_asn) AS n FROM pairs WHERE month = $month", {"month": month})[0]["n"]
+    intro = (f"{summary['vps_with_pairs']} vantage points with pairs, {summary['pairs']:,} pairs to {reached:,} "
+             f"destinations, of the month's {summary['destinations']:,} dual-stacked destinations (origin ASes "
+             f"seen in both families; those no default-free VP reaches in both form no pair).")
     return _page(f"IPv4/IPv6 AS-path congruency, {month}", intro, sections)
 
 
