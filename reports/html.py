@@ -295,9 +295,31 @@ def _figure_html(f: Figure) -> str:
     return f"<figure>{div}<figcaption>{html.escape(f.caption)}</figcaption></figure>"
 
 
+def _provenance(con, month: str) -> str:
+    """What produced the month (its provenance row), so a lenient month never reads as a strict one."""
+    if "provenance" not in warehouse.views(con):
+        return "<p class='note'>Provenance: not recorded (published before provenance existed).</p>"
+    rows = _rows(con, "SELECT * FROM provenance WHERE month = $month", {"month": month})
+    if not rows:
+        return "<p class='note'>Provenance: not recorded for this month.</p>"
+    p = rows[0]
+    lenient = " (lenient: the study's is 0.9)" if p["min_coverage"] < 0.9 else ""
+    gaps = ""
+    if p["snapshots_missing"] or p["snapshots_failed"]:
+        gaps = (f"; <b>{len(p['snapshots_missing'])} missing and {len(p['snapshots_failed'])} failed "
+                f"snapshot(s)</b>: {html.escape(', '.join((p['snapshots_missing'] + p['snapshots_failed'])[:8]))}"
+                + (" ..." if len(p["snapshots_missing"]) + len(p["snapshots_failed"]) > 8 else ""))
+    return (f"<p id='provenance' class='note'>Provenance: {len(p['snapshots_used'])} snapshot(s) of "
+            f"{html.escape(', '.join(p['collectors']))} ({p['entries']:,} entries){gaps}; coverage threshold "
+            f"<b>{p['min_coverage']:g}</b>{lenient}; engine {html.escape(p['engine'])}; method "
+            f"{html.escape(p['method_version'])}; code {html.escape(p['project_version'])}; published "
+            f"{html.escape(str(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
+
+
 def month_html(con, month: str) -> str:
     summary, vps, figs = month_figures(con, month)
     sections = [
+        _provenance(con, month),
         "<h2>Headline numbers</h2>", _headline(summary),
         "<p class='note'>2014 reference: the 2014 study's section III figures (72 VPs).</p>",
         "<h2>Figures</h2>", *map(_figure_html, figs),

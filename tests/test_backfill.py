@@ -291,3 +291,8 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
     assert p["engine"] == "duckdb" and p["project_version"]
     cov = json.loads(p["coverage_policy"])
     assert cov["missing"] == ["rrc00@20260730T1400"] and cov["go_on"] and cov["policy"]["tolerate_failures"]
+    # The month report says it in its header: a lenient month never reads as a strict one.
+    page = (data / "reports" / "month=2026-07" / "report.html").read_text()
+    assert ("Provenance: 2 snapshot(s) of route-views2, route-views6 (843,626 entries); <b>1 missing and 0 "
+            "failed snapshot(s)</b>: rrc00@20260730T1400; coverage threshold <b>0</b> (lenient: the study's is 0.9)"
+            ) in page
