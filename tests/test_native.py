@@ -86,9 +86,9 @@ def test_a_file_that_is_not_mrt_or_has_garbage_after_the_stream(tmp_path):
     assert decode(tmp_path / "cut.gz") == "truncated gzip stream (download cut short?)"
 
 
-def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
+def multistream_files(tmp_path: Path) -> tuple[Path, Path]:
     """pbzip2/lbzip2-style .bz2 (3 streams) and concatenated .gz (2 members), cut at record
-    boundaries from the real route-views6 RIB: every entry, as from the original file."""
+    boundaries from the real route-views6 RIB."""
     raw = bz2.decompress(RV6_2026.read_bytes())
     b = boundaries(raw)
     cuts = [0, b[len(b) // 3], b[2 * len(b) // 3], len(raw)]
@@ -97,6 +97,12 @@ def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
     three_bz2.write_bytes(b"".join(bz2.compress(p, 1) for p in parts))
     two_gz = tmp_path / "rib.20260730.1400.gz"
     two_gz.write_bytes(gzip.compress(parts[0], 1, mtime=0) + gzip.compress(parts[1] + parts[2], 1, mtime=0))
+    return three_bz2, two_gz
+
+
+def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
+    """Multi-stream and multi-member files (multistream_files): every entry, as from the original file."""
+    three_bz2, two_gz = multistream_files(tmp_path)
     whole, whole_stats = decode(RV6_2026)
     for f in (three_bz2, two_gz):
         table, stats = decode(f)

@@ -9,8 +9,6 @@ archive as the source.
 """
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
 import os
 import subprocess
@@ -21,7 +19,7 @@ import pytest
 
 from tests.shared import ARCHIVE, EDGE, FAULTY, RV2_2026, RV6_2026, needs_data
 from tests.test_ingest import ARCHIVE_RIBS, EDGE_RIBS, decode_all
-from tests.test_native import _decode_file, boundaries
+from tests.test_native import _decode_file, multistream_files
 
 pytestmark = needs_data
 
@@ -45,14 +43,7 @@ def test_rows_equal_the_native_decoders(path):
 
 
 def test_multistream_and_multimember_files(tmp_path):
-    raw = bz2.decompress(RV6_2026.read_bytes())
-    b = boundaries(raw)
-    cuts = [0, b[len(b) // 3], b[2 * len(b) // 3], len(raw)]
-    parts = [raw[x:y] for x, y in zip(cuts, cuts[1:])]
-    three = tmp_path / "rib.20260730.1400.bz2"
-    three.write_bytes(b"".join(bz2.compress(p, 1) for p in parts))
-    two = tmp_path / "rib.20260730.1400.gz"
-    two.write_bytes(gzip.compress(parts[0], 1, mtime=0) + gzip.compress(parts[1] + parts[2], 1, mtime=0))
+    three, two = multistream_files(tmp_path)
     whole = decode_all(RV6_2026, "native")
     for f in (three, two):
         stats, decoded, table = _decode_file(f, "pybgpstream", tmp_path)
