@@ -296,3 +296,14 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
     assert ("Provenance: 2 snapshot(s) of route-views2, route-views6 (843,626 entries); <b>1 missing and 0 "
             "failed snapshot(s)</b>: rrc00@20260730T1400; coverage threshold <b>0</b> (lenient: the study's is 0.9)"
             ) in page
+
+
+@needs_data
+def test_only_one_step_succeeds_when_that_step_does(tmp_path):
+    """`run --only ingest --json`: ok and exit 0 once ingest is done, though nothing is compared yet."""
+    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+                        "14:00", "--archive-root", str(ARCHIVE), "--data-dir", str(tmp_path / "data"),
+                        "--only", "ingest", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(r.stdout)
+    assert s["ok"] is True and s["steps"]["ingest"]["status"] == "done" and s["pairs"] is None
