@@ -15,6 +15,26 @@ Class (from one IPv4 path and one IPv6 path from the same source AS):
 - `shared-core`: shared ASes exist and at least one is not adjacent on both paths
   (`shared_adjacent = false`).
 - `unknown`: the question is valid but the data can't answer it; `reason` says why.
+
+Sources that are not vantage points (`advise --from ASN` where no VP has that ASN). BGP
+speakers export only their best path, so a VP path that crosses the source S shows S's own
+route from S on; nothing else in the data does. The rule (open choices marked *choice*):
+1. Proxies. The VPs whose path to the destination crosses S ("through" proxies). Only when
+   none shows S's route in both families: the VPs seen right AFTER S on a month's path
+   ([.., S, U, ..]: S hands traffic to U, so U is S's provider or peer: an "upstream"),
+   with S put in front of their paths (*choice*: the guess that S uses U for this
+   destination). A VP that routes THROUGH S (seen right before it) is S's customer or
+   peer, never its upstream: its own paths are not S's paths.
+2. Each proxy's two paths are built the same way (`from_source`): both from S on, or both
+   with S in front. When one family crosses S and the other would be a guess, the guess is
+   dropped and that family is unknown for this proxy.
+3. Combining proxies that give a class (`combine_proxies`): the most cautious class among
+   them (congruent, then shared-core, shared-edge, disjoint: the order of less to more
+   aggregation), with the share of proxies that agree with it (*choice*: the cautious
+   class rather than the majority, so no proxy's evidence of a shared AS is outvoted).
+4. Confidence is the shown proxy's confidence x PROXY_FACTOR x that agreement; when the
+   proxies disagree or the confidence is below PROXY_MIN_CONFIDENCE, an `aggregate` advice
+   falls back to `backup` (`advice(..., cautious=why)`).
 """
 from __future__ import annotations
 
@@ -34,6 +54,10 @@ LOWER_BOUND = (
 )
 #: Confidence is multiplied by this when the source is not a VP and a proxy VP's paths stand in.
 PROXY_FACTOR = 0.5
+#: Below this confidence a proxy-based `aggregate` advice is held back to `backup`.
+PROXY_MIN_CONFIDENCE = 0.25
+#: Classes from less to more cautious advice (aggregate, aggregate, backup, single-path).
+CAUTION = ("disjoint", "shared-edge", "shared-core", "congruent")
 
 #: MPT (GRE-in-UDP multipath tunnels) path status codes (its STAT_* values).
 MPT_STATUS_OK = 0
@@ -100,6 +124,35 @@ def confidence(stability_v4: float | None, stability_v6: float | None, snapshots
     return round(c, 6)
 
 
+def from_source(src: int, v4: Sequence[int] | None, v6: Sequence[int] | None,
+                upstream: bool) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """A proxy VP's IPv4 and IPv6 paths as the non-VP source `src`'s (rule 2 above): a path
+    that crosses `src` from `src` on; else, only for an upstream VP, `src` in front. Both
+    families are built the same way: a guess beside an observed route is dropped (None)."""
+    def build(p):
+        if p is None:
+            return None, None
+        p = tuple(p)
+        if src in p[1:]:
+            return "through", p[p.index(src):]
+        return ("upstream", (src, *p)) if upstream else (None, None)
+
+    (k4, q4), (k6, q6) = build(v4), build(v6)
+    if k4 and k6 and k4 != k6:
+        q4, q6 = (None, q6) if k4 == "upstream" else (q4, None)
+    return q4, q6
+
+
+def combine_proxies(classes: Sequence[str]) -> tuple[str, float]:
+    """(the most cautious class, the share of proxies that give it) over the known classes
+    of a non-VP source's proxies (rule 3 above); ("unknown", 0.0) when none is known."""
+    known = [c for c in classes if c in CAUTION]
+    if not known:
+        return "unknown", 0.0
+    cls = max(known, key=CAUTION.index)
+    return cls, known.count(cls) / len(known)
+
+
 @dataclass(frozen=True)
 class Advice:
     """What to configure; every value is true for upstream Linux MPTCP and for MPT."""
@@ -123,8 +176,11 @@ class Advice:
 
 
 @functools.lru_cache(maxsize=None)
-def advice(cls: str, primary: int | None) -> Advice:
+def advice(cls: str, primary: int | None, cautious: str | None = None) -> Advice:
     """Mode and settings for a class; `primary` is the family kept when only one is used.
+    `cautious` says why an `aggregate` advice must not be trusted (a proxy source whose
+    proxies disagree or whose confidence is low): it becomes `backup`, the reason in its
+    rationale.
 
     disjoint -> aggregate (no shared AS: the case where aggregation works best);
     shared-edge -> aggregate (the shared AS sits next to an end, often the access provider:
@@ -140,7 +196,18 @@ def advice(cls: str, primary: int | None) -> Advice:
     status: dict[int, int | None] = {4: None, 6: None}
     mpt_both = ("MPTCP for TCP; MPT (GRE-in-UDP tunnel; measured over 96% efficient on IPv4 underlays "
                 "and over 91% on IPv6) to carry UDP as well")
-    if cls in ("disjoint", "shared-edge"):
+    if cls in ("disjoint", "shared-edge") and cautious and primary is not None:
+        mode = "backup"
+        flags[primary], weight[primary], status[primary] = "subflow", MPT_WEIGHT_PRIMARY, MPT_STATUS_OK
+        flags[other], weight[other], status[other] = "subflow backup", MPT_WEIGHT_BACKUP, MPT_STATUS_DISABLED
+        pm = (f"in-kernel path manager: IPv{primary} endpoint 'subflow', IPv{other} endpoint "
+              f"'subflow backup' (the server 'signal backup's its IPv{other} address)")
+        cc = _CC_UPSTREAM
+        transport = mpt_both + (" (MPT has no standby state: the backup path is written "
+                                "disabled, status 255; set status 0 to fail over)")
+        rationale = (f"The paths look {cls}, but {cautious}, so IPv{other} is kept as a backup "
+                     f"for IPv{primary} rather than aggregated.")
+    elif cls in ("disjoint", "shared-edge"):
         mode = "aggregate"
         for a in (4, 6):
             flags[a], weight[a], status[a] = "subflow fullmesh", MPT_WEIGHT_PRIMARY, MPT_STATUS_OK
@@ -269,12 +336,19 @@ def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None
                 hops_v4: int | None, hops_v6: int | None, snapshots: int | None,
                 month_snapshots: int | None, proxy: bool = False, agreement: float = 1.0) -> dict:
     """Everything a hint derives from its class and its paths' numbers (the columns of the
-    `hints` table after the paths): one composition for the table and for `advise`."""
+    `hints` table after the paths): one composition for the table and for `advise`. A proxy
+    hint whose proxies disagree or whose confidence is low gets the cautious advice."""
     primary = primary_afi(stability_v4, stability_v6, hops_v4, hops_v6)
     conf = 0.0 if cls == "unknown" else confidence(
         stability_v4, stability_v6, snapshots, month_snapshots, proxy, agreement)
+    why = None
+    if proxy and cls != "unknown":
+        if agreement < 1:
+            why = f"only {agreement:.0%} of the proxy VPs agree on the class"
+        elif conf < PROXY_MIN_CONFIDENCE:
+            why = f"the confidence {conf:.2f} is below {PROXY_MIN_CONFIDENCE}"
     return {"hint_class": cls, "confidence": conf, "primary_afi": primary,
-            **advice(cls, primary).as_dict(), "caveat": LOWER_BOUND}
+            **advice(cls, primary, why).as_dict(), "caveat": LOWER_BOUND}
 
 
 # ------------------------------------------------------------------ the same, over arrays

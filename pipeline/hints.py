@@ -245,13 +245,6 @@ def _unknown(h: dict, reason: str, stab4=None, stab6=None, hops4=None, hops6=Non
     return h
 
 
-def _as_source(path: Sequence[int], src: int) -> list[int]:
-    """A proxy VP's path seen from the source: from the source on if it is on the path,
-    else the source prepended (its traffic enters the path through that upstream VP)."""
-    path = list(path)
-    return path[path.index(src):] if src in path else [src, *path]
-
-
 class _Month:
     """The month's paths and VPs, read once per question with DuckDB."""
 
@@ -269,11 +262,19 @@ class _Month:
             [asn, asn]).fetchall()[0]
         return bool(on), bool(origin)
 
+    def through_vps(self, asn: int, dests: set[int]) -> list[tuple[str, int]]:
+        """VPs whose path to one of `dests` crosses `asn`: they show its own route."""
+        return sorted((g, int(a)) for g, a in self.con.execute(f"""
+            SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})
+            WHERE dest_asn IN ({",".join(str(int(d)) for d in dests)}) AND list_position(path, ?::BIGINT) > 1""",
+            [asn]).fetchall())
+
     def upstream_vps(self, asn: int) -> list[tuple[str, int]]:
-        """VPs seen right before `asn` on the month's paths (its direct upstreams)."""
+        """VPs seen right after `asn` on the month's paths: `asn` hands traffic to them, so
+        each is its provider or peer (a VP seen right before it routes through it instead)."""
         ups = {int(r[0]) for r in self.con.execute(f"""
-            SELECT DISTINCT path[list_position(path, ?::BIGINT) - 1] FROM read_parquet({quote(self.paths)})
-            WHERE list_position(path, ?::BIGINT) > 1""", [asn, asn]).fetchall()}
+            SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM read_parquet({quote(self.paths)})
+            WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
         return sorted(vp for vp in self.vps if vp[1] in ups)
 
     def paths_of(self, vps: list[tuple[str, int]], dests: set[int]) -> dict:
@@ -290,14 +291,20 @@ class _Month:
         return {(g, int(a), int(d), int(afi)): (tuple(int(x) for x in p), s, n) for g, a, d, afi, p, s, n in rows}
 
 
-def _hint_via(m: _Month, src: int, vp: tuple[str, int], proxy: bool, d4: int, d6: int, paths: dict) -> dict:
+def _hint_via(m: _Month, src: int, vp: tuple[str, int], proxy: str | None, d4: int, d6: int,
+              paths: dict) -> dict:
+    """The hint from one VP's paths: the source's own, or (proxy "through"/"upstream") a
+    proxy VP's seen from the source (selector.from_source)."""
     h = _empty_hint(m.month, src)
-    h.update(vp_group=vp[0], vp_asn=vp[1], via_proxy=proxy, dest_asn=d4, dest_asn_v6=d6)
+    h.update(vp_group=vp[0], vp_asn=vp[1], via_proxy=proxy is not None, dest_asn=d4, dest_asn_v6=d6)
     p4, p6 = paths.get((*vp, d4, 4)), paths.get((*vp, d6, 6))
+    if proxy:
+        q4, q6 = selector.from_source(src, p4 and p4[0], p6 and p6[0], proxy == "upstream")
+        p4, p6 = (p4 and q4 and (q4, *p4[1:])), (p6 and q6 and (q6, *p6[1:]))
     if p4:
-        h.update(v4_path=_as_source(p4[0], src) if proxy else list(p4[0]), stability_v4=p4[1])
+        h.update(v4_path=list(p4[0]), stability_v4=p4[1])
     if p6:
-        h.update(v6_path=_as_source(p6[0], src) if proxy else list(p6[0]), stability_v6=p6[1])
+        h.update(v6_path=list(p6[0]), stability_v6=p6[1])
     hops4 = len(h["v4_path"]) - 1 if p4 else None
     hops6 = len(h["v6_path"]) - 1 if p6 else None
     who = f"VP {vp[0]}:AS{vp[1]}" + (f" (proxy for AS{src})" if proxy else "")
@@ -309,7 +316,7 @@ def _hint_via(m: _Month, src: int, vp: tuple[str, int], proxy: bool, d4: int, d6
     cls, shared = selector.classify(h["v4_path"], h["v6_path"], src, d4, d6)
     h["shared_asns"] = shared
     h["snapshots"] = min(p4[2], p6[2])
-    h.update(selector.hint_fields(cls, p4[1], p6[1], hops4, hops6, h["snapshots"], m.snapshots, proxy))
+    h.update(selector.hint_fields(cls, p4[1], p6[1], hops4, hops6, h["snapshots"], m.snapshots, bool(proxy)))
     return h
 
 
@@ -341,32 +348,58 @@ def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
     if src.asn in (d4, d6):
         return _unknown(h, f"the source AS{src.asn} is the destination")
     vps = sorted(vp for vp in m.vps if vp[1] == src.asn and (src.group is None or vp[0] == src.group))
-    proxy = not vps
     if src.group is not None and not vps:
         raise HintError(f"--from: {src.group}:AS{src.asn} is not a vantage point in {m.month}")
-    if proxy:
-        vps = m.upstream_vps(src.asn)
-        if not vps:
-            return _unknown(h, f"AS{src.asn} is not a vantage point in {m.month} and no vantage point "
-                               "is seen right before it on the month's paths")
-    paths = m.paths_of(vps, {d4, d6})
-    cands = [_hint_via(m, src.asn, vp, proxy, d4, d6, paths) for vp in vps]
-    known = [c for c in cands if c["hint_class"] != "unknown"]
-    best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
-    if proxy:
-        agree = sum(c["hint_class"] == best["hint_class"] for c in known) / len(known) if known else 0.0
-        best["proxies"] = sorted({vp[1] for vp in vps})
-        if known:
-            best["confidence"] = selector.confidence(best["stability_v4"], best["stability_v6"], best["snapshots"],
-                                                     m.snapshots, proxy=True, agreement=agree)
-        notes.append(f"AS{src.asn} is not a vantage point: the paths are those of its upstream "
-                     f"VP {best['vp_group']}:AS{best['vp_asn']} with AS{src.asn} in front "
-                     f"({len(vps)} upstream VP(s), {agree:.0%} agree on the class); lower confidence")
-    elif len(vps) > 1:
-        notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
+    if vps:
+        cands = [_hint_via(m, src.asn, vp, None, d4, d6, m.paths_of(vps, {d4, d6})) for vp in vps]
+        known = [c for c in cands if c["hint_class"] != "unknown"]
+        best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
+        if len(vps) > 1:
+            notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
+    else:
+        best = _proxy_hint(m, src.asn, d4, d6, notes)
     for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
         best[k] = h[k]
     best["notes"] = notes
+    return best
+
+
+def _proxy_hint(m: _Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
+    """The hint of a source that is no VP, from proxy VPs (the rule in congruency/selector.py):
+    VPs whose paths cross it first; only when none shows both families, its upstream VPs."""
+    tried = []
+    for kind, find in (("through", lambda: m.through_vps(src, {d4, d6})), ("upstream", lambda: m.upstream_vps(src))):
+        vps = find()
+        cands = [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, {d4, d6})) for vp in vps]
+        if any(c["hint_class"] != "unknown" for c in cands):
+            break
+        tried.append((kind, cands))
+    else:  # no proxy gives a class: the first kind that has proxies says why
+        kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
+    if not cands:
+        h = _empty_hint(m.month, src)
+        h.update(dest_asn=d4, dest_asn_v6=d6)
+        return _unknown(h, f"AS{src} is not a vantage point in {m.month}, no vantage point's path to "
+                           "the destination crosses it and none is seen right after it on the month's paths")
+    known = [c for c in cands if c["hint_class"] != "unknown"]
+    cls, agree = selector.combine_proxies([c["hint_class"] for c in known])
+    pick = [c for c in known if c["hint_class"] == cls] or cands
+    best = min(pick, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
+    best["proxies"] = sorted({c["vp_asn"] for c in cands})
+    if known:
+        hops4, hops6 = len(best["v4_path"]) - 1, len(best["v6_path"]) - 1
+        best.update(selector.hint_fields(cls, best["stability_v4"], best["stability_v6"], hops4, hops6,
+                                         best["snapshots"], m.snapshots, proxy=True, agreement=agree))
+        split = ", ".join(f"{n} {c}" for c, n in sorted(
+            {c: sum(k["hint_class"] == c for k in known) for c in selector.CAUTION}.items(),
+            key=lambda kv: selector.CAUTION.index(kv[0])) if n)
+    how = (f"the paths of VP {best['vp_group']}:AS{best['vp_asn']}, whose route crosses AS{src}, from AS{src} on"
+           if kind == "through" else
+           f"AS{src} in front of the paths of its upstream VP {best['vp_group']}:AS{best['vp_asn']}")
+    notes.append(f"AS{src} is not a vantage point: {how}; "
+                 + (f"{len(known)} of {len(cands)} proxy VP(s) give a class ({split}): the most cautious "
+                    f"is used, {agree:.0%} agree; lower confidence" if known else
+                    f"none of its {len(cands)} proxy VP(s) shows both families"))
     return best
 
 

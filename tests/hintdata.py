@@ -39,10 +39,13 @@ PATHS = {
     (20, 100): ([20, 1, 100], [20, 2, 100]),
     (20, 700): ([20, 30, 700], [20, 30, 700]),            # AS30 (no VP) right after VP 20
     (20, 400): ([20, 2, 400], [20, 2, 400]),
+    (20, 300): ([20, 5, 6, 9, 300], [20, 5, 7, 9, 300]),  # AS5 (no VP) after VP 20, as after VP 10
+    (10, 800): ([10, 40, 20, 800], None),                 # AS40 (no VP) hands traffic to VP 20
 }
 CLASSES = {
     (10, 100): "disjoint", (10, 200): "shared-edge", (10, 300): "shared-core", (10, 400): "congruent",
     (10, 600): "shared-core", (20, 100): "disjoint", (20, 700): "congruent", (20, 400): "congruent",
+    (20, 300): "shared-edge",
 }
 
 

@@ -179,7 +179,7 @@ def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     got = {(r["vp_asn"], r["dest_asn"]): r["hint_class"]
            for r in pq.read_table(quoted / "hints" / f"month={MONTH}").to_pylist()}
     assert got == CLASSES
-    [h] = hints.advise(cfg, "30", "100")["hints"]  # the proxy path reads paths and vps too
+    [h] = hints.advise(cfg, "40", "100")["hints"]  # the proxy path reads paths and vps too
     assert (h["via_proxy"], h["vp_asn"], h["hint_class"]) == (True, 20, "shared-edge")
 
 
@@ -198,20 +198,56 @@ def test_advise_vp_matches_table_and_method(synth):
 
 
 def test_advise_proxy_source(synth):
+    """Sources that are no VP (the rule in congruency/selector.py's docstring)."""
     data, _ = synth
-    [h] = hints.advise(cfg_for(data), "30", "100")["hints"]
-    # AS30 is no VP; VP 20 is seen right before it, so VP 20's paths stand in, with AS30 in front
+    cfg = cfg_for(data)
+    # AS40 hands traffic to VP 20 ([10, 40, 20, 800]): VP 20 is its upstream, and no path to
+    # AS100 crosses AS40, so both families are VP 20's paths with AS40 in front
+    [h] = hints.advise(cfg, "40", "100")["hints"]
     assert (h["via_proxy"], h["vp_asn"], h["proxies"]) == (True, 20, [20])
-    assert (h["v4_path"], h["v6_path"]) == ([30, 20, 1, 100], [30, 20, 2, 100])
-    assert (h["hint_class"], h["shared_asns"]) == ("shared-edge", [20])
-    assert h["confidence"] == pytest.approx(0.5) and any("not a vantage point" in n for n in h["notes"])
-    # AS1 is right after VPs 10 and 20; it is on their IPv4 paths (taken from AS1 on) but not
-    # on their IPv6 paths (AS1 in front): disjoint through both; VP 20 is the more stable
-    [h] = hints.advise(cfg_for(data), "1", "100")["hints"]
-    assert (h["proxies"], h["vp_asn"], h["hint_class"]) == ([10, 20], 20, "disjoint")
-    assert (h["v4_path"], h["v6_path"], h["confidence"]) == ([1, 100], [1, 20, 2, 100], 0.5)
-    [h] = hints.advise(cfg_for(data), "100", "400")["hints"]  # AS100 has no VP upstream
+    assert (h["v4_path"], h["v6_path"]) == ([40, 20, 1, 100], [40, 20, 2, 100])
+    assert (h["hint_class"], h["shared_asns"], h["mode"]) == ("shared-edge", [20], "aggregate")
+    assert h["confidence"] == pytest.approx(0.5) and any("upstream VP rrc00:AS20" in n for n in h["notes"])
+    # AS30 is seen only right AFTER VP 20 ([20, 30, 700]): VP 20 routes through it (a customer
+    # or peer of AS30, not its upstream) and no path to AS100 crosses it: no answer
+    [h] = hints.advise(cfg, "30", "100")["hints"]
+    assert h["hint_class"] == "unknown" and h["mode"] == "single-path" and "crosses it" in h["reason"]
+    # ...but VP 20's path to AS700 crosses AS30 in both families: its own route from AS30 on
+    [h] = hints.advise(cfg, "30", "700")["hints"]
+    assert (h["v4_path"], h["v6_path"], h["hint_class"]) == ([30, 700], [30, 700], "congruent")
+    # AS5 is crossed by VP 10 (IPv4 [5, 6, 300], IPv6 [5, 7, 300]: disjoint) and VP 20 (shared
+    # AS9 next to the destination: shared-edge): the more cautious class, half agree, so the
+    # aggregate advice is held back to backup
+    [h] = hints.advise(cfg, "5", "300")["hints"]
+    assert (h["proxies"], h["vp_asn"], h["hint_class"]) == ([10, 20], 20, "shared-edge")
+    assert (h["v4_path"], h["v6_path"], h["shared_asns"]) == ([5, 6, 9, 300], [5, 7, 9, 300], [9])
+    assert h["mode"] == "backup" and h["mptcp_flags_v6"] == "subflow backup" and h["confidence"] == 0.25
+    assert "only 50% of the proxy VPs agree" in h["rationale"]
+    assert any("1 disjoint, 1 shared-edge" in n for n in h["notes"])
+    # AS1 is on both VPs' IPv4 paths to AS100 but on neither IPv6 path: its IPv6 route is not
+    # seen, and a VP's path is not made up for it (no upstream VP either): IPv4 only
+    [h] = hints.advise(cfg, "1", "100")["hints"]
+    assert (h["hint_class"], h["v4_path"], h["v6_path"]) == ("unknown", [1, 100], None)
+    assert "no IPv6 path" in h["reason"] and (h["mode"], h["mptcp_flags_v4"]) == ("single-path", "subflow")
+    [h] = hints.advise(cfg, "100", "400")["hints"]  # AS100 is only ever an origin
     assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"]
+
+
+def test_proxy_rule_pure_functions():
+    f = selector.from_source
+    assert f(5, [10, 5, 6, 300], [10, 2, 5, 300], False) == ((5, 6, 300), (5, 300))
+    assert f(40, [20, 1, 100], [20, 2, 100], True) == ((40, 20, 1, 100), (40, 20, 2, 100))
+    # built the same way: an observed route beside a guess keeps the route only
+    assert f(40, [20, 40, 100], [20, 2, 100], True) == ((40, 100), None)
+    assert f(40, [20, 1, 100], [20, 2, 100], False) == (None, None)
+    assert f(40, None, [20, 40, 7], False) == (None, (40, 7))
+    assert selector.combine_proxies(["disjoint", "shared-edge", "unknown", "disjoint"]) == ("shared-edge", 1 / 3)
+    assert selector.combine_proxies(["congruent", "shared-core"]) == ("congruent", 0.5)
+    assert selector.combine_proxies(["unknown"]) == ("unknown", 0.0)
+    calm = selector.hint_fields("disjoint", 1.0, 1.0, 2, 2, 2, 2, proxy=True)
+    low = selector.hint_fields("disjoint", 0.4, 1.0, 2, 2, 2, 2, proxy=True)
+    assert (calm["mode"], calm["confidence"], low["mode"], low["confidence"]) == ("aggregate", 0.5, "backup", 0.2)
+    assert "the confidence 0.20 is below 0.25" in low["rationale"]
 
 
 def test_addresses_longest_prefix_match(synth):

@@ -94,3 +94,58 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
     assert table[3] == "| route-views2@20260730T1400 | {}      | NULL    |       | 1234567 |"
     assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["skipped"] == {}  # a JSON object in every format
+
+
+def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int], float]:
+    """The non-VP rule of congruency/selector.py recomputed from the paths table alone:
+    (class, proxies, agreement)."""
+    from congruency.method import shared_adjacent, shared_asns
+
+    by = {(r["vp_group"], r["vp_asn"], r["afi"]): tuple(r["path"]) for r in paths if r["dest_asn"] == dest}
+    vps = sorted({(g, a) for g, a, _ in by})
+    through = [vp for vp in vps if any(src in by.get((*vp, f), ())[1:] for f in (4, 6))]
+    after = {r["path"][i + 1] for r in paths for i in range(len(r["path"]) - 1) if r["path"][i] == src}
+    upstream = sorted({(r["vp_group"], r["vp_asn"]) for r in paths if r["vp_asn"] in after})
+
+    def cls_of(vp, up):
+        got = []
+        for f in (4, 6):
+            p = by.get((*vp, f))
+            if p is None:
+                return None
+            got.append(p[p.index(src):] if src in p[1:] else ((src, *p) if up else None))
+        if None in got or (src in by[(*vp, 4)][1:]) != (src in by[(*vp, 6)][1:]):
+            return None
+        v4, v6 = got
+        if v4 == v6:
+            return "congruent"
+        shared = shared_asns(v4, v6, src, dest)
+        return "disjoint" if not shared else ("shared-edge" if shared_adjacent(v4, v6, shared) else "shared-core")
+
+    for group, up in ((through, False), (upstream, True)):
+        classes = [c for c in (cls_of(vp, up) for vp in group) if c]
+        if classes:
+            order = ["disjoint", "shared-edge", "shared-core", "congruent"]
+            best = max(classes, key=order.index)
+            return best, sorted({a for _, a in group}), classes.count(best) / len(classes)
+    return "unknown", [], 0.0
+
+
+def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
+    """Issue 18: `advise --from 577 --to 812` said disjoint/aggregate though 3 of 5 proxies said
+    shared-edge. Now: the most cautious class, recomputed here from the paths table, and no
+    aggregate advice while the proxies disagree."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    paths = pq.read_table(month / "paths" / "month=2026-07").to_pylist()
+    for src in (577, 3356):
+        r = subprocess.run([sys.executable, "-m", "cli.main", "advise", "--data-dir", str(month), "--from", str(src),
+                            "--to", "812", "--json"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        [h] = json.loads(r.stdout)["hints"]
+        cls, proxies, agree = _proxy_answer(paths, src, 812)
+        assert (h["hint_class"], h["proxies"], h["via_proxy"]) == (cls, proxies, True)
+        assert cls != "unknown" and agree < 1 and h["mode"] != "aggregate"
+        assert h["v4_path"][0] == h["v6_path"][0] == src
