@@ -19,6 +19,9 @@ from common.config import ConfigError, load
 #: Commands that read published tables: they hold common.locks.reading, so a month being
 #: re-published meanwhile is seen whole (all its tables old, or all new).
 READERS = ("query", "report", "advise", "export")
+#: Commands that only read what an earlier one wrote: a data dir that does not exist is a
+#: misspelling, said the same way by each (the others create it).
+NEEDS_DATA = (*READERS, "compare", "sensitivity", "warehouse")
 COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export")
 
 
@@ -79,9 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         d = args.data_dir
         cfg = cfg.with_overrides(data_dir=d if "://" in d else Path(d))
     d = cfg.data_dir
-    if hasattr(args, "data_dir") and not (isinstance(d, str) and "://" in d) and Path(d).exists() \
-            and not Path(d).is_dir():
+    local = hasattr(args, "data_dir") and not (isinstance(d, str) and "://" in d)
+    if local and Path(d).exists() and not Path(d).is_dir():
         console.error(f"--data-dir: {d} is not a folder")
+        return 2
+    if local and args.command in NEEDS_DATA and not Path(d).exists():
+        console.error(f"--data-dir: {d} does not exist (congruency run or ingest creates it; is it misspelled?)")
         return 2
     from contextlib import nullcontext
 

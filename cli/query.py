@@ -74,6 +74,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         return 1
     try:
         table = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
+    except query.BadValue as exc:
+        console.error(str(exc))
+        return 2
     except query.QueryError as exc:
         console.error(str(exc))
         return 1
@@ -107,7 +110,7 @@ def write(table, fmt: str, out: Path | None) -> None:
         for r in rows:  # a map as a JSON object, as in the csv and table formats
             for m in maps:
                 r[m] = None if r[m] is None else dict(r[m])
-        json.dump(rows, buf, indent=1, default=str)
+        json.dump(rows, buf, indent=1, default=_plain)
         buf.write("\n")
     else:
         _table(table, buf)
@@ -130,17 +133,37 @@ def _json_cell(v, t) -> str:
 
     if pa.types.is_map(t):
         v = dict(v)
-    return json.dumps(v, default=str)
+    return json.dumps(v, default=_plain)
+
+
+def _iso(v) -> str:
+    """A timestamp as ISO 8601 UTC (2026-07-30T14:00:00Z), the one spelling in every format
+    (naive timestamps are UTC, as every table stores them)."""
+    from datetime import timezone
+
+    if v.tzinfo is not None:
+        v = v.astimezone(timezone.utc)
+    return v.strftime("%Y-%m-%dT%H:%M:%S") + (f".{v.microsecond:06d}" if v.microsecond else "") + "Z"
+
+
+def _plain(v):
+    """JSON's fallback: timestamps as _iso, anything else (decimals, dates) as its text."""
+    from datetime import datetime
+
+    return _iso(v) if isinstance(v, datetime) else str(v)
 
 
 def _flat(table):
-    """CSV has no nested values: list, struct and map columns become JSON text."""
+    """CSV has no nested values: list, struct and map columns become JSON text; timestamps
+    are spelled as in the other formats."""
     import pyarrow as pa
 
     cols = []
     for col in table.columns:
         if _nested(col.type):
             col = pa.array([None if v is None else _json_cell(v, col.type) for v in col.to_pylist()], pa.string())
+        elif pa.types.is_timestamp(col.type):
+            col = pa.array([None if v is None else _iso(v) for v in col.to_pylist()], pa.string())
         cols.append(col)
     return pa.table(cols, names=table.column_names)
 
@@ -152,7 +175,7 @@ def _cell(v, t) -> str:
         return _json_cell(v, t)
     if isinstance(v, float):
         return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.6g}"
-    return str(v)
+    return _plain(v)
 
 
 def _table(table, buf) -> None:

@@ -23,6 +23,10 @@ class QueryError(Exception):
     """A one-line reason a query cannot run (bad name, parameter or SQL)."""
 
 
+class BadValue(QueryError):
+    """A parameter that is well formed but names nothing in the data (exit 2, as bad input)."""
+
+
 @dataclass(frozen=True)
 class Param:
     name: str
@@ -113,7 +117,14 @@ def check_months(q: Query, values: dict[str, object], root) -> None:
 def run_named(con, name: str, given: dict[str, str | None]):
     """Run a named query (its month parameters checked with check_months); returns a pyarrow Table."""
     q = get(name)
-    return _run(con, q.sql, bind(q, given))
+    values = bind(q, given)
+    vp, month = values.get("vp"), values.get("month")
+    if vp and month:  # a VP the month does not have would read as "no rows": say which it is
+        [(n,)] = con.execute("SELECT count(*) FROM vps WHERE month = ? AND vp_asn = ?", [month, vp]).fetchall()
+        if not n:
+            raise BadValue(f"vp: AS{vp} is not a vantage point in {month} "
+                             f"(congruency query vp_congruency --month {month} lists them)")
+    return _run(con, q.sql, values)
 
 
 def run_sql(con, sql: str):

@@ -339,6 +339,17 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
         assert cli([*cmd, "--data-dir", "/etc/passwd"]) == 2
         err = capsys.readouterr().err
         assert err == "error: --data-dir: /etc/passwd is not a folder\n", err
+    # a misspelled data dir: one message and exit 2 in every command that only reads it, and
+    # nothing created under the wrong name
+    typo = tmp_path / "dtaa"
+    for cmd in (["query", "trend"], ["report", "--month", MONTH], ["advise", "--from", "1", "--to", "2"],
+                ["export", "--format", "jsonl", "--from", "1", "--to", "2"], ["warehouse"],
+                ["sensitivity", "--month", MONTH], ["compare", "--month", MONTH]):
+        assert cli([*cmd, "--data-dir", str(typo)]) == 2, cmd
+        err = capsys.readouterr().err
+        assert err == f"error: --data-dir: {typo} does not exist (congruency run or ingest creates it; " \
+                      "is it misspelled?)\n", (cmd, err)
+    assert not typo.exists()
     data = tmp_path / "data"
     shutil.copytree(reference["first"], data)
     assert cli(["status", "--month", "2026-05", "--data-dir", str(data)]) == 1

@@ -94,6 +94,18 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
     assert table[3] == "| route-views2@20260730T1400 | {}      | NULL    |       | 1234567 |"
     assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["skipped"] == {}  # a JSON object in every format
+    # one timestamp spelling (ISO 8601 UTC) in every format, nested ones included
+    sql = ("SELECT dump_time, [dump_time] AS l, TIMESTAMP '2026-07-30 14:00:00.5' AS frac FROM manifest "
+           "ORDER BY slot LIMIT 1")
+    want = ["2026-07-30T14:00:00Z", '["2026-07-30T14:00:00Z"]', "2026-07-30T14:00:00.500000Z"]
+    assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == '"2026-07-30T14:00:00Z","[""2026-07-30T14:00:00Z""]",' \
+                                                       '"2026-07-30T14:00:00.500000Z"'
+    assert cli(["query", "--data-dir", str(month), "--sql", sql]) == 0
+    assert [c.strip() for c in capsys.readouterr().out.splitlines()[3].split("|")[1:-1]] == want
+    assert cli(["query", "--data-dir", str(month), "--sql", sql, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)[0]
+    assert [got["dump_time"], json.dumps(got["l"]), got["frac"]] == want
 
 
 def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int], float]:
@@ -149,3 +161,19 @@ def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
         assert (h["hint_class"], h["proxies"], h["via_proxy"]) == (cls, proxies, True)
         assert cls != "unknown" and agree < 1 and h["mode"] != "aggregate"
         assert h["v4_path"][0] == h["v6_path"][0] == src
+
+
+def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(month, capsys):
+    from cli.main import main as cli
+
+    for name in ("selector_input", "divergence_ases"):
+        assert cli(["query", name, "--data-dir", str(month), "--month", "2026-07", "--vp", "99999"]) == 2
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", "error: vp: AS99999 is not a vantage point in 2026-07 (congruency query "
+                                  "vp_congruency --month 2026-07 lists them)\n")
+    assert cli(["query", "selector_input", "--data-dir", str(month), "--month", "2026-07", "--vp", "1403"]) == 0
+    import pyarrow.parquet as pq
+
+    want = sum(1 for r in pq.read_table(month / "pairs" / "month=2026-07").to_pylist()
+               if r["vp_asn"] == 1403 and not r["congruent"] and not r["shared_asns"])
+    assert want > 0 and capsys.readouterr().out.splitlines()[-1] == f"({want} rows)"
