@@ -17,6 +17,10 @@ DEFAULT_RESERVED_ASNS: tuple[tuple[int, int], ...] = (
 )
 
 
+#: MethodParams.representative's values.
+REPRESENTATIVE = ("observations", "prefixes", "snapshots", "lowest")
+
+
 @dataclass(frozen=True)
 class MethodParams:
     min_coverage: float = 0.9
@@ -26,6 +30,24 @@ class MethodParams:
     #: METHOD.md 1.3: drop rows whose first AS is not the peer (route servers, iBGP). Off, only
     #: empty paths are dropped under that reason (the sensitivity analysis's variant).
     first_as_rule: bool = True
+    #: METHOD.md 4, what makes a path the representative one: "observations" (the most
+    #: observed), "prefixes" (the most distinct prefixes), "snapshots" (seen in the most
+    #: snapshots), each with the ties of "observations"; or "lowest" (the smallest ASN
+    #: sequence alone). The sensitivity analysis's variants; the default is the study's.
+    representative: str = "observations"
+    #: The snapshots used: "all" (every one ingested for the month) or "first" (each
+    #: collector's first of the month only).
+    snapshots: str = "all"
+    #: METHOD.md 7, what is compared: "representative" (the two representative paths) or
+    #: "any" (congruent when any cleaned IPv4 path of the VP to the destination equals any
+    #: cleaned IPv6 one).
+    comparison: str = "representative"
+
+    def __post_init__(self):
+        for name, allowed in (("representative", REPRESENTATIVE), ("snapshots", ("all", "first")),
+                              ("comparison", ("representative", "any"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
 
     def group_of(self, collector: str) -> str:
         return self.groups.get(collector, collector)

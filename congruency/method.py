@@ -61,9 +61,19 @@ def cleaning_reason(
     return clean_path(prefix, as_path, has_as_set, peer_asn, params)[0]
 
 
-def representative_path(paths: Mapping[tuple[int, ...], int]) -> tuple[int, ...]:
-    """Most observed path; ties to fewer ASes, then the smallest ASN sequence (deterministic)."""
-    return min(paths.items(), key=lambda kv: (-kv[1], len(kv[0]), tuple(kv[0])))[0]
+def representative_path(paths: Mapping[tuple[int, ...], int | tuple[int, int, int]],
+                        rule: str = "observations") -> tuple[int, ...]:
+    """The representative path (METHOD.md 4) among `paths`: path -> observations, or path ->
+    (observations, distinct prefixes, snapshots). By `rule` (MethodParams.representative):
+    the most observations, prefixes or snapshots, ties to the most observations, then fewer
+    ASes, then the smallest ASN sequence; "lowest": the smallest ASN sequence alone."""
+    def stats(v):
+        return v if isinstance(v, tuple) else (v, 0, 0)
+
+    if rule == "lowest":
+        return min(tuple(p) for p in paths)
+    first = {"observations": 0, "prefixes": 1, "snapshots": 2}[rule]
+    return min(paths.items(), key=lambda kv: (-stats(kv[1])[first], -stats(kv[1])[0], len(kv[0]), tuple(kv[0])))[0]
 
 
 def shared_asns(v4: Sequence[int], v6: Sequence[int], vp: int, dest: int) -> list[int]:

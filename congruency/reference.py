@@ -38,6 +38,14 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
     # (vp_group, vp_asn, origin, afi) -> cleaned path -> [observations, prefixes, snapshots]
     obs: dict[tuple[str, int, int, int], dict[tuple[int, ...], list]] = defaultdict(dict)
 
+    if params.snapshots == "first":  # each collector's first snapshot of the month only
+        rows = list(rows)
+        first: dict[str, Any] = {}
+        for r in rows:
+            t = r["snapshot_time"]
+            if t is not None and (r["collector"] not in first or t < first[r["collector"]]):
+                first[r["collector"]] = t
+        rows = [r for r in rows if r["snapshot_time"] is not None and r["snapshot_time"] == first[r["collector"]]]
     # -- one pass: cleaning (step 1-2) and aggregation by (VP, origin, AFI, path) (step 3-4)
     for r in rows:
         afi, peer_asn = int(r["afi"]), int(r["peer_asn"])
@@ -70,7 +78,8 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
                 v6_asns.update(p)
         origins_all[afi].add(origin)
         vp_origins[(group, vp_asn)][afi].add(origin)
-        best = rep[key] = representative_path({p: a[0] for p, a in by_path.items()})
+        best = rep[key] = representative_path({p: (a[0], len(a[1]), len(a[2])) for p, a in by_path.items()},
+                                              params.representative)
         n_all, (n_best, prefixes, snaps) = sum(a[0] for a in by_path.values()), by_path[best]
         paths.append(dict(
             month=month, vp_group=group, vp_asn=vp_asn, dest_asn=origin, afi=afi, path=list(best),
@@ -91,13 +100,16 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
             for dest in sorted((orig[4] & orig[6]) - {vp_asn}):  # both AFIs => dual-stacked destination
                 v4, v6 = rep[(group, vp_asn, dest, 4)], rep[(group, vp_asn, dest, 6)]
                 shared = shared_asns(v4, v6, vp_asn, dest)
+                # "any": congruent when the VP saw one path in both families (METHOD.md 7)
+                congruent = v4 == v6 or (params.comparison == "any" and bool(
+                    obs[(group, vp_asn, dest, 4)].keys() & obs[(group, vp_asn, dest, 6)].keys()))
                 vp_pairs.append(dict(
                     month=month, vp_group=group, vp_asn=vp_asn, dest_asn=dest,
-                    v4_path=list(v4), v6_path=list(v6), congruent=v4 == v6,
+                    v4_path=list(v4), v6_path=list(v6), congruent=congruent,
                     hops_v4=len(v4) - 1, hops_v6=len(v6) - 1,
                     shared_asns=shared, shared_adjacent=shared_adjacent(v4, v6, shared),
                     non_adopters=non_adopters(v4, vp_asn, dest, v6_asns),
-                    edit_distance=edit_distance(v4, v6),
+                    edit_distance=0 if congruent else edit_distance(v4, v6),
                 ))
         n_nc = sum(not p["congruent"] for p in vp_pairs)
         pairs.extend(vp_pairs)

@@ -101,12 +101,11 @@ class DuckDBEngine:
         steps' objects) for another run on the same entries."""
         first = 0
         if keep:
-            # Steps before the first that reads min_coverage depend on the cleaning and the
-            # groups only: a variant that changes nothing else reuses them.
-            key = (params.groups, params.first_as_rule, params.reserved_asns)
-            if getattr(self, "_kept", None) == key:
-                first = next(i for i, s in enumerate(S.MONTH_STEPS) if "{thr}" in s.duckdb)
-            self._kept = key
+            # The steps before the first whose text the new parameters change are kept from
+            # the run before (a variant of min_coverage alone keeps the cleaning and paths).
+            first = min(S.first_changed("duckdb", getattr(self, "_kept", None), params, self.snapshots),
+                        len(S.MONTH_STEPS) - 1)
+            self._kept = params
             for s in reversed(S.MONTH_STEPS[first:]):
                 self.con.execute(f"DROP {'VIEW' if s.kind == 'view' else 'TABLE'} IF EXISTS {s.name}")
             self.only = {"month_summary"}  # a variant's other tables are never read: not written

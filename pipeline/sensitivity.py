@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from common.config import Config
 from common.locks import month_lock
-from common.params import MethodParams
+from common.params import REPRESENTATIVE, MethodParams
 
 #: choice -> variant -> the change it makes to the month's parameters.
 CHOICES: dict[str, dict[str, dict]] = {
@@ -23,6 +23,9 @@ CHOICES: dict[str, dict[str, dict]] = {
     "first_as_rule": {"on": {"first_as_rule": True}, "off": {"first_as_rule": False}},
     "reserved_asns": {"dropped": {"reserved_asns": MethodParams().reserved_asns}, "kept": {"reserved_asns": ()}},
     "grouping": {"grouped": {"groups": "base"}, "per_collector": {"groups": {}}},
+    "representative": {v: {"representative": v} for v in REPRESENTATIVE},
+    "comparison": {"representative": {"comparison": "representative"}, "any": {"comparison": "any"}},
+    "snapshots": {"all": {"snapshots": "all"}, "first": {"snapshots": "first"}},
 }
 
 
@@ -48,8 +51,10 @@ def month_params(root, month: str, fallback: MethodParams) -> MethodParams:
     if not rows:
         return fallback
     p = json.loads(rows[0]["method_params"])
-    return MethodParams(min_coverage=float(p["min_coverage"]), reserved_asns=tuple(tuple(r) for r in p["reserved_asns"]),
-                        groups=dict(p["groups"]), first_as_rule=bool(p.get("first_as_rule", True)))
+    p.update(min_coverage=float(p["min_coverage"]), reserved_asns=tuple(tuple(r) for r in p["reserved_asns"]),
+             groups=dict(p["groups"]))
+    # a month published before a field existed was computed with its default
+    return MethodParams(**{k: v for k, v in p.items() if k in MethodParams.__dataclass_fields__})
 
 
 def plan(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str, str, MethodParams]]:

@@ -96,8 +96,22 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
                       f"{bit.format(lo=k * WORD)} END) AS m{k}" for k in words)
     count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{k})) AS BIGINT), 0)" for k in words)
     on = params.first_as_rule
+    size = "size" if engine == "spark" else "len"
+    order = {"observations": f"path_observations DESC, {size}(path), path",
+             "prefixes": f"prefixes DESC, path_observations DESC, {size}(path), path",
+             "snapshots": f"snapshots DESC, path_observations DESC, {size}(path), path",
+             "lowest": "path"}[params.representative]
+    first = ""
+    if params.snapshots == "first":  # each collector's first snapshot of the month
+        first = (f" e {'LEFT SEMI' if engine == 'spark' else 'SEMI'} JOIN (SELECT collector AS fc, "
+                 "min(snapshot_time) AS ft FROM entries GROUP BY collector) f "
+                 "ON e.collector = f.fc AND e.snapshot_time = f.ft")
+    anyq = params.comparison == "any"
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
-            "masks": masks, "mask_bits": count,
+            "masks": masks, "mask_bits": count, "rep_order": order, "first_snapshot": first,
+            "any_join": (" LEFT JOIN any_equal e ON e.vp_group = p4.vp_group AND e.vp_asn = p4.vp_asn "
+                         "AND e.dest_asn = p4.dest_asn") if anyq else "",
+            "any_equal": " OR e.dest_asn IS NOT NULL" if anyq else "",
             "first_as_spark": " OR as_path[0] != vp_asn" if on else "",
             "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
 
@@ -136,7 +150,7 @@ SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
   END AS reason
 FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
              filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
-      FROM entries)""",
+      FROM entries{first_snapshot})""",
          duckdb="""
 SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
@@ -147,7 +161,7 @@ SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
   END AS reason
 FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
              list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
-      FROM entries)"""),
+      FROM entries{first_snapshot})"""),
     # Pass (1) over the entries: per (VP, AFI, session, reason); cleaning stats and sessions.
     both("by_session", "work", """
 SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries
@@ -202,14 +216,14 @@ SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
 FROM (SELECT *, sum(path_observations) OVER w AS observations,
              row_number() OVER (PARTITION BY dest_asn, vp_asn, afi, vp_group
-                                ORDER BY path_observations DESC, size(path), path) AS rank
+                                ORDER BY {rep_order}) AS rank
       FROM per_path WINDOW w AS (PARTITION BY dest_asn, vp_asn, afi, vp_group))
 WHERE rank = 1""",
          duckdb="""
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
 FROM (SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
-             row_number() OVER (w ORDER BY path_observations DESC, len(path), path) AS rank
+             row_number() OVER (w ORDER BY {rep_order}) AS rank
       FROM per_path WINDOW w AS (PARTITION BY dest_asn, vp_asn, afi, vp_group))
 WHERE rank = 1"""),
     # 5. Coverage: distinct origins per AFI over the whole month (one row).
@@ -254,6 +268,13 @@ FROM (SELECT s.vp_group, s.vp_asn, sessions_v4, sessions_v6, origins_v4, origins
       FROM sessions s JOIN origins o ON s.vp_group = o.vp_group AND s.vp_asn = o.vp_asn
       CROSS JOIN totals
       LEFT JOIN transit tr ON tr.vp_asn = s.vp_asn)"""),
+    # 7, comparison "any" (a sensitivity variant): the (VP, destination)s with one cleaned
+    # path in both families; read by pairs_base only under that variant.
+    both("any_equal", "view", """
+SELECT DISTINCT a.vp_group, a.vp_asn, a.dest_asn
+FROM per_path a JOIN per_path b ON b.afi = 6 AND a.vp_group = b.vp_group AND a.vp_asn = b.vp_asn
+                                AND a.dest_asn = b.dest_asn AND a.path = b.path
+WHERE a.afi = 4"""),
     # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
     Step("pairs_base", "work",
          spark="""
@@ -261,7 +282,7 @@ SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a -
             (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
             (a = try_element_at(v6_path, 2) OR a = try_element_at(v6_path, -2))) END AS shared_adjacent
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             p4.path = p6.path AS congruent,
+             (p4.path = p6.path{any_equal}) AS congruent,
              size(p4.path) - 1 AS hops_v4, size(p6.path) - 1 AS hops_v6,
              array_sort(array_except(array_intersect(p4.path, p6.path), array(p4.vp_asn, p4.dest_asn)))
                AS shared_asns
@@ -270,13 +291,14 @@ FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS
                     AND p4.dest_asn = p6.dest_asn
       JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
         ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
+{any_join}
       WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)""",
          duckdb="""
 SELECT *, CASE WHEN len(shared_asns) = 0 THEN NULL ELSE list_bool_and(list_transform(shared_asns, lambda a:
             (a = v4_path[2] OR a = v4_path[-2]) AND
             (a = v6_path[2] OR a = v6_path[-2]))) END AS shared_adjacent
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             p4.path = p6.path AS congruent,
+             (p4.path = p6.path{any_equal}) AS congruent,
              (len(p4.path) - 1)::INTEGER AS hops_v4, (len(p6.path) - 1)::INTEGER AS hops_v6,
              list_sort(list_filter(list_intersect(p4.path, p6.path), lambda x: x != p4.vp_asn AND x != p4.dest_asn))
                AS shared_asns
@@ -285,6 +307,7 @@ FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS
                     AND p4.dest_asn = p6.dest_asn
       JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
         ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
+{any_join}
       WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""),
     # Non-adopters: inner ASes of the IPv4 path on no cleaned IPv6 path of the month.
     Step("v6_asns", "view",
@@ -434,6 +457,16 @@ JOIN (SELECT DISTINCT vp_group, vp_asn FROM prev_vps) o ON o.vp_group = p.vp_gro
 LEFT JOIN prev_pairs b ON b.vp_group = p.vp_group AND b.vp_asn = p.vp_asn AND b.dest_asn = p.dest_asn
 LEFT JOIN (SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6) h ON h.dest_asn = p.dest_asn
 WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
+
+
+def first_changed(engine: str, old: MethodParams | None, new: MethodParams, snapshots: int) -> int:
+    """The index of the first of MONTH_STEPS whose text differs between two parameter sets:
+    the steps before it can be kept from a run under `old` (the sensitivity variants)."""
+    if old is None:
+        return 0
+    a, b = _fill(old, engine, snapshots), _fill(new, engine, snapshots)
+    changed = {"{" + k + "}" for k in a if a[k] != b[k]}
+    return next((i for i, s in enumerate(MONTH_STEPS) if any(c in s.sql(engine) for c in changed)), len(MONTH_STEPS))
 
 
 def render(step: Step, engine: str, params: MethodParams, snapshots: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import datetime, timezone
 
 import pyarrow.parquet as pq
 import pytest
@@ -33,23 +34,47 @@ def hand_rows() -> list[dict]:
         R("route-views2", 11, 4, [11, 30]), R("route-views6", 11, 6, [11, 21, 30]),
         R("route-views6", 11, 6, [11, 40]), R("route-views6", 11, 6, [11, 70]),
         R("rrc00", 50, 4, [60, 30]), R("rrc00", 50, 6, [60, 30]),
+        # VP 10 to 80, IPv4 (snapshots t=0..2; a second session .110):
+        #   [10,25,80] 3 observations, 1 prefix, 2 snapshots: the most observed (tie with
+        #     [10,26,80] on 3, which loses on the ASN sequence);
+        #   [10,22,80] 2 observations, 2 prefixes: the most prefixes;
+        #   [10,26,80] 3 observations, 3 snapshots: the most snapshots;
+        #   [10,21,80] once: the smallest ASN sequence.
+        R("route-views2", 10, 4, [10, 25, 80]), R("route-views2", 10, 4, [10, 25, 80], ip="192.0.2.110"),
+        R("route-views2", 10, 4, [10, 25, 80], t=1),
+        R("route-views2", 10, 4, [10, 22, 80], prefix="10.1.80.0/24"),
+        R("route-views2", 10, 4, [10, 22, 80], prefix="10.2.80.0/24"),
+        *(R("route-views2", 10, 4, [10, 26, 80], prefix="10.3.80.0/24", t=t) for t in (0, 1, 2)),
+        R("route-views2", 10, 4, [10, 21, 80], prefix="10.4.80.0/24"),
+        # ...and IPv6 [10,26,80], only in route-views6's second snapshot (t=1).
+        R("route-views6", 10, 6, [10, 26, 80], t=1),
     ]
 
 
-#: (pairs, non-congruent) per variant, by hand from hand_rows' docstring, at the month's own
+#: (pairs, non-congruent) per variant, by hand from hand_rows' comments, at the month's own
 #: parameters min_coverage 0, first-AS rule on, reserved ASNs dropped, RV2+RV6 grouped:
-#: default: VP 10 (30 nc, 40 c) + VP 11 (30 nc) = 3 pairs, 2 non-congruent.
+#: default: VP 10 (30 nc, 40 c, 80 nc: [10,25,80] / [10,26,80]) + VP 11 (30 nc) = 4 pairs, 3
+#: non-congruent. Origins: IPv4 30, 40, 80; IPv6 30, 40, 70, 80. VP 10 covers all of them,
+#: VP 11 IPv4 1 of 3 (0.33) and IPv6 3 of 4.
 BY_HAND = {
-    ("min_coverage", "0.5"): (3, 2),  # VP 11's IPv4 coverage is 0.5: still in
-    ("min_coverage", "0.8"): (2, 1),  # VP 11 out
-    ("min_coverage", "0.9"): (2, 1),
-    ("min_coverage", "0.95"): (2, 1),
-    ("first_as_rule", "default"): (3, 2),
-    ("first_as_rule", "off"): (4, 2),  # the route server's [60, 30] kept on both: a congruent pair
-    ("reserved_asns", "default"): (3, 2),
-    ("reserved_asns", "kept"): (4, 3),  # 70 becomes dual-stacked: VP 10's [10,64512,70] / [10,70]
-    ("grouping", "default"): (3, 2),
+    ("min_coverage", "0.5"): (3, 2),  # VP 11 out (0.33 < 0.5)
+    ("min_coverage", "0.8"): (3, 2),
+    ("min_coverage", "0.9"): (3, 2),
+    ("min_coverage", "0.95"): (3, 2),
+    ("first_as_rule", "default"): (4, 3),
+    ("first_as_rule", "off"): (5, 3),  # the route server's [60, 30] kept on both: a congruent pair
+    ("reserved_asns", "default"): (4, 3),
+    ("reserved_asns", "kept"): (5, 4),  # 70 becomes dual-stacked: VP 10's [10,64512,70] / [10,70]
+    ("grouping", "default"): (4, 3),
     ("grouping", "per_collector"): (0, 0),  # route-views2 and route-views6 alone: no VP dual-stacked
+    ("representative", "default"): (4, 3),
+    ("representative", "prefixes"): (4, 3),  # [10,22,80] / [10,26,80]
+    ("representative", "snapshots"): (4, 2),  # [10,26,80] on both: congruent
+    ("representative", "lowest"): (4, 3),  # [10,21,80] / [10,26,80]
+    ("comparison", "default"): (4, 3),
+    ("comparison", "any"): (4, 2),  # [10,26,80] is among VP 10's IPv4 paths to 80
+    ("snapshots", "default"): (4, 3),
+    ("snapshots", "first"): (3, 2),  # route-views6's first snapshot has no path to 80
 }
 
 
@@ -81,7 +106,20 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     rows = pq.read_table(tmp_path / "sensitivity" / f"month={M}").to_pylist()
     got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
     assert got == BY_HAND
-    assert out["variants"] == 10 and out["computed"] == 8  # the four 'default' rows are one computation
+    # every variant's figures are the pure-Python reference's under the same parameters
+    from pipeline.sensitivity import plan
+
+    base = MethodParams(min_coverage=0.0, groups=load_groups())
+    hand = [dict(r, snapshot_time=datetime.fromtimestamp(1_700_000_000 + r["snapshot_time"] * 3600, timezone.utc))
+            for r in hand_rows()]
+    by = {(r["choice"], r["variant"]): r for r in rows}
+    for choice, variant, params in plan(base):
+        [ref] = reference.compute_month(hand, M, params)["month_summary"]
+        got = by[(choice, variant)]
+        for k, v in ref.items():  # quartiles interpolate: equal up to the last bit
+            if k != "month":
+                assert got[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), (choice, variant, k)
+    assert out["variants"] == 18 and out["computed"] == 13  # the 'default' rows are one computation
     # The default variant is the published month, every figure of it.
     [ms] = pq.read_table(tmp_path / "month_summary" / f"month={M}").to_pylist()
     for r in rows:
@@ -136,8 +174,9 @@ def test_the_page_in_chromium(tmp_path, capsys):
     cfg = _published(tmp_path, "duckdb")
     assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg)]) == 0
     page = tmp_path / "reports" / f"month={M}" / "sensitivity.html"
-    # first_as_rule and min_coverage both move it 16.7 points down; ties go by name.
-    assert "The choice that moves it most is <b>first_as_rule</b>: -16.7 to +0.0 points" in page.read_text()
+    # comparison=any and representative=snapshots both move it 25 points down (75% -> 50%);
+    # ties go by name.
+    assert "The choice that moves it most is <b>comparison</b>: -25.0 to +0.0 points" in page.read_text()
     (tmp_path / "chromium-home").mkdir()
     b = Chromium(tmp_path / "chromium-home")
     try:
