@@ -152,3 +152,5 @@ def load(path: str | Path | None = None) -> Config:
         return Config(method=method, **kw)
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except ValueError as exc:  # a method value out of its set (MethodParams.__post_init__)
+        raise ConfigError(f"{path}: [method] {exc}") from None

@@ -51,3 +51,16 @@ def test_remote_data_dir_stays_a_url(tmp_path):
     p.write_text('data_dir = "hdfs://nn:8020/congruency"\n')
     assert load(p).data_dir == "hdfs://nn:8020/congruency"
     assert isinstance(Config().data_dir, Path)
+
+
+def test_method_choices_out_of_their_set_are_one_line(tmp_path):
+    from common.config import ConfigError, load
+
+    f = tmp_path / "c.toml"
+    f.write_text('[method]\nrepresentative = "most"\n')
+    with pytest.raises(ConfigError, match=r"c\.toml: \[method\] representative: expected one of observations, "
+                                          r"prefixes, snapshots, lowest, got 'most'$"):
+        load(f)
+    f.write_text('[method]\ncomparison = "any"\nsnapshots = "first"\n')
+    m = load(f).method
+    assert (m.comparison, m.snapshots, m.representative) == ("any", "first", "observations")
