@@ -38,7 +38,8 @@ check-java:
 	@$(BIN)/python -c "from pipeline.spark import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
 
 # Debian packages the tests use; installed when missing (needs root, as on CI machines).
-# chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py).
+# chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py);
+# shellcheck: the generated MPTCP scripts are checked with it (tests/test_mptcp_kernel.py).
 system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
 	command -v bzip2 >/dev/null || missing="$$missing bzip2"; \
@@ -46,6 +47,7 @@ system-deps:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v ip >/dev/null && command -v ss >/dev/null || missing="$$missing iproute2"; \
 	command -v sysctl >/dev/null || missing="$$missing procps"; \
+	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \

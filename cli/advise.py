@@ -57,13 +57,15 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except HintError as exc:
         console.error(str(exc))
         return 2
+    sel = answer["selection"]
+    if sel and sel["note"]:
+        console.note(sel["note"])
     if args.json:
         json.dump(answer, sys.stdout, indent=1)
         print()
         return 0
     for h in answer["hints"]:
         print(text(h))
-    sel = answer["selection"]
     if sel:
         print("ranked underlay paths (best first): " + "; ".join(
             f"{r['endpoint']} IPv{r['afi']} {path(r['path'])} (stability {r['stability']:.2f})" for r in sel["ranking"]))

@@ -93,6 +93,10 @@ def read_toml(path: str | Path, what: str = "config file") -> dict:
         return tomllib.loads(p.read_text())
     except FileNotFoundError:
         raise ConfigError(f"{p}: {what} not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder; the {what} must be a TOML file") from None
+    except PermissionError:
+        raise ConfigError(f"{p}: {what} cannot be read (permission denied)") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: not valid TOML ({str(exc).splitlines()[0]})") from None
 

@@ -23,6 +23,11 @@ def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
+def note(message: str) -> None:
+    """One line on stderr about a choice made for the user (the work still succeeds)."""
+    print(f"note: {message}", file=sys.stderr, flush=True)
+
+
 def progress(*, transfer: bool = False) -> Progress:
     cols = [TextColumn("{task.description}"), BarColumn()]
     cols += [_Amount(), _Speed()] if transfer else [MofNCompleteColumn()]

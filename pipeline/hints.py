@@ -415,7 +415,8 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     paths sharing the fewest ASes are chosen (ties: more stable, then shorter).
 
     Returns {"month", "hints": [one dict per destination, keys of common.tables.HINTS],
-    "selection": None or {"k", "ranking", "chosen", "shared_asns"}}. Raises HintError on bad
+    "selection": None or {"k", "ranking", "chosen", "shared_asns", "note"}} (note: None, or
+    why fewer than k paths are chosen). Raises HintError on bad
     input; a valid question the data can't answer gets an `unknown` hint with its reason.
     """
     src = parse_source(str(source))
@@ -462,8 +463,10 @@ def select(hints: list[dict], k: int, src: int) -> dict:
     def row(c):
         return {"endpoint": c.key[0], "afi": c.key[1], "path": list(c.path), "stability": c.stability}
 
+    note = (f"--k {k}: only {len(cands)} candidate path(s) exist; all of them are chosen"
+            if k > len(cands) else None)
     return {"k": k, "ranking": [row(c) for c in selector.rank(cands)], "chosen": [row(c) for c in chosen],
-            "shared_asns": sorted(selector.shared_among([c.path for c in chosen], src))}
+            "shared_asns": sorted(selector.shared_among([c.path for c in chosen], src)), "note": note}
 
 
 # ------------------------------------------------------------------ the month's hints table

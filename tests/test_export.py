@@ -138,17 +138,31 @@ def test_mptcp_script_text(data, tmp_path):
     assert run(data, "export", "--format", "mptcp", "--from", "10", "--to", "100", *IFACES, "--out", str(out)) == 0
     text = out.read_text()
     assert subprocess.run(["sh", "-n", str(out)]).returncode == 0
-    cmds = [x for x in text.splitlines() if x and not x.startswith("#")]
-    assert cmds == ["set -eu", "sysctl -w net.mptcp.enabled=1", "ip mptcp endpoint flush",
-                    "ip mptcp limits set subflow 4 add_addr_accepted 4",
-                    "ip mptcp endpoint add 192.0.2.10 dev eth0 id 1 subflow fullmesh",
-                    "ip mptcp endpoint add 2001:db8:ff::10 dev eth1 id 2 subflow fullmesh"]
+    cmds = [x for x in text.splitlines() if x and not x.lstrip().startswith("#")]
+    prelude = [x for x in mptcp._PRELUDE.splitlines() if not x.lstrip().startswith("#")]
+    assert cmds == ["set -uf", *prelude,
+                    "need_addr eth0 192.0.2.10", "need_addr eth1 2001:db8:ff::10",
+                    "if ! { sysctl -q -w net.mptcp.enabled=1 &&", "     ip mptcp endpoint flush &&",
+                    "     ip mptcp limits set subflow 4 add_addr_accepted 4 &&",
+                    "     ip mptcp endpoint add 192.0.2.10 dev eth0 id 1 subflow fullmesh &&",
+                    "     ip mptcp endpoint add 2001:db8:ff::10 dev eth1 id 2 subflow fullmesh; }; then",
+                    "  restore",
+                    '  fail "applying the MPTCP configuration failed; the endpoints, limits and net.mptcp.enabled '
+                    'found before were restored"', "fi",
+                    "echo 'MPTCP client configured: endpoints 192.0.2.10 (subflow fullmesh), 2001:db8:ff::10 "
+                    "(subflow fullmesh); limits subflow 4 add_addr_accepted 4.'",
+                    "echo 'Connect to a host of AS100 that runs the --role server script.'",
+                    "echo 'Applications need MPTCP sockets: run them under mptcpize (mptcpize run CMD), or open "
+                    "socket(AF_INET6, SOCK_STREAM, IPPROTO_MPTCP): an AF_INET6 socket carries IPv4 and IPv6 "
+                    "subflows in one connection.'"]
     assert out.stat().st_mode & 0o111
     assert "OLIA" in text and "out-of-tree" in text and "lower bound" in text
     server = mptcp.render(advise_one(data, "100"), [Interface("veth0", "10.1.0.2"), Interface("veth1", "2001:db8:1::2")],
                           role="server")
-    assert "ip mptcp endpoint add 10.1.0.2 dev veth0 id 1 signal" in server.splitlines()
-    assert "ip mptcp endpoint add 2001:db8:1::2 dev veth1 id 2 signal" in server.splitlines()
+    lines = [x.strip() for x in server.splitlines()]
+    assert "ip mptcp endpoint add 10.1.0.2 dev veth0 id 1 signal &&" in lines
+    assert "ip mptcp endpoint add 2001:db8:1::2 dev veth1 id 2 signal; }; then" in lines
+    assert lines[-1].startswith("echo 'Servers need MPTCP listening sockets: run them under mptcpize")
     backup = mptcp.plan(advise_one(data, "300"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
     assert [e.flags for e in backup.endpoints] == ["subflow", "subflow backup"]
     congruent = mptcp.plan(advise_one(data, "400"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
@@ -234,11 +248,16 @@ def test_free_text_cannot_leave_a_comment(data):
     h = dict(advise_one(data, "10.0.100.1", "2001:db8:64::1"), rationale=evil, query=evil, caveat=evil)
     ifaces = [Interface("eth0", "192.0.2.10", "192.0.2.1"), Interface("eth1", "2001:db8:ff::10", "2001:db8:ff::1")]
     script = mptcp.render(h, ifaces)
-    grammar = re.compile(r"#[ -~]*|#!/bin/sh|set -eu|sysctl -w net\.mptcp\.enabled=1|ip mptcp endpoint flush|"
-                         r"ip mptcp limits set subflow \d add_addr_accepted \d|"
-                         r"ip mptcp endpoint add [0-9a-f.:]+ dev [A-Za-z0-9_.-]{1,15} id \d+ "
-                         r"(subflow|signal)( backup)?( fullmesh)?")
-    assert all(grammar.fullmatch(x) for x in script.splitlines()), script
+    fixed = {"set -uf", "fi", "  restore", *mptcp._PRELUDE.splitlines()}
+    grammar = re.compile(r" *#[ -~]*|#!/bin/sh|need_addr [A-Za-z0-9_.-]{1,15} [0-9a-f.:]+|"
+                         r"if ! \{ sysctl -q -w net\.mptcp\.enabled=1 &&|     ip mptcp endpoint flush &&|"
+                         r"     ip mptcp limits set subflow \d add_addr_accepted \d &&|"
+                         r"     ip mptcp endpoint add [0-9a-f.:]+ dev [A-Za-z0-9_.-]{1,15} id \d+ "
+                         r"(subflow|signal)( backup)?( fullmesh)?( &&|; \}; then)|"
+                         r"  fail \"applying [a-zA-Z ,;.]+\"|"
+                         r"echo '([ -&(-~]|'\\\\'')*'")  # one single-quoted word: ' only as '\\''
+    assert all(x in fixed or grammar.fullmatch(x) for x in script.splitlines()), script
+    assert "rm -rf" not in "".join(x for x in script.splitlines() if not x.startswith("#"))
     conf = mpt.render(mpt.paths([h], ifaces), header=[evil])
     assert set(mpt_sections(conf)) == {"connection", "path_0", "path_1"}
     assert mpt_sections(conf)["path_0"]["status"] == "0"
@@ -290,3 +309,44 @@ def test_bad_arguments_are_one_error_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: congruency export: argument --format: invalid choice: 'nope' "
                    "(choose from 'jsonl', 'mptcp', 'mpt') (see congruency export --help)"]
+
+
+def test_mptcp_follows_the_endpoints_and_k_choice(data, tmp_path, capsys):
+    """--endpoints/--k: the script configures the families chosen for the best chosen
+    endpoint, names it as the host to connect to, and names the chosen paths to other
+    hosts; a --k above the candidates is a note, not silence."""
+    f = tmp_path / "endpoints.toml"
+    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
+                 '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
+    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    chosen = [(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]]
+    assert chosen == [("e100", 6), ("e400", 4)]  # by the ranking: see test_selector's brute force
+    out = tmp_path / "m.sh"
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--endpoints", str(f), "--k", "2",
+               *IFACES, "--out", str(out)) == 0
+    text = out.read_text()
+    assert "ip mptcp endpoint add 2001:db8:ff::10 dev eth1 id 1 subflow fullmesh; }; then" in \
+        [x.strip() for x in text.splitlines()]
+    assert "192.0.2.10 dev eth0" not in text  # IPv4 was not chosen for e100
+    assert "echo 'Connect to 2001:db8:64::1, the server that runs the --role server script;" in text
+    assert "# --k 2 chose e100 IPv6, e400 IPv4; this script configures e100's IPv6" in text
+    assert "# e400 IPv4 go to other hosts: an MPTCP connection has one peer" in text
+    capsys.readouterr()
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--endpoints", str(f), "--k", "7",
+               *IFACES, "--out", str(out)) == 0
+    assert capsys.readouterr().err == "note: --k 7: only 4 candidate path(s) exist; all of them are chosen\n"
+    assert "# --k 7: only 4 candidate path(s) exist; all of them are chosen" in out.read_text()
+
+
+def test_folders_where_files_belong_are_bad_input(data, tmp_path, capsys):
+    """--interfaces DIR, --endpoints DIR and --out DIR: exit 2, one line naming the path given."""
+    d = tmp_path / "adir"
+    d.mkdir()
+    for args, err in (
+        (["--to", "100", "--interfaces", str(d)], f"error: {d}: is a folder; the interfaces file must be a TOML file\n"),
+        (["--endpoints", str(d), *IFACES], f"error: {d}: is a folder; the endpoints file must be a TOML file\n"),
+        (["--to", "100", *IFACES, "--out", str(d)], f"error: --out: {d} is a folder; give a file path\n"),
+    ):
+        assert run(data, "export", "--format", "mptcp", "--from", "10", *args) == 2, args
+        assert capsys.readouterr().err == err
+    assert list(d.iterdir()) == []

@@ -241,3 +241,78 @@ def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
                 if p.poll() is None:
                     p.kill()
                     p.wait(timeout=TIMEOUT)
+
+
+def _state(ns: str) -> tuple:
+    """Everything the script may change: endpoints, limits and net.mptcp.enabled, as read."""
+    return (sh("ip", "mptcp", "endpoint", "show", ns=ns), sh("ip", "mptcp", "limits", "show", ns=ns),
+            sh("sysctl", "-n", "net.mptcp.enabled", ns=ns).strip())
+
+
+def _with_state(a: str) -> tuple:
+    """Two devices with their addresses, and MPTCP state left by someone else."""
+    for dev, peer, addr in (("eth0", "p0", "10.78.0.1/24"), ("eth1", "p1", "fd78::1/64")):
+        sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, ns=a)
+        sh("ip", "addr", "add", addr, "dev", dev, *(["nodad"] if ":" in addr else []), ns=a)
+        sh("ip", "link", "set", dev, "up", ns=a)
+    sh("sysctl", "-qw", "net.mptcp.enabled=0", ns=a)
+    sh("ip", "mptcp", "endpoint", "add", "10.78.0.1", "dev", "eth0", "id", "9", "signal", "backup", ns=a)
+    sh("ip", "mptcp", "limits", "set", "subflow", "3", "add_addr_accepted", "1", ns=a)
+    return _state(a)
+
+
+@pytest.mark.parametrize("ifaces, error", [
+    ([Interface("eth0", "10.78.0.1"), Interface("eth7", "fd78::1")], "error: device eth7 does not exist"),
+    ([Interface("eth0", "10.78.0.1"), Interface("eth1", "fd78::9")], "error: address fd78::9 is not configured on eth1"),
+])
+def test_preflight_failure_changes_nothing(hint_data, tmp_path, ifaces, error):
+    """A mistyped device or an address not on its device: one error line, exit 1, and the
+    state found (a stale endpoint, limits, MPTCP off) left exactly as it was."""
+    script = tmp_path / "mptcp.sh"
+    script.write_text(mptcp.render(hint_data("100"), ifaces))
+    with Netns("a") as ns:
+        before = _with_state(ns["a"])
+        r = subprocess.run(["ip", "netns", "exec", ns["a"], "sh", str(script)], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        assert (r.returncode, r.stderr, r.stdout) == (1, error + "\n", "")
+        assert _state(ns["a"]) == before
+
+
+def test_a_failure_while_applying_restores_what_was_found(hint_data, tmp_path):
+    """The kernel refusing the second endpoint (injected: an `ip` in front of the real one
+    fails that one command) rolls back to the endpoints, limits and sysctl found."""
+    ifaces = [Interface("eth0", "10.78.0.1"), Interface("eth1", "fd78::1")]
+    script = tmp_path / "mptcp.sh"
+    script.write_text(mptcp.render(hint_data("100"), ifaces))
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    real_ip = shutil.which("ip")
+    (shim / "ip").write_text(f'#!/bin/sh\ncase "$*" in *"endpoint add fd78::1 dev eth1"*) '
+                             f'echo "Error: injected" >&2; exit 2;; esac\nexec {real_ip} "$@"\n')
+    (shim / "ip").chmod(0o755)
+    with Netns("a") as ns:
+        before = _with_state(ns["a"])
+        r = subprocess.run(["ip", "netns", "exec", ns["a"], "env", f"PATH={shim}:{os.environ['PATH']}", "sh",
+                            str(script)], capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.returncode == 1 and r.stdout == ""
+        assert r.stderr.splitlines()[-1] == ("error: applying the MPTCP configuration failed; the endpoints, limits "
+                                             "and net.mptcp.enabled found before were restored")
+        assert _state(ns["a"]) == before
+        # the same script without the fault applies, and says where to connect
+        r = subprocess.run(["ip", "netns", "exec", ns["a"], "sh", str(script)], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert read_back(ns["a"]) == expected(mptcp.plan(hint_data("100"), ifaces))
+        assert "Applications need MPTCP sockets: run them under mptcpize (mptcpize run CMD)" in r.stdout
+
+
+def test_shellcheck_finds_nothing(hint_data, tmp_path):
+    from tests.shared import require_tool
+
+    require_tool("shellcheck")  # installed by make test (system-deps)
+    for role in ("client", "server"):
+        f = tmp_path / f"{role}.sh"
+        f.write_text(mptcp.render(hint_data("300"), [Interface("eth0", "10.78.0.1"), Interface("eth1", "fd78::1")],
+                                  role=role))
+        r = subprocess.run(["shellcheck", "-s", "sh", str(f)], capture_output=True, text=True, timeout=TIMEOUT)
+        assert r.returncode == 0, r.stdout
