@@ -71,6 +71,8 @@ class Destination:
     nets: dict[int, ipaddress._BaseNetwork] = field(default_factory=dict)  # afi -> network asked
     addrs: dict[int, str] = field(default_factory=dict)  # afi -> address text (hosts only)
     endpoint: str | None = None
+    #: The endpoint's MPT tunnel address (endpoints file `tunnel`), for `export --format mpt`.
+    tunnel: str | None = None
 
 
 def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -> Destination:
@@ -107,7 +109,8 @@ def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -
 
 
 def load_endpoints(path: str | Path) -> list[Destination]:
-    """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "..."."""
+    """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "...",
+    and optionally tunnel = "..." (its MPT tunnel address)."""
     p = Path(path)
     try:
         data = read_toml(p, "endpoints file")
@@ -118,8 +121,8 @@ def load_endpoints(path: str | Path) -> list[Destination]:
         raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and nothing else")
     out, names = [], set()
     for i, ep in enumerate(eps, 1):
-        if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6"}:
-            raise HintError(f"{p}: endpoint {i}: only the keys name, ipv4, ipv6 are allowed")
+        if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6", "tunnel"}:
+            raise HintError(f"{p}: endpoint {i}: only the keys name, ipv4, ipv6, tunnel are allowed")
         name = ep.get("name", f"endpoint-{i}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in names:
             raise HintError(f"{p}: endpoint {i}: name must be 1-64 of A-Z a-z 0-9 _ . - and unique, got {name!r}")
@@ -137,9 +140,15 @@ def load_endpoints(path: str | Path) -> list[Destination]:
                 raise HintError(f"{p}: endpoint {name}: {key} is an IPv{a.version} address: {v!r}")
             addrs.append(str(a))
         try:
-            out.append(parse_destination(addrs, endpoint=name))
+            dest = parse_destination(addrs, endpoint=name)
         except HintError as exc:
             raise HintError(f"{p}: endpoint {name}: {exc}") from None
+        if "tunnel" in ep:
+            try:
+                dest.tunnel = str(ipaddress.ip_address(ep["tunnel"]))
+            except (TypeError, ValueError):
+                raise HintError(f"{p}: endpoint {name}: tunnel is not an IP address: {ep['tunnel']!r}") from None
+        out.append(dest)
     return out
 
 

@@ -23,6 +23,7 @@ from tunnels import validate as v
 from tunnels.local import Interface
 
 IFACES = ["--interface", "eth0=192.0.2.10@192.0.2.1", "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1"]
+TUNNEL = ["--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.2"]
 HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10
 HOST300 = ["--to", "10.1.44.1", "--to", "2001:db8:12c::1"]  # shared-core from AS10
 
@@ -96,30 +97,42 @@ def expected_paths(h: dict, chosen=None) -> list[dict]:
                                                  (HOST300, "shared-core", ["0", "255"])])
 def test_mpt_file_parses_back_to_the_hint(data, tmp_path, host, cls, statuses):
     out = tmp_path / "conn.conf"
-    assert run(data, "export", "--format", "mpt", "--from", "10", *host, *IFACES, "--out", str(out)) == 0
+    assert run(data, "export", "--format", "mpt", "--from", "10", *host, *IFACES, *TUNNEL, "--out", str(out)) == 0
     h = advise_one(data, host[1], host[3])
     assert h["hint_class"] == cls
     sec = mpt_sections(out.read_text())
-    assert sec["connection"] == {"name": "congruency", "path_count": "2"}
+    assert sec["connection"] == {"name": "congruency", "ip_ver": "4", "ip_local": "10.99.0.1", "port_local": "65050",
+                                 "ip_remote": "10.99.0.2", "port_remote": "65050", "path_count": "2",
+                                 "network_count": "0"}
     paths = [sec[f"path_{n}"] for n in range(2)]
     assert paths == expected_paths(h)
     assert [p["status"] for p in paths] == statuses
     assert set(sec) == {"connection", "path_0", "path_1"}
 
 
-def test_mpt_with_chosen_endpoints(data, tmp_path):
+def test_mpt_with_chosen_endpoints(data, tmp_path, capsys):
+    """One connection file per remote peer, each with that peer's tunnel address and only
+    its chosen paths; more than one peer needs --out."""
     f = tmp_path / "ep.toml"
-    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
-                 '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
+    f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\ntunnel = "fd99::100"\n'
+                 '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\ntunnel = "fd99::400"\n')
     out = tmp_path / "conn.conf"
-    assert run(data, "export", "--format", "mpt", "--from", "10", "--endpoints", str(f), "--k", "2",
-               *IFACES, "--out", str(out)) == 0
+    ask = ["export", "--format", "mpt", "--from", "10", "--endpoints", str(f), "--k", "2", *IFACES,
+           "--tunnel-local", "fd99::1", "--tunnel-port", "4000"]
+    assert run(data, *ask) == 2
+    assert capsys.readouterr().err.startswith("error: --out FILE: the chosen paths go to 2 peers (e100, e400)")
+    assert run(data, *ask, "--out", str(out)) == 0
     ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
     chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
-    want = [p for h in ans["hints"] for p in expected_paths(h, chosen)]
-    sec = mpt_sections(out.read_text())
-    assert [sec[f"path_{n}"] for n in range(len(want))] == want
-    assert sec["connection"]["path_count"] == str(len(want))
+    assert sorted(p.name for p in tmp_path.glob("conn*")) == ["conn-e100.conf", "conn-e400.conf"]
+    for h in ans["hints"]:
+        sec = mpt_sections((tmp_path / f"conn-{h['endpoint']}.conf").read_text())
+        want = expected_paths(h, chosen)
+        assert sec["connection"] == {"name": h["endpoint"], "ip_ver": "6", "ip_local": "fd99::1", "port_local": "4000",
+                                     "ip_remote": f"fd99::{h['endpoint'][1:]}", "port_remote": "4000",
+                                     "path_count": str(len(want)), "network_count": "0"}
+        assert [sec[f"path_{n}"] for n in range(len(want))] == want and len(want) == 1
+    assert not (tmp_path / "conn.conf").exists()
 
 
 def test_mpt_needs_addresses_and_gateways(data, tmp_path, capsys):
@@ -129,6 +142,13 @@ def test_mpt_needs_addresses_and_gateways(data, tmp_path, capsys):
     assert run(data, "export", "--format", "mpt", "--from", "10", *HOST100, "--interface", "eth0=192.0.2.10",
                "--interface", "eth1=2001:db8:ff::10", "--out", str(out)) == 2
     assert "needs its gateway" in capsys.readouterr().err
+    for tunnel, err in (([], "error: --tunnel-local: MPT needs this side's tunnel address\n"),
+                        (["--tunnel-local", "10.99.0.1"],
+                         "error: the --to host: MPT needs its tunnel address (--tunnel-remote ADDR)\n"),
+                        (["--tunnel-local", "10.99.0.1", "--tunnel-remote", "fd99::2"],
+                         "error: the --to host: tunnel address: expected an IPv4 address, got 'fd99::2'\n")):
+        assert run(data, "export", "--format", "mpt", "--from", "10", *HOST100, *IFACES, *tunnel, "--out", str(out)) == 2
+        assert capsys.readouterr().err == err
     assert not out.exists()
 
 
@@ -237,9 +257,12 @@ def test_renderers_validate_everything(data):
     for field, bad in (("interface_name", "eth0\nstatus = 0"), ("ip_ver", 5), ("public_ipaddr", "192.0.2.10\n"),
                        ("remote_ipaddr", "2001:db8::1"), ("weight_out", 0), ("status", 256), ("weight_out", True)):
         with pytest.raises(v.ValidationError):
-            mpt.render([mpt.MptPath(**{**ok.__dict__, field: bad})])
-    with pytest.raises(v.ValidationError):
-        mpt.render([ok], name="x\n[path_5]")
+            mpt.render(mpt.Connection("c", "10.99.0.1", "10.99.0.2", 65050, (mpt.MptPath(**{**ok.__dict__, field: bad}),)))
+    for bad in (dict(name="x\n[path_5]"), dict(ip_remote="fd99::2"), dict(ip_local="10.99.0.1\n"), dict(port=0),
+                dict(ip_remote="127.0.0.1")):
+        with pytest.raises(v.ValidationError):
+            mpt.render(mpt.Connection(**{**dict(name="c", ip_local="10.99.0.1", ip_remote="10.99.0.2", port=65050,
+                                                paths=(ok,)), **bad}))
 
 
 def test_free_text_cannot_leave_a_comment(data):
@@ -258,7 +281,8 @@ def test_free_text_cannot_leave_a_comment(data):
                          r"echo '([ -&(-~]|'\\\\'')*'")  # one single-quoted word: ' only as '\\''
     assert all(x in fixed or grammar.fullmatch(x) for x in script.splitlines()), script
     assert "rm -rf" not in "".join(x for x in script.splitlines() if not x.startswith("#"))
-    conf = mpt.render(mpt.paths([h], ifaces), header=[evil])
+    [conn] = mpt.connections([h], ifaces, "10.99.0.1", {None: "10.99.0.2"})
+    conf = mpt.render(conn, header=[evil])
     assert set(mpt_sections(conf)) == {"connection", "path_0", "path_1"}
     assert mpt_sections(conf)["path_0"]["status"] == "0"
 
@@ -298,7 +322,7 @@ def test_a_question_the_data_cannot_answer_writes_nothing(data, tmp_path, capsys
 def test_a_gateway_inside_its_subnet_is_accepted(data, tmp_path):
     out = tmp_path / "c.conf"
     assert run(data, "export", "--format", "mpt", "--from", "10", *HOST100, "--interface", "eth0=192.0.2.10/24@192.0.2.1",
-               "--interface", "eth1=2001:db8:ff::10/64@2001:db8:ff::1", "--out", str(out)) == 0
+               "--interface", "eth1=2001:db8:ff::10/64@2001:db8:ff::1", *TUNNEL, "--out", str(out)) == 0
     assert "gw_ipaddr = 192.0.2.1" in out.read_text()
 
 

@@ -1,15 +1,23 @@
-"""An MPT connection file (GRE-in-UDP multipath tunnel, INI format) with one [path_N]
-section per underlay path: interface_name, ip_ver, public_ipaddr, remote_ipaddr,
-gw_ipaddr, weight_out, keepalive_time, dead_time, status.
+"""MPT connection files (GRE-in-UDP multipath tunnel, INI format): one connection per remote
+peer, each with its tunnel and one [path_N] per underlay path.
 
-weight_out: MPT spreads packets over the paths in proportion to it (>= 1). status: MPT's
-codes, 0 = OK (in use), 255 = disabled. MPT has no standby state, so a backup path is
-written disabled (status 255, with a comment); set it to 0 to fail over. Tunnel-level keys
-of the [connection] section (tunnel addresses, ports) belong to the MPT deployment and are
-left to the operator.
+[connection] (MPT user guide 2.6.3.1): name; ip_ver, ip_local, ip_remote: the tunnel's
+addresses (this side's and the peer's tunnel interface address); port_local, port_remote:
+the UDP port of the GRE-in-UDP tunnel on both sides; path_count; network_count (0: no
+routed networks behind the tunnel; add [net_N] sections to route some). Keys this file does
+not set (the peer's permission to change the connection at runtime, authentication) keep
+MPT's defaults and are the operator's to add.
+[path_N] (2.6.3.2): interface_name, ip_ver, public_ipaddr, remote_ipaddr, gw_ipaddr,
+weight_out, keepalive_time, dead_time, status. weight_out: MPT spreads packets over the
+paths in proportion to it (>= 1). status: MPT's codes, 0 = OK (in use), 255 = disabled.
+MPT has no standby state, so a backup path is written disabled (status 255, with a
+comment); set it to 0 to fail over.
+MPT's guide recommends one connection per file (`mpt delete FILE` removes every connection
+of a file): several peers give several files.
 """
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
@@ -34,6 +42,47 @@ class MptPath:
 
 
 KEYS = tuple(f.name for f in fields(MptPath))
+#: The tunnel's UDP port on both sides unless --tunnel-port says otherwise.
+PORT = 65050
+
+
+@dataclass(frozen=True)
+class Connection:
+    name: str
+    ip_local: str
+    ip_remote: str
+    port: int
+    paths: tuple[MptPath, ...]
+
+
+def connections(hints: Sequence[Mapping], ifaces: Sequence[Interface], local: str | None,
+                remotes: Mapping[str | None, str | None], chosen: set | None = None, port: int = PORT,
+                keepalive: int = KEEPALIVE_S, dead: int = DEAD_S) -> list[Connection]:
+    """One connection per remote peer (a hint's endpoint, or the --to host) that has a path
+    to configure: `local` is this side's tunnel address, `remotes` maps each peer (endpoint
+    name, None for --to) to its tunnel address."""
+    out = []
+    for peer in dict.fromkeys(h.get("endpoint") for h in hints):
+        group = [h for h in hints if h.get("endpoint") == peer]
+        try:
+            ps = paths(group, ifaces, chosen, keepalive, dead)
+        except v.Unanswerable:
+            if chosen is not None:  # none of this endpoint's paths was chosen
+                continue
+            raise
+        who = f"endpoint {peer}" if peer else "the --to host"
+        if local is None:
+            raise v.ValidationError("--tunnel-local: MPT needs this side's tunnel address")
+        if remotes.get(peer) is None:
+            raise v.ValidationError(f"{who}: MPT needs its tunnel address ("
+                                    + ("`tunnel = ADDR` in the endpoints file)" if peer else "--tunnel-remote ADDR)"))
+        a = v.address(local, what="--tunnel-local")
+        b = v.address(remotes[peer], ipaddress.ip_address(a).version, f"{who}: tunnel address")
+        out.append(Connection(v.name(peer or "congruency", "connection name"), a, b,
+                              v.integer(port, 1, 65535, "--tunnel-port"), tuple(ps)))
+    if not out:
+        raise v.Unanswerable("no chosen path to configure; no config written")
+    return out
 
 
 def paths(hints: Sequence[Mapping], ifaces: Sequence[Interface], chosen: set | None = None,
@@ -69,10 +118,14 @@ def paths(hints: Sequence[Mapping], ifaces: Sequence[Interface], chosen: set | N
     return out
 
 
-def render(ps: Sequence[MptPath], header: Sequence[str] = (), name: str = "congruency") -> str:
+def render(conn: Connection, header: Sequence[str] = ()) -> str:
+    ver = ipaddress.ip_address(v.address(conn.ip_local, what="tunnel address")).version
     lines = [f"; {v.comment(h)}" for h in header]
-    lines += ["[connection]", f"name = {v.name(name, 'connection name')}", f"path_count = {len(ps)}", ""]
-    for n, p in enumerate(ps):
+    lines += ["[connection]", f"name = {v.name(conn.name, 'connection name')}", f"ip_ver = {v.ip_version(ver)}",
+              f"ip_local = {v.address(conn.ip_local, ver)}", f"port_local = {v.integer(conn.port, 1, 65535, 'port')}",
+              f"ip_remote = {v.address(conn.ip_remote, ver)}", f"port_remote = {v.integer(conn.port, 1, 65535, 'port')}",
+              f"path_count = {len(conn.paths)}", "network_count = 0", ""]
+    for n, p in enumerate(conn.paths):
         if p.status == 255:
             lines.append("; backup path: disabled until the others fail (set status = 0 to use it)")
         lines.append(f"[path_{n}]")
