@@ -1,7 +1,9 @@
 """The generated MPTCP script on the real kernel, inside network namespaces this test creates:
 applied and read back (`ip mptcp endpoint show`, `ip mptcp limits show`) it equals what the
-hint asked for, twice in a row; and end to end, one MPTCP connection between two namespaces
-carries data over IPv4 and IPv6 subflows at once, bytes intact.
+hint asked for, twice in a row; end to end, one MPTCP connection from an AF_INET6 socket
+between two namespaces carries data over an IPv4 and an IPv6 subflow at once (both byte
+counters move under a tc rate limit on each path), bytes intact; a failing preflight
+changes nothing, and a failure while applying restores what was found.
 
 Needs root, iproute2 and a kernel with MPTCP (net.mptcp); skipped with the reason otherwise
 (in CI, which runs as root on the same kind of machine, a missing capability fails instead).
@@ -31,8 +33,8 @@ TIMEOUT = 20  # seconds, for every wait
 def _why_not() -> str | None:
     if os.geteuid() != 0:
         return "needs root (ip netns)"
-    if not shutil.which("ip") or not shutil.which("ss"):
-        return "needs iproute2 (ip, ss)"
+    if not shutil.which("ip") or not shutil.which("ss") or not shutil.which("tc"):
+        return "needs iproute2 (ip, ss, tc)"
     if not Path("/proc/sys/net/mptcp/enabled").exists():
         return "kernel without MPTCP (no /proc/sys/net/mptcp)"
     probe = f"t11p{uuid.uuid4().hex[:6]}"
@@ -194,6 +196,19 @@ def subflows(ns: str, port: int) -> set[str]:
     return fams
 
 
+def subflow_bytes(ns: str, port: int) -> dict[str, int]:
+    """bytes_acked per address family over the established subflows to the server's port."""
+    out: dict[str, int] = {}
+    lines = sh("ss", "-tniH", "state", "established", ns=ns).splitlines()
+    for head, info in zip(lines[::2], lines[1::2]):
+        peer = head.split()[-1] if head.split() else ""
+        m = re.search(r"bytes_acked:(\d+)", info)
+        if peer.endswith(f":{port}") and m:
+            fam = "v4" if "." in peer.rsplit(":", 1)[0] else "v6"
+            out[fam] = out.get(fam, 0) + int(m.group(1))
+    return out
+
+
 def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
     h = hint_data("100")
     assert h["hint_class"] == "disjoint" and h["mptcp_flags_v4"] == h["mptcp_flags_v6"] == "subflow fullmesh"
@@ -208,6 +223,9 @@ def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
         try:
             veth(c, "c4", "10.11.0.1/24", s, "s4", "10.11.0.2/24")
             veth(c, "c6", "fd11::1/64", s, "s6", "fd11::2/64")
+            for dev in ("c4", "c6"):  # a bottleneck on each path: one subflow alone cannot carry it all
+                sh("tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", "40mbit", "burst", "32kb",
+                   "latency", "50ms", ns=c)
             sh("sh", str(tmp_path / "server.sh"), ns=s)
             sh("sh", str(tmp_path / "client.sh"), ns=c)
             assert read_back(c) == expected(mptcp.plan(h, client_ifaces))
@@ -227,12 +245,14 @@ def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
                 seen = subflows(c, port)
                 time.sleep(0.1)
             mptcp_socks = sh("ss", "-MnH", ns=c)
+            moved = subflow_bytes(c, port)  # after the first half (2 MiB) went out
             client.stdin.write("go\n")
             client.stdin.flush()
             out, err = client.communicate(timeout=TIMEOUT)
             assert client.returncode == 0, err
             server.wait(timeout=TIMEOUT)
             assert seen == {"v4", "v6"}, f"subflow families seen: {seen}"
+            assert set(moved) == {"v4", "v6"} and min(moved.values()) > 64 * 1024, moved
             assert mptcp_socks.strip(), "ss -M shows no MPTCP socket"
             got_n, got_sha, sent_n, sent_sha = out.split()
             assert (int(got_n), got_sha) == (int(sent_n), sent_sha) and int(sent_n) == size
