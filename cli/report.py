@@ -16,16 +16,21 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="write a self-contained offline HTML report of a month (--month) or of all months (--trend)",
         description=(
             "Write one HTML file with plotly.js embedded (no network needed): --month YYYY-MM to "
-            "DATA_DIR/reports/month=YYYY-MM/report.html (the 2014 study's section III figures, a "
-            "sortable per-VP table, headline numbers beside the 2014 reference); --trend to "
-            "DATA_DIR/reports/trend.html (per-VP distribution, non-adopter share and transitions "
-            "per published month). Reads the published Parquet; written atomically."
+            "DATA_DIR/reports/month=YYYY-MM/report.html (provenance, headline numbers beside the 2014 "
+            "reference, the study's section III figures, the congruent share by path length, why paths "
+            "diverge and the top shared ASes, the cleaning table, a sortable per-VP table); --trend to "
+            "DATA_DIR/reports/trend.html (per-VP distribution and per-VP lines, non-adopter share, pairs "
+            "that became congruent or non-congruent, a per-month table with a CSV download; missing "
+            "months stay gaps). Reads the published Parquet; written atomically."
         ),
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--month", metavar="YYYY-MM", help="report one published month")
     what.add_argument("--trend", action="store_true", help="report every published month")
     p.add_argument("--out", metavar="FILE", help="write here instead of the default under DATA_DIR/reports/")
+    p.add_argument("--min-pairs", type=int, default=None, metavar="N",
+                   help="month report: VPs with fewer pairs are left out of the per-VP CDF and named under it "
+                        "(default 10)")
     p.add_argument("--json", action="store_true", help="print the written path as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -35,6 +40,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from common.months import parse_month
     from reports import html, warehouse
 
+    if args.min_pairs is not None and (args.trend or args.min_pairs < 0):
+        console.error("--min-pairs: " + ("only for --month" if args.trend else f"expected N >= 0, got {args.min_pairs}"))
+        return 2
     try:
         if args.month:
             parse_month(args.month)
@@ -45,7 +53,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     try:
         with console.err.status("writing the report"):
             out = html.write_trend_report(cfg, args.out) if args.trend else \
-                html.write_month_report(cfg, args.month, args.out)
+                html.write_month_report(cfg, args.month, args.out,
+                                        html.MIN_PAIRS if args.min_pairs is None else args.min_pairs)
     except html.ReportError as exc:
         console.error(str(exc))
         return 1

@@ -39,6 +39,16 @@ TRANSITION_KINDS = (
     ("new_pair", "new pair"),
 )
 COLORS = {"edge": "#1f77b4", "transit": "#d62728"}
+#: VPs with fewer pairs than this are left out of the per-VP CDF (a fraction over a handful of
+#: pairs is noise) and listed under it; `congruency report --min-pairs N` changes it.
+MIN_PAIRS = 10
+#: Rows in the divergence and shared-AS tables.
+TOP_ASES = 15
+
+
+def stamp(t: datetime | None = None) -> str:
+    """The one timestamp spelling of the reports: ISO 8601 UTC to the minute (2026-07-30T14:00Z)."""
+    return (t or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
 
 
 class ReportError(Exception):
@@ -76,7 +86,7 @@ def _layout(fig, title: str, x: str, y: str, **kw) -> None:
 
 
 # ----------------------------------------------------------------------------- month report
-def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
+def month_figures(con, month: str, min_pairs: int = MIN_PAIRS) -> tuple[dict, list[dict], list[Figure]]:
     """(month_summary row, per-VP rows, figures) of one published month."""
     import plotly.graph_objects as go
 
@@ -85,21 +95,31 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
     vps = _rows(con, query.get("vp_congruency").sql, p)
     figs = []
 
-    # Figure 2a: CDF of the per-VP non-congruent fraction, edge and transit VPs apart.
+    # Figure 2a: CDF of the per-VP non-congruent fraction, edge and transit VPs apart, and all
+    # VPs together; VPs with fewer than min_pairs pairs are left out and named in the caption.
     f = go.Figure()
-    for cls in ("edge", "transit"):
-        xs = sorted(100 * r["noncongruent_fraction"] for r in vps if r["vp_class"] == cls)
-        names = [f"{r['vp_group']} AS{r['vp_asn']}" for r in sorted(
-            (r for r in vps if r["vp_class"] == cls), key=lambda r: r["noncongruent_fraction"])]
+    plotted = [r for r in vps if r["pairs"] >= min_pairs]
+    few = [r for r in vps if r["pairs"] < min_pairs]
+    for cls, rows, color, dash in (("edge", [r for r in plotted if r["vp_class"] == "edge"], COLORS["edge"], None),
+                                   ("transit", [r for r in plotted if r["vp_class"] == "transit"], COLORS["transit"],
+                                    None),
+                                   ("all", plotted, "#444444", "dot")):
+        rows = sorted(rows, key=lambda r: r["noncongruent_fraction"])
+        xs = [100 * r["noncongruent_fraction"] for r in rows]
         ys = [100 * (i + 1) / len(xs) for i in range(len(xs))]
         f.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", line_shape="hv", name=f"{cls} VPs ({len(xs)})",
-                               marker=dict(color=COLORS[cls]), customdata=names,
-                               hovertemplate="%{customdata}<br>non-congruent: %{x:.1f}%<br>"
-                                             "VPs at or below: %{y:.0f}%<extra>" + cls + "</extra>"))
+                               marker=dict(color=color), line=dict(dash=dash),
+                               customdata=[[f"{r['vp_group']} AS{r['vp_asn']}", r["pairs"]] for r in rows],
+                               hovertemplate="%{customdata[0]}: %{customdata[1]} pairs<br>non-congruent: %{x:.1f}%"
+                                             "<br>VPs at or below: %{y:.0f}%<extra>" + cls + "</extra>"))
     _layout(f, f"Per-VP non-congruent fraction, {month} (CDF)", "non-congruent pairs of the VP (%)",
             "VPs at or below (%)", xaxis_range=[0, 100], yaxis_range=[0, 105])
+    left_out = (f" Left out, with fewer than {min_pairs} pairs: "
+                + ", ".join(f"{r['vp_group']} AS{r['vp_asn']} ({r['pairs']})" for r in few) + "."
+                if few else f" Every VP has at least {min_pairs} pairs.")
     figs.append(Figure("fig-cdf", f, "Each step is one VP: the share of VPs (y) whose fraction of non-congruent "
-                       "pairs is at most x; a curve further right means more non-congruent VPs (study fig. 2a)."))
+                       "pairs is at most x; a curve further right means more non-congruent VPs (study fig. 2a). "
+                       "Hover shows each VP's pairs; the dotted curve is all VPs together." + left_out))
 
     # Congruent pairs by path length.
     hops = _rows(con, "SELECT hops_v4 AS hops, count(*) AS n FROM pairs WHERE month = $month AND congruent "
@@ -111,6 +131,21 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
             xaxis_dtick=1)
     figs.append(Figure("fig-hops", f, "Congruent pairs (identical IPv4 and IPv6 paths) by the length of that "
                        "path in AS hops; bars on the left mean congruence comes mostly from short paths."))
+
+    # The share of pairs that are congruent at each length of the IPv4 path.
+    share = _rows(con, "SELECT hops_v4 AS hops, count(*) FILTER (WHERE congruent) AS c, count(*) AS n FROM pairs "
+                       "WHERE month = $month GROUP BY 1 ORDER BY 1", p)
+    ys = [100 * r["c"] / r["n"] for r in share]
+    f = go.Figure(go.Bar(x=[r["hops"] for r in share], y=ys, name="congruent share", marker_color="#2ca02c",
+                         text=[f"{y:.0f}%" for y in ys], textposition="outside",
+                         customdata=[[r["c"], r["n"]] for r in share],
+                         hovertemplate="IPv4 path of %{x} hops: %{customdata[0]} of %{customdata[1]} pairs "
+                                       "congruent (%{y:.1f}%)<extra></extra>"))
+    _layout(f, f"Share of pairs congruent by IPv4 path length, {month}", "IPv4 path length (AS hops)",
+            "congruent pairs of that length (%)", xaxis_dtick=1, yaxis_range=[0, 110])
+    figs.append(Figure("fig-hops-share", f, "Of all pairs whose IPv4 path has x AS hops, the share whose IPv6 "
+                       "path is the same path: normalised per length, so lengths with few pairs are not hidden "
+                       "(hover for the counts)."))
 
     # Non-congruent pairs by number of shared ASes and by adjacency.
     shared = _rows(con, """
@@ -155,26 +190,22 @@ def month_figures(con, month: str) -> tuple[dict, list[dict], list[Figure]]:
     figs.append(Figure("fig-nonadopter", f, "A non-congruent pair is explained by non-adoption when its IPv4 path "
                        "crosses an AS seen on no IPv6 path this month; the purple part is that share."))
 
-    # The cleaning funnel.
-    cs = _rows(con, "SELECT afi, reason, sum(entries)::BIGINT AS n FROM cleaning_stats WHERE month = $month "
-                    "GROUP BY ALL", p)
-    f = go.Figure()
-    stages = ["RIB entries"] + [label for _, label in CLEANING]
-    for afi in (4, 6):
-        counts = {r["reason"]: r["n"] for r in cs if r["afi"] == afi}
-        left = sum(counts.values())
-        ys = [left]
-        for reason, _ in CLEANING:
-            left -= counts.get(reason, 0)
-            ys.append(left)
-        f.add_trace(go.Funnel(y=stages, x=ys, name=f"IPv{afi}", texttemplate="%{value:,}<br>%{percentInitial:.2%}",
-                              hovertemplate="IPv" + str(afi) + " %{y}: %{x} entries "
-                                            "(%{percentInitial:.1%} of all)<extra></extra>"))
-    # A funnel's x axis is centred on 0 (negative ticks): name it, but let the bars carry the counts.
-    _layout(f, f"Cleaning funnel, {month}", "RIB entries left (count, in the bars; IPv6 after IPv4)",
-            "after the cleaning rule", xaxis_visible=True, xaxis_showticklabels=False)
-    figs.append(Figure("fig-cleaning", f, "RIB entries left after each cleaning rule of METHOD.md step 1, applied "
-                       "in this order; the last row is what the comparison uses."))
+    # Divergence: the ASes most often on only one family's path (METHOD.md 7b).
+    div = _rows(con, query.get("divergence_ases").sql, {"month": month, "vp": 0, "limit": TOP_ASES})
+    if div:
+        f = go.Figure()
+        for key, label, color in (("v4_only_pairs", "IPv4 path only", "#1f77b4"),
+                                  ("v6_only_pairs", "IPv6 path only", "#ff7f0e")):
+            f.add_trace(go.Bar(x=[f"AS{r['asn']}" for r in div], y=[r[key] for r in div], name=label,
+                               marker_color=color, customdata=[r["vps"] for r in div],
+                               hovertemplate="%{x} on the " + label + " of %{y} non-congruent pairs "
+                                             "(%{customdata} VPs)<extra></extra>"))
+        _layout(f, f"ASes on only one family's path, {month} (top {len(div)})", "AS",
+                "non-congruent pairs (count)", barmode="group", xaxis_type="category")
+        figs.append(Figure("fig-divergence", f, "Where the two paths of non-congruent pairs differ: each AS on "
+                           "only the IPv4 or only the IPv6 path of a pair, counted over the month's pairs (the "
+                           "divergence table; congruency query divergence_ases for one VP)."))
+    return summary, vps, figs
     return summary, vps, figs
 
 
@@ -197,6 +228,60 @@ def _headline(s: dict) -> str:
                    for a, b, c in rows)
     return ("<table id='headline'><thead><tr><th>Figure</th><th>This month</th><th>2014 reference</th></tr></thead>"
             f"<tbody>{body}</tbody></table>")
+
+
+def _table(tid: str, head: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:
+    """A plain table; cells are escaped; columns in `numeric` align right."""
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(
+        f"<td{' class=num' if i in numeric else ''}>{html.escape(str(c))}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in rows)
+    return f"<table id='{tid}'><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cleaning_table(con, month: str) -> str:
+    """Entries dropped by each cleaning rule (METHOD.md step 1, in order), per family."""
+    cs = {(r["afi"], r["reason"]): r["n"] for r in _rows(
+        con, "SELECT afi, reason, sum(entries)::BIGINT AS n FROM cleaning_stats WHERE month = $month GROUP BY ALL",
+        {"month": month})}
+    total = {a: sum(n for (afi, _), n in cs.items() if afi == a) for a in (4, 6)}
+    rows = []
+    for reason, label in (*CLEANING[:-1], ("loop", "no loop")):
+        n4, n6 = cs.get((4, reason), 0), cs.get((6, reason), 0)
+        rows.append([reason, f"{n4:,}", _share(n4, total[4]), f"{n6:,}", _share(n6, total[6])])
+    rows.append(["kept", f"{cs.get((4, 'kept'), 0):,}", _share(cs.get((4, "kept"), 0), total[4]),
+                 f"{cs.get((6, 'kept'), 0):,}", _share(cs.get((6, "kept"), 0), total[6])])
+    rows.append(["all entries", f"{total[4]:,}", "", f"{total[6]:,}", ""])
+    return _table("cleaning", ["rule (in order)", "IPv4 entries dropped", "of IPv4", "IPv6 entries dropped",
+                               "of IPv6"], rows, {1, 2, 3, 4})
+
+
+def _share(n: int, total: int) -> str:
+    """n of total in percent, with as many decimals as it takes not to read as 0% or 100%."""
+    if not total:
+        return ""
+    pct, dec = 100 * n / total, 2
+    while dec < 9 and 0 < n < total and round(pct, dec) in (0, 100):
+        dec += 1
+    return f"{pct:.{dec}f}%"
+
+
+def _shared_table(con, month: str) -> str:
+    rows = _rows(con, query.get("shared_ases").sql, {"month": month, "limit": TOP_ASES})
+    if not rows:
+        return "<p class='note'>No non-congruent pair shares an AS this month.</p>"
+    return _table("shared-ases", ["AS", "non-congruent pairs sharing it", "adjacent on both paths", "VPs"],
+                  [[f"AS{r['asn']}", f"{r['pairs']:,}", f"{r['adjacent_pairs']:,} ({_pct(r['adjacent_fraction'])})",
+                    r["vps"]] for r in rows], {1, 2, 3})
+
+
+def _divergence_table(con, month: str) -> str:
+    rows = _rows(con, query.get("divergence_ases").sql, {"month": month, "vp": 0, "limit": TOP_ASES})
+    if not rows:
+        return "<p class='note'>No non-congruent pair this month.</p>"
+    return _table("divergence-ases", ["AS", "IPv4 path only (pairs)", "IPv6 path only (pairs)", "VPs"],
+                  [[f"AS{r['asn']}", f"{r['v4_only_pairs']:,}", f"{r['v6_only_pairs']:,}", r["vps"]] for r in rows],
+                  {1, 2, 3})
 
 
 VP_COLUMNS = (("vp_group", "collector group", "text"), ("vp_asn", "VP ASN", "num"), ("vp_class", "class", "text"),
@@ -265,17 +350,18 @@ figure { margin: 1.5em 0; border: 1px solid #ddd; padding: 0.5em; }
 figcaption { color: #444; font-size: 0.95em; padding: 0.3em 0.5em; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.95em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; }
-td[data-v] { text-align: right; } thead th { background: #f3f3f3; }
+td[data-v], td.num { text-align: right; } thead th { background: #f3f3f3; }
+td:first-child { white-space: nowrap; }
 #vp-table th { cursor: pointer; } #vp-table th[aria-sort=ascending]::after { content: ' \\25B2'; }
 #vp-table th[aria-sort=descending]::after { content: ' \\25BC'; }
 #vp-filter { padding: 0.3em; width: 20em; } .note { color: #555; font-size: 0.9em; }
 """
 
 
-def _page(title: str, intro: str, sections: list[str]) -> str:
+def _page(title: str, intro: str, sections: list[str], by: str = "congruency report") -> str:
     from plotly.offline import get_plotlyjs
 
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = stamp()
     # No network at all: the page may load nothing but what it carries inline.
     csp = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
            "img-src data: blob:; font-src data:")
@@ -284,7 +370,7 @@ def _page(title: str, intro: str, sections: list[str]) -> str:
         f"<meta http-equiv='Content-Security-Policy' content=\"{csp}\">"
         f"<title>{html.escape(title)}</title><style>{CSS}</style>"
         f"<script>{get_plotlyjs()}</script></head><body>"
-        f"<h1>{html.escape(title)}</h1><p class='note'>{intro} Generated {stamp} by <code>congruency report</code>; "
+        f"<h1>{html.escape(title)}</h1><p class='note'>{intro} Generated {now} by <code>{html.escape(by)}</code>; "
         "works offline.</p>" + "".join(sections) + f"<script>{TABLE_JS}</script></body></html>\n"
     )
 
@@ -313,16 +399,36 @@ def _provenance(con, month: str) -> str:
             f"{html.escape(', '.join(p['collectors']))} ({p['entries']:,} entries){gaps}; coverage threshold "
             f"<b>{p['min_coverage']:g}</b>{lenient}; engine {html.escape(p['engine'])}; method "
             f"{html.escape(p['method_version'])}; code {html.escape(p['project_version'])}; published "
-            f"{html.escape(str(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
+            f"{html.escape(_when(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
 
 
-def month_html(con, month: str) -> str:
-    summary, vps, figs = month_figures(con, month)
+def _when(v) -> str:
+    """A stored time (timestamp, or ISO text) in the reports' one spelling."""
+    if isinstance(v, str):
+        try:
+            v = datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            return v
+    return stamp(v if v.tzinfo else v.replace(tzinfo=timezone.utc))
+
+
+def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
+    summary, vps, figs = month_figures(con, month, min_pairs)
+    by = {f.id: f for f in figs}
     sections = [
+        "<p class='note'><a href='../trend.html'>Trend across months</a></p>",
         _provenance(con, month),
         "<h2>Headline numbers</h2>", _headline(summary),
         "<p class='note'>2014 reference: the 2014 study's section III figures (72 VPs).</p>",
-        "<h2>Figures</h2>", *map(_figure_html, figs),
+        "<h2>Figures</h2>", *(_figure_html(f) for f in figs if f.id != "fig-divergence"),
+        "<h2 id='why'>Why paths diverge</h2>",
+        "<p class='note'>The ASes most often on only one family's path of a non-congruent pair, and the ASes "
+        "the two paths most often share (METHOD.md 7b; named queries divergence_ases and shared_ases).</p>",
+        *([_figure_html(by["fig-divergence"])] if "fig-divergence" in by else []),
+        _divergence_table(con, month),
+        "<h3>Top shared ASes</h3>", _shared_table(con, month),
+        "<h2>Cleaning</h2><p class='note'>RIB entries each rule of METHOD.md step 1 drops, in the order the "
+        "rules apply; kept entries are what the comparison uses.</p>", _cleaning_table(con, month),
         "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
     ]
     reached = _rows(con, "SELECT count(DISTINCT dest_asn) AS n FROM pairs WHERE month = $month", {"month": month})[0]["n"]
@@ -332,72 +438,170 @@ def month_html(con, month: str) -> str:
     return _page(f"IPv4/IPv6 AS-path congruency, {month}", intro, sections)
 
 
-def write_month_report(cfg, month: str, out: Path | None = None) -> Path:
+def write_month_report(cfg, month: str, out: Path | None = None, min_pairs: int = MIN_PAIRS) -> Path:
     """DATA_DIR/reports/month=M/report.html (or `out`): one month, offline; ReportError when unpublished."""
     try:
         published.require(warehouse.data_root(cfg), month)
     except (published.NoResults, warehouse.WarehouseError) as exc:
         raise ReportError(str(exc)) from None
-    return _render(cfg, lambda con: month_html(con, month), out or (lambda: month_path(cfg, month)))
+    return _render(cfg, lambda con: month_html(con, month, min_pairs), out or (lambda: month_path(cfg, month)))
 
 
 # ----------------------------------------------------------------------------- trend report
-def trend_figures(con) -> tuple[list[dict], list[Figure]]:
-    import plotly.graph_objects as go
+def _calendar(first: str, last: str) -> list[str]:
+    """Every month from first to last: the trend's x axis, so a missing month is a gap."""
+    from common.months import parse_month_range
+
+    return parse_month_range(f"{first}..{last}")
+
+
+def trend_data(con) -> dict:
+    """The trend's numbers: per published month its summary, transitions both ways (None
+    where the month before was not published: not applicable), and per-VP fractions."""
+    from common.months import previous_month
 
     ms = _rows(con, "SELECT month, pairs, noncongruent_fraction, non_adopter_fraction, vps_with_pairs, "
                     "vp_noncongruent_min AS lo, vp_noncongruent_q1 AS q1, vp_noncongruent_median AS med, "
                     "vp_noncongruent_q3 AS q3, vp_noncongruent_max AS hi FROM month_summary ORDER BY month")
-    months = [r["month"] for r in ms]
+    have = {r["month"] for r in ms}
+    tr = _rows(con, "SELECT month, kind, count(*) AS n FROM transitions GROUP BY ALL") if \
+        "transitions" in warehouse.views(con) else []
+    by = {(r["month"], r["kind"]): r["n"] for r in tr}
+    # The counterpart of transitions' existing_pair: pairs non-congruent now, congruent the month before.
+    worse = {r["month"]: r["n"] for r in _rows(con, """
+        SELECT m.month, count(*) AS n FROM pairs m JOIN pairs p
+          ON p.month = strftime(strptime(m.month || '-01', '%Y-%m-%d') - INTERVAL 1 MONTH, '%Y-%m')
+         AND p.vp_group = m.vp_group AND p.vp_asn = m.vp_asn AND p.dest_asn = m.dest_asn
+        WHERE NOT m.congruent AND p.congruent GROUP BY 1""")}
+    for r in ms:
+        applicable = previous_month(r["month"]) in have
+        for kind, _ in TRANSITION_KINDS:
+            r[kind] = by.get((r["month"], kind), 0) if applicable else None
+        r["became_congruent"] = sum(r[k] for k, _ in TRANSITION_KINDS) if applicable else None
+        r["became_noncongruent"] = worse.get(r["month"], 0) if applicable else None
+    vps = _rows(con, "SELECT month, vp_group, vp_asn, noncongruent_fraction, pairs FROM vps WHERE pairs > 0 "
+                     "ORDER BY vp_group, vp_asn, month")
+    axis = _calendar(ms[0]["month"], ms[-1]["month"]) if ms else []
+    return {"months": ms, "axis": axis, "missing": [m for m in axis if m not in have], "vps": vps}
+
+
+def trend_figures(con, data: dict | None = None) -> tuple[list[dict], list[Figure]]:
+    import plotly.graph_objects as go
+
+    d = data or trend_data(con)
+    ms, axis = d["months"], d["axis"]
+    at = {r["month"]: r for r in ms}
     figs = []
     pc = lambda v: None if v is None else 100 * v  # noqa: E731
+    on_axis = lambda key: [pc(at[m][key]) if m in at else None for m in axis]  # noqa: E731
+    cat = dict(xaxis_type="category", xaxis_categoryorder="array", xaxis_categoryarray=axis)
 
     f = go.Figure()
-    f.add_trace(go.Box(x=months, lowerfence=[pc(r["lo"]) for r in ms], q1=[pc(r["q1"]) for r in ms],
+    f.add_trace(go.Box(x=[r["month"] for r in ms], lowerfence=[pc(r["lo"]) for r in ms], q1=[pc(r["q1"]) for r in ms],
                        median=[pc(r["med"]) for r in ms], q3=[pc(r["q3"]) for r in ms],
                        upperfence=[pc(r["hi"]) for r in ms], name="per-VP fraction", marker_color="#1f77b4",
                        customdata=[r["vps_with_pairs"] for r in ms],
                        hovertemplate="%{x}: min %{lowerfence:.1f}%, Q1 %{q1:.1f}%, median %{median:.1f}%, "
                                      "Q3 %{q3:.1f}%, max %{upperfence:.1f}% over %{customdata} VPs<extra></extra>"))
-    f.add_trace(go.Scatter(x=months, y=[pc(r["noncongruent_fraction"]) for r in ms], mode="lines+markers",
+    f.add_trace(go.Scatter(x=axis, y=on_axis("noncongruent_fraction"), mode="lines+markers", connectgaps=False,
                            name="all pairs", line=dict(color="#d62728", dash="dot"),
-                           customdata=[r["pairs"] for r in ms],
+                           customdata=[at[m]["pairs"] if m in at else None for m in axis],
                            hovertemplate="%{x}: %{y:.1f}% of %{customdata} pairs non-congruent<extra></extra>"))
-    _layout(f, "Per-VP non-congruent fraction by month", "month (YYYY-MM)", "non-congruent pairs of a VP (%)",
-            yaxis_range=[0, 100], xaxis_type="category")
+    _layout(f, "Per-VP non-congruent fraction by month", "month (YYYY-MM; a month without data is a gap)",
+            "non-congruent pairs of a VP (%)", yaxis_range=[0, 100], **cat)
     figs.append(Figure("fig-trend-vps", f, "Each box spans one month's VPs: whiskers at the least and most "
                        "non-congruent VP, box from first to third quartile, line at the median (study fig. 2b); "
-                       "the dotted line is the fraction over all pairs."))
+                       "the dotted line is the fraction over all pairs. A month without data is an empty slot "
+                       "and breaks the line."))
 
-    f = go.Figure(go.Scatter(x=months, y=[pc(r["non_adopter_fraction"]) for r in ms], mode="lines+markers",
+    f = go.Figure()
+    for (g, a) in dict.fromkeys((r["vp_group"], r["vp_asn"]) for r in d["vps"]):
+        mine = {r["month"]: r for r in d["vps"] if (r["vp_group"], r["vp_asn"]) == (g, a)}
+        f.add_trace(go.Scatter(x=axis, y=[pc(mine[m]["noncongruent_fraction"]) if m in mine else None for m in axis],
+                               mode="lines+markers", connectgaps=False, name=f"{g} AS{a}",
+                               customdata=[mine[m]["pairs"] if m in mine else None for m in axis],
+                               hovertemplate="%{x}: %{y:.1f}% of %{customdata} pairs<extra>" + f"{g} AS{a}"
+                                             + "</extra>"))
+    _layout(f, "Non-congruent fraction of each VP by month", "month (YYYY-MM)", "non-congruent pairs of the VP (%)",
+            yaxis_range=[0, 100], **cat)
+    f.update_layout(legend=dict(orientation="v", y=1), height=max(420, 22 * len(f.data)))
+    figs.append(Figure("fig-trend-vp-lines", f, "One line per VP (click a VP in the legend to hide it, "
+                       "double-click to show it alone); a month the VP has no pairs in breaks its line."))
+
+    f = go.Figure(go.Scatter(x=axis, y=on_axis("non_adopter_fraction"), mode="lines+markers", connectgaps=False,
                              name="explained by non-adopters", line=dict(color="#9467bd"),
                              hovertemplate="%{x}: %{y:.1f}% of non-congruent pairs<extra></extra>"))
     _layout(f, "Non-congruent pairs explained by IPv6 non-adopters, by month", "month (YYYY-MM)",
-            "non-congruent pairs with a non-adopter (%)", yaxis_range=[0, 100], xaxis_type="category")
+            "non-congruent pairs with a non-adopter (%)", yaxis_range=[0, 100], **cat)
     figs.append(Figure("fig-trend-nonadopter", f, "Share of non-congruent pairs whose IPv4 path crosses an AS with "
                        "no IPv6 path that month: how much of the non-congruence IPv6 adoption alone could remove."))
 
-    tr = _rows(con, "SELECT month, kind, count(*) AS n FROM transitions GROUP BY ALL") if \
-        "transitions" in warehouse.views(con) else []
-    by = {(r["month"], r["kind"]): r["n"] for r in tr}
-    f = go.Figure()
-    for kind, label in TRANSITION_KINDS:
-        f.add_trace(go.Bar(x=months, y=[by.get((m, kind), 0) for m in months], name=label,
-                           hovertemplate="%{x}: %{y} pairs became congruent (" + label + ")<extra></extra>"))
-    _layout(f, "Pairs that became congruent since the month before", "month (YYYY-MM)", "pairs (count)",
-            barmode="stack", xaxis_type="category")
-    figs.append(Figure("fig-trend-transitions", f, "Pairs congruent this month that were not a congruent pair the "
-                       "month before, by why: the pair existed, the destination newly has IPv6, or the pair is new. "
-                       "The first month has no month before it."))
+    if len(ms) >= 2:
+        f = go.Figure()
+        for kind, label in TRANSITION_KINDS:
+            f.add_trace(go.Bar(x=axis, y=[at[m][kind] if m in at else None for m in axis],
+                               name=f"became congruent: {label}",
+                               hovertemplate="%{x}: %{y} pairs became congruent (" + label + ")<extra></extra>"))
+        f.add_trace(go.Bar(x=axis, y=[-at[m]["became_noncongruent"] if m in at and at[m]["became_noncongruent"]
+                                      is not None else None for m in axis],
+                           name="became non-congruent (existing pair)", marker_color="#7f7f7f",
+                           customdata=[at[m]["became_noncongruent"] if m in at else None for m in axis],
+                           hovertemplate="%{x}: %{customdata} pairs became non-congruent<extra></extra>"))
+        _layout(f, "Pairs that changed since the month before", "month (YYYY-MM)",
+                "pairs (count; below 0: became non-congruent)", barmode="relative", **cat)
+        figs.append(Figure("fig-trend-transitions", f, "Above zero, pairs congruent this month that were not a "
+                           "congruent pair the month before, by why (the pair existed, the destination newly has "
+                           "IPv6, or the pair is new); below zero, pairs of the month before that were congruent "
+                           "and are not now. A month whose month before has no data has no bar: not applicable."))
     return ms, figs
 
 
+def _trend_table(d: dict) -> str:
+    """Per month (missing months included, marked), with the CSV of the same rows."""
+    import csv
+    import io
+    from urllib.parse import quote
+
+    at = {r["month"]: r for r in d["months"]}
+    head = ["month", "pairs", "VPs with pairs", "non-congruent (%)", "per-VP median (%)", "non-adopter share (%)",
+            "became congruent", "became non-congruent"]
+    rows = []
+    for m in d["axis"]:
+        r = at.get(m)
+        if r is None:
+            rows.append([m, "no data", "", "", "", "", "", ""])
+            continue
+        na = "not applicable"
+        rows.append([m, r["pairs"], r["vps_with_pairs"], _num(r["noncongruent_fraction"]), _num(r["med"]),
+                     _num(r["non_adopter_fraction"]),
+                     na if r["became_congruent"] is None else r["became_congruent"],
+                     na if r["became_noncongruent"] is None else r["became_noncongruent"]])
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([head, *rows])
+    link = (f"<p><a id='trend-csv' download='trend.csv' href='data:text/csv;charset=utf-8,{quote(buf.getvalue())}'>"
+            "Download this table as CSV</a> (generated into the page; works offline)</p>")
+    return _table("trend-table", head, rows, {1, 2, 3, 4, 5, 6, 7}) + link
+
+
+def _num(x) -> str:
+    return "" if x is None else f"{100 * x:.1f}"
+
+
 def trend_html(con) -> str:
-    ms, figs = trend_figures(con)
+    d = trend_data(con)
+    ms, figs = trend_figures(con, d)
     if not ms:
         raise ReportError("no published months (run congruency run for the month first)")
-    intro = f"{len(ms)} published months, {ms[0]['month']} to {ms[-1]['month']}."
-    return _page("IPv4/IPv6 AS-path congruency across months", intro, ["<h2>Figures</h2>", *map(_figure_html, figs)])
+    missing = d["missing"]
+    intro = (f"{len(ms)} published month{'s' if len(ms) > 1 else ''}, {ms[0]['month']} to {ms[-1]['month']}"
+             + (f"; no data for {', '.join(missing)}" if missing else "") + ".")
+    links = ("<p class='note'>Month reports: " + " ".join(
+        f"<a href='month={r['month']}/report.html'>{r['month']}</a>" for r in ms) + "</p>")
+    one = ("<p id='one-month' class='note'><b>The trend needs two published months</b>: only "
+           f"{ms[0]['month']} is published, so nothing has changed yet (transitions are not applicable).</p>"
+           if len(ms) < 2 else "")
+    return _page("IPv4/IPv6 AS-path congruency across months", intro,
+                 [links, one, "<h2>Figures</h2>", *map(_figure_html, figs), "<h2>Per month</h2>", _trend_table(d)])
 
 
 def write_trend_report(cfg, out: Path | None = None) -> Path:

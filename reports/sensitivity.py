@@ -103,7 +103,7 @@ def page(con, month: str) -> str:
                 f"{top['low']:+.1f} to {top['high']:+.1f} points." if top else ""))
     return _page(f"Sensitivity of the headline figures, {month}", intro,
                  ["<h2>Figures</h2>", *map(_figure_html, figures(rows, month, ms)),
-                  "<h2>Every variant</h2>", _table(rows)])
+                  "<h2>Every variant</h2>", _table(rows)], by="congruency sensitivity")
 
 
 def write(cfg, month: str, out: Path | None = None) -> Path:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -241,19 +242,64 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     pairs = _read(data, "pairs", month)
     summary = _read(data, "month_summary", month)[0]
     cls = Counter(r["vp_class"] for r in vps)
-    assert list(figs) == ["fig-cdf", "fig-hops", "fig-shared", "fig-nonadopter", "fig-cleaning"]
-    assert figs["fig-cdf"]["points"] == [cls["edge"], cls["transit"]] and cls["edge"] and cls["transit"]
+    assert list(figs) == ["fig-cdf", "fig-hops", "fig-hops-share", "fig-shared", "fig-nonadopter", "fig-divergence"]
+    # the CDF leaves out VPs with fewer than MIN_PAIRS pairs and names them; hover has the counts
+    from reports.html import MIN_PAIRS, TOP_ASES
+
+    few = [r for r in vps if r["pairs"] < MIN_PAIRS]
+    big = Counter(r["vp_class"] for r in vps if r["pairs"] >= MIN_PAIRS)
+    assert figs["fig-cdf"]["points"] == [big["edge"], big["transit"], big["edge"] + big["transit"]]
+    assert figs["fig-cdf"]["names"][2] == f"all VPs ({big['edge'] + big['transit']})"
+    cap = figs["fig-cdf"]["caption"]
+    assert (f"Left out, with fewer than {MIN_PAIRS} pairs: " in cap) == bool(few)
+    assert all(f"AS{r['vp_asn']} ({r['pairs']})" in cap for r in few)
     hops = {r["hops_v4"] for r in pairs if r["congruent"]}
     assert figs["fig-hops"]["points"] == [len(hops)]
     assert figs["fig-shared"]["points"] == [3, 3, 3]
     assert figs["fig-nonadopter"]["points"] == [3, 3]
-    assert figs["fig-cleaning"]["points"] == [6, 6] and figs["fig-cleaning"]["types"] == ["funnel", "funnel"]
 
     # The values plotted equal the Parquet's.
     ys = browser.eval("""(function () { var g = function (id) { return document.getElementById(id).data; };
         return {hops: g('fig-hops')[0].y, shared: g('fig-shared').map(function (t) { return t.y; }),
                 na: g('fig-nonadopter').map(function (t) { return t.y; }),
-                cleaning: g('fig-cleaning').map(function (t) { return t.x; })}; })()""")
+                share: [g('fig-hops-share')[0].x, g('fig-hops-share')[0].y, g('fig-hops-share')[0].text],
+                cdf_pairs: g('fig-cdf')[2].customdata.map(function (c) { return c[1]; }),
+                div: g('fig-divergence').map(function (t) { return [t.x, t.y]; })}; })()""")
+    by_len = Counter(r["hops_v4"] for r in pairs)
+    assert ys["share"][0] == sorted(by_len)
+    assert ys["share"][1] == [pytest.approx(100 * by_hops_c / by_len[h]) for h, by_hops_c in
+                              ((h, sum(1 for r in pairs if r["hops_v4"] == h and r["congruent"])) for h in sorted(by_len))]
+    assert all(t.endswith("%") for t in ys["share"][2])
+    assert sorted(ys["cdf_pairs"]) == sorted(r["pairs"] for r in vps if r["pairs"] >= MIN_PAIRS)
+    # divergence: the ASes on only one family's path, recounted from the divergence table
+    only = Counter()
+    for r in _read(data, "divergence", month):
+        only.update((a, 4) for a in r["only_v4"])
+        only.update((a, 6) for a in r["only_v6"])
+    total = Counter()
+    for (a, _), n in only.items():
+        total[a] += n
+    top = sorted(total, key=lambda a: (-total[a], a))[:TOP_ASES]
+    assert ys["div"][0] == [[f"AS{a}" for a in top], [only[(a, 4)] for a in top]]
+    assert ys["div"][1][1] == [only[(a, 6)] for a in top]
+    cells = lambda tid: browser.eval(  # noqa: E731
+        f"Array.prototype.map.call(document.querySelectorAll('#{tid} tbody tr'), function (r) "
+        "{ return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); })")
+    assert [(r[0], r[1], r[2]) for r in cells("divergence-ases")] == \
+        [(f"AS{a}", f"{only[(a, 4)]:,}", f"{only[(a, 6)]:,}") for a in top]
+    shared = Counter(a for r in pairs if not r["congruent"] for a in r["shared_asns"])
+    want = sorted(shared, key=lambda a: (-shared[a], a))[:TOP_ASES]
+    assert [(r[0], r[1]) for r in cells("shared-ases")] == [(f"AS{a}", f"{shared[a]:,}") for a in want]
+    # the cleaning table: entries each rule dropped, per family, and what is kept
+    cs = _read(data, "cleaning_stats", month)
+    rows = {r[0]: r for r in cells("cleaning")}
+    for reason in ("default_route", "as_set", "first_as_not_peer", "reserved_asn", "loop", "kept"):
+        for col, afi in ((1, 4), (3, 6)):
+            assert rows[reason][col] == f"{sum(r['entries'] for r in cs if r['afi'] == afi and r['reason'] == reason):,}"
+    assert rows["all entries"][1] == f"{sum(r['entries'] for r in cs if r['afi'] == 4):,}"
+    # links to the trend report; one timestamp spelling
+    assert "<a href='../trend.html'>Trend across months</a>" in text
+    assert re.search(r"Generated \d{4}-\d\d-\d\dT\d\d:\d\dZ by", text)
     by_hops = Counter(r["hops_v4"] for r in pairs if r["congruent"])
     assert ys["hops"] == [by_hops[h] for h in sorted(hops)]
     assert [by_hops[1], by_hops[2], sum(n for h, n in by_hops.items() if h >= 3)] == \
@@ -264,10 +310,6 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     assert sum(adj) == summary["shared_all_adjacent"]
     assert ys["na"][0][0] == summary["noncongruent_with_non_adopter"]
     assert ys["na"][0][0] + ys["na"][1][0] == summary["noncongruent_pairs"]
-    cs = _read(data, "cleaning_stats", month)
-    for afi, xs in zip((4, 6), ys["cleaning"]):
-        counts = {r["reason"]: r["entries"] for r in cs if r["afi"] == afi}
-        assert xs[0] == sum(counts.values()) and xs[-1] == counts["kept"]
 
     # Headline numbers beside the 2014 reference.
     head = browser.eval("Array.prototype.map.call(document.querySelectorAll('#headline tr'), "
@@ -298,21 +340,85 @@ def test_trend_report_in_chromium(browser, data, tmp_path):
     page = data / "reports" / "trend.html"
     figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), "trend")}
     n = len(MONTHS)
+    assert list(figs) == ["fig-trend-vps", "fig-trend-vp-lines", "fig-trend-nonadopter", "fig-trend-transitions"]
     assert figs["fig-trend-vps"]["points"] == [n, n] and figs["fig-trend-vps"]["types"] == ["box", "scatter"]
     assert figs["fig-trend-nonadopter"]["points"] == [n]
-    assert figs["fig-trend-transitions"]["points"] == [n, n, n]
+    assert figs["fig-trend-transitions"]["points"] == [n, n, n, n]
+    vp_keys = {(r["vp_group"], r["vp_asn"]) for m in MONTHS for r in _read(data, "vps", m) if r["pairs"] > 0}
+    assert figs["fig-trend-vp-lines"]["traces"] == len(vp_keys)
     got = browser.eval("""(function () { var g = function (id) { return document.getElementById(id).data; };
         return {median: g('fig-trend-vps')[0].median, lo: g('fig-trend-vps')[0].lowerfence,
                 na: g('fig-trend-nonadopter')[0].y, tr: g('fig-trend-transitions').map(function (t) { return t.y; })};
         })()""")
+    table = _cells(browser, "trend-table")
     for i, m in enumerate(MONTHS):
         s = _read(data, "month_summary", m)[0]
         assert got["median"][i] == pytest.approx(100 * s["vp_noncongruent_median"])
         assert got["lo"][i] == pytest.approx(100 * s["vp_noncongruent_min"])
         assert got["na"][i] == pytest.approx(100 * s["non_adopter_fraction"])
         kinds = Counter(r["kind"] for r in _read(data, "transitions", m))
-        assert [t[i] for t in got["tr"]] == [kinds["existing_pair"], kinds["new_ipv6_destination"], kinds["new_pair"]]
-    assert sum(sum(t) for t in got["tr"]) > 0
+        worse = _became_noncongruent(data, MONTHS[i - 1], m) if i else None
+        if i == 0:  # no month before: not applicable, not 0
+            assert [t[i] for t in got["tr"]] == [None] * 4 and table[i][-2:] == ["not applicable"] * 2
+        else:
+            assert [t[i] for t in got["tr"]] == [kinds["existing_pair"], kinds["new_ipv6_destination"],
+                                                  kinds["new_pair"], -worse]
+            assert table[i][-2:] == [str(sum(kinds.values())), str(worse)]
+        assert table[i][:3] == [m, str(s["pairs"]), str(s["vps_with_pairs"])]
+    assert sum(sum(t[1:]) for t in got["tr"][:3]) > 0
+    # the CSV link carries the same rows; links to every month report
+    import csv
+    import io
+    from urllib.parse import unquote
+
+    href = browser.eval("document.getElementById('trend-csv').getAttribute('href')")
+    assert href.startswith("data:text/csv;charset=utf-8,")
+    rows = list(csv.reader(io.StringIO(unquote(href.split(",", 1)[1]))))
+    assert rows[1:] == table and rows[0][0] == "month"
+    text = page.read_text()
+    assert all(f"<a href='month={m}/report.html'>{m}</a>" in text for m in MONTHS)
+
+
+def _cells(browser, tid: str) -> list[list[str]]:
+    return browser.eval(f"Array.prototype.map.call(document.querySelectorAll('#{tid} tbody tr'), function (r) "
+                        "{ return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); })")
+
+
+def _became_noncongruent(data: Path, prev: str, month: str) -> int:
+    """Pairs congruent in `prev` and non-congruent in `month`, from the Parquet."""
+    before = {(r["vp_group"], r["vp_asn"], r["dest_asn"]) for r in _read(data, "pairs", prev) if r["congruent"]}
+    return sum(1 for r in _read(data, "pairs", month)
+               if not r["congruent"] and (r["vp_group"], r["vp_asn"], r["dest_asn"]) in before)
+
+
+def test_trend_with_a_missing_month_and_with_one_month(browser, tmp_path):
+    """A month without data is a gap on the axis, named on the page, and its successor's
+    changes are not applicable; one published month says the trend needs two."""
+    from tests.test_warehouse import build_published
+
+    gap = ("2026-01", "2026-02", "2026-04")
+    data = build_published(tmp_path / "gap", months=gap, ases=80, vps=10)
+    assert cli(["report", "--trend", "--data-dir", str(data)]) == 0
+    page = data / "reports" / "trend.html"
+    figs = {f["id"]: f for f in check_page(browser, page, _shot_dir(tmp_path), "trend-gap")}
+    axis = ["2026-01", "2026-02", "2026-03", "2026-04"]
+    got = browser.eval("""(function () { var g = function (id) { return document.getElementById(id).data; };
+        return {x: g('fig-trend-vps')[1].x, y: g('fig-trend-vps')[1].y, box: g('fig-trend-vps')[0].x,
+                tr: g('fig-trend-transitions').map(function (t) { return t.y; }),
+                cats: document.getElementById('fig-trend-vps').layout.xaxis.categoryarray}; })()""")
+    assert got["x"] == axis and got["cats"] == axis and got["box"] == list(gap)
+    assert got["y"][2] is None and all(v is not None for k, v in enumerate(got["y"]) if k != 2)  # the line breaks
+    assert [t[3] for t in got["tr"]] == [None] * 4 and [t[1] is not None for t in got["tr"]] == [True] * 4
+    assert "4 published months" not in page.read_text() and "no data for 2026-03" in page.read_text()
+    table = _cells(browser, "trend-table")
+    assert [r[0] for r in table] == axis and table[2][1] == "no data" and table[3][-2:] == ["not applicable"] * 2
+    assert figs["fig-trend-transitions"]["points"] == [4] * 4
+
+    one = build_published(tmp_path / "one", months=("2026-01",), ases=80, vps=10)
+    assert cli(["report", "--trend", "--data-dir", str(one)]) == 0
+    text = (one / "reports" / "trend.html").read_text()
+    assert "The trend needs two published months</b>: only 2026-01 is published" in text
+    assert "1 published month, 2026-01 to 2026-01." in text and "fig-trend-transitions" not in text
 
 
 def test_six_month_demo_through_the_pipeline(browser, tmp_path):
