@@ -479,6 +479,14 @@ def trend_data(con) -> dict:
             r[kind] = by.get((r["month"], kind), 0) if applicable else None
         r["became_congruent"] = sum(r[k] for k, _ in TRANSITION_KINDS) if applicable else None
         r["became_noncongruent"] = worse.get(r["month"], 0) if applicable else None
+    prov = {r["month"]: r for r in _rows(con, "SELECT month, min_coverage, len(snapshots_used) AS used, "
+                                              "len(snapshots_missing) + len(snapshots_failed) AS gaps FROM provenance")} \
+        if "provenance" in warehouse.views(con) else {}
+    for r in ms:
+        p = prov.get(r["month"])
+        r["inputs"] = ("not recorded" if p is None else
+                       f"{p['used']} snapshot(s)" + (f", {p['gaps']} missing or failed" if p["gaps"] else "")
+                       + f"; threshold {p['min_coverage']:g}" + (" (lenient)" if p["min_coverage"] < 0.9 else ""))
     vps = _rows(con, "SELECT month, vp_group, vp_asn, noncongruent_fraction, pairs FROM vps WHERE pairs > 0 "
                      "ORDER BY vp_group, vp_asn, month")
     axis = _calendar(ms[0]["month"], ms[-1]["month"]) if ms else []
@@ -564,23 +572,23 @@ def _trend_table(d: dict) -> str:
 
     at = {r["month"]: r for r in d["months"]}
     head = ["month", "pairs", "VPs with pairs", "non-congruent (%)", "per-VP median (%)", "non-adopter share (%)",
-            "became congruent", "became non-congruent"]
+            "inputs (provenance)", "became congruent", "became non-congruent"]
     rows = []
     for m in d["axis"]:
         r = at.get(m)
         if r is None:
-            rows.append([m, "no data", "", "", "", "", "", ""])
+            rows.append([m, "no data", "", "", "", "", "", "", ""])
             continue
         na = "not applicable"
         rows.append([m, r["pairs"], r["vps_with_pairs"], _num(r["noncongruent_fraction"]), _num(r["med"]),
-                     _num(r["non_adopter_fraction"]),
+                     _num(r["non_adopter_fraction"]), r["inputs"],
                      na if r["became_congruent"] is None else r["became_congruent"],
                      na if r["became_noncongruent"] is None else r["became_noncongruent"]])
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerows([head, *rows])
     link = (f"<p><a id='trend-csv' download='trend.csv' href='data:text/csv;charset=utf-8,{quote(buf.getvalue())}'>"
             "Download this table as CSV</a> (generated into the page; works offline)</p>")
-    return _table("trend-table", head, rows, {1, 2, 3, 4, 5, 6, 7}) + link
+    return _table("trend-table", head, rows, {1, 2, 3, 4, 5, 7, 8}) + link
 
 
 def _num(x) -> str:

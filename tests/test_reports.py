@@ -365,6 +365,10 @@ def test_trend_report_in_chromium(browser, data, tmp_path):
                                                   kinds["new_pair"], -worse]
             assert table[i][-2:] == [str(sum(kinds.values())), str(worse)]
         assert table[i][:3] == [m, str(s["pairs"]), str(s["vps_with_pairs"])]
+        prov = _read(data, "provenance", m) if (data / "provenance" / f"month={m}").is_dir() else []
+        assert table[i][6] == (f"{len(prov[0]['snapshots_used'])} snapshot(s); threshold "
+                               f"{prov[0]['min_coverage']:g}" + (" (lenient)" if prov[0]["min_coverage"] < 0.9 else "")
+                               if prov else "not recorded")
     assert sum(sum(t[1:]) for t in got["tr"][:3]) > 0
     # the CSV link carries the same rows; links to every month report
     import csv

@@ -177,3 +177,9 @@ def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(month, capsys)
     want = sum(1 for r in pq.read_table(month / "pairs" / "month=2026-07").to_pylist()
                if r["vp_asn"] == 1403 and not r["congruent"] and not r["shared_asns"])
     assert want > 0 and capsys.readouterr().out.splitlines()[-1] == f"({want} rows)"
+
+
+def test_the_trend_table_says_what_each_month_rests_on(month):
+    """A --min-coverage 0 month reads as lenient in the trend too, with its snapshots."""
+    text = (month / "reports" / "trend.html").read_text()
+    assert "<td>2 snapshot(s); threshold 0 (lenient)</td>" in text
