@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "synth" and isinstance(out, str) and Path(out).is_dir():  # --out FILE (synth's is a DIR)
         console.error(f"--out: {out} is a folder; give a file path")
         return 2
-    if local and args.command in NEEDS_DATA and not Path(d).exists():
+    if local and args.command in NEEDS_DATA and not getattr(args, "list", False) and not Path(d).exists():
         console.error(f"--data-dir: {d} does not exist (congruency run or ingest creates it; is it misspelled?)")
         return 2
     from contextlib import nullcontext

@@ -350,6 +350,8 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
         assert err == f"error: --data-dir: {typo} does not exist (congruency run or ingest creates it; " \
                       "is it misspelled?)\n", (cmd, err)
     assert not typo.exists()
+    assert cli(["query", "--list", "--data-dir", str(typo)]) == 0  # needs no data
+    capsys.readouterr()
     data = tmp_path / "data"
     shutil.copytree(reference["first"], data)
     assert cli(["status", "--month", "2026-05", "--data-dir", str(data)]) == 1
