@@ -200,7 +200,7 @@ FROM (SELECT {group} AS vp_group, e.peer_asn AS vp_asn, e.peer_ip, e.afi, e.pref
       FROM entries e{first_snapshot}
       LEFT JOIN raw_paths r ON r.kh = e.path_key_hi AND r.kl = e.path_key_lo)"""),
     # The cleaned paths by id.
-    Step("clean_paths", "view",
+    Step("clean_paths", "work",
          spark="SELECT ch, cl, first(path) AS path FROM raw_paths GROUP BY ch, cl",
          duckdb="SELECT ch, cl, any_value(path) AS path FROM raw_paths GROUP BY ALL"),
     # Pass (1) over the entries: per (VP, AFI, session, reason); cleaning stats and sessions.
@@ -247,8 +247,8 @@ FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.ch, r.cl, r.dest_asn, r.plen, r.pref
 GROUP BY vp_group, vp_asn, afi, ch, cl, dest_asn, plen"""),
     # 4. The representative path: most observations, then fewer ASes (plen), ranked on the
     # fixed-width columns alone (the largest struct of them per (VP, destination, AFI)); only
-    # the candidates that equal it, nearly always one, are joined to their cleaned path, and
-    # the smallest sequence breaks what ties remain (an aggregate: no window over lists).
+    # the candidates that equal it, nearly always one, win; only ties compare their cleaned
+    # paths (the smallest sequence wins), and each winner is joined to its path to write it.
     Step("candidates", "work",
          spark="""
 SELECT p.vp_group, p.vp_asn, p.dest_asn, p.afi, p.ch, p.cl, t.observations, p.path_observations, p.prefixes,
@@ -270,20 +270,33 @@ JOIN (SELECT dest_asn, vp_asn, afi, vp_group, sum(path_observations)::BIGINT AS 
          spark="""
 SELECT k.vp_group, k.vp_asn, k.dest_asn, k.afi, c.path, k.observations, k.path_observations,
        k.path_observations / k.observations AS stability, k.prefixes, k.snapshots
-FROM (SELECT k.dest_asn, k.vp_asn, k.afi, k.vp_group, min_by(struct(k.ch, k.cl), c.path) AS w
-      FROM candidates k JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl
+FROM (SELECT dest_asn, vp_asn, afi, vp_group, min(ch) AS ch, min(cl) AS cl FROM candidates
+      GROUP BY dest_asn, vp_asn, afi, vp_group HAVING count(*) = 1
+      UNION ALL
+      SELECT k.dest_asn, k.vp_asn, k.afi, k.vp_group, min_by(k.ch, c.path), min_by(k.cl, c.path)
+      FROM candidates k
+      JOIN (SELECT dest_asn, vp_asn, afi, vp_group FROM candidates
+            GROUP BY dest_asn, vp_asn, afi, vp_group HAVING count(*) > 1) t
+        ON t.dest_asn = k.dest_asn AND t.vp_asn = k.vp_asn AND t.afi = k.afi AND t.vp_group = k.vp_group
+      JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl
       GROUP BY k.dest_asn, k.vp_asn, k.afi, k.vp_group) win
 JOIN candidates k ON k.dest_asn = win.dest_asn AND k.vp_asn = win.vp_asn AND k.afi = win.afi
-                 AND k.vp_group = win.vp_group AND k.ch = win.w.ch AND k.cl = win.w.cl
+                 AND k.vp_group = win.vp_group AND k.ch = win.ch AND k.cl = win.cl
 JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl""",
          duckdb="""
 SELECT k.vp_group, k.vp_asn, k.dest_asn, k.afi, c.path, k.observations, k.path_observations,
        k.path_observations / k.observations AS stability, k.prefixes, k.snapshots
-FROM (SELECT k.dest_asn, k.vp_asn, k.afi, k.vp_group, arg_min({{'ch': k.ch, 'cl': k.cl}}, c.path) AS w
-      FROM candidates k JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl
+FROM (SELECT dest_asn, vp_asn, afi, vp_group, min(ch) AS ch, min(cl) AS cl FROM candidates
+      GROUP BY ALL HAVING count(*) = 1
+      UNION ALL
+      SELECT k.dest_asn, k.vp_asn, k.afi, k.vp_group, arg_min(k.ch, c.path), arg_min(k.cl, c.path)
+      FROM candidates k
+      JOIN (SELECT dest_asn, vp_asn, afi, vp_group FROM candidates GROUP BY ALL HAVING count(*) > 1) t
+        ON t.dest_asn = k.dest_asn AND t.vp_asn = k.vp_asn AND t.afi = k.afi AND t.vp_group = k.vp_group
+      JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl
       GROUP BY ALL) win
 JOIN candidates k ON k.dest_asn = win.dest_asn AND k.vp_asn = win.vp_asn AND k.afi = win.afi
-                 AND k.vp_group = win.vp_group AND k.ch = win.w.ch AND k.cl = win.w.cl
+                 AND k.vp_group = win.vp_group AND k.ch = win.ch AND k.cl = win.cl
 JOIN clean_paths c ON c.ch = k.ch AND c.cl = k.cl"""),
     # 5. Coverage: distinct origins per AFI over the whole month (one row).
     both("totals", "view", """
