@@ -33,15 +33,14 @@ from bench import common  # noqa: E402
 from bench.common import mib, rate  # noqa: E402
 
 REAL_MONTH = "2026-07"
-JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set",
-               "path_key_hi", "path_key_lo"]
+JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
 
 #: The DuckDB floor over `{src}` (a read_parquet): DuckDB answers count(col) and len(list) from
 #: validity masks and offsets alone, so it sums the path elements and measures the strings:
 #: every value is decoded. First column: rows; second: ASNs.
 DUCKDB_FLOOR = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
                 "max(length(prefix)), count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), "
-                "count_if(has_as_set), max(path_key_hi), min(path_key_lo) FROM {src}")
+                "count_if(has_as_set) FROM {src}")
 
 
 def spark_floor(spark, data_dir: Path, month: str):
@@ -56,7 +55,6 @@ def spark_floor(spark, data_dir: Path, month: str):
         F.sum(F.size("as_path")).alias("asns"),
         F.count("peer_ip"), F.count("prefix"), F.count("collector"),
         F.max("snapshot_time"), F.sum("peer_asn"), F.sum("afi"), F.count_if("has_as_set"),
-        F.max("path_key_hi"), F.min("path_key_lo"),
     ).collect()[0]
 
 

@@ -34,10 +34,6 @@ RIB_ENTRIES = pa.schema(
         # Last ASN of the path; null when the path ends in a set or is empty.
         pa.field("origin_asn", pa.uint32(), nullable=True),
         pa.field("source_file", pa.string(), nullable=False),
-        # Fixed-width key of as_path (METHOD.md "Path keys"): MurmurHash3_x64_128 of its ASNs,
-        # the two halves as int64; null when as_path is. The compare job groups and joins on it.
-        pa.field("path_key_hi", pa.int64(), nullable=True),
-        pa.field("path_key_lo", pa.int64(), nullable=True),
     ]
 )
 
@@ -367,9 +363,6 @@ document(
     as_path_raw=("bgpdump-style text of the path, only for has_as_set rows", "-", "ingest: decode"),
     origin_asn=("last ASN of the path; null when it ends in a set or is empty", "ASN", "ingest: decode"),
     source_file=("dump file the row came from", "-", "ingest"),
-    path_key_hi=("first half of the raw path's 128-bit key (MurmurHash3_x64_128 of as_path; METHOD.md Path keys)",
-                 "-", "ingest: decode"),
-    path_key_lo=("second half of the raw path's 128-bit key", "-", "ingest: decode"),
 )
 
 document(

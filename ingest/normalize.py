@@ -36,28 +36,6 @@ def _parse_paths(plain: pa.Array) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(offsets), values, type=ASN_LIST, mask=mask)
 
 
-def path_keys(as_path: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(path_key_hi, path_key_lo) of a list<uint32> column in one native pass (the native
-    decoder's own function, so every backend writes the same keys); null where the path is."""
-    import congruency_mrt
-
-    as_path = as_path.cast(ASN_LIST)
-    offsets = as_path.offsets.to_numpy(zero_copy_only=False).astype("<i4")
-    values = as_path.values.to_numpy(zero_copy_only=False).astype("<u4") if len(as_path.values) else \
-        np.zeros(0, "<u4")
-    hi, lo = congruency_mrt.path_keys(offsets.tobytes(), values.tobytes())
-    mask = pc.is_null(as_path).to_numpy(zero_copy_only=False)
-    return (pa.array(np.frombuffer(hi, "<i8"), pa.int64(), mask=mask),
-            pa.array(np.frombuffer(lo, "<i8"), pa.int64(), mask=mask))
-
-
-def with_path_keys(t: pa.Table) -> pa.Table:
-    """A rib_entries table (file schema) with its path key columns computed from as_path."""
-    hi, lo = path_keys(t.column("as_path").combine_chunks())
-    t = t.set_column(t.schema.get_field_index("path_key_hi"), "path_key_hi", hi)
-    return t.set_column(t.schema.get_field_index("path_key_lo"), "path_key_lo", lo)
-
-
 def to_entries(
     raw: pa.RecordBatch,
     *,
@@ -108,7 +86,6 @@ def to_entries(
             raw_text,
             origin,
             pa.array([source_file] * n, pa.string()),
-            *path_keys(as_path),
         ],
         schema=RIB_ENTRIES,
     )

@@ -33,10 +33,8 @@ class SparkEngine:
         """Register `entries`; check its schema; the row count per AFI (and the number of
         snapshot times, for the steps)."""
         df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(src)
-        have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
-        S.check_columns(have, src)
-        keys, self.keys_on_read = S.key_columns(have, "spark")
-        df.selectExpr(*S.REQUIRED, *keys).createOrReplaceTempView("entries")
+        S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
+        df.select(*S.REQUIRED).createOrReplaceTempView("entries")
         per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
         return per_afi
 

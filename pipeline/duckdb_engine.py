@@ -84,10 +84,9 @@ class DuckDBEngine:
         have = {name: spark_type(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
         S.check_columns(have, src)
-        cols = [f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
-                else c for c in S.REQUIRED]
-        keys, self.keys_on_read = S.key_columns(have, "duckdb")
-        self.con.execute(f"CREATE VIEW entries AS SELECT {', '.join(cols + keys)} FROM {_read(src)}")
+        cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
+                         else c for c in S.REQUIRED)
+        self.con.execute(f"CREATE VIEW entries AS SELECT {cols} FROM {_read(src)}")
         per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
         return per_afi
 

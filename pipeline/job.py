@@ -129,9 +129,6 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
                 raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
             step("checking the input")
             per_afi = engine.open(store, src)
-            if getattr(engine, "keys_on_read", False):
-                prog.console.print(f"note: {src}: no path keys (ingested before they existed); keyed on read, "
-                                   "slower: re-ingest the month to store them", markup=False, soft_wrap=True)
             for afi in (4, 6):
                 if not per_afi.get(afi):
                     raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")

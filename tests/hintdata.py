@@ -76,10 +76,8 @@ def synthetic_rows() -> list[dict]:
 def write_entries(data: Path, month: str, rows: list[dict]) -> None:
     out = data / "rib_entries" / f"month={month}" / "collector=rrc00" / "hand.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
-    from ingest.normalize import with_path_keys
-
-    pq.write_table(with_path_keys(pa.Table.from_pylist([{k: r.get(k) for k in FILE_SCHEMA.names} for r in rows],
-                                                       schema=FILE_SCHEMA)), out)
+    pq.write_table(pa.Table.from_pylist([{k: r[k] for k in FILE_SCHEMA.names} for r in rows],
+                                        schema=FILE_SCHEMA), out)
 
 
 def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:

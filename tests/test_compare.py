@@ -21,7 +21,6 @@ import pytest
 from congruency import reference
 from common.params import MethodParams
 from common.tables import FILE_SCHEMA
-from ingest.normalize import with_path_keys
 from pipeline import job
 from common.tables import TABLES
 from tests import test_method as cases
@@ -183,7 +182,7 @@ def write_entries(data: Path, month: str, rows: list[dict]) -> None:
             peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
             as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=None,
             origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
-        pq.write_table(with_path_keys(pa.Table.from_pylist(t, schema=FILE_SCHEMA)), out)  # as ingest writes them
+        pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
 
 
 HAND_CASES = {

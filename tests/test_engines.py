@@ -55,22 +55,6 @@ def test_hand_made_cases_match_reference(config, tmp_path):
         assert_same_as_reference(tmp_path, month, cfg.method)
 
 
-def test_parquet_without_path_keys_is_keyed_on_read(config, ingested_2026, tmp_path):
-    """rib_entries written before the path keys existed (the columns dropped here) still give
-    the reference's tables: the job keys the paths on read."""
-    data = tmp_path / "data"
-    src = ingested_2026 / "rib_entries" / "month=2026-07"
-    for f in src.rglob("*.parquet"):
-        out = data / "rib_entries" / "month=2026-07" / f.relative_to(src)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        t = pq.read_table(f)
-        assert {"path_key_hi", "path_key_lo"} <= set(t.column_names)
-        pq.write_table(t.drop_columns(["path_key_hi", "path_key_lo"]), out)
-    res = run(duck(config, data_dir=data), "2026-07")
-    assert res.error is None, res.error
-    assert_same_as_reference(data, "2026-07", config.method)
-
-
 def test_variant_cases_match_reference(config, tmp_path):
     for month, (make, change) in VARIANT_CASES.items():
         write_entries(tmp_path, month, make())

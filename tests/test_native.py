@@ -208,29 +208,3 @@ def test_a_download_is_decompressed_once_and_only_a_checked_file_is_kept(tmp_pat
     kept = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
     assert [k for k in kept if "route-views2" in k] == []  # no cache file, no .part, no Parquet
     assert "rib_entries/month=2026-07/collector=route-views6/rib.20260730.1400.parquet" in kept
-
-
-def test_path_keys_are_murmur3_of_the_path(ingested_2026):
-    """Every row's path key is MurmurHash3_x64_128 (seed 0) of its ASNs as little-endian
-    uint32, computed here by the independent `mmh3` package; null exactly where as_path is;
-    and the Python-side function every other backend uses gives the same keys."""
-    import struct
-
-    import mmh3
-    import pyarrow.parquet as pq
-
-    from ingest.normalize import path_keys
-
-    t = pq.read_table(ingested_2026 / "rib_entries", columns=["as_path", "path_key_hi", "path_key_lo"])
-    seen = {}
-    for p, hi, lo in zip(*(t.column(c).to_pylist() for c in ("as_path", "path_key_hi", "path_key_lo"))):
-        if p is None:
-            assert hi is None and lo is None
-            continue
-        k = tuple(p)
-        if k not in seen:
-            seen[k] = struct.unpack("<qq", mmh3.hash_bytes(struct.pack(f"<{len(p)}I", *p), 0, True))
-        assert (hi, lo) == seen[k], p
-    assert len(seen) > 100_000  # distinct paths of the real pair
-    hi, lo = path_keys(t.column("as_path").combine_chunks())
-    assert hi.equals(t.column("path_key_hi").combine_chunks()) and lo.equals(t.column("path_key_lo").combine_chunks())

@@ -71,8 +71,6 @@ def _batch(b: dict, *, collector: str, project: str, snapshot_time: datetime,
             pa.Array.from_buffers(pa.uint32(), n, [pa.py_buffer(b["origin_asn_validity"]),
                                                    pa.py_buffer(b["origin_asn"])]),
             _constant(source_file, n),
-            *(pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(b["as_path_validity"]), pa.py_buffer(b[k])])
-              for k in ("path_key_hi", "path_key_lo")),
         ],
         schema=RIB_ENTRIES,
     )

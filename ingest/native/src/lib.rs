@@ -9,7 +9,6 @@
 //! `bgpdump -m` text. Python receives finished batches: no Python object per route.
 //! Every problem is a one-line message; a panic becomes an exception, never an abort.
 
-mod pathkey;
 mod pbz2;
 
 use pyo3::create_exception;
@@ -279,8 +278,6 @@ struct Cols {
     raw: Vec<u8>,
     origin: Vec<u32>,
     origin_valid: Vec<u8>,
-    key_hi: Vec<i64>,
-    key_lo: Vec<i64>,
 }
 
 impl Cols {
@@ -293,8 +290,6 @@ impl Cols {
             origin: Vec::with_capacity(cap),
             origin_valid: Vec::with_capacity(cap),
             path_valid: Vec::with_capacity(cap),
-            key_hi: Vec::with_capacity(cap),
-            key_lo: Vec::with_capacity(cap),
             ..Default::default()
         };
         for v in [&mut c.peer_ip_off, &mut c.prefix_off, &mut c.path_off, &mut c.raw_off] {
@@ -657,8 +652,6 @@ impl Decoder {
             let c = &mut self.cols;
             c.path_off.push(c.path_vals.len() as i32);
             c.path_valid.push(0);
-            c.key_hi.push(0);
-            c.key_lo.push(0);
             c.has_set.push(1);
             c.raw.extend_from_slice(&self.text);
             c.raw_off.push(c.raw.len() as i32);
@@ -694,9 +687,6 @@ impl Decoder {
         let end = c.path_vals.len();
         c.path_off.push(end as i32);
         c.path_valid.push(1);
-        let (hi, lo) = pathkey::key(&c.path_vals[start..end]);
-        c.key_hi.push(hi);
-        c.key_lo.push(lo);
         c.has_set.push(0);
         c.raw_off.push(c.raw.len() as i32);
         if end > start {
@@ -908,8 +898,6 @@ fn batch_dict<'py>(py: Python<'py>, c: &Cols) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("as_path_raw_validity", bytes(py, &pack_bits(&c.has_set)))?;
     d.set_item("origin_asn", bytes(py, as_bytes(&c.origin)))?;
     d.set_item("origin_asn_validity", bytes(py, &pack_bits(&c.origin_valid)))?;
-    d.set_item("path_key_hi", bytes(py, as_bytes(&c.key_hi)))?;
-    d.set_item("path_key_lo", bytes(py, as_bytes(&c.key_lo)))?;
     Ok(d)
 }
 
@@ -999,35 +987,10 @@ fn _panic_in_thread() -> PyResult<()> {
     Err(MrtError::new_err(rx.recv().unwrap_or_default()))
 }
 
-/// The path keys of an Arrow list<uint32> column given as its buffers (int32 offsets, one
-/// more than rows, and the uint32 values): (hi, lo) as int64 bytes, one per row (rows whose
-/// path is null get the key of their empty slice; the caller masks them).
-#[pyfunction]
-fn path_keys<'py>(py: Python<'py>, offsets: &[u8], values: &[u8]) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    if offsets.len() % 4 != 0 || values.len() % 4 != 0 || offsets.len() < 4 {
-        return Err(PyValueError::new_err("path_keys: offsets and values must be int32 / uint32 buffers"));
-    }
-    let offs: Vec<i32> = offsets.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    let vals: Vec<u32> = values.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    let n = offs.len() - 1;
-    let (mut hi, mut lo) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for w in offs.windows(2) {
-        let (a, b) = (w[0] as usize, w[1] as usize);
-        if a > b || b > vals.len() {
-            return Err(PyValueError::new_err("path_keys: offsets out of range"));
-        }
-        let (h, l) = pathkey::key(&vals[a..b]);
-        hi.push(h);
-        lo.push(l);
-    }
-    Ok((bytes(py, as_bytes(&hi)), bytes(py, as_bytes(&lo))))
-}
-
 #[pymodule]
 fn congruency_mrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
     m.add_function(wrap_pyfunction!(_panic_in_thread, m)?)?;
-    m.add_function(wrap_pyfunction!(path_keys, m)?)?;
     m.add("MrtError", m.py().get_type::<MrtError>())?;
     Ok(())
 }
