@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
+from typing import ClassVar
 from pathlib import Path
 
 GROUPS_TOML = Path(__file__).with_name("groups.toml")
@@ -38,14 +39,18 @@ class MethodParams:
     #: The snapshots used: "all" (every one ingested for the month) or "first" (each
     #: collector's first of the month only).
     snapshots: str = "all"
-    #: METHOD.md 7, what is compared: "representative" (the two representative paths) or
-    #: "any" (congruent when any cleaned IPv4 path of the VP to the destination equals any
-    #: cleaned IPv6 one).
+    #: METHOD.md 7, what is compared: "representative" (the two representative paths), "any"
+    #: (congruent when any cleaned IPv4 path of the VP to the destination equals any cleaned
+    #: IPv6 one) or "share" (congruent when at least half of the (IPv4 path, IPv6 path)
+    #: combinations of the VP's distinct cleaned paths to the destination are equal).
     comparison: str = "representative"
+
+    #: comparison "share": the share of equal combinations that makes a pair congruent.
+    SHARE_CONGRUENT: ClassVar[float] = 0.5
 
     def __post_init__(self):
         for name, allowed in (("representative", REPRESENTATIVE), ("snapshots", ("all", "first")),
-                              ("comparison", ("representative", "any"))):
+                              ("comparison", ("representative", "any", "share"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
 

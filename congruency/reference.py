@@ -100,9 +100,11 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
             for dest in sorted((orig[4] & orig[6]) - {vp_asn}):  # both AFIs => dual-stacked destination
                 v4, v6 = rep[(group, vp_asn, dest, 4)], rep[(group, vp_asn, dest, 6)]
                 shared = shared_asns(v4, v6, vp_asn, dest)
-                # "any": congruent when the VP saw one path in both families (METHOD.md 7)
-                congruent = v4 == v6 or (params.comparison == "any" and bool(
-                    obs[(group, vp_asn, dest, 4)].keys() & obs[(group, vp_asn, dest, 6)].keys()))
+                # "any": congruent when the VP saw one path in both families; "share": when at
+                # least half of the (IPv4 path, IPv6 path) combinations are equal (METHOD.md 7)
+                p4s, p6s = obs[(group, vp_asn, dest, 4)].keys(), obs[(group, vp_asn, dest, 6)].keys()
+                congruent = {"representative": v4 == v6, "any": v4 == v6 or bool(p4s & p6s),
+                             "share": len(p4s & p6s) >= params.SHARE_CONGRUENT * len(p4s) * len(p6s)}[params.comparison]
                 vp_pairs.append(dict(
                     month=month, vp_group=group, vp_asn=vp_asn, dest_asn=dest,
                     v4_path=list(v4), v6_path=list(v6), congruent=congruent,

@@ -24,7 +24,7 @@ CHOICES: dict[str, dict[str, dict]] = {
     "reserved_asns": {"dropped": {"reserved_asns": MethodParams().reserved_asns}, "kept": {"reserved_asns": ()}},
     "grouping": {"grouped": {"groups": "base"}, "per_collector": {"groups": {}}},
     "representative": {v: {"representative": v} for v in REPRESENTATIVE},
-    "comparison": {"representative": {"comparison": "representative"}, "any": {"comparison": "any"}},
+    "comparison": {v: {"comparison": v} for v in ("representative", "any", "share")},
     "snapshots": {"all": {"snapshots": "all"}, "first": {"snapshots": "first"}},
 }
 

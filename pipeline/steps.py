@@ -106,12 +106,15 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
         first = (f" e {'LEFT SEMI' if engine == 'spark' else 'SEMI'} JOIN (SELECT collector AS fc, "
                  "min(snapshot_time) AS ft FROM entries GROUP BY collector) f "
                  "ON e.collector = f.fc AND e.snapshot_time = f.ft")
-    anyq = params.comparison == "any"
+    anyq = params.comparison != "representative"
+    share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
             "masks": masks, "mask_bits": count, "rep_order": order, "first_snapshot": first,
             "any_join": (" LEFT JOIN any_equal e ON e.vp_group = p4.vp_group AND e.vp_asn = p4.vp_asn "
                          "AND e.dest_asn = p4.dest_asn") if anyq else "",
-            "any_equal": " OR e.dest_asn IS NOT NULL" if anyq else "",
+            "congruent": {"representative": "p4.path = p6.path", "any": "p4.path = p6.path OR e.dest_asn IS NOT NULL",
+                          "share": "e.dest_asn IS NOT NULL"}[params.comparison],
+            "share": share,
             "first_as_spark": " OR as_path[0] != vp_asn" if on else "",
             "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
 
@@ -268,13 +271,20 @@ FROM (SELECT s.vp_group, s.vp_asn, sessions_v4, sessions_v6, origins_v4, origins
       FROM sessions s JOIN origins o ON s.vp_group = o.vp_group AND s.vp_asn = o.vp_asn
       CROSS JOIN totals
       LEFT JOIN transit tr ON tr.vp_asn = s.vp_asn)"""),
-    # 7, comparison "any" (a sensitivity variant): the (VP, destination)s with one cleaned
-    # path in both families; read by pairs_base only under that variant.
+    # 7, comparison "any" / "share" (sensitivity variants): the (VP, destination)s where at
+    # least one, or at least MethodParams.SHARE_CONGRUENT of the n4 x n6, (IPv4 path, IPv6 path)
+    # combinations of their cleaned paths are equal; read by pairs_base only under them.
     both("any_equal", "view", """
-SELECT DISTINCT a.vp_group, a.vp_asn, a.dest_asn
-FROM per_path a JOIN per_path b ON b.afi = 6 AND a.vp_group = b.vp_group AND a.vp_asn = b.vp_asn
-                                AND a.dest_asn = b.dest_asn AND a.path = b.path
-WHERE a.afi = 4"""),
+SELECT e.vp_group, e.vp_asn, e.dest_asn
+FROM (SELECT a.vp_group, a.vp_asn, a.dest_asn, count(*) AS c
+      FROM per_path a JOIN per_path b ON b.afi = 6 AND a.vp_group = b.vp_group AND a.vp_asn = b.vp_asn
+                                      AND a.dest_asn = b.dest_asn AND a.path = b.path
+      WHERE a.afi = 4 GROUP BY a.vp_group, a.vp_asn, a.dest_asn) e
+JOIN (SELECT vp_group, vp_asn, dest_asn, count(CASE WHEN afi = 4 THEN 1 END) AS n4,
+             count(CASE WHEN afi = 6 THEN 1 END) AS n6
+      FROM per_path GROUP BY vp_group, vp_asn, dest_asn) n
+  ON n.vp_group = e.vp_group AND n.vp_asn = e.vp_asn AND n.dest_asn = e.dest_asn
+WHERE CAST(e.c AS DOUBLE) >= {share} * n.n4 * n.n6"""),
     # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
     Step("pairs_base", "work",
          spark="""
@@ -282,7 +292,7 @@ SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a -
             (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
             (a = try_element_at(v6_path, 2) OR a = try_element_at(v6_path, -2))) END AS shared_adjacent
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             (p4.path = p6.path{any_equal}) AS congruent,
+             ({congruent}) AS congruent,
              size(p4.path) - 1 AS hops_v4, size(p6.path) - 1 AS hops_v6,
              array_sort(array_except(array_intersect(p4.path, p6.path), array(p4.vp_asn, p4.dest_asn)))
                AS shared_asns
@@ -298,7 +308,7 @@ SELECT *, CASE WHEN len(shared_asns) = 0 THEN NULL ELSE list_bool_and(list_trans
             (a = v4_path[2] OR a = v4_path[-2]) AND
             (a = v6_path[2] OR a = v6_path[-2]))) END AS shared_adjacent
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             (p4.path = p6.path{any_equal}) AS congruent,
+             ({congruent}) AS congruent,
              (len(p4.path) - 1)::INTEGER AS hops_v4, (len(p6.path) - 1)::INTEGER AS hops_v6,
              list_sort(list_filter(list_intersect(p4.path, p6.path), lambda x: x != p4.vp_asn AND x != p4.dest_asn))
                AS shared_asns

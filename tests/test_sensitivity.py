@@ -48,33 +48,38 @@ def hand_rows() -> list[dict]:
         R("route-views2", 10, 4, [10, 21, 80], prefix="10.4.80.0/24"),
         # ...and IPv6 [10,26,80], only in route-views6's second snapshot (t=1).
         R("route-views6", 10, 6, [10, 26, 80], t=1),
+        # VP 10 to 90: IPv4 [10,27,90] twice (t=0, 1) and [10,28,90] once; IPv6 [10,28,90]:
+        # representatives differ, but one of the 2 x 1 combinations is equal (share 0.5).
+        R("route-views2", 10, 4, [10, 27, 90]), R("route-views2", 10, 4, [10, 27, 90], t=1),
+        R("route-views2", 10, 4, [10, 28, 90]), R("route-views6", 10, 6, [10, 28, 90]),
     ]
 
 
 #: (pairs, non-congruent) per variant, by hand from hand_rows' comments, at the month's own
 #: parameters min_coverage 0, first-AS rule on, reserved ASNs dropped, RV2+RV6 grouped:
-#: default: VP 10 (30 nc, 40 c, 80 nc: [10,25,80] / [10,26,80]) + VP 11 (30 nc) = 4 pairs, 3
-#: non-congruent. Origins: IPv4 30, 40, 80; IPv6 30, 40, 70, 80. VP 10 covers all of them,
-#: VP 11 IPv4 1 of 3 (0.33) and IPv6 3 of 4.
+#: default: VP 10 (30 nc, 40 c, 80 nc: [10,25,80] / [10,26,80], 90 nc) + VP 11 (30 nc) = 5
+#: pairs, 4 non-congruent. Origins: IPv4 30, 40, 80, 90; IPv6 30, 40, 70, 80, 90. VP 10 covers
+#: all of them, VP 11 IPv4 1 of 4 (0.25) and IPv6 3 of 5.
 BY_HAND = {
-    ("min_coverage", "0.5"): (3, 2),  # VP 11 out (0.33 < 0.5)
-    ("min_coverage", "0.8"): (3, 2),
-    ("min_coverage", "0.9"): (3, 2),
-    ("min_coverage", "0.95"): (3, 2),
-    ("first_as_rule", "default"): (4, 3),
-    ("first_as_rule", "off"): (5, 3),  # the route server's [60, 30] kept on both: a congruent pair
-    ("reserved_asns", "default"): (4, 3),
-    ("reserved_asns", "kept"): (5, 4),  # 70 becomes dual-stacked: VP 10's [10,64512,70] / [10,70]
-    ("grouping", "default"): (4, 3),
+    ("min_coverage", "0.5"): (4, 3),  # VP 11 out (0.25 < 0.5)
+    ("min_coverage", "0.8"): (4, 3),
+    ("min_coverage", "0.9"): (4, 3),
+    ("min_coverage", "0.95"): (4, 3),
+    ("first_as_rule", "default"): (5, 4),
+    ("first_as_rule", "off"): (6, 4),  # the route server's [60, 30] kept on both: a congruent pair
+    ("reserved_asns", "default"): (5, 4),
+    ("reserved_asns", "kept"): (6, 5),  # 70 becomes dual-stacked: VP 10's [10,64512,70] / [10,70]
+    ("grouping", "default"): (5, 4),
     ("grouping", "per_collector"): (0, 0),  # route-views2 and route-views6 alone: no VP dual-stacked
-    ("representative", "default"): (4, 3),
-    ("representative", "prefixes"): (4, 3),  # [10,22,80] / [10,26,80]
-    ("representative", "snapshots"): (4, 2),  # [10,26,80] on both: congruent
-    ("representative", "lowest"): (4, 3),  # [10,21,80] / [10,26,80]
-    ("comparison", "default"): (4, 3),
-    ("comparison", "any"): (4, 2),  # [10,26,80] is among VP 10's IPv4 paths to 80
-    ("snapshots", "default"): (4, 3),
-    ("snapshots", "first"): (3, 2),  # route-views6's first snapshot has no path to 80
+    ("representative", "default"): (5, 4),
+    ("representative", "prefixes"): (5, 4),  # 80: [10,22,80] / [10,26,80]; 90: one prefix each, as default
+    ("representative", "snapshots"): (5, 3),  # 80: [10,26,80] on both: congruent
+    ("representative", "lowest"): (5, 4),  # 80: [10,21,80] / [10,26,80]; 90: [10,27,90] / [10,28,90]
+    ("comparison", "default"): (5, 4),
+    ("comparison", "any"): (5, 2),  # 80 and 90 each have a path in both families
+    ("comparison", "share"): (5, 3),  # 90: 1 of 2 combinations equal (0.5); 80: 1 of 4 (0.25)
+    ("snapshots", "default"): (5, 4),
+    ("snapshots", "first"): (4, 3),  # route-views6's first snapshot has no path to 80
 }
 
 
@@ -119,7 +124,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
         for k, v in ref.items():  # quartiles interpolate: equal up to the last bit
             if k != "month":
                 assert got[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), (choice, variant, k)
-    assert out["variants"] == 18 and out["computed"] == 13  # the 'default' rows are one computation
+    assert out["variants"] == 19 and out["computed"] == 14  # the 'default' rows are one computation
     # The default variant is the published month, every figure of it.
     [ms] = pq.read_table(tmp_path / "month_summary" / f"month={M}").to_pylist()
     for r in rows:
@@ -174,9 +179,8 @@ def test_the_page_in_chromium(tmp_path, capsys):
     cfg = _published(tmp_path, "duckdb")
     assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg)]) == 0
     page = tmp_path / "reports" / f"month={M}" / "sensitivity.html"
-    # comparison=any and representative=snapshots both move it 25 points down (75% -> 50%);
-    # ties go by name.
-    assert "The choice that moves it most is <b>comparison</b>: -25.0 to +0.0 points" in page.read_text()
+    # comparison=any moves it 40 points down (80% -> 40%)
+    assert "The choice that moves it most is <b>comparison</b>: -40.0 to +0.0 points" in page.read_text()
     (tmp_path / "chromium-home").mkdir()
     b = Chromium(tmp_path / "chromium-home")
     try:
