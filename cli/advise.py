@@ -12,13 +12,14 @@ from common.config import Config
 def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The question's flags, shared by advise and export."""
     p.add_argument("--from", dest="source", metavar="ASN", required=required,
-                   help="source AS (a VP, or any AS: then its upstream VPs stand in); GROUP:ASN picks one VP")
+                   help="source AS (a VP, or any AS: then proxy VPs stand in, those whose paths cross it, else those it "
+                        "hands traffic to; see README); GROUP:ASN picks one VP")
     p.add_argument("--to", action="append", metavar="ADDR|PREFIX|ASN",
                    help="destination: an ASN, a prefix or an IP address; give --to twice for one host's "
                         "IPv4 and IPv6 addresses")
     p.add_argument("--month", metavar="YYYY-MM", help="month of published results (default: the latest)")
     p.add_argument("--endpoints", metavar="FILE",
-                   help="TOML of candidate tunnel endpoints ([[endpoint]] name, ipv4, ipv6): rank their "
+                   help="TOML of candidate tunnel endpoints ([[endpoint]] name, ipv4, ipv6, and for mpt tunnel): rank their "
                         "underlay paths and choose --k of them")
     p.add_argument("--k", type=int, metavar="N", help="paths to choose among the endpoints' (default 2)")
 
