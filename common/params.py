@@ -44,13 +44,18 @@ class MethodParams:
     #: IPv6 one) or "share" (congruent when at least half of the (IPv4 path, IPv6 path)
     #: combinations of the VP's distinct cleaned paths to the destination are equal).
     comparison: str = "representative"
+    #: METHOD.md 1.2: "dropped" (a path with an AS_SET or confederation segment is dropped) or
+    #: "hop" (a path whose only such segments are AS_SETs, and which ends in a plain ASN, is
+    #: kept with each set as one hop; confederation segments are still dropped).
+    as_set: str = "dropped"
 
     #: comparison "share": the share of equal combinations that makes a pair congruent.
     SHARE_CONGRUENT: ClassVar[float] = 0.5
 
     def __post_init__(self):
         for name, allowed in (("representative", REPRESENTATIVE), ("snapshots", ("all", "first")),
-                              ("comparison", ("representative", "any", "share"))):
+                              ("comparison", ("representative", "any", "share")),
+                              ("as_set", ("dropped", "hop"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
 

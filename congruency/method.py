@@ -5,6 +5,7 @@ Paths are sequences of int ASNs; functions return tuples/lists of ints, never mu
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from common.params import MethodParams
@@ -59,6 +60,29 @@ def cleaning_reason(
 ) -> str | None:
     """The first reason of METHOD.md step 1 that applies, or None when the row is kept."""
     return clean_path(prefix, as_path, has_as_set, peer_asn, params)[0]
+
+
+#: A path text whose only non-plain segments are AS_SETs, ending in a plain ASN (bgpdump's spelling).
+_SETS_ONLY = re.compile(r"([0-9]+ |\{[0-9,]+\} )*[0-9]+")
+#: A set hop is -1 - (its sorted members' polynomial hash, base 1000003, mod 2^61 - 1): never an ASN.
+SET_HASH_MOD = 2**61 - 1
+
+
+def set_hop_path(raw: str | None) -> tuple[int, ...] | None:
+    """The path of bgpdump-style text with each AS_SET as one hop (MethodParams.as_set
+    "hop"), or None when it has a confederation segment or ends in a set."""
+    if raw is None or not _SETS_ONLY.fullmatch(raw):
+        return None
+    out = []
+    for t in raw.split(" "):
+        if t.startswith("{"):
+            h = 0
+            for m in sorted(int(x) for x in t.strip("{}").split(",")):
+                h = (h * 1000003 + m) % SET_HASH_MOD
+            out.append(-1 - h)
+        else:
+            out.append(int(t))
+    return tuple(out)
 
 
 def representative_path(paths: Mapping[tuple[int, ...], int | tuple[int, int, int]],

@@ -14,6 +14,7 @@ from congruency.method import (
     KEPT,
     clean_path,
     divergence,
+    set_hop_path,
     edit_distance,
     non_adopters,
     quantiles_linear,
@@ -49,7 +50,10 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
     # -- one pass: cleaning (step 1-2) and aggregation by (VP, origin, AFI, path) (step 3-4)
     for r in rows:
         afi, peer_asn = int(r["afi"]), int(r["peer_asn"])
-        reason, path = clean_path(r["prefix"], r["as_path"], bool(r["has_as_set"]), peer_asn, params)
+        as_path, has_set = r["as_path"], bool(r["has_as_set"])
+        if has_set and params.as_set == "hop" and (hop := set_hop_path(r.get("as_path_raw"))) is not None:
+            as_path, has_set = list(hop), False  # each AS_SET one hop (METHOD.md "Sensitivity")
+        reason, path = clean_path(r["prefix"], as_path, has_set, peer_asn, params)
         stats[(afi, reason or KEPT)] += 1
         if reason is not None:
             continue

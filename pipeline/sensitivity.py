@@ -26,6 +26,7 @@ CHOICES: dict[str, dict[str, dict]] = {
     "representative": {v: {"representative": v} for v in REPRESENTATIVE},
     "comparison": {v: {"comparison": v} for v in ("representative", "any", "share")},
     "snapshots": {"all": {"snapshots": "all"}, "first": {"snapshots": "first"}},
+    "as_set": {"dropped": {"as_set": "dropped"}, "hop": {"as_set": "hop"}},
 }
 
 

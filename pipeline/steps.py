@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from common.duck import quote
 from common.params import MethodParams
+from congruency.method import SET_HASH_MOD
 
 #: Columns the job reads from rib_entries, with the types it needs (Spark's names).
 REQUIRED = {
@@ -33,6 +34,7 @@ REQUIRED = {
     "prefix": "string",
     "as_path": "array<bigint>",
     "has_as_set": "boolean",
+    "as_path_raw": "string",
 }
 
 
@@ -106,6 +108,25 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
         first = (f" e {'LEFT SEMI' if engine == 'spark' else 'SEMI'} JOIN (SELECT collector AS fc, "
                  "min(snapshot_time) AS ft FROM entries GROUP BY collector) f "
                  "ON e.collector = f.fc AND e.snapshot_time = f.ft")
+    # as_set "hop": a path whose only segments besides plain ASNs are AS_SETs, and which ends in
+    # a plain ASN, is kept with each set as one hop: -1 - (a polynomial hash of its sorted
+    # members mod 2^61 - 1), the same number in both dialects and in the reference.
+    hop = params.as_set == "hop"
+    sets_only = "as_path_raw RLIKE '^([0-9]+ |[{{][0-9,]+[}}] )*[0-9]+$'" if engine == "spark" else \
+        "regexp_matches(as_path_raw, '^([0-9]+ |[{{][0-9,]+[}}] )*[0-9]+$')"
+    sets_only = sets_only.replace("{{", "{").replace("}}", "}")
+    parse = {
+        "spark": "transform(split(as_path_raw, ' '), t -> CASE WHEN t LIKE '{%' THEN -1 - CAST(aggregate("
+                 "array_sort(transform(split(regexp_replace(t, '[{}]', ''), ','), m -> CAST(m AS DECIMAL(38,0)))), "
+                 "CAST(0 AS DECIMAL(38,0)), (a, x) -> CAST((a * 1000003 + x) % " + str(SET_HASH_MOD) +
+                 " AS DECIMAL(38,0))) AS BIGINT) ELSE CAST(t AS BIGINT) END)",
+        "duckdb": "list_transform(string_split(as_path_raw, ' '), lambda t: CASE WHEN t LIKE '{%' THEN (-1 - list_reduce("
+                  "list_sort(list_transform(string_split(trim(t, '{}'), ','), lambda m: m::HUGEINT)), "
+                  "lambda a, x: (a * 1000003 + x) % " + str(SET_HASH_MOD) + ", 0::HUGEINT))::BIGINT "
+                  "ELSE TRY_CAST(t AS BIGINT) END)",
+    }[engine]
+    eff_path = f"CASE WHEN has_as_set AND coalesce({sets_only}, false) THEN {parse} ELSE as_path END" if hop \
+        else "as_path"
     anyq = params.comparison != "representative"
     share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
@@ -115,6 +136,9 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
             "congruent": {"representative": "p4.path = p6.path", "any": "p4.path = p6.path OR e.dest_asn IS NOT NULL",
                           "share": "e.dest_asn IS NOT NULL"}[params.comparison],
             "share": share,
+            "as_path_spark": eff_path if engine == "spark" else "as_path",
+            "as_path_duckdb": eff_path if engine == "duckdb" else "as_path",
+            "has_as_set": f"(has_as_set AND NOT coalesce({sets_only}, false))" if hop else "has_as_set",
             "first_as_spark": " OR as_path[0] != vp_asn" if on else "",
             "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
 
@@ -151,9 +175,10 @@ SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN exists(as_path, x -> {reserved}) THEN 'reserved_asn'
     WHEN size(filter(path, (x, i) -> array_position(path, x) != i + 1)) > 0 THEN 'loop'
   END AS reason
-FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
-             filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
-      FROM entries{first_snapshot})""",
+FROM (SELECT *, filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
+      FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time,
+                   {as_path_spark} AS as_path, {has_as_set} AS has_as_set
+            FROM entries{first_snapshot}))""",
          duckdb="""
 SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
@@ -162,9 +187,10 @@ SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN list_bool_or(list_transform(as_path, lambda x: {reserved})) THEN 'reserved_asn'
     WHEN list_bool_or(list_transform(path, lambda x, i: list_position(path, x) != i)) THEN 'loop'
   END AS reason
-FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time, as_path, has_as_set,
-             list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
-      FROM entries{first_snapshot})"""),
+FROM (SELECT *, list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
+      FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time,
+                   {as_path_duckdb} AS as_path, {has_as_set} AS has_as_set
+            FROM entries{first_snapshot}))"""),
     # Pass (1) over the entries: per (VP, AFI, session, reason); cleaning stats and sessions.
     both("by_session", "work", """
 SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries

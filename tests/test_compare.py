@@ -180,7 +180,7 @@ def write_entries(data: Path, month: str, rows: list[dict]) -> None:
             snapshot_time=r["snapshot_time"] if isinstance(r["snapshot_time"], datetime) else
             datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
             peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
-            as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=None,
+            as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=r.get("as_path_raw"),
             origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
         pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
 

@@ -52,14 +52,20 @@ def hand_rows() -> list[dict]:
         # representatives differ, but one of the 2 x 1 combinations is equal (share 0.5).
         R("route-views2", 10, 4, [10, 27, 90]), R("route-views2", 10, 4, [10, 27, 90], t=1),
         R("route-views2", 10, 4, [10, 28, 90]), R("route-views6", 10, 6, [10, 28, 90]),
+        # 100: VP 11's IPv4 path has an AS_SET (kept as one hop under as_set=hop), VP 10's a
+        # confederation segment (dropped either way); both reach it over IPv6 via AS7.
+        dict(R("route-views2", 11, 4, [11, 100]), as_path=None, has_as_set=True, as_path_raw="11 {6,5} 100"),
+        dict(R("route-views2", 10, 4, [10, 100]), as_path=None, has_as_set=True,
+             as_path_raw="10 (65001 65002) 100"),
+        R("route-views6", 11, 6, [11, 7, 100]), R("route-views6", 10, 6, [10, 7, 100]),
     ]
 
 
 #: (pairs, non-congruent) per variant, by hand from hand_rows' comments, at the month's own
 #: parameters min_coverage 0, first-AS rule on, reserved ASNs dropped, RV2+RV6 grouped:
 #: default: VP 10 (30 nc, 40 c, 80 nc: [10,25,80] / [10,26,80], 90 nc) + VP 11 (30 nc) = 5
-#: pairs, 4 non-congruent. Origins: IPv4 30, 40, 80, 90; IPv6 30, 40, 70, 80, 90. VP 10 covers
-#: all of them, VP 11 IPv4 1 of 4 (0.25) and IPv6 3 of 5.
+#: pairs, 4 non-congruent. Origins: IPv4 30, 40, 80, 90; IPv6 30, 40, 70, 80, 90, 100. VP 10 covers
+#: all of them (and IPv6 100), VP 11 IPv4 1 of 4 (0.25) and IPv6 4 of 6.
 BY_HAND = {
     ("min_coverage", "0.5"): (4, 3),  # VP 11 out (0.25 < 0.5)
     ("min_coverage", "0.8"): (4, 3),
@@ -80,6 +86,8 @@ BY_HAND = {
     ("comparison", "share"): (5, 3),  # 90: 1 of 2 combinations equal (0.5); 80: 1 of 4 (0.25)
     ("snapshots", "default"): (5, 4),
     ("snapshots", "first"): (4, 3),  # route-views6's first snapshot has no path to 80
+    ("as_set", "default"): (5, 4),
+    ("as_set", "hop"): (6, 5),  # 100 gets VP 11's IPv4 [11, {5,6}, 100]: non-congruent with [11, 7, 100]
 }
 
 
@@ -124,7 +132,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
         for k, v in ref.items():  # quartiles interpolate: equal up to the last bit
             if k != "month":
                 assert got[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), (choice, variant, k)
-    assert out["variants"] == 19 and out["computed"] == 14  # the 'default' rows are one computation
+    assert out["variants"] == 21 and out["computed"] == 15  # the 'default' rows are one computation
     # The default variant is the published month, every figure of it.
     [ms] = pq.read_table(tmp_path / "month_summary" / f"month={M}").to_pylist()
     for r in rows:
