@@ -48,6 +48,10 @@ class MethodParams:
     #: "hop" (a path whose only such segments are AS_SETs, and which ends in a plain ASN, is
     #: kept with each set as one hop; confederation segments are still dropped).
     as_set: str = "dropped"
+    #: METHOD.md 4 and 7, the destination unit: "origin" (one representative path per (VP,
+    #: origin AS, AFI)) or "prefix" (one per (VP, prefix, AFI), and a pair per IPv4 and IPv6
+    #: prefix of the VP whose representative paths end at the same origin).
+    destination: str = "origin"
 
     #: comparison "share": the share of equal combinations that makes a pair congruent.
     SHARE_CONGRUENT: ClassVar[float] = 0.5
@@ -55,9 +59,12 @@ class MethodParams:
     def __post_init__(self):
         for name, allowed in (("representative", REPRESENTATIVE), ("snapshots", ("all", "first")),
                               ("comparison", ("representative", "any", "share")),
-                              ("as_set", ("dropped", "hop"))):
+                              ("as_set", ("dropped", "hop")), ("destination", ("origin", "prefix"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if self.destination == "prefix" and self.comparison != "representative":
+            raise ValueError("destination: \"prefix\" compares the representative paths only "
+                             "(comparison \"representative\")")
 
     def group_of(self, collector: str) -> str:
         return self.groups.get(collector, collector)

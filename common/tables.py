@@ -488,7 +488,7 @@ document(
     "one choice at a time against the month's own parameters (variant 'default').",
     "sensitivity/month=YYYY-MM/*.parquet",
     month=_MONTH,
-    choice=("the open choice varied: min_coverage, first_as_rule, reserved_asns, grouping, representative, comparison, snapshots", "-", _SN),
+    choice=("the open choice varied: min_coverage, first_as_rule, reserved_asns, grouping, representative, comparison, snapshots, as_set, destination", "-", _SN),
     variant=("its value in this row; 'default' where it equals the month's own parameters", "-", _SN),
     **{k: (f"as month_summary.{k}, under this variant", *DOCS["month_summary"].columns[k][1:2], _SN)
        for k in MONTH_SUMMARY.names if k != "month"},

@@ -39,6 +39,9 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
     # (vp_group, vp_asn, origin, afi) -> cleaned path -> [observations, prefixes, snapshots]
     obs: dict[tuple[str, int, int, int], dict[tuple[int, ...], list]] = defaultdict(dict)
 
+    by_prefix = params.destination == "prefix"
+    # (vp_group, vp_asn, afi, prefix) -> cleaned path -> [observations, snapshots]
+    obs_p: dict[tuple[str, int, int, str], dict[tuple[int, ...], list]] = defaultdict(dict)
     if params.snapshots == "first":  # each collector's first snapshot of the month only
         rows = list(rows)
         first: dict[str, Any] = {}
@@ -65,6 +68,10 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
         acc[0] += 1
         acc[1].add(r["prefix"])
         acc[2].add(r["snapshot_time"])
+        if by_prefix:  # destination "prefix": observations per (VP, AFI, prefix) as well
+            pacc = obs_p[(*vp, afi, r["prefix"])].setdefault(path, [0, set()])
+            pacc[0] += 1
+            pacc[1].add(r["snapshot_time"])
 
     # -- step 4: representative paths; month-wide sets for steps 5, 6, 7 and 8
     origins_all: dict[int, set[int]] = {4: set(), 6: set()}
@@ -91,6 +98,16 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
             prefixes=len(prefixes), snapshots=len(snaps),
         ))
 
+    # destination "prefix": a representative path per (VP, AFI, prefix); a VP's origins are
+    # its representatives' (the pairs then match IPv4 and IPv6 prefixes by origin)
+    by_origin_prefixes: dict[tuple[str, int, int, int], list[tuple[int, ...]]] = defaultdict(list)
+    if by_prefix:
+        vp_origins = defaultdict(lambda: {4: set(), 6: set()})
+        for (group, vp_asn, afi, prefix), by_path in sorted(obs_p.items()):
+            best = representative_path({p: (a[0], 1, len(a[1])) for p, a in by_path.items()}, params.representative)
+            vp_origins[(group, vp_asn)][afi].add(best[-1])
+            by_origin_prefixes[(group, vp_asn, best[-1], afi)].append(best)
+
     # -- step 5: VPs; step 7: pairs of default-free VPs
     pairs, vps = [], []
     for vp in sorted(sessions):
@@ -101,8 +118,12 @@ def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodP
         default_free = dual and all(cov[a] >= params.min_coverage for a in AFIS)
         vp_pairs = []
         if default_free:
-            for dest in sorted((orig[4] & orig[6]) - {vp_asn}):  # both AFIs => dual-stacked destination
-                v4, v6 = rep[(group, vp_asn, dest, 4)], rep[(group, vp_asn, dest, 6)]
+            combos = [(dest, v4, v6) for dest in sorted((orig[4] & orig[6]) - {vp_asn})  # dual-stacked
+                      for v4 in (by_origin_prefixes[(group, vp_asn, dest, 4)] if by_prefix else
+                                 [rep[(group, vp_asn, dest, 4)]])
+                      for v6 in (by_origin_prefixes[(group, vp_asn, dest, 6)] if by_prefix else
+                                 [rep[(group, vp_asn, dest, 6)]])]
+            for dest, v4, v6 in combos:
                 shared = shared_asns(v4, v6, vp_asn, dest)
                 # "any": congruent when the VP saw one path in both families; "share": when at
                 # least half of the (IPv4 path, IPv6 path) combinations are equal (METHOD.md 7)

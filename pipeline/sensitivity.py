@@ -27,6 +27,7 @@ CHOICES: dict[str, dict[str, dict]] = {
     "comparison": {v: {"comparison": v} for v in ("representative", "any", "share")},
     "snapshots": {"all": {"snapshots": "all"}, "first": {"snapshots": "first"}},
     "as_set": {"dropped": {"as_set": "dropped"}, "hop": {"as_set": "hop"}},
+    "destination": {"origin": {"destination": "origin"}, "prefix": {"destination": "prefix"}},
 }
 
 

@@ -127,6 +127,9 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     }[engine]
     eff_path = f"CASE WHEN has_as_set AND coalesce({sets_only}, false) THEN {parse} ELSE as_path END" if hop \
         else "as_path"
+    # destination "prefix": a representative path per (VP, AFI, prefix), and a pair per IPv4
+    # and IPv6 prefix whose representatives end at the same origin (non-adopters per pair).
+    by_prefix = params.destination == "prefix"
     anyq = params.comparison != "representative"
     share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
@@ -136,6 +139,10 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
             "congruent": {"representative": "p4.path = p6.path", "any": "p4.path = p6.path OR e.dest_asn IS NOT NULL",
                           "share": "e.dest_asn IS NOT NULL"}[params.comparison],
             "share": share,
+            "unit_cols": ", prefix" if by_prefix else "",
+            "rep_partition": ("prefix" if by_prefix else "dest_asn") + ", vp_asn, afi, vp_group",
+            "na_key": ", na_v4" if by_prefix else "", "na_key_inner": ", v4_path AS na_v4" if by_prefix else "",
+            "na_join": " AND n.na_v4 = b.v4_path" if by_prefix else "",
             "as_path_spark": eff_path if engine == "spark" else "as_path",
             "as_path_duckdb": eff_path if engine == "duckdb" else "as_path",
             "has_as_set": f"(has_as_set AND NOT coalesce({sets_only}, false))" if hop else "has_as_set",
@@ -218,21 +225,21 @@ FROM (SELECT DISTINCT snapshot_time FROM entries WHERE snapshot_time IS NOT NULL
     # hashes every row's keys once more.
     Step("per_path", "work",
          spark="""
-SELECT vp_group, vp_asn, afi, path, sum(n) AS path_observations, count(*) AS prefixes,
+SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
 FROM (SELECT vp_group, vp_asn, afi, path, prefix, count(*) AS n, {masks}
       FROM (SELECT /*+ BROADCAST(s) */ r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, s.si
             FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
             DISTRIBUTE BY vp_group, vp_asn, afi, path)
       GROUP BY vp_group, vp_asn, afi, path, prefix)
-GROUP BY vp_group, vp_asn, afi, path""",
+GROUP BY vp_group, vp_asn, afi, path{unit_cols}""",
          duckdb="""
-SELECT vp_group, vp_asn, afi, path, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
+SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, path[-1] AS dest_asn
 FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, count(*) AS n, {masks}
       FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
       GROUP BY r.vp_group, r.vp_asn, r.afi, r.path, r.prefix)
-GROUP BY vp_group, vp_asn, afi, path"""),
+GROUP BY vp_group, vp_asn, afi, path{unit_cols}"""),
     # 4. The representative path: most observations, then fewer ASes, then the smallest
     # sequence, by a window on both engines (DuckDB: ~3x faster than arg_min over a struct key,
     # as nearly every group has one path; Spark: about 10% faster than min_by over a struct holding
@@ -244,16 +251,16 @@ GROUP BY vp_group, vp_asn, afi, path"""),
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
 FROM (SELECT *, sum(path_observations) OVER w AS observations,
-             row_number() OVER (PARTITION BY dest_asn, vp_asn, afi, vp_group
+             row_number() OVER (PARTITION BY {rep_partition}
                                 ORDER BY {rep_order}) AS rank
-      FROM per_path WINDOW w AS (PARTITION BY dest_asn, vp_asn, afi, vp_group))
+      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1""",
          duckdb="""
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
 FROM (SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
              row_number() OVER (w ORDER BY {rep_order}) AS rank
-      FROM per_path WINDOW w AS (PARTITION BY dest_asn, vp_asn, afi, vp_group))
+      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1"""),
     # 5. Coverage: distinct origins per AFI over the whole month (one row).
     both("totals", "view", """
@@ -279,8 +286,8 @@ SELECT vp_group, vp_asn,
        coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 6)), []) AS sessions_v6
 FROM by_session WHERE reason IS NULL GROUP BY vp_group, vp_asn"""),
     both("origins", "view", """
-SELECT vp_group, vp_asn, count(CASE WHEN afi = 4 THEN 1 END) AS origins_v4,
-       count(CASE WHEN afi = 6 THEN 1 END) AS origins_v6
+SELECT vp_group, vp_asn, count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS origins_v4,
+       count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS origins_v6
 FROM paths GROUP BY vp_group, vp_asn"""),
     # 5. Dual-stacked and default-free VPs.
     both("vp_base", "work", """
@@ -351,29 +358,29 @@ FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS
          duckdb="SELECT DISTINCT x FROM (SELECT unnest(path) AS x FROM per_path WHERE afi = 6)"),
     Step("non_adopt", "view",
          spark="""
-SELECT vp_group, vp_asn, dest_asn, array_sort(collect_set(x)) AS non_adopters
-FROM (SELECT vp_group, vp_asn, dest_asn, explode(slice(v4_path, 2, greatest(size(v4_path) - 2, 0))) AS x
+SELECT vp_group, vp_asn, dest_asn{na_key}, array_sort(collect_set(x)) AS non_adopters
+FROM (SELECT vp_group, vp_asn, dest_asn{na_key_inner}, explode(slice(v4_path, 2, greatest(size(v4_path) - 2, 0))) AS x
       FROM pairs_base) i
 LEFT ANTI JOIN v6_asns v ON i.x = v.x
-GROUP BY vp_group, vp_asn, dest_asn""",
+GROUP BY vp_group, vp_asn, dest_asn{na_key}""",
          duckdb="""
-SELECT vp_group, vp_asn, dest_asn, list_sort(list(DISTINCT x)) AS non_adopters
-FROM (SELECT vp_group, vp_asn, dest_asn, unnest(v4_path[2:len(v4_path) - 1]) AS x FROM pairs_base) i
+SELECT vp_group, vp_asn, dest_asn{na_key}, list_sort(list(DISTINCT x)) AS non_adopters
+FROM (SELECT vp_group, vp_asn, dest_asn{na_key_inner}, unnest(v4_path[2:len(v4_path) - 1]) AS x FROM pairs_base) i
 ANTI JOIN v6_asns v ON i.x = v.x
-GROUP BY vp_group, vp_asn, dest_asn"""),
+GROUP BY vp_group, vp_asn, dest_asn{na_key}"""),
     Step("pairs", "table",
          spark=f"""
-SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
+SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
        CASE WHEN congruent THEN 0 ELSE {_EDIT_SPARK} END AS edit_distance
 FROM pairs_base b LEFT JOIN non_adopt n
-  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn""",
+  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}""",
          duckdb=f"""
-SELECT b.vp_group, b.vp_asn, b.dest_asn, v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
+SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, []::BIGINT[]) AS non_adopters,
        CASE WHEN congruent THEN 0 ELSE ({_EDIT_DUCKDB})::INTEGER END AS edit_distance
 FROM pairs_base b LEFT JOIN non_adopt n
-  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn"""),
+  ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}"""),
     # 7b. Divergence of each non-congruent pair. Both paths start at the VP and end at the
     # destination, without loops, so neither is a prefix of the other: the first differing
     # position lies within the shorter one (array_position / list_position finds it).
