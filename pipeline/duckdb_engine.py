@@ -107,7 +107,7 @@ class DuckDBEngine:
                         len(S.MONTH_STEPS) - 1)
             self._kept = params
             for s in reversed(S.MONTH_STEPS[first:]):
-                self.con.execute(f"DROP {'VIEW' if s.kind == 'view' else 'TABLE'} IF EXISTS {s.name}")
+                self.con.execute(f"DROP {self._kind(s)} IF EXISTS {s.name}")
             self.only = {"month_summary"}  # a variant's other tables are never read: not written
         else:
             self.only, self._kept = None, None
@@ -129,8 +129,16 @@ class DuckDBEngine:
         if not keep:
             self.end_month()  # every table is written; closing releases the spill files
 
+    #: In a variant run only month_summary is written: these tables become views there, so
+    #: the columns it never reads (the edit distance, the divergence) are never computed.
+    LAZY_IN_VARIANTS = ("pairs", "divergence")
+
+    def _kind(self, s: S.Step) -> str:
+        lazy = self.only is not None and s.name in self.LAZY_IN_VARIANTS
+        return "VIEW" if s.kind == "view" or lazy else "TABLE"
+
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
-        kind = "VIEW" if s.kind == "view" else "TABLE"
+        kind = self._kind(s)
         self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
         if s.kind == "table" and (self.only is None or s.name in self.only):
             schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
