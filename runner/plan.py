@@ -5,8 +5,10 @@ is done from the data dir (manifest rows `ok`, files in the cache). Sizes come f
 data dir's own manifests where a collector was ingested before (median bytes and entries
 of its snapshots); otherwise from the assumptions below, which the output names. Rates
 are the bench's, measured on a 2-core machine (bench/RESULTS.md):
-- ingest: 9,983,674 entries in 3.70 s (`bench/run.py --scale 10 --stages ingest`), 2.7M entries/s;
-- compare (DuckDB): 52,592,140 rows in 63.0 s (`bench/run.py --scale 50 --stages duckdb`), 0.83M rows/s;
+- ingest: 248,549,835 entries in 148.1 s (`bench/endtoend.py --scale 250`: a month of a real
+  month's size, 20 files, end to end), 1.68M entries/s;
+- compare (DuckDB, default memory limit, spilling 21 GiB): the same month in 648.5 s, 0.38M rows/s
+  (smaller months go faster: 0.83M rows/s at 52M rows, `bench/run.py --scale 50 --stages duckdb`);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
@@ -20,8 +22,8 @@ from pathlib import Path
 
 from common.config import Config, parse_bytes
 
-INGEST_ENTRIES_PER_S = 9_983_674 / 3.70
-COMPARE_ROWS_PER_S = 52_592_140 / 63.0
+INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
+COMPARE_ROWS_PER_S = 248_549_835 / 648.5
 PARQUET_BYTES_PER_ENTRY = (1_494_554 + 442_803) / (679_347 + 164_279)
 MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
 #: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has

@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A real month's size on this machine: `congruency run` end to end on a synthetic archive of
+about N million RIB entries (--scale N), DuckDB engine, the config's default memory limit.
+
+The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
+is one child process (`congruency run --json`); while it runs, every 0.5 s this script reads
+the resident memory of the child's process tree (/proc), the bytes under the month's
+staging folder (where DuckDB spills) and the bytes under the data dir. It reports per step
+the wall time the run itself records, the peak RSS, the peak spill and staging volume, and
+the data dir's size at the end, into bench/out/endtoend-N.json (bench/run.py renders it into
+RESULTS.md). The run uses --min-coverage 0.5: a synthetic VP sees fewer origins than a real
+default-free one, and at 0.9 too few VPs would give pairs to exercise the later steps.
+
+    .venv/bin/python bench/endtoend.py --scale 250 [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and its descendants (0 once it is gone)."""
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(d.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo += kids.get(p, [])
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", type=int, required=True, metavar="N", help="about N million RIB entries")
+    ap.add_argument("--snapshots", type=int, default=5, metavar="K",
+                    help="daily snapshots of the month, days 1..K at 00:00 (default 5, the default selection)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    entries = args.scale * 1_000_000
+    # Five daily snapshots, as the default selection (days 1-5 at 00:00): the generator routes
+    # once per month, so entries come from snapshots at no routing cost (its routing grows
+    # with the square of the ASes: 2 snapshots of 54,554 ASes did not finish routing in 11 min).
+    params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=args.snapshots)
+    base = common.OUT / f"synth-{args.scale}"
+    t0 = time.perf_counter()
+    listing = common.synth_archive(base / "archive", params, con=common.console())
+    generate_s = time.perf_counter() - t0
+    collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
+    data = common.OUT / f"endtoend-{args.scale}-data"
+    shutil.rmtree(data, ignore_errors=True)
+    cmd = [sys.executable, "-m", "cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{args.snapshots}", "--times", "00:00",
+           "--archive-root", str(base / "archive"), "--collectors", collectors, "--data-dir", str(data),
+           "--engine", "duckdb", "--min-coverage", "0.5", "--json"]
+    staging = data / "_staging"
+    peak = {"rss": 0, "staging": 0, "data": 0}
+    t1 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    tick = 0
+    while proc.poll() is None:
+        peak["rss"] = max(peak["rss"], _tree_rss(proc.pid))
+        if staging.is_dir():
+            peak["staging"] = max(peak["staging"], _du(staging))
+        if tick % 20 == 0 and data.is_dir():
+            peak["data"] = max(peak["data"], _du(data))
+        tick += 1
+        time.sleep(0.5)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t1
+    try:
+        res = json.loads(out)
+    except json.JSONDecodeError:
+        print(err[-3000:], file=sys.stderr)
+        return 1
+    result = {"scale": args.scale, "entries": listing.get("entries"), "synth": params, "generate_s": round(generate_s, 1),
+              "run_wall_s": round(wall, 1), "ok": res.get("ok"),
+              "steps": {k: v.get("seconds") for k, v in res.get("steps", {}).items()},
+              "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
+              "data_dir_mib": round(_du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], _du(data)) / 2**20),
+              "archive_mib": round(_du(base / "archive") / 2**20), "pairs": res.get("pairs"),
+              "noncongruent_fraction": res.get("noncongruent_fraction"), "memory_limit": "config default",
+              "machine": common.machine_facts() if hasattr(common, "machine_facts") else None,
+              "command": " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])}
+    (common.OUT / f"endtoend-{args.scale}.json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        print(f"scale {args.scale}: {result['entries']:,} entries; generate {result['generate_s']} s; run "
+              f"{result['run_wall_s']} s ({', '.join(f'{k} {v} s' for k, v in result['steps'].items())}); peak RSS "
+              f"{result['peak_rss_mib']} MiB; peak staging/spill {result['peak_staging_mib']} MiB; data dir "
+              f"{result['data_dir_mib']} MiB (archive {result['archive_mib']} MiB); ok {result['ok']}")
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

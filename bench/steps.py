@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Where the compare job's time goes: one engine over one published month, timed step by step.
+
+Runs the job's own steps (pipeline/steps.py) through the engine's own `run`, as `congruency
+compare` does, into a throwaway staging folder, and reports the wall time from each step's
+start to the next step's start (also into bench/out/steps-NAME-ENGINE.json, which
+bench/run.py renders into RESULTS.md). A view costs nothing where it is defined: its work is timed
+in the first step that materializes it (the next "work" or "table" step that reads it), so
+views are listed with the step that pays for them. The same month, the same engine settings
+as the job (DuckDB: the config's memory limit; Spark: local[*]).
+
+    .venv/bin/python bench/steps.py --data-dir bench/out/synth-10/data --engine duckdb [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT  # noqa: E402
+from common.config import Config  # noqa: E402
+from pipeline import steps as S  # noqa: E402
+
+
+def profile(data_dir: Path, month: str, engine_name: str) -> dict:
+    cfg = Config(data_dir=str(data_dir), engine=engine_name)
+    if engine_name == "duckdb":
+        from pipeline.duckdb_engine import DuckDBEngine
+
+        engine, session_s = DuckDBEngine(cfg.duckdb_memory_limit, None, cfg.duckdb_threads), 0.0
+    else:
+        from pipeline.compare import SparkEngine
+        from pipeline.spark import session
+
+        t = time.perf_counter()
+        engine = SparkEngine(session(cfg.spark_master, cfg.spark_conf), own=True)
+        session_s = time.perf_counter() - t
+    store = engine.store(str(data_dir.resolve()))
+    src = store.path(f"rib_entries/month={month}")
+    staged = tempfile.mkdtemp(prefix="steps-", dir=str(data_dir))
+    marks: list[tuple[str, float]] = []
+    try:
+        t0 = time.perf_counter()
+        engine.open(store, src)
+        marks.append(("open (schema, counts)", t0))
+        engine.run(cfg.method, staged, None, lambda name: marks.append((name, time.perf_counter())))
+        end = time.perf_counter()
+    finally:
+        engine.close()
+        shutil.rmtree(staged, ignore_errors=True)
+    kinds = {s.name: s.kind for s in S.MONTH_STEPS}
+    rows, pending = [], []
+    for (name, t), (_, nxt) in zip(marks, marks[1:] + [("end", end)]):
+        if kinds.get(name) == "view":
+            pending.append(name)
+            continue
+        rows.append({"step": name, "kind": kinds.get(name, "-"), "views_paid": pending,
+                     "seconds": round(nxt - t, 2)})
+        pending = []
+    return {"engine": engine_name, "month": month, "data_dir": str(data_dir), "session_s": round(session_s, 1),
+            "total_s": round(end - marks[0][1], 2), "steps": rows}
+
+
+def _rows(data_dir: Path, month: str) -> int:
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(data_dir / "rib_entries" / f"month={month}"), format="parquet").count_rows()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Time from one step's start to the next's; views are paid by "
+                                        "the step that first reads them.")
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's rib_entries")
+    ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
+    ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
+    ap.add_argument("--json", action="store_true", help="print the profile as JSON")
+    args = ap.parse_args(argv)
+    if not (args.data_dir / "rib_entries" / f"month={args.month}").is_dir():
+        print(f"error: --data-dir {args.data_dir}: no rib_entries for {args.month}", file=sys.stderr)
+        return 2
+    res = profile(args.data_dir, args.month, args.engine)
+    res["command"] = " ".join(["bench/steps.py", *(argv if argv is not None else sys.argv[1:])])
+    res["rows"] = _rows(args.data_dir, args.month)
+    # bench/run.py renders every bench/out/steps-*.json into RESULTS.md.
+    name = args.data_dir.resolve().parent.name if args.data_dir.name == "data" else args.data_dir.name
+    (OUT / f"steps-{name}-{args.engine}.json").write_text(json.dumps(res, indent=1) + "\n")
+    if args.json:
+        json.dump(res, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{res['engine']} on {res['data_dir']} {res['month']}: {res['total_s']} s"
+          + (f" (session start {res['session_s']} s apart)" if res["session_s"] else ""))
+    for r in res["steps"]:
+        paid = f"  (+ views {', '.join(r['views_paid'])})" if r["views_paid"] else ""
+        print(f"  {r['step']:<22} {r['kind']:<5} {r['seconds']:>7.2f} s{paid}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
