@@ -6,6 +6,9 @@
   as Parquet (the I/O any hints table needs). The selector's definitions run in Python once
   per distinct key (class inputs, stabilities, hops, snapshots), not per pair: the number
   of distinct keys is reported.
+- JSON Lines export: `tunnels.jsonl.write` of the published hints table (rendered a batch at
+  a time by DuckDB) vs the per-row writer it replaced (`jsonl.line` on each row's dict) on
+  the same table, and the floor = DuckDB's own `COPY ... (FORMAT json)` of the same rows.
 - address lookup: `advise` for one IPv4 and one IPv6 address (longest-prefix match over the
   month's rib_entries) vs the floor = DuckDB reading the prefix, afi and origin columns of
   the same rib_entries once.
@@ -75,6 +78,57 @@ def floor_hints(con, root: Path, out: Path) -> int:
     return con.execute(f"SELECT count(*) FROM read_parquet({quote(out)})").fetchall()[0][0]
 
 
+JSONL_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import duckdb
+import pyarrow.dataset as ds
+from common.config import load
+from common.duck import quote
+from common.tables import HINTS
+from tunnels import jsonl
+mode, data, month, out = sys.argv[2:6]
+src = Path(data) / "hints" / f"month={month}"
+t0 = time.perf_counter()
+if mode == "write":
+    jsonl.write(load().with_overrides(data_dir=data), out, month)
+elif mode == "per_row":  # the writer before: a dict and json.dumps per row
+    with open(out, "w", encoding="utf-8") as fp:
+        for b in ds.dataset(src, format="parquet", schema=HINTS).to_batches():
+            for r in b.to_pylist():
+                fp.write(jsonl.line(r) + "\n")
+else:
+    duckdb.connect().execute(f"COPY (SELECT {quote(jsonl.SCHEMA)} AS schema, * FROM read_parquet({quote(str(src) + '/*.parquet')})) "
+                             f"TO {quote(out)} (FORMAT json)")
+print(json.dumps({"s": time.perf_counter() - t0, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+"""
+
+
+def bench_jsonl(cfg, work: Path) -> dict:
+    """Each writer in its own process (its peak RSS is its own), on the same published table."""
+    import subprocess
+
+    repo = str(Path(__file__).resolve().parents[1])
+    got, files = {}, {}
+    for mode in ("write", "per_row", "floor"):
+        files[mode] = work / f"{mode}.jsonl"
+        p = subprocess.run([sys.executable, "-c", JSONL_CHILD, repo, mode, str(cfg.data_dir), MONTH, str(files[mode])],
+                           capture_output=True, text=True, check=True)
+        got[mode] = json.loads(p.stdout.splitlines()[-1])
+    same = files["write"].read_bytes() == files["per_row"].read_bytes()
+    with open(files["write"], "rb") as fp:
+        lines = sum(1 for _ in fp)
+    size = files["write"].stat().st_size
+    for f in files.values():
+        f.unlink()
+    return {"lines": lines, "bytes": size, "write_s": round(got["write"]["s"], 2),
+            "per_row_s": round(got["per_row"]["s"], 2), "floor_s": round(got["floor"]["s"], 2),
+            "speedup": round(got["per_row"]["s"] / got["write"]["s"], 1),
+            "ratio": round(got["write"]["s"] / got["floor"]["s"], 2),
+            "rss_mib": {m: got[m]["rss_mib"] for m in got}, "byte_identical": same}
+
+
 def timed(fn):
     t0 = time.perf_counter()
     r = fn()
@@ -106,6 +160,7 @@ def main() -> int:
     assert summary["rows"] == n == args.pairs, (summary, n)
     res["hints"] = {"publish_s": round(pub_s, 2), "floor_s": round(floor_s, 2), "ratio": round(pub_s / floor_s, 2),
                     "pairs_per_s": round(n / pub_s), "classes": summary["classes"], "distinct_path_numbers": keys}
+    res["jsonl"] = bench_jsonl(cfg, args.work)
     if args.entries:
         ecfg = load().with_overrides(data_dir=args.entries)
         glob = f"{args.entries}/rib_entries/month={args.month}/*/*.parquet"

@@ -60,6 +60,33 @@ def test_jsonl_month_equals_hints_table(data, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["hints.jsonl"]  # no temp file left
 
 
+def test_jsonl_batches_render_what_line_gives(data):
+    """A month's table is rendered a batch at a time by DuckDB (tunnels/jsonl.py); `line` is
+    the definition. Every row of the published table, and rows with what a renderer gets
+    wrong (quotes, backslashes, control and non-ASCII characters, tiny and huge floats,
+    nulls, empty lists, 32-bit ASNs), give the same objects in the same order."""
+    import io
+
+    import pyarrow as pa
+
+    cfg = load().with_overrides(data_dir=data)
+    hints.publish(cfg, MONTH)
+    rows = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
+    odd = dict(rows[0], notes=['a "quoted" \\ path\n\ttab', "Zürich → 東京", "\x00\x1f"], shared_asns=[],
+               confidence=1e-7, stability_v4=1 / 3, stability_v6=None, source_asn=4_294_967_295,
+               v4_path=[4_294_967_295, 1], reason=None, proxies=[])
+    rows = rows + [odd, dict(odd, confidence=1e300, notes=[]), dict(odd, confidence=0.0)]
+    table = pa.Table.from_pylist(rows, schema=HINTS)
+    buf = io.StringIO()
+    assert jsonl.dump(table, buf) == len(rows)
+    text = buf.getvalue()
+    assert text.endswith("\n") and text.count("\n") == len(rows)
+    assert [json.loads(x) for x in text.splitlines()] == [json.loads(jsonl.line(r)) for r in rows]
+    # A batch with a column HINTS does not have is refused with one line, like a dict row.
+    with pytest.raises(ValueError, match=r"unexpected \['extra'\]"):
+        jsonl.dump(table.append_column("extra", pa.array([1] * len(rows))), io.StringIO())
+
+
 def test_jsonl_of_a_question_with_endpoints(data, tmp_path, capsys):
     f = tmp_path / "ep.toml"
     f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'

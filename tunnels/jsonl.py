@@ -12,6 +12,10 @@ One JSON object per line, one line per hint. Keys, in this order:
   mpt_status_v6, notes, caveat. ASNs are integers, paths lists of integers, absent values null;
 - `selected` (only when candidate endpoints were ranked): the families of this endpoint
   among the k chosen underlay paths, e.g. [4, 6] or [].
+
+A month's whole table (millions of lines at a real month's size) is rendered a record batch
+at a time by DuckDB's `to_json`, not per row in Python: `line` is the definition, and
+tests/test_export.py checks that both give the same objects.
 """
 from __future__ import annotations
 
@@ -23,12 +27,15 @@ from typing import IO
 import pyarrow as pa
 
 from common import atomic
+from common.duck import quote
 from common.tables import HINTS
 
 SCHEMA = "congruency.hints/1"
 
 
-def _rows(source, month: str | None) -> Iterator[Mapping]:
+def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
+    """Record batches (of a Config's published month, a table or a reader), or the dicts of
+    an iterable as they are."""
     from common.config import Config
 
     if isinstance(source, Config):
@@ -39,24 +46,52 @@ def _rows(source, month: str | None) -> Iterator[Mapping]:
         d = Path(source.data_dir) / "hints" / f"month={month}"
         if not d.is_dir():
             raise FileNotFoundError(f"{d}: no published hints for {month} (run pipeline.hints.publish first)")
-        source = ds.dataset(d, format="parquet", schema=HINTS).to_batches()
+        source = ds.dataset(d, format="parquet", schema=HINTS).to_batches(batch_size=BATCH)
     if isinstance(source, pa.Table):
-        source = source.to_batches()
+        source = source.to_batches(BATCH)
     if isinstance(source, pa.RecordBatchReader):
         source = iter(source)
-    for item in source:
-        if isinstance(item, pa.RecordBatch):
-            yield from item.to_pylist()
-        else:
-            yield item
+    yield from source
+
+
+#: Rows rendered per DuckDB call: a few hundred MB of text at most at ~1.5 KB a line.
+BATCH = 65_536
+
+
+def _render(con, batch: pa.RecordBatch) -> memoryview:
+    """A batch of hint rows as JSON lines, UTF-8, each ending in a newline: the objects
+    `line` gives. The lines end to end are the data buffer of the Arrow string array DuckDB
+    returns (between its first and last offsets), so no Python string is made per row."""
+    import numpy as np
+
+    _check(batch.schema.names)
+    if batch.num_rows == 0:
+        return memoryview(b"")
+    names = HINTS.names + (["selected"] if "selected" in batch.schema.names else [])
+    cols = ", ".join(f'"{n}"' for n in names)
+    con.register("hint_batch", batch)
+    try:  # a projection of one scan keeps the batch's row order
+        arr = con.sql(f"SELECT to_json(h)::VARCHAR || chr(10) FROM (SELECT {quote(SCHEMA)} AS schema, {cols} "
+                      "FROM hint_batch) h").to_arrow_table().column(0).combine_chunks()
+    finally:
+        con.unregister("hint_batch")
+    if pa.types.is_string_view(arr.type):
+        arr = arr.cast(pa.large_string())
+    offsets = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    return memoryview(arr.buffers()[2])[offsets[arr.offset]:offsets[arr.offset + len(arr)]]
+
+
+def _check(names) -> None:
+    """Hint rows carry every column of HINTS and nothing else (but `selected`)."""
+    missing = [k for k in HINTS.names if k not in names]
+    extra = set(names) - set(HINTS.names) - {"selected"}
+    if missing or extra:
+        raise ValueError(f"hint row: missing {missing}, unexpected {sorted(extra)}")
 
 
 def line(row: Mapping) -> str:
     """One hint as its JSON line (no newline)."""
-    missing = [k for k in HINTS.names if k not in row]
-    extra = set(row) - set(HINTS.names) - {"selected"}
-    if missing or extra:
-        raise ValueError(f"hint row: missing {missing}, unexpected {sorted(extra)}")
+    _check(row)
     obj = {"schema": SCHEMA, **{k: row[k] for k in HINTS.names}}
     if "selected" in row:
         obj["selected"] = row["selected"]
@@ -64,11 +99,29 @@ def line(row: Mapping) -> str:
 
 
 def dump(source, fp: IO[str], month: str | None = None) -> int:
-    """Write hints to an open text file; returns the number of lines."""
+    """Write hints to an open text file (UTF-8 underneath); returns the number of lines."""
+    import duckdb
+
+    raw = getattr(fp, "buffer", None)  # a batch's bytes go straight to a file's buffer
     n = 0
-    for row in _rows(source, month):
-        fp.write(line(row) + "\n")
-        n += 1
+    con = None
+    try:
+        for item in _batches(source, month):
+            if isinstance(item, pa.RecordBatch):
+                con = con or duckdb.connect()
+                data = _render(con, item)
+                if raw is not None:
+                    fp.flush()
+                    raw.write(data)
+                else:
+                    fp.write(str(data, "utf-8"))
+                n += item.num_rows
+            else:
+                fp.write(line(item) + "\n")
+                n += 1
+    finally:
+        if con is not None:
+            con.close()
     return n
 
 
