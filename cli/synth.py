@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 #: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
@@ -31,6 +32,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--snapshots-per-month", metavar="N", help="RIB snapshots per month, days 1..N (default 2)")
     p.add_argument("--min-coverage", metavar="F", help="default-free threshold of the ground truth (default: config, 0.9)")
     p.add_argument("--no-ground-truth", action="store_true", help="skip the reference (very large archives)")
+    p.add_argument("--workers", metavar="N",
+                   help="processes writing files side by side with --no-ground-truth (default: one per CPU; "
+                        "the ground truth reads the rows in order, so with it one process writes)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -73,6 +77,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
         vps = _int("--vps", args.vps, 12, 1, min(ases, 1000))
         months = parse_months(args.months or "2026-07")
         snaps = _int("--snapshots-per-month", args.snapshots_per_month, 2, 1, 28)
+        workers = _int("--workers", args.workers, os.cpu_count() or 1, 1, 256)
         params = cfg.method if cfg is not None else None
         min_cov = params.min_coverage if params is not None else 0.9
         if args.min_coverage is not None:
@@ -100,7 +105,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
         summary = generate(
             out, seed=seed, ases=ases, vps=vps, months=months, snapshots_per_month=snaps,
             progress=report, min_coverage=min_cov, ground_truth=not args.no_ground_truth,
-            method_params=params,
+            method_params=params, workers=workers,
         )
     if args.json:
         json.dump(summary, sys.stdout, indent=1)

@@ -97,6 +97,18 @@ def test_deterministic(tmp_path):
     assert mrt and all(a[k] != c.get(k) for k in mrt)
 
 
+def test_parallel_writers_write_what_one_process_writes(tmp_path):
+    """Without ground truth the files are written by forked workers: the same bytes, the
+    same files.json (every file's counts and hash) as one process, in two months."""
+    kw = dict(seed=5, ases=80, vps=8, months=("2026-06", "2026-07"), snapshots_per_month=2, ground_truth=False)
+    one = generate(tmp_path / "one", workers=1, **kw)
+    two = generate(tmp_path / "two", workers=2, **kw)
+    assert _tree_digest(tmp_path / "one") == _tree_digest(tmp_path / "two")
+    assert one["files"] == two["files"] == 16 and one["entries"] == two["entries"] > 0
+    with pytest.raises(ValueError, match="workers"):
+        generate(tmp_path / "none", workers=0, **kw)
+
+
 def test_rerun_replaces_previous_archive(tmp_path):
     kw = dict(ases=30, vps=3, snapshots_per_month=1, ground_truth=False)
     generate(tmp_path, months=("2026-01",), **kw)

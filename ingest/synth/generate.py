@@ -4,11 +4,15 @@ Routing is computed once per month and family (topology.Graph.route per destinat
 each (VP, destination) route is pre-encoded as attribute bytes, so writing a RIB entry is
 a few bytes concatenations. Files are streamed record by record. When ground truth is on,
 the rows of the month are yielded while the files are written and consumed directly by
-congruency.reference.compute_month, so nothing is materialised.
+congruency.reference.compute_month, so nothing is materialised. Without ground truth the
+month's files are independent: `workers` processes (forked after routing, so they share the
+routed month) write them side by side, and they are byte for byte what one process writes.
 """
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import random
 import struct
 import time
@@ -331,6 +335,40 @@ class _Progress:
             self.callback(self.done, self.total, desc)
 
 
+#: What a forked file writer reads (set in the parent before the pool starts, so each child
+#: inherits the routed month instead of receiving it pickled).
+_WRITER: dict = {}
+
+
+def _write_one(job: tuple[int, datetime, int]) -> dict:
+    snap, when, ci = job
+    c, out, month = COLLECTORS[ci], _WRITER["out"], _WRITER["month"]
+    stats = _file_stats(c, month, when)
+    for _ in write_file(out / stats["path"], c, snap, when, _WRITER["fams"], _WRITER["vps"], False, stats):
+        pass
+    return stats
+
+
+def _file_stats(c: Collector, month: str, when: datetime) -> dict:
+    """A file's row of files.json before writing (write_file adds its counts and hash)."""
+    return {"path": c.relpath(when), "collector": c.name, "project": c.project, "month": month,
+            "snapshot_time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def _write_parallel(out: Path, month: str, fams, vplist, jobs, workers: int, prog) -> list[dict]:
+    """The month's files (no ground truth) by `workers` forked processes; their stats."""
+    done = []
+    _WRITER.update(out=out, month=month, fams=fams, vps=vplist)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for stats in pool.imap_unordered(_write_one, jobs):
+                done.append(stats)
+                prog.finish_unit(f"{stats['collector']} {stats['snapshot_time']} done")
+    finally:
+        _WRITER.clear()
+    return done
+
+
 def generate(
     out_dir: Path,
     *,
@@ -343,13 +381,16 @@ def generate(
     min_coverage: float = 0.9,
     ground_truth: bool = True,
     method_params=None,
+    workers: int | None = None,
 ) -> dict:
     """Generate the archive under out_dir and return a summary.
 
     progress(completed, total, description) is called as work advances (units: one per
     routing pass and one per file). ground_truth=False skips the reference (fast path for
     very large archives). method_params (a MethodParams) replaces the default one, which
-    has the groups of congruency/groups.toml and `min_coverage`.
+    has the groups of congruency/groups.toml and `min_coverage`. workers: processes writing
+    files when ground_truth is off (default: one per CPU); with ground truth one process
+    writes, since the reference reads the rows in order.
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
@@ -360,6 +401,9 @@ def generate(
         raise ValueError("vps must be in 1..min(ases, 1000)")
     if not 0.0 <= min_coverage <= 1.0:
         raise ValueError("min_coverage must be in [0, 1]")
+    workers = (os.cpu_count() or 1) if workers is None else workers
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
     compute_month = params = None
     if ground_truth:
         from common.params import load_groups
@@ -381,18 +425,18 @@ def generate(
         def month_rows():
             for snap, when in enumerate(snapshot_times(month, snapshots_per_month)):
                 for c in COLLECTORS:
-                    rel = c.relpath(when)
-                    stats = {
-                        "path": rel, "collector": c.name, "project": c.project, "month": month,
-                        "snapshot_time": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    }
+                    stats = _file_stats(c, month, when)
                     emit = compute_month is not None
-                    yield from write_file(out / rel, c, snap, when, fams, vplist, emit, stats, prog.tick)
+                    yield from write_file(out / stats["path"], c, snap, when, fams, vplist, emit, stats, prog.tick)
                     files.append(stats)
                     prog.finish_unit(f"{c.name} {when:%Y-%m-%d %H:%M} done")
 
         rows = month_rows()
-        if compute_month is None:
+        if compute_month is None and workers > 1:
+            jobs = [(snap, when, ci) for snap, when in enumerate(snapshot_times(month, snapshots_per_month))
+                    for ci in range(len(COLLECTORS))]
+            files += _write_parallel(out, month, fams, vplist, jobs, min(workers, len(jobs)), prog)
+        elif compute_month is None:
             for _ in rows:
                 pass
         else:
