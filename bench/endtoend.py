@@ -4,7 +4,7 @@ about N million RIB entries (--scale N), DuckDB engine, the config's default mem
 
 The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
 is one child process (`congruency run --json`); while it runs, every 0.5 s this script reads
-the resident memory of the child's process tree (/proc), the bytes under the month's
+the resident memory of the child's process tree (/proc; its peak per step too), the bytes under the month's
 staging folder (where DuckDB spills) and the bytes under the data dir. It reports per step
 the wall time the run itself records, the peak RSS, the peak spill and staging volume, and
 the data dir's size at the end, into bench/out/endtoend-N.json (bench/run.py renders it into
@@ -29,29 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and its descendants (0 once it is gone)."""
-    kids: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d.name))
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        todo += kids.get(p, [])
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except OSError:
-            pass
-    return total
-
-
 def _du(path: Path) -> int:
     total = 0
     for root, _, files in os.walk(path):
@@ -61,6 +38,18 @@ def _du(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> dict:
+    """Peak tree RSS (MiB) per step. The steps run one after another in the order the run
+    reports them; each is placed by its recorded seconds, ending where the next begins, and the
+    start-up before the first step (the time the steps do not account for) is left out."""
+    out, end = {}, wall
+    for name, secs in reversed([(k, v) for k, v in steps.items() if v is not None]):
+        start = end - secs
+        out[name] = round(max((r for t, r in samples if start <= t <= end), default=0) / 2**20)
+        end = start
+    return dict(reversed(list(out.items())))
 
 
 def main(argv=None) -> int:
@@ -87,12 +76,15 @@ def main(argv=None) -> int:
            "--engine", "duckdb", "--min-coverage", "0.5", "--json"]
     staging = data / "_staging"
     peak = {"rss": 0, "staging": 0, "data": 0}
+    samples: list[tuple[float, int]] = []  # (seconds since start, tree RSS)
     t1 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[1])
     tick = 0
     while proc.poll() is None:
-        peak["rss"] = max(peak["rss"], _tree_rss(proc.pid))
+        rss = common.tree_rss(proc.pid, include_root=True)
+        samples.append((time.perf_counter() - t1, rss))
+        peak["rss"] = max(peak["rss"], rss)
         if staging.is_dir():
             peak["staging"] = max(peak["staging"], _du(staging))
         if tick % 20 == 0 and data.is_dir():
@@ -106,9 +98,10 @@ def main(argv=None) -> int:
     except json.JSONDecodeError:
         print(err[-3000:], file=sys.stderr)
         return 1
+    steps = {k: v.get("seconds") for k, v in res.get("steps", {}).items()}
     result = {"scale": args.scale, "entries": listing.get("entries"), "synth": params, "generate_s": round(generate_s, 1),
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
-              "steps": {k: v.get("seconds") for k, v in res.get("steps", {}).items()},
+              "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
               "data_dir_mib": round(_du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], _du(data)) / 2**20),
               "archive_mib": round(_du(base / "archive") / 2**20), "pairs": res.get("pairs"),

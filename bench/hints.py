@@ -15,7 +15,8 @@
 
     .venv/bin/python bench/hints.py --pairs 2000000 [--entries DATA_DIR_WITH_RIB_ENTRIES --month 2026-07]
 
-Writes under bench/out/hints/ (or --work DIR).
+Works under bench/out/hints/ (or --work DIR); the result goes to bench/out/hints-N.json, which
+bench/run.py renders into RESULTS.md.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import OUT, machine_facts, write_json  # noqa: E402
 from common.duck import quote  # noqa: E402
 
 MONTH = "2026-01"
@@ -171,7 +173,9 @@ def main() -> int:
                          "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],
                          "prefix_v4": ans["hints"][0]["prefix_v4"]}
     con.close()
-    print(json.dumps(res, indent=1))
+    res["command"] = f"bench/hints.py --pairs {args.pairs}"
+    res["machine"] = machine_facts()
+    write_json(res, OUT / f"hints-{args.pairs}.json", stdout=True)
     return 0
 
 

@@ -218,6 +218,7 @@ def render_md(doc: dict) -> str:
             lines += [common.table(["variant", "seconds", "rows/s", "vs floor", "session s", "peak RSS max proc",
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
+    lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -262,10 +263,13 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
              "`bench/endtoend.py --scale N`: the synthetic archive generated (or reused), then one",
              "`congruency run` (ingest, compare with the DuckDB engine at the config's default memory limit,",
              "warehouse, reports, hints) as a child process; its tree's RSS, the month's staging folder",
-             "(where DuckDB spills) and the data dir sampled every 0.5 s (the data dir every 10 s).", ""]
+             "(where DuckDB spills) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
+             "brackets, a step's peak RSS (each step placed by the seconds the run records for it).", ""]
     rows = []
     for r in sorted(runs, key=lambda r: r["scale"]):
-        steps = ", ".join(f"{k} {v:,.0f} s" for k, v in (r.get("steps") or {}).items() if v is not None)
+        peaks = r.get("step_peak_rss_mib") or {}
+        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if k in peaks else "")
+                          for k, v in (r.get("steps") or {}).items() if v is not None)
         rows.append([r["scale"], f"{r.get('entries') or 0:,}", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
                      steps, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
                      f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
@@ -274,6 +278,50 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
     lines += [common.table(["scale", "entries", "generate s", "run s", "run steps", "peak RSS (tree)",
                             "peak spill + staging", "data dir after", "data dir peak",
                             "archive", "ok"], rows, align="rrrrlrrrrrl"), ""]
+    return lines
+
+
+def _generate_section(runs: list[dict]) -> list[str]:
+    """bench/synth.py: the generator with one writer and with one forked writer per CPU."""
+    if not runs:
+        return []
+    lines = ["## The synthetic generator: one writer vs forked writers", "",
+             "`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
+             "truth: one process writing the files, then one forked writer per CPU after routing. Routing is",
+             "the same single-process pass in both.", ""]
+    rows = []
+    for r in sorted(runs, key=lambda r: r["scale"]):
+        a, b = r["one_writer"], r["forked_writers"]
+        rows.append([r["scale"], f"{r['entries']:,}", r["files"], f"{r['synth']['ases']:,}", _s(a["routing_s"]),
+                     _s(a["writing_s"]), f"{b['workers']}", _s(b["writing_s"]), _s(a["seconds"]), _s(b["seconds"]),
+                     f"{r['speedup']}x", "yes" if r["identical_files"] else "**no**"])
+    lines += [common.table(["scale", "entries", "files", "ASes", "routing s", "writing s (1)", "writers",
+                            "writing s (forked)", "total s (1)", "total s (forked)", "speedup", "same files"],
+                           rows, align="rrrrrrrrrrrl"), ""]
+    return lines
+
+
+def _hints_section(runs: list[dict]) -> list[str]:
+    """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
+    if not runs:
+        return []
+    lines = ["## Path selector: the hints table and the JSON Lines export", "",
+             "`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `pipeline.hints.publish` vs",
+             "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
+             "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",
+             "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process.", ""]
+    rows = []
+    for r in sorted(runs, key=lambda r: r["pairs"]):
+        h, j = r["hints"], r.get("jsonl") or {}
+        rss = j.get("rss_mib") or {}
+        rows.append([f"{r['pairs']:,}", _s(h["publish_s"]), _s(h["floor_s"]), f"{h['ratio']}x",
+                     f"{j.get('bytes', 0) / 2**20:,.0f} MiB", _s(j.get("write_s")), _s(j.get("per_row_s")),
+                     _s(j.get("floor_s")), f"{j.get('speedup')}x", f"{j.get('ratio')}x",
+                     f"{rss.get('write', 0):,} / {rss.get('per_row', 0):,} MiB",
+                     "yes" if j.get("byte_identical") else "**no**"])
+    lines += [common.table(["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
+                            "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
+                           rows, align="rrrrrrrrrrrl"), ""]
     return lines
 
 
@@ -542,7 +590,8 @@ def write_results(doc: dict, con) -> None:
     for key, path in (("ingest", common.OUT / "ingest-file.json"), ("compare", common.OUT / "compare-real-2026-07.json")):
         if path.is_file():
             real[key] = json.loads(path.read_text())
-    for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json")):
+    for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
+                         ("generate", "generate-*.json"), ("hints", "hints-*.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:
             real[key] = [json.loads(p.read_text()) for p in files]
