@@ -81,7 +81,7 @@ def floor_hints(con, root: Path, out: Path) -> int:
 
 
 JSONL_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import duckdb
@@ -103,7 +103,9 @@ elif mode == "per_row":  # the writer before: a dict and json.dumps per row
 else:
     duckdb.connect().execute(f"COPY (SELECT {quote(jsonl.SCHEMA)} AS schema, * FROM read_parquet({quote(str(src) + '/*.parquet')})) "
                              f"TO {quote(out)} (FORMAT json)")
-print(json.dumps({"s": time.perf_counter() - t0, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+# VmHWM, not ru_maxrss: Linux carries the parent's peak across fork and exec into ru_maxrss.
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+print(json.dumps({"s": time.perf_counter() - t0, "rss_mib": hwm // 1024}))
 """
 
 
