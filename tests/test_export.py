@@ -60,11 +60,12 @@ def test_jsonl_month_equals_hints_table(data, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["hints.jsonl"]  # no temp file left
 
 
-def test_jsonl_batches_render_what_line_gives(data):
+def test_jsonl_batches_render_what_line_gives(data, tmp_path, monkeypatch):
     """A month's table is rendered a batch at a time by DuckDB (tunnels/jsonl.py); `line` is
     the definition. Every row of the published table, and rows with what a renderer gets
-    wrong (quotes, backslashes, control and non-ASCII characters, tiny and huge floats,
-    nulls, empty lists, 32-bit ASNs), give the same objects in the same order."""
+    wrong (quotes, backslashes, control and non-ASCII characters, U+2028, tiny and huge
+    floats, nulls, empty lists, 32-bit ASNs), give the same objects with the same keys in the
+    same order, into a text buffer and into a file (whose buffer takes the bytes)."""
     import io
 
     import pyarrow as pa
@@ -72,19 +73,44 @@ def test_jsonl_batches_render_what_line_gives(data):
     cfg = load().with_overrides(data_dir=data)
     hints.publish(cfg, MONTH)
     rows = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
-    odd = dict(rows[0], notes=['a "quoted" \\ path\n\ttab', "Zürich → 東京", "\x00\x1f"], shared_asns=[],
-               confidence=1e-7, stability_v4=1 / 3, stability_v6=None, source_asn=4_294_967_295,
+    odd = dict(rows[0], notes=['a "quoted" \\ path\n\ttab\r', "Zürich → 東京", "\x00\x1f", "\u2028\x85"],
+               shared_asns=[], confidence=1e-7, stability_v4=1 / 3, stability_v6=None, source_asn=4_294_967_295,
                v4_path=[4_294_967_295, 1], reason=None, proxies=[])
     rows = rows + [odd, dict(odd, confidence=1e300, notes=[]), dict(odd, confidence=0.0)]
     table = pa.Table.from_pylist(rows, schema=HINTS)
+    want = [json.loads(jsonl.line(r)) for r in rows]
     buf = io.StringIO()
     assert jsonl.dump(table, buf) == len(rows)
     text = buf.getvalue()
     assert text.endswith("\n") and text.count("\n") == len(rows)
-    assert [json.loads(x) for x in text.splitlines()] == [json.loads(jsonl.line(r)) for r in rows]
+    got = [json.loads(x) for x in text.split("\n")[:-1]]
+    assert got == want and [list(g) for g in got] == [list(w) for w in want]
+    out = jsonl.write(table, tmp_path / "odd.jsonl")
+    assert out.read_bytes() == text.encode("utf-8")  # the raw path: the same bytes
+    # Batches cut into slices (offsets into a registered batch), order kept across them.
+    monkeypatch.setattr(jsonl, "BATCH", 1000)
+    n = len(rows)
+    big = pa.concat_tables([table.set_column(1, "source_asn", pa.array(range(i * n, (i + 1) * n), pa.int64()))
+                            for i in range(4000 // n + 2)])
+    reader = pa.RecordBatchReader.from_batches(HINTS, big.combine_chunks().to_batches())  # one big batch
+    path = tmp_path / "big.jsonl"
+    with open(path, "w", encoding="utf-8") as fp:
+        assert jsonl.dump(reader, fp) == big.num_rows > 3 * 1000
+    assert [json.loads(x)["source_asn"] for x in path.read_text("utf-8").split("\n")[:-1]] == \
+        big.column("source_asn").to_pylist()
     # A batch with a column HINTS does not have is refused with one line, like a dict row.
     with pytest.raises(ValueError, match=r"unexpected \['extra'\]"):
         jsonl.dump(table.append_column("extra", pa.array([1] * len(rows))), io.StringIO())
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view"])
+def test_jsonl_joined_strings_of_a_sliced_array(kind):
+    import pyarrow as pa
+
+    arr = pa.array(["a\n", "", "bé\n", None, "cd\n", "e\n"], getattr(pa, kind)())
+    assert bytes(jsonl._joined(arr)) == "a\nbé\ncd\ne\n".encode()
+    assert bytes(jsonl._joined(arr.slice(2, 3))) == "bé\ncd\n".encode()
+    assert bytes(jsonl._joined(arr.slice(4, 0))) == b""
 
 
 def test_jsonl_of_a_question_with_endpoints(data, tmp_path, capsys):

@@ -13,9 +13,11 @@ One JSON object per line, one line per hint. Keys, in this order:
 - `selected` (only when candidate endpoints were ranked): the families of this endpoint
   among the k chosen underlay paths, e.g. [4, 6] or [].
 
-A month's whole table (millions of lines at a real month's size) is rendered a record batch
-at a time by DuckDB's `to_json`, not per row in Python: `line` is the definition, and
-tests/test_export.py checks that both give the same objects.
+The text is UTF-8 (characters outside ASCII are written as themselves, not escaped); a line
+ends with "\n" only, so split on that (a string may hold U+2028, which str.splitlines
+breaks at). A month's whole table (millions of lines at a real month's size) is rendered a
+record batch at a time by DuckDB's `to_json`, not per row in Python, with bounded memory:
+`line` is the definition, and tests/test_export.py checks that both give the same objects.
 """
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ SCHEMA = "congruency.hints/1"
 
 
 def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
-    """Record batches (of a Config's published month, a table or a reader), or the dicts of
-    an iterable as they are."""
+    """Record batches of at most BATCH rows (of a Config's published month, a table, a
+    reader or an iterable of batches), or the dicts of an iterable as they are."""
     from common.config import Config
 
     if isinstance(source, Config):
@@ -46,15 +48,20 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
         d = Path(source.data_dir) / "hints" / f"month={month}"
         if not d.is_dir():
             raise FileNotFoundError(f"{d}: no published hints for {month} (run pipeline.hints.publish first)")
-        source = ds.dataset(d, format="parquet", schema=HINTS).to_batches(batch_size=BATCH)
+        # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
+        source = ds.dataset(d, format="parquet", schema=HINTS).to_batches(
+            batch_size=BATCH, batch_readahead=0, fragment_readahead=0)
     if isinstance(source, pa.Table):
         source = source.to_batches(BATCH)
-    if isinstance(source, pa.RecordBatchReader):
-        source = iter(source)
-    yield from source
+    for item in source:
+        if isinstance(item, pa.RecordBatch):
+            for start in range(0, max(item.num_rows, 1), BATCH):
+                yield item.slice(start, BATCH)
+        else:
+            yield item
 
 
-#: Rows rendered per DuckDB call: a few hundred MB of text at most at ~1.5 KB a line.
+#: Rows rendered per DuckDB call: ~100 MB of text at ~1.5 KB a line.
 BATCH = 65_536
 
 
@@ -62,8 +69,6 @@ def _render(con, batch: pa.RecordBatch) -> memoryview:
     """A batch of hint rows as JSON lines, UTF-8, each ending in a newline: the objects
     `line` gives. The lines end to end are the data buffer of the Arrow string array DuckDB
     returns (between its first and last offsets), so no Python string is made per row."""
-    import numpy as np
-
     _check(batch.schema.names)
     if batch.num_rows == 0:
         return memoryview(b"")
@@ -75,8 +80,18 @@ def _render(con, batch: pa.RecordBatch) -> memoryview:
                       "FROM hint_batch) h").to_arrow_table().column(0).combine_chunks()
     finally:
         con.unregister("hint_batch")
+    return _joined(arr)
+
+
+def _joined(arr: pa.Array) -> memoryview:
+    """The strings of a (possibly sliced) Arrow string array end to end, without copying
+    them one by one: the data buffer between the array's first and last offsets."""
+    import numpy as np
+
     if pa.types.is_string_view(arr.type):
         arr = arr.cast(pa.large_string())
+    if len(arr) == 0:
+        return memoryview(b"")
     offsets = np.frombuffer(arr.buffers()[1], np.int64 if pa.types.is_large_string(arr.type) else np.int32)
     return memoryview(arr.buffers()[2])[offsets[arr.offset]:offsets[arr.offset + len(arr)]]
 
@@ -95,20 +110,30 @@ def line(row: Mapping) -> str:
     obj = {"schema": SCHEMA, **{k: row[k] for k in HINTS.names}}
     if "selected" in row:
         obj["selected"] = row["selected"]
-    return json.dumps(obj, separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
 def dump(source, fp: IO[str], month: str | None = None) -> int:
-    """Write hints to an open text file (UTF-8 underneath); returns the number of lines."""
+    """Write hints to an open text file; returns the number of lines."""
+    import codecs
+
     import duckdb
 
-    raw = getattr(fp, "buffer", None)  # a batch's bytes go straight to a file's buffer
+    from common import duck
+    from common.config import Config
+
+    # A batch's UTF-8 bytes go straight to the file's buffer when the file is UTF-8.
+    raw = getattr(fp, "buffer", None)
+    if raw is not None and codecs.lookup(getattr(fp, "encoding", None) or "ascii").name != "utf-8":
+        raw = None
     n = 0
     con = None
     try:
         for item in _batches(source, month):
             if isinstance(item, pa.RecordBatch):
-                con = con or duckdb.connect()
+                if con is None:
+                    con = duck.connect(source) if isinstance(source, Config) else duckdb.connect()
+                    con.execute("SET preserve_insertion_order = true")  # the rows' order is the file's
                 data = _render(con, item)
                 if raw is not None:
                     fp.flush()
