@@ -268,7 +268,7 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
     rows = []
     for r in sorted(runs, key=lambda r: r["scale"]):
         peaks = r.get("step_peak_rss_mib") or {}
-        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if k in peaks else "")
+        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
                           for k, v in (r.get("steps") or {}).items() if v is not None)
         rows.append([r["scale"], f"{r.get('entries') or 0:,}", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
                      steps, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 #: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
@@ -67,7 +66,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
 
     from common import console
 
-    from ingest.synth.generate import generate
+    from ingest.synth.generate import default_workers, generate
 
     try:
         if not args.out:
@@ -77,7 +76,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
         vps = _int("--vps", args.vps, 12, 1, min(ases, 1000))
         months = parse_months(args.months or "2026-07")
         snaps = _int("--snapshots-per-month", args.snapshots_per_month, 2, 1, 28)
-        workers = _int("--workers", args.workers, os.cpu_count() or 1, 1, 256)
+        workers = _int("--workers", args.workers, default_workers(), 1, 256)
         params = cfg.method if cfg is not None else None
         min_cov = params.min_coverage if params is not None else 0.9
         if args.min_coverage is not None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from datetime import datetime
@@ -107,6 +108,31 @@ def test_parallel_writers_write_what_one_process_writes(tmp_path):
     assert one["files"] == two["files"] == 16 and one["entries"] == two["entries"] > 0
     with pytest.raises(ValueError, match="workers"):
         generate(tmp_path / "none", workers=0, **kw)
+
+
+def test_a_dead_writer_stops_the_month_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    """A forked writer killed mid-file (as the OOM killer would): the month stops with one
+    message, no temp file is left and no files.json claims an archive."""
+    import importlib
+    import signal
+
+    from common import atomic
+
+    gen = importlib.import_module("ingest.synth.generate")
+    real = gen.write_file
+
+    def dying(path, c, snap, *args, **kw):  # runs in the forked child
+        if c.name == "rrc01" and snap == 1:
+            atomic.Pending(path).tmp.write_bytes(b"half a file")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, c, snap, *args, **kw)
+
+    monkeypatch.setattr(gen, "write_file", dying)
+    with pytest.raises(RuntimeError, match=r"synth 2026-07: a file writer died .* were removed"):
+        generate(tmp_path, seed=5, ases=40, vps=4, snapshots_per_month=2, ground_truth=False, workers=2)
+    assert [p.name for p in tmp_path.rglob("*") if p.name.endswith(".tmp")] == []
+    assert not (tmp_path / "ground_truth" / "files.json").exists()
+    assert not (tmp_path / "rrc01" / "2026.07" / "bview.20260702.0000.gz").exists()
 
 
 def test_rerun_replaces_previous_archive(tmp_path):

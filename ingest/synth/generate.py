@@ -356,17 +356,45 @@ def _file_stats(c: Collector, month: str, when: datetime) -> dict:
 
 
 def _write_parallel(out: Path, month: str, fams, vplist, jobs, workers: int, prog) -> list[dict]:
-    """The month's files (no ground truth) by `workers` forked processes; their stats."""
+    """The month's files (no ground truth) by `workers` forked processes; their stats.
+
+    gc.freeze() before the fork keeps the collector from touching (and so copying) every
+    page of the routed month in each child. A worker that fails or dies (the OOM killer)
+    stops the month with its error; the temp files of the files not finished are removed."""
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from common import atomic
+
     done = []
     _WRITER.update(out=out, month=month, fams=fams, vps=vplist)
+    gc.freeze()
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for stats in pool.imap_unordered(_write_one, jobs):
-                done.append(stats)
-                prog.finish_unit(f"{stats['collector']} {stats['snapshot_time']} done")
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            try:
+                for stats in pool.map(_write_one, jobs):
+                    done.append(stats)
+                    prog.finish_unit(f"{stats['collector']} {stats['snapshot_time']} done")
+            except BaseException as exc:
+                pool.shutdown(wait=True, cancel_futures=True)
+                atomic.clean_stale(*(out / COLLECTORS[ci].relpath(when) for _, when, ci in jobs))
+                if isinstance(exc, BrokenProcessPool):
+                    raise RuntimeError(f"synth {month}: a file writer died (killed, or out of memory?); "
+                                       f"its unfinished files under {out} were removed") from exc
+                raise
     finally:
+        gc.unfreeze()
         _WRITER.clear()
     return done
+
+
+def default_workers() -> int:
+    """One writer per CPU this process may run on (affinity and cpusets, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity on this platform
+        return os.cpu_count() or 1
 
 
 def generate(
@@ -401,7 +429,7 @@ def generate(
         raise ValueError("vps must be in 1..min(ases, 1000)")
     if not 0.0 <= min_coverage <= 1.0:
         raise ValueError("min_coverage must be in [0, 1]")
-    workers = (os.cpu_count() or 1) if workers is None else workers
+    workers = default_workers() if workers is None else workers
     if workers < 1:
         raise ValueError("workers must be at least 1")
     compute_month = params = None
