@@ -61,8 +61,9 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
             yield item
 
 
-#: Rows rendered per DuckDB call: ~100 MB of text at ~1.5 KB a line.
-BATCH = 65_536
+#: Rows rendered per DuckDB call: ~12 MB of text at ~1.5 KB a line (65,536 rows held 1 GiB
+#: more at the peak, in DuckDB's intermediate strings, for no speed).
+BATCH = 8_192
 
 
 def _render(con, batch: pa.RecordBatch) -> memoryview:
