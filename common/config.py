@@ -67,8 +67,9 @@ class Config:
     #: Compare engine: "duckdb" (in-process, no Java) or "spark"; a named cluster
     #: (non-local spark_master, hdfs:// or s3a:// data_dir, spark-submit) implies Spark.
     engine: str = "duckdb"
-    #: DuckDB engine: memory cap, spill folder (None = the month's staging folder), threads (None = all cores).
-    duckdb_memory_limit: str = "4GB"
+    #: DuckDB engine: memory cap ("auto": half of this machine's memory, common/duck.py; or a
+    #: size, "16GB"), spill folder (None = the month's staging folder), threads (None = all cores).
+    duckdb_memory_limit: str = "auto"
     duckdb_temp_dir: str | None = None
     duckdb_threads: int | None = None
     spark_master: str = "local[*]"
@@ -143,6 +144,11 @@ def load(path: str | Path | None = None) -> Config:
         v = kw.get(k, 1.0)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             raise ConfigError(f"{path}: {k} must be a number from 0 to 1, got {v!r}")
+    if kw.get("duckdb_memory_limit", "auto") != "auto":
+        try:
+            parse_bytes(kw["duckdb_memory_limit"])
+        except ValueError as exc:
+            raise ConfigError(f"{path}: duckdb_memory_limit: {exc} or \"auto\"") from None
     if kw.get("disk_budget") is not None:
         try:
             parse_bytes(kw["disk_budget"])

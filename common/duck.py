@@ -12,10 +12,39 @@ def quote(s: str) -> str:
     return "'" + str(s).replace("'", "''") + "'"
 
 
-def limit(con, memory_limit: str | None, threads: int | None) -> None:
+def usable_memory() -> int:
+    """Bytes this process may use: the machine's RAM, or its cgroup's limit where lower
+    (a container's 8 GiB on a 512 GiB host)."""
+    import os
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = open(path).read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            ram = min(ram, int(text))
+        break
+    return ram
+
+
+def memory_limit(value: str | None) -> str | None:
+    """The config's duckdb_memory_limit as DuckDB takes it: "auto" is half of
+    usable_memory() (the rest stays for the same process's Arrow and Python work and the
+    page cache). Why not a fixed cap: DuckDB 2.0's hash aggregate does not spill all of its
+    state, and the compare's per-path aggregate needs about 2 GB per 100M entries of the
+    month (bench/RESULTS.md); a fixed 4GB failed a 250M-entry month now and then."""
+    if value == "auto":
+        return f"{usable_memory() // 2 // 2**20}MiB"
+    return value
+
+
+def limit(con, memory_limit_: str | None, threads: int | None) -> None:
     """Cap memory and threads on `con` (None leaves DuckDB's default)."""
-    if memory_limit:
-        con.execute(f"SET memory_limit = {quote(memory_limit)}")
+    cap = memory_limit(memory_limit_)
+    if cap:
+        con.execute(f"SET memory_limit = {quote(cap)}")
     if threads:
         con.execute(f"SET threads = {int(threads)}")
 

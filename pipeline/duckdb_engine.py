@@ -62,8 +62,8 @@ def _read(folder: str) -> str:
 class DuckDBEngine:
     name = "duckdb"
 
-    def __init__(self, memory_limit: str | None = "4GB", temp_dir: str | None = None, threads: int | None = None):
-        self.memory_limit, self.temp_dir, self.threads = memory_limit, temp_dir, threads
+    def __init__(self, memory_limit: str | None = "auto", temp_dir: str | None = None, threads: int | None = None):
+        self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
         self.only: set[str] | None = None  # output tables written (None: all)
 
@@ -179,7 +179,8 @@ class DuckDBEngine:
         first = re.sub(r"\s+", " ", str(exc)).strip().split(" Possible solutions:")[0]
         if isinstance(exc, duckdb.OutOfMemoryException) or "No space left" in first or "temp_directory" in first:
             return (f"{src}: DuckDB ran out of memory or disk (memory_limit {self.memory_limit}, "
-                    f"spilling to {self.temp_dir or 'the staging folder'}): {first}")
+                    f"spilling to {self.temp_dir or 'the staging folder'}; the compare needs about 2 GB of "
+                    f"memory per 100M entries of the month: raise duckdb_memory_limit): {first}")
         return f"{src}: DuckDB failed: {first}"
 
     def end_month(self) -> None:

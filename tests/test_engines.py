@@ -4,6 +4,7 @@ the same data is checked in test_compare.py, next to the Spark runs it reuses.""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from common import duck as caps
 from common.config import ConfigError, load
 from congruency import reference
 from pipeline import job
@@ -160,6 +162,25 @@ def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingeste
     assert sorted(p.name for p in (data / "_staging").iterdir()) == []
 
 
+def test_memory_limit_auto():
+    """The default cap is half of the memory this process may use, checked against what the
+    kernel reports (/proc/meminfo, and a cgroup v2 limit where there is one) and against the
+    cap DuckDB itself then holds."""
+    import duckdb
+
+    ram = int(re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text()).group(1)) * 1024
+    cg = Path("/sys/fs/cgroup/memory.max")
+    if cg.is_file() and cg.read_text().strip().isdigit():
+        ram = min(ram, int(cg.read_text()))
+    assert load().duckdb_memory_limit == "auto"
+    con = duckdb.connect()
+    caps.limit(con, "auto", None)
+    held = con.execute("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()[0]
+    gib = float(held.split()[0]) * {"GiB": 2**30, "MiB": 2**20}[held.split()[1]]
+    assert abs(gib - ram / 2) < 0.01 * ram, (held, ram)
+    assert caps.memory_limit("3GB") == "3GB" and caps.memory_limit(None) is None
+
+
 def test_config_engine(tmp_path):
     assert load().engine == "duckdb"
     p = tmp_path / "c.toml"
@@ -167,6 +188,9 @@ def test_config_engine(tmp_path):
     assert load(p).engine == "spark" and load(p).duckdb_memory_limit == "2GB"
     p.write_text('engine = "polars"\n')
     with pytest.raises(ConfigError, match='engine must be "duckdb" or "spark"'):
+        load(p)
+    p.write_text('duckdb_memory_limit = "lots"\n')
+    with pytest.raises(ConfigError, match=r'duckdb_memory_limit: expected a size like 500GB or 2TiB, got .lots. or "auto"'):
         load(p)
     cfg = load()
     assert job.effective_engine(cfg) == "duckdb"
