@@ -419,7 +419,8 @@ def synth_params(entries: int, *, per: float, snapshots: int) -> dict:
 
 def synth_archive(out: Path, params: dict, con=None) -> dict:
     """Generate (or reuse when SYNTH.json matches `params`) a synthetic archive at `out`,
-    without ground truth; returns its ground_truth/files.json listing."""
+    without ground truth; returns its ground_truth/files.json listing, with "generate_s": the
+    generation's wall time (recorded in GENERATED.json beside it, so a reuse still reports it)."""
     from ingest.synth.generate import generate
 
     meta, listing = out / "SYNTH.json", out / "ground_truth" / "files.json"
@@ -428,7 +429,9 @@ def synth_archive(out: Path, params: dict, con=None) -> dict:
         if all(have.get(k) == v for k, v in params.items()):
             if con:
                 con.print(f"reusing synthetic archive {out} ({json.loads(listing.read_text())['entries']:,} entries)")
-            return json.loads(listing.read_text())
+            gen = out / "GENERATED.json"
+            return {**json.loads(listing.read_text()),
+                    "generate_s": json.loads(gen.read_text())["seconds"] if gen.is_file() else None}
     if con:
         con.print(f"generating synthetic archive {out}: {params}")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -440,7 +443,10 @@ def synth_archive(out: Path, params: dict, con=None) -> dict:
         def report(done, total, desc):
             prog.update(task, completed=done, total=total, description=desc)
 
+        t0 = time.perf_counter()
         summary = generate(out, ground_truth=False, progress=report, **params)
+        seconds = round(time.perf_counter() - t0, 1)
+    (out / "GENERATED.json").write_text(json.dumps({"seconds": seconds}) + "\n")
     if con:
         con.print(f"  {summary['entries']:,} entries in {summary['files']} files, {summary['seconds']:.0f}s")
     return json.loads(listing.read_text())

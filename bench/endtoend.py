@@ -27,6 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
+from common import duck  # noqa: E402
+from common.config import Config  # noqa: E402
 
 
 def _du(path: Path) -> int:
@@ -65,9 +67,8 @@ def main(argv=None) -> int:
     # with the square of the ASes: 2 snapshots of 54,554 ASes did not finish routing in 11 min).
     params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=args.snapshots)
     base = common.OUT / f"synth-{args.scale}"
-    t0 = time.perf_counter()
     listing = common.synth_archive(base / "archive", params, con=common.console())
-    generate_s = time.perf_counter() - t0
+    generate_s = listing.get("generate_s")  # when reused: the time of the run that generated it
     collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
     data = common.OUT / f"endtoend-{args.scale}-data"
     shutil.rmtree(data, ignore_errors=True)
@@ -99,15 +100,18 @@ def main(argv=None) -> int:
         print(err[-3000:], file=sys.stderr)
         return 1
     steps = {k: v.get("seconds") for k, v in res.get("steps", {}).items()}
-    result = {"scale": args.scale, "entries": listing.get("entries"), "synth": params, "generate_s": round(generate_s, 1),
+    result = {"scale": args.scale, "entries": listing.get("entries"), "synth": params, "generate_s": generate_s,
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
               "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
               "data_dir_mib": round(_du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], _du(data)) / 2**20),
               "archive_mib": round(_du(base / "archive") / 2**20), "pairs": res.get("pairs"),
-              "noncongruent_fraction": res.get("noncongruent_fraction"), "memory_limit": "config default",
+              "noncongruent_fraction": res.get("noncongruent_fraction"), "memory_limit": f"config default ({Config().duckdb_memory_limit}: {duck.memory_limit(Config().duckdb_memory_limit)})",
               "machine": common.machine_facts() if hasattr(common, "machine_facts") else None,
               "command": " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])}
+    result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
+    for name, error in result["errors"].items():
+        print(f"{name}: {error}", file=sys.stderr)
     (common.OUT / f"endtoend-{args.scale}.json").write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
         json.dump(result, sys.stdout, indent=1)

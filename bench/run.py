@@ -219,6 +219,7 @@ def render_md(doc: dict) -> str:
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
     lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
+    lines += _memfloor_section(real.get("memfloor") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -325,6 +326,20 @@ def _hints_section(runs: list[dict]) -> list[str]:
     return lines
 
 
+def _memfloor_section(runs: list[dict]) -> list[str]:
+    """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
+    if not runs:
+        return []
+    lines = ["## DuckDB engine: the memory the compare needs", "",
+             "`bench/memfloor.py --data-dir D --limits ...`: the whole DuckDB compare job on one month, once",
+             "per memory limit, each in a fresh process. Below some limit DuckDB fails instead of spilling",
+             "(its hash aggregates do not spill all their state).", ""]
+    rows = [[f"{r['rows']:,}", x["limit"], "yes" if x["ok"] else f"**no** (in {x['last_step']})", _s(x["seconds"]),
+             f"{x['peak_spill_mib']:,} MiB"] for r in runs for x in r["runs"]]
+    lines += [common.table(["entries", "memory_limit", "finished", "seconds", "peak spill"], rows, align="rrlrr"), ""]
+    return lines
+
+
 #: The paper-scale month of the cost model: ~60 collectors x 5 daily RIB snapshots.
 PAPER_ENTRIES = 1e10
 CLUSTER_CORES = 200  # 50 executors x 4 cores
@@ -382,7 +397,10 @@ def cost_model(doc: dict) -> list[str]:
                       f"{PAPER_ENTRIES / per['ingest'] / 64 / 3600:,.1f} h (one snapshot file per core) and compare "
                       f"about {PAPER_ENTRIES / per['compare'] / 64 / 3600:,.1f} h if the compare's rate held per core "
                       "and in spills 40x larger (estimated, not measured: DuckDB's aggregates and joins spill "
-                      "to disk past its memory limit, and 1e10 rows need ~1-2 TB of local disk for Parquet and spill)."]
+                      "to disk past its memory limit, and 1e10 rows need ~1-2 TB of local disk for Parquet and spill). "
+                      "Not all of the compare spills: it needs about 2 GB of memory per 100M entries (section "
+                      "\"DuckDB engine: the memory the compare needs\"), so such a machine needs about "
+                      f"{PAPER_ENTRIES / 1e8 * 2:,.0f} GB of memory for DuckDB; below that, the Spark cluster."]
     lines += [
         f"- Ingest + Spark job: about {total:,.0f} core-hours a month; ingest parallelises per snapshot file "
         "(300 files), so it fills the cluster; the Spark job's rate is assumed to hold per core on a cluster.",
@@ -591,10 +609,15 @@ def write_results(doc: dict, con) -> None:
         if path.is_file():
             real[key] = json.loads(path.read_text())
     for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
-                         ("generate", "generate-*.json"), ("hints", "hints-*.json")):
+                         ("generate", "generate-*.json"), ("hints", "hints-*.json"),
+                         ("memfloor", "memfloor-*.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:
-            real[key] = [json.loads(p.read_text()) for p in files]
+            new = [json.loads(p.read_text()) for p in files]
+            if key == "steps":  # profiles of other data dirs and engines stay until re-measured
+                have = {(r["data_dir"], r["engine"]) for r in new}
+                new = [r for r in real.get(key) or [] if (r["data_dir"], r["engine"]) not in have] + new
+            real[key] = new
     synth_files = sorted(common.OUT.glob("ingest-synth-*.json")) + sorted(common.OUT.glob("ingest-file-*.json"))
     if synth_files:
         real["ingest_synth"] = [json.loads(p.read_text()) for p in synth_files]

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""How much memory the DuckDB engine's compare needs: the whole job (pipeline/steps.py, as
+`congruency compare` runs it) on one published month, once per memory limit, each in a
+fresh process, spilling to a throwaway folder. Reports per limit: finished or the error's
+first line, seconds, peak spill. DuckDB 2.0 does not spill all of a hash aggregate's
+state, so below some limit a month fails instead of slowing down; this finds it.
+
+    .venv/bin/python bench/memfloor.py --data-dir bench/out/endtoend-250-data --limits 1600MB,2000MB [--json]
+
+Writes bench/out/memfloor-NAME.json (NAME: the data dir's folder name).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT  # noqa: E402
+
+CHILD = """
+import sys
+sys.path.insert(0, {root!r})
+from common.config import Config
+from pipeline.duckdb_engine import DuckDBEngine
+cfg = Config(data_dir={data!r}, engine="duckdb")
+eng = DuckDBEngine({limit!r}, {spill!r}, None)
+store = eng.store({data!r})
+eng.open(store, store.path("rib_entries/month={month}"))
+eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=True))
+"""
+
+
+def _du(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
+               if os.path.exists(os.path.join(d, f)))
+
+
+def one(data: Path, month: str, limit: str) -> dict:
+    work = tempfile.mkdtemp(prefix="memfloor-", dir=str(OUT))
+    spill, staged = os.path.join(work, "spill"), os.path.join(work, "staged")
+    os.makedirs(spill)
+    code = CHILD.format(root=str(Path(__file__).resolve().parents[1]), data=str(data.resolve()), limit=limit,
+                        spill=spill, staged=staged, month=month)
+    peak, done = [0], threading.Event()
+
+    def watch():
+        while not done.wait(0.5):
+            peak[0] = max(peak[0], _du(spill))
+
+    threading.Thread(target=watch, daemon=True).start()
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    seconds = time.perf_counter() - t
+    done.set()
+    shutil.rmtree(work, ignore_errors=True)
+    steps = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("STEP ")]
+    error = next((line for line in reversed(proc.stderr.splitlines()) if "Error" in line), None)
+    return {"limit": limit, "ok": proc.returncode == 0, "seconds": round(seconds, 1),
+            "peak_spill_mib": peak[0] >> 20, "last_step": steps[-1] if steps else None,
+            "error": None if proc.returncode == 0 else (error or proc.stderr.strip()[-300:])}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's rib_entries")
+    ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
+    ap.add_argument("--limits", required=True, help="memory limits to try, comma-separated (e.g. 1600MB,2000MB)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args(argv)
+    src = args.data_dir / "rib_entries" / f"month={args.month}"
+    if not src.is_dir():
+        print(f"error: --data-dir {args.data_dir}: no rib_entries for {args.month}", file=sys.stderr)
+        return 2
+    import pyarrow.dataset as ds
+
+    rows = ds.dataset(str(src), format="parquet").count_rows()
+    runs = []
+    for limit in args.limits.split(","):
+        r = one(args.data_dir, args.month, limit.strip())
+        runs.append(r)
+        if not args.json:
+            print(f"{r['limit']:>8}: {'ok' if r['ok'] else 'FAILED in ' + str(r['last_step'])} in {r['seconds']} s, "
+                  f"peak spill {r['peak_spill_mib']} MiB" + (f"; {r['error'][:160]}" if r["error"] else ""), flush=True)
+    res = {"data_dir": str(args.data_dir), "month": args.month, "rows": rows, "runs": runs,
+           "command": " ".join(["bench/memfloor.py", *(argv if argv is not None else sys.argv[1:])])}
+    (OUT / f"memfloor-{args.data_dir.resolve().name}.json").write_text(json.dumps(res, indent=1) + "\n")
+    if args.json:
+        json.dump(res, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
