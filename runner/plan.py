@@ -7,7 +7,8 @@ of its snapshots); otherwise from the assumptions below, which the output names.
 are the bench's, measured on a 2-core machine (bench/RESULTS.md):
 - ingest: 248,549,835 entries in 148.1 s (`bench/endtoend.py --scale 250`: a month of a real
   month's size, 20 files, end to end), 1.68M entries/s;
-- compare (DuckDB, default memory limit, spilling 21 GiB): the same month in 648.5 s, 0.38M rows/s
+- compare (DuckDB at a 4GB memory limit, spilling 21 GiB): the same month in 648.5 s, 0.38M rows/s
+  (conservative: at the "auto" limit, 11.8 GiB on a faster day, 291.6 s)
   (smaller months go faster: 0.83M rows/s at 52M rows, `bench/run.py --scale 50 --stages duckdb`);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
