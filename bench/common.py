@@ -417,6 +417,18 @@ def synth_params(entries: int, *, per: float, snapshots: int) -> dict:
     return {"seed": 1, "ases": ases, "vps": vps, "months": [SYNTH_MONTH], "snapshots_per_month": snapshots}
 
 
+def du(path) -> int:
+    """Bytes of the files under `path` (files removed while it walks, as spill files are, count 0)."""
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
 def synth_archive(out: Path, params: dict, con=None) -> dict:
     """Generate (or reuse when SYNTH.json matches `params`) a synthetic archive at `out`,
     without ground truth; returns its ground_truth/files.json listing, with "generate_s": the
@@ -443,10 +455,9 @@ def synth_archive(out: Path, params: dict, con=None) -> dict:
         def report(done, total, desc):
             prog.update(task, completed=done, total=total, description=desc)
 
-        t0 = time.perf_counter()
         summary = generate(out, ground_truth=False, progress=report, **params)
-        seconds = round(time.perf_counter() - t0, 1)
+    seconds = round(summary["seconds"], 1)
     (out / "GENERATED.json").write_text(json.dumps({"seconds": seconds}) + "\n")
     if con:
-        con.print(f"  {summary['entries']:,} entries in {summary['files']} files, {summary['seconds']:.0f}s")
-    return json.loads(listing.read_text())
+        con.print(f"  {summary['entries']:,} entries in {summary['files']} files, {seconds:.0f}s")
+    return {**json.loads(listing.read_text()), "generate_s": seconds}

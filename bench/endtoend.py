@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,17 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common  # noqa: E402
 from common import duck  # noqa: E402
 from common.config import Config  # noqa: E402
-
-
-def _du(path: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
 
 
 def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> dict:
@@ -87,9 +75,9 @@ def main(argv=None) -> int:
         samples.append((time.perf_counter() - t1, rss))
         peak["rss"] = max(peak["rss"], rss)
         if staging.is_dir():
-            peak["staging"] = max(peak["staging"], _du(staging))
+            peak["staging"] = max(peak["staging"], common.du(staging))
         if tick % 20 == 0 and data.is_dir():
-            peak["data"] = max(peak["data"], _du(data))
+            peak["data"] = max(peak["data"], common.du(data))
         tick += 1
         time.sleep(0.5)
     out, err = proc.communicate()
@@ -104,8 +92,8 @@ def main(argv=None) -> int:
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
               "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
-              "data_dir_mib": round(_du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], _du(data)) / 2**20),
-              "archive_mib": round(_du(base / "archive") / 2**20), "pairs": res.get("pairs"),
+              "data_dir_mib": round(common.du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], common.du(data)) / 2**20),
+              "archive_mib": round(common.du(base / "archive") / 2**20), "pairs": res.get("pairs"),
               "noncongruent_fraction": res.get("noncongruent_fraction"), "memory_limit": f"config default ({Config().duckdb_memory_limit}: {duck.memory_limit(Config().duckdb_memory_limit)})",
               "machine": common.machine_facts() if hasattr(common, "machine_facts") else None,
               "command": " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])}

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import common  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
 CHILD = """
@@ -39,11 +40,6 @@ eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=Tru
 """
 
 
-def _du(path: str) -> int:
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
-               if os.path.exists(os.path.join(d, f)))
-
-
 def one(data: Path, month: str, limit: str) -> dict:
     work = tempfile.mkdtemp(prefix="memfloor-", dir=str(OUT))
     spill, staged = os.path.join(work, "spill"), os.path.join(work, "staged")
@@ -54,7 +50,7 @@ def one(data: Path, month: str, limit: str) -> dict:
 
     def watch():
         while not done.wait(0.5):
-            peak[0] = max(peak[0], _du(spill))
+            peak[0] = max(peak[0], common.du(spill))
 
     threading.Thread(target=watch, daemon=True).start()
     t = time.perf_counter()
