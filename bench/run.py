@@ -256,16 +256,20 @@ def _steps_section(profiles: list[dict]) -> list[str]:
     return lines
 
 
+def _section(title: str, intro: list[str], headers: list[str], rows: list[list], align: str) -> list[str]:
+    """A RESULTS.md section: its heading, what the bench does, and its table."""
+    return [f"## {title}", "", *intro, "", common.table(headers, rows, align=align), ""]
+
+
 def _endtoend_section(runs: list[dict]) -> list[str]:
     """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
     if not runs:
         return []
-    lines = ["## A real month's size end to end", "",
-             "`bench/endtoend.py --scale N`: the synthetic archive generated (or reused), then one",
+    intro = ["`bench/endtoend.py --scale N`: the synthetic archive generated (or reused), then one",
              "`congruency run` (ingest, compare with the DuckDB engine at the config's default memory limit,",
              "warehouse, reports, hints) as a child process; its tree's RSS, the month's staging folder",
              "(where DuckDB spills) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
-             "brackets, a step's peak RSS (each step placed by the seconds the run records for it).", ""]
+             "brackets, a step's peak RSS (each step placed by the seconds the run records for it)."]
     rows = []
     for r in sorted(runs, key=lambda r: r["scale"]):
         peaks = r.get("step_peak_rss_mib") or {}
@@ -276,41 +280,39 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
                      f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
                      f"{r.get('archive_mib', 0):,} MiB",
                      "yes" if r.get("ok") else "**no**"])
-    lines += [common.table(["scale", "entries", "generate s", "run s", "run steps", "peak RSS (tree)",
-                            "peak spill + staging", "data dir after", "data dir peak",
-                            "archive", "ok"], rows, align="rrrrlrrrrrl"), ""]
-    return lines
+    return _section("A real month's size end to end", intro,
+                    ["scale", "entries", "generate s", "run s", "run steps", "peak RSS (tree)",
+                     "peak spill + staging", "data dir after", "data dir peak", "archive", "ok"],
+                    rows, "rrrrlrrrrrl")
 
 
 def _generate_section(runs: list[dict]) -> list[str]:
     """bench/synth.py: the generator with one writer and with one forked writer per CPU."""
     if not runs:
         return []
-    lines = ["## The synthetic generator: one writer vs forked writers", "",
-             "`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
+    intro = ["`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
              "truth: one process writing the files, then one forked writer per CPU after routing. Routing is",
-             "the same single-process pass in both.", ""]
+             "the same single-process pass in both."]
     rows = []
     for r in sorted(runs, key=lambda r: r["scale"]):
         a, b = r["one_writer"], r["forked_writers"]
         rows.append([r["scale"], f"{r['entries']:,}", r["files"], f"{r['synth']['ases']:,}", _s(a["routing_s"]),
                      _s(a["writing_s"]), f"{b['workers']}", _s(b["writing_s"]), _s(a["seconds"]), _s(b["seconds"]),
                      f"{r['speedup']}x", "yes" if r["identical_files"] else "**no**"])
-    lines += [common.table(["scale", "entries", "files", "ASes", "routing s", "writing s (1)", "writers",
-                            "writing s (forked)", "total s (1)", "total s (forked)", "speedup", "same files"],
-                           rows, align="rrrrrrrrrrrl"), ""]
-    return lines
+    return _section("The synthetic generator: one writer vs forked writers", intro,
+                    ["scale", "entries", "files", "ASes", "routing s", "writing s (1)", "writers",
+                     "writing s (forked)", "total s (1)", "total s (forked)", "speedup", "same files"],
+                    rows, "rrrrrrrrrrrl")
 
 
 def _hints_section(runs: list[dict]) -> list[str]:
     """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
     if not runs:
         return []
-    lines = ["## Path selector: the hints table and the JSON Lines export", "",
-             "`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `pipeline.hints.publish` vs",
+    intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `pipeline.hints.publish` vs",
              "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
              "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",
-             "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process.", ""]
+             "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process."]
     rows = []
     for r in sorted(runs, key=lambda r: r["pairs"]):
         h, j = r["hints"], r.get("jsonl") or {}
@@ -320,24 +322,23 @@ def _hints_section(runs: list[dict]) -> list[str]:
                      _s(j.get("floor_s")), f"{j.get('speedup')}x", f"{j.get('ratio')}x",
                      f"{rss.get('write', 0):,} / {rss.get('per_row', 0):,} MiB",
                      "yes" if j.get("byte_identical") else "**no**"])
-    lines += [common.table(["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
-                            "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
-                           rows, align="rrrrrrrrrrrl"), ""]
-    return lines
+    return _section("Path selector: the hints table and the JSON Lines export", intro,
+                    ["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
+                     "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
+                    rows, "rrrrrrrrrrrl")
 
 
 def _memfloor_section(runs: list[dict]) -> list[str]:
     """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
     if not runs:
         return []
-    lines = ["## DuckDB engine: the memory the compare needs", "",
-             "`bench/memfloor.py --data-dir D --limits ...`: the whole DuckDB compare job on one month, once",
+    intro = ["`bench/memfloor.py --data-dir D --limits ...`: the whole DuckDB compare job on one month, once",
              "per memory limit, each in a fresh process. Below some limit DuckDB fails instead of spilling",
-             "(its hash aggregates do not spill all their state).", ""]
+             "(its hash aggregates do not spill all their state)."]
     rows = [[f"{r['rows']:,}", x["limit"], "yes" if x["ok"] else f"**no** (in {x['last_step']})", _s(x["seconds"]),
              f"{x['peak_spill_mib']:,} MiB"] for r in runs for x in r["runs"]]
-    lines += [common.table(["entries", "memory_limit", "finished", "seconds", "peak spill"], rows, align="rrlrr"), ""]
-    return lines
+    return _section("DuckDB engine: the memory the compare needs", intro,
+                    ["entries", "memory_limit", "finished", "seconds", "peak spill"], rows, "rrlrr")
 
 
 #: The paper-scale month of the cost model: ~60 collectors x 5 daily RIB snapshots.
