@@ -34,3 +34,24 @@ def require(root: str | Path, month: str) -> None:
         span = f"{have[0]}..{have[-1]}" if have else "none"
         raise NoResults(f"month {month}: no published results in {root} (published months: {span}; "
                         "run congruency run for the month first)")
+
+
+def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
+    """(path, size, mtime_ns) of every published data file of these tables (and months):
+    what a step that reads them read, for its fingerprint (runner/month.py)."""
+    import os
+
+    root = Path(root)
+    out = []
+    for t in tables:
+        base = root / t
+        dirs = [base / f"month={m}" for m in months_] if months_ is not None else [base]
+        for d in dirs:
+            for dp, dns, names in os.walk(d):
+                dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
+                for n in sorted(names):
+                    if n.startswith((".", "_")):
+                        continue
+                    st = os.stat(os.path.join(dp, n))
+                    out.append((os.path.relpath(os.path.join(dp, n), root), st.st_size, st.st_mtime_ns))
+    return out

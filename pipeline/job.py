@@ -7,8 +7,10 @@ gives the same one-line errors on both and a month is published completely or no
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from common import console, hooks
 from common.config import Config
@@ -39,6 +41,9 @@ class MonthResult:
     summary: dict | None = None
     published: list[str] = field(default_factory=list)
     error: str | None = None
+    #: The month before's published files this compare read (transitions), as
+    #: common.published.listing gives them; None on cluster storage (not snapshotted).
+    previous: list | None = None
 
 
 class _StageTicker:
@@ -135,15 +140,13 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             prog.advance(steps)
             store.recover(month)  # what a killed run left
             staged = store.staging(month)
-            prev_month = previous_month(month)
-            prev = {t: store.path(t, f"month={prev_month}") for t in ("pairs", "vps", "paths")}
-            have_prev = all(store.has_files(p) for p in prev.values())
-            engine.run(cfg.method, staged, prev if have_prev else None, step)
+            prev, res.previous = _previous(store, root, month, staged, step)
+            engine.run(cfg.method, staged, prev, step)
             hooks.pause("compare")
             prog.advance(steps)
             step("publishing")
-            store.delete(f"{staged}/_work")
-            store.delete(f"{staged}/_spill")
+            for scratch in ("_work", "_spill", "_prev"):
+                store.delete(f"{staged}/{scratch}")
             step("provenance")
             _stage_provenance(engine, store, cfg, month, staged)
             res.summary = engine.summary(staged)
@@ -165,6 +168,47 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             if staged is not None and store is not None and store.exists(staged):
                 store.delete(staged)
     return res
+
+
+#: The month before's tables `transitions` reads (pipeline/steps.py: prev_pairs, ...).
+PREVIOUS_TABLES = ("pairs", "vps", "paths")
+#: How long a compare waits for a run of the month before that is in flight.
+PREVIOUS_WAIT_S = 24 * 3600.0
+
+
+def _previous(store, root: str, month: str, staged: str, step) -> tuple[dict | None, list | None]:
+    """The month before's tables as this compare reads them, and the listing of what it read.
+
+    On a local data dir: first wait for a run of the month before that is in flight (its
+    tables are about to change; a parallel backfill would otherwise compare against nothing),
+    then hard-link its published files into the staging folder while holding the reading
+    gate (common/locks.py), so a re-publish of that month during this compare can neither
+    tear what it reads nor go unnoticed: the runner fingerprints exactly the linked files.
+    On cluster storage the scheduler orders months and the folders are read in place."""
+    pm = previous_month(month)
+    if is_cluster_url(root):
+        prev = {t: store.path(t, f"month={pm}") for t in PREVIOUS_TABLES}
+        return (prev if all(store.has_files(p) for p in prev.values()) else None), None
+    from common.locks import month_lock, reading
+    from common.published import listing
+
+    base = Path(root.removeprefix("file://"))
+    if (base / "_staging" / f"{pm}.lock").exists():
+        step(f"waiting for the run of {pm} (transitions read its tables)")
+        with month_lock(base, pm, shared=True, wait_s=PREVIOUS_WAIT_S):
+            pass
+    with reading(base):
+        files = listing(base, PREVIOUS_TABLES, [pm])
+        if not all(any(f[0].startswith(f"{t}/") for f in files) for t in PREVIOUS_TABLES):
+            return None, []
+        for rel, _size, _mtime in files:
+            dst = Path(staged.removeprefix("file://")) / "_prev" / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(base / rel, dst)
+            except OSError:  # a file system without hard links: a copy keeps size and mtime
+                shutil.copy2(base / rel, dst)
+    return {t: f"{staged}/_prev/{t}/month={pm}" for t in PREVIOUS_TABLES}, files
 
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:

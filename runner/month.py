@@ -73,14 +73,36 @@ def _update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> No
         atomic.write_text(state_path(cfg, month), json.dumps(st, indent=1, sort_keys=True, default=str))
 
 
-def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None) -> None:
+def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def change(st):
         st["steps"][res.step] = {  # a whole-month ingest replaces the DAG's per-collector records
             "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
-            "outputs": res.outputs, "fingerprint": fingerprint if res.status == "done" else None}
+            "outputs": res.outputs, "fingerprint": fingerprint if res.status == "done" else None,
+            **({READ: read} if read is not None and res.status == "done" else {})}
     _update_state(cfg, month, change)
+
+
+def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
+    """Steps recorded done whose inputs from other months' runs changed since: the compare
+    whose month before was re-published after it read it, a step whose inputs changed while
+    it ran. (The rest of a fingerprint, the run's own selection and method, is the run's.)"""
+    from common.months import previous_month
+    from pipeline.job import PREVIOUS_TABLES
+
+    out = {}
+    for name, rec in st["steps"].items():
+        if rec.get("status") != "done":
+            continue
+        if name != "ingest" and rec.get("fingerprint") is None and "collectors" not in rec:
+            out[name] = rec.get("error") or "recorded without its inputs"
+        prev = (rec.get(READ) or {}).get("previous")
+        if name == "compare" and prev is not None:
+            now = tables_listing(data_dir(cfg), PREVIOUS_TABLES, [previous_month(month)])
+            if [list(f) for f in now] != [list(f) for f in prev]:
+                out[name] = f"{previous_month(month)} was published after this compare read it"
+    return out
 
 
 # --- fingerprints ---------------------------------------------------------------------
@@ -91,19 +113,9 @@ def _digest(obj) -> str:
 
 def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
     """(path, size, mtime_ns) of every published data file of these tables (and months)."""
-    out = []
-    for t in tables:
-        base = root / t
-        dirs = [base / f"month={m}" for m in months] if months is not None else [base]
-        for d in dirs:
-            for dp, dns, names in os.walk(d):
-                dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
-                for n in sorted(names):
-                    if n.startswith((".", "_")):
-                        continue
-                    st = os.stat(os.path.join(dp, n))
-                    out.append((os.path.relpath(os.path.join(dp, n), root), st.st_size, st.st_mtime_ns))
-    return out
+    from common.published import listing
+
+    return listing(root, tables, months)
 
 
 def engine(cfg: Config) -> str:
@@ -130,16 +142,26 @@ def _selection(cfg: Config, month: str) -> dict:
             "archive_roots": dict(sorted(cfg.archive_roots.items())), "bgpstream_csv": cfg.bgpstream_csv}
 
 
-def fingerprint(cfg: Config, month: str, step: str) -> str:
+#: The key of a step body's outputs that carries what it read of inputs other runs can
+#: change (the compare: the month before's files it linked); it replaces the fingerprint's
+#: own listing of them, so a step is recorded on exactly the inputs it saw.
+READ = "_read"
+
+
+def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) -> str:
     root = data_dir(cfg)
     if step == "ingest":
         return _digest(_selection(cfg, month))
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
         from common.months import previous_month
+        from pipeline.job import PREVIOUS_TABLES
 
+        prev = (read or {}).get("previous")
+        if prev is None:
+            prev = tables_listing(root, PREVIOUS_TABLES, [previous_month(month)])
         return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
-                        "previous": tables_listing(root, ("pairs", "vps", "paths"), [previous_month(month)])})
+                        "previous": [list(f) for f in prev]})
     if step == "sensitivity":
         return _digest({"on": cfg.sensitivity, "engine": engine(cfg),
                         "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
@@ -244,7 +266,7 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
     if res.error:
         raise StepFailed(res.error)
     root = data_dir(cfg)
-    return {t: str(root / t / f"month={month}") for t in MONTH_TABLES}
+    return {**{t: str(root / t / f"month={month}") for t in MONTH_TABLES}, READ: {"previous": res.previous}}
 
 
 def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
@@ -362,6 +384,7 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     if not force and _valid(cfg, month, step, rec):
         return StepResult(step, "skipped", outputs=rec.get("outputs", {}))
     t0 = time.monotonic()
+    before = None if step == "ingest" else fingerprint(cfg, month, step)
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
     except StepWarning as exc:
@@ -375,12 +398,19 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
         except OSError:
             pass  # no room even for the state file: the next run redoes this step anyway
         return res
+    read = outputs.pop(READ, None)
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
-    fp = fingerprint(cfg, month, step)
-    _record(cfg, month, res, fp)
-    if step in SHARED_STEPS:
+    fp = fingerprint(cfg, month, step, read)
+    if read is None and before is not None and fp != before:
+        # Another month's run changed what this step reads while it ran: which version it
+        # read is unknown, so it is not recorded as done on either; the next run redoes it.
+        res.error = "inputs changed while it ran (another month was published); the next run redoes it"
+        fp = None
+    _record(cfg, month, res, fp, read)
+    if step in SHARED_STEPS and fp is not None:
         _record_shared(cfg, step, fp)
     return res
+
 
 
 def _one_line(step: str, month: str, exc: Exception, cfg: Config | None = None) -> str:
@@ -531,6 +561,9 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     st = read_state(cfg, month)
     steps = {name: {k: v for k, v in rec.items() if k in ("status", "at", "error", "seconds", "collectors")}
              for name, rec in st["steps"].items()}
+    if results is None:  # `status`: a completion on inputs another run has changed since is stale
+        for name, why in _stale(cfg, month, st).items():
+            steps[name].update(status="stale", error=f"{why}; the next run redoes it")
     for r in results or []:
         steps[r.step] = {**steps.get(r.step, {}), "status": r.status, "error": r.error,
                          "seconds": round(r.seconds, 1)}

@@ -1,0 +1,134 @@
+"""What users hit in their first hour (issue 30): each case as a user meets it, through the
+real command in its own process, on a small generated archive or the real 2026-07 sample.
+
+Evidence: `transitions` of a month run beside (or under) a run of the month before equals
+the one a plain sequential run publishes, row for row.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from ingest.synth.generate import generate
+
+BOUND_S = 180
+SYNTH_MONTHS = ("2026-01", "2026-02")
+
+
+def congruency(*args: str, env: dict | None = None, timeout: float = BOUND_S, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, **kw)
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    """Two months of a generated archive (route-views2 + route-views6, one snapshot each)."""
+    tmp = tmp_path_factory.mktemp("synth")
+    generate(tmp / "archive", seed=7, ases=120, vps=10, months=SYNTH_MONTHS, snapshots_per_month=1,
+             ground_truth=False, workers=1)
+    (tmp / "cfg.toml").write_text('engine = "duckdb"\nduckdb_threads = 2\nduckdb_memory_limit = "1GB"\n')
+    return tmp
+
+
+def _run_args(synth: Path, data: Path, month: str, *more: str) -> list[str]:
+    return ["run", "--month", month, "--days", "1", "--times", "00:00", "--collectors",
+            "route-views2,route-views6", "--archive-root", str(synth / "archive"), "--data-dir", str(data),
+            "--config", str(synth / "cfg.toml"), "--min-coverage", "0.5", "--json", *more]
+
+
+def _env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONGRUENCY_PAUSE")}
+    env.update(extra)
+    return env
+
+
+def _table(data: Path, table: str, month: str) -> list[dict]:
+    d = data / table / f"month={month}"
+    rows = pq.read_table(d).to_pylist() if d.is_dir() else []
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+
+
+def _steps(out: str) -> dict:
+    return json.loads(out.splitlines()[-1])["steps"]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + BOUND_S
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def sequential(synth, tmp_path_factory):
+    """The two months run one after the other: the transitions every other order must give."""
+    data = tmp_path_factory.mktemp("seq") / "data"
+    for m in SYNTH_MONTHS:
+        r = congruency(*_run_args(synth, data, m), env=_env())
+        assert r.returncode == 0, r.stderr[-2000:]
+    rows = _table(data, "transitions", "2026-02")
+    assert rows, "the generated months must have transitions for the test to mean anything"
+    return data
+
+
+# --- 1. transitions are computed from the month before as it is, and recorded so -------
+
+def test_parallel_months_wait_for_the_month_before(synth, sequential, tmp_path):
+    """2026-01 and 2026-02 started together: 2026-02's compare waits for 2026-01's run
+    (paused, holding its month, with its tables staged) and then reads its tables. Before
+    issue 30 it compared against nothing and recorded done with 0 transitions."""
+    data = tmp_path / "data"
+    flag = tmp_path / "paused"
+    jan = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-01")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=_env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
+                                    CONGRUENCY_PAUSE_S="4"))
+    try:
+        _wait_for(flag, jan)
+        feb = congruency(*_run_args(synth, data, "2026-02"), env=_env())
+        assert feb.returncode == 0, feb.stderr[-2000:]
+        assert jan.wait(BOUND_S) == 0, jan.communicate()[1][-2000:]
+    finally:
+        jan.kill()
+    assert _table(data, "transitions", "2026-02") == _table(sequential, "transitions", "2026-02")
+
+
+def test_republish_during_compare_is_redone(synth, sequential, tmp_path):
+    """2026-01 re-published while 2026-02's compare runs (paused after reading it): 2026-02
+    is recorded on the files it read, so `status` calls it stale and the next run redoes it
+    (before issue 30 the fingerprint was taken after the step, and the next run skipped it)."""
+    data = tmp_path / "data"
+    for m in SYNTH_MONTHS:
+        assert congruency(*_run_args(synth, data, m), env=_env()).returncode == 0
+    flag = tmp_path / "paused"
+    feb = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-02", "--force", "compare")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=_env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
+                                    CONGRUENCY_PAUSE_S="6"))
+    try:
+        _wait_for(flag, feb)
+        jan = congruency(*_run_args(synth, data, "2026-01", "--force", "compare"), env=_env())
+        assert jan.returncode == 0, jan.stderr[-2000:]
+        out, err = feb.communicate(timeout=BOUND_S)
+        assert feb.returncode == 0, err[-2000:]
+    finally:
+        feb.kill()
+    status = congruency("status", "--month", "2026-02", "--data-dir", str(data), "--config",
+                        str(synth / "cfg.toml"), "--json", env=_env())
+    assert _steps(status.stdout)["compare"]["status"] == "stale"
+    again = congruency(*_run_args(synth, data, "2026-02"), env=_env())
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _steps(again.stdout)["compare"]["status"] == "done"
+    assert _table(data, "transitions", "2026-02") == _table(sequential, "transitions", "2026-02")
+    status = congruency("status", "--month", "2026-02", "--data-dir", str(data), "--config",
+                        str(synth / "cfg.toml"), "--json", env=_env())
+    assert {s["status"] for s in _steps(status.stdout).values()} == {"done"}
