@@ -6,6 +6,7 @@ step imports cli/.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -112,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:  # a file the work needs (full disk, permissions, a folder in its place)
         where = f"{exc.filename}: " if exc.filename else ""
+        if exc.errno == errno.EROFS:
+            console.error(f"{where}read-only file system: `congruency {args.command}` writes there "
+                          f"(query, advise, export and report --out FILE read a read-only data dir)")
+            return 1
         console.error(f"{where}{exc.strerror or exc}")
         return 1
 

@@ -122,6 +122,9 @@ def _holder(p: Path) -> str:
 # read-only data dir), a reader goes on without it.
 
 _TABLES = "_tables"
+#: Where the lock file cannot be made: no permission, a read-only file system (a `:ro`
+#: volume, an NFS export mounted read-only, a snapshot).
+_CANNOT_WRITE = (errno.EACCES, errno.EPERM, errno.EROFS)
 READ_WAIT_S = 600.0
 
 
@@ -136,8 +139,10 @@ def reading(data_dir):
             pass  # a publisher holds the gate exclusively while it waits for us and swaps
         cm = _waiting(data_dir, "read", shared=True)
         cm.__enter__()
-    except PermissionError:
-        yield
+    except OSError as exc:
+        if exc.errno not in _CANNOT_WRITE:
+            raise
+        yield  # a read-only data dir (mount, snapshot, permissions): nobody publishes there
         return
     try:
         yield

@@ -132,3 +132,60 @@ def test_republish_during_compare_is_redone(synth, sequential, tmp_path):
     status = congruency("status", "--month", "2026-02", "--data-dir", str(data), "--config",
                         str(synth / "cfg.toml"), "--json", env=_env())
     assert {s["status"] for s in _steps(status.stdout).values()} == {"done"}
+
+
+# --- 2. readers on a read-only data dir --------------------------------------------------
+
+READERS = (
+    ("query", "vp_congruency", "--month", "2026-02", "--format", "csv"),
+    ("advise", "--from", "{vp}", "--to", "{dest}", "--month", "2026-02", "--json"),
+    ("export", "--format", "jsonl", "--from", "{vp}", "--to", "{dest}", "--month", "2026-02"),
+    ("report", "--month", "2026-02", "--out", "{out}/month.html"),
+    ("report", "--trend", "--out", "{out}/trend.html"),
+    ("status", "--month", "2026-02", "--json"),
+)
+
+
+def _readonly(data: Path, *args: str) -> subprocess.CompletedProcess:
+    """`congruency ARGS` in a mount namespace where the data dir is a read-only bind mount
+    (as an NFS export mounted read-only or a `:ro` volume is: writes fail with EROFS)."""
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(data), sys.executable, "-m", "cli.main",
+                           *args, "--data-dir", str(data)], capture_output=True, text=True, timeout=BOUND_S,
+                          env=_env())
+
+
+@pytest.fixture(scope="module")
+def readonly_ok(tmp_path_factory):
+    probe = tmp_path_factory.mktemp("probe")
+    r = subprocess.run(["unshare", "--mount", "sh", "-c",
+                        'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && ! touch "$0/x"', str(probe)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"no mount namespace here (root and unshare needed): {r.stderr.strip()[:200]}")
+
+
+@pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
+def test_readers_on_a_read_only_mount(readonly_ok, sequential, tmp_path, args):
+    """Each reader answers from a read-only data dir exactly what it answers from the
+    writable one (before issue 30: `error: .../_tables.gate.lock: Read-only file system`)."""
+    pairs = _table(sequential, "pairs", "2026-02")
+    vp, dest = str(pairs[0]["vp_asn"]), str(pairs[0]["dest_asn"])
+    ro_out, rw_out = tmp_path / "ro", tmp_path / "rw"
+    ro_out.mkdir(), rw_out.mkdir()
+    fill = lambda out: [a.format(vp=vp, dest=dest, out=out) for a in args]  # noqa: E731
+    ro = _readonly(sequential, *fill(ro_out))
+    assert ro.returncode == 0, ro.stderr
+    rw = congruency(*fill(rw_out), "--data-dir", str(sequential), env=_env())
+    assert rw.returncode == 0, rw.stderr
+    assert ro.stdout == rw.stdout
+    for f in rw_out.iterdir():
+        assert (ro_out / f.name).stat().st_size > 0
+
+
+def test_writer_on_a_read_only_mount_says_so(readonly_ok, sequential):
+    r = _readonly(sequential, "sensitivity", "--month", "2026-02", "--variants", "min_coverage=0.8")
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()[-1:]
+    assert "read-only file system: `congruency sensitivity` writes there" in line, r.stderr
+    assert "Traceback" not in r.stderr
