@@ -319,7 +319,7 @@ def _hint_via(m: _Month, src: int, vp: tuple[str, int], proxy: str | None, d4: i
     who = f"VP {vp[0]}:AS{vp[1]}" + (f" (proxy for AS{src})" if proxy else "")
     if not p4 or not p6:
         missing = " and ".join(f"IPv{a}" for a, p in ((4, p4), (6, p6)) if not p)
-        dests = f"AS{d4}" if d4 == d6 else f"AS{d4}/AS{d6}"
+        dests = f"AS{d4 or d6}" if d4 == d6 or None in (d4, d6) else f"AS{d4}/AS{d6}"
         return _unknown(h, f"no {missing} path from {who} to {dests} in {m.month}",
                         h["stability_v4"], h["stability_v6"], hops4, hops6)
     cls, shared = selector.classify(h["v4_path"], h["v6_path"], src, d4, d6)
@@ -334,6 +334,7 @@ def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
     h = _empty_hint(m.month, src.asn)
     h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
     notes: list[str] = []
+    uncovered: dict[int, str] = {}  # a family whose address no prefix covers has no path
     if dest.asn is not None:
         d4 = d6 = dest.asn
     else:
@@ -341,16 +342,21 @@ def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
         for afi, net in dest.nets.items():
             hit = origins.get((dest.endpoint, dest.query, afi))
             if hit is None:
-                return _unknown(h, f"no IPv{afi} prefix of {m.month} covers {net}")
+                uncovered[afi] = f"no IPv{afi} prefix of {m.month} covers {net}"
+                continue
             prefix, origin, others = hit
             h[f"prefix_v{afi}"] = prefix
             found[afi] = origin
             if others:
                 notes.append(f"{prefix} has several origins in {m.month} (AS{origin}, also "
                              + ", ".join(f"AS{a}" for a in others) + "); the most seen is used")
-        d4 = found.get(4, found.get(6))
-        d6 = found.get(6, found.get(4))
-        if d4 != d6:
+        if not found:
+            return _unknown(h, "; ".join(uncovered.values()))
+        # A family the destination gave no address for goes to the other's origin; one whose
+        # address is uncovered has no destination (its answer stays its own: none).
+        d4 = None if 4 in uncovered else found.get(4, found.get(6))
+        d6 = None if 6 in uncovered else found.get(6, found.get(4))
+        if None not in (d4, d6) and d4 != d6:
             notes.append(f"the IPv4 and IPv6 addresses map to different origins (AS{d4}, AS{d6}); "
                          "each path goes to its own origin")
     h.update(dest_asn=d4, dest_asn_v6=d6, notes=notes)
@@ -359,8 +365,9 @@ def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
     vps = sorted(vp for vp in m.vps if vp[1] == src.asn and (src.group is None or vp[0] == src.group))
     if src.group is not None and not vps:
         raise HintError(f"--from: {src.group}:AS{src.asn} is not a vantage point in {m.month}")
+    dests = {d for d in (d4, d6) if d is not None}
     if vps:
-        cands = [_hint_via(m, src.asn, vp, None, d4, d6, m.paths_of(vps, {d4, d6})) for vp in vps]
+        cands = [_hint_via(m, src.asn, vp, None, d4, d6, m.paths_of(vps, dests)) for vp in vps]
         known = [c for c in cands if c["hint_class"] != "unknown"]
         best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
         if len(vps) > 1:
@@ -369,6 +376,10 @@ def _hint(m: _Month, src: Source, dest: Destination, origins: dict) -> dict:
         best = _proxy_hint(m, src.asn, d4, d6, notes)
     for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
         best[k] = h[k]
+    if uncovered and best["hint_class"] == "unknown":
+        only = [a for a in (4, 6) if best[f"v{a}_path"]]
+        best["reason"] = "; ".join(uncovered.values()) + (
+            f": only IPv{only[0]} has a path" if only else "")
     best["notes"] = notes
     return best
 
@@ -377,9 +388,10 @@ def _proxy_hint(m: _Month, src: int, d4: int, d6: int, notes: list[str]) -> dict
     """The hint of a source that is no VP, from proxy VPs (the rule in congruency/selector.py):
     VPs whose paths cross it first; only when none shows both families, its upstream VPs."""
     tried = []
-    for kind, find in (("through", lambda: m.through_vps(src, {d4, d6})), ("upstream", lambda: m.upstream_vps(src))):
+    dests = {d for d in (d4, d6) if d is not None}
+    for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
         vps = find()
-        cands = [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, {d4, d6})) for vp in vps]
+        cands = [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
         if any(c["hint_class"] != "unknown" for c in cands):
             break
         tried.append((kind, cands))

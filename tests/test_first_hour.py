@@ -189,3 +189,76 @@ def test_writer_on_a_read_only_mount_says_so(readonly_ok, sequential):
     (line,) = r.stderr.strip().splitlines()[-1:]
     assert "read-only file system: `congruency sensitivity` writes there" in line, r.stderr
     assert "Traceback" not in r.stderr
+
+
+# --- 3. each family's answer on its own; advise and export agree ---------------------------
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory, ingested_2026, config):
+    """The real 2026-07 sample compared (DuckDB) and its hints published."""
+    from pipeline import hints, job
+
+    data = tmp_path_factory.mktemp("sample") / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    cfg = config.with_overrides(data_dir=data, engine="duckdb")
+    [res] = job.run_months(cfg, ["2026-07"])
+    assert res.error is None, res.error
+    hints.publish(cfg)
+    return cfg
+
+
+def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
+    """1403 -> 8.8.8.8 has an IPv4 path (1403 15169); the host's IPv6 address, which no
+    IPv6 prefix of the month covers, must not drop it (before issue 30: v4_path None)."""
+    from pipeline import hints
+
+    [v4only] = hints.advise(sample, "1403", "8.8.8.8")["hints"]
+    assert v4only["v4_path"] == [1403, 15169]
+    [both] = hints.advise(sample, "1403", ["8.8.8.8", "2001:4860:4860::8888"])["hints"]
+    assert (both["v4_path"], both["v6_path"], both["prefix_v4"]) == ([1403, 15169], None, "8.8.8.0/24")
+    assert both["hint_class"] == "unknown" and both["mode"] == "single-path" and both["primary_afi"] == 4
+    assert both["reason"] == ("no IPv6 prefix of 2026-07 covers 2001:4860:4860::8888/128: "
+                              "only IPv4 has a path")
+    assert both["mptcp_flags_v4"] == "subflow" and both["mptcp_flags_v6"] is None
+    ends = tmp_path / "ends.toml"
+    ends.write_text('[[endpoint]]\nname = "dns"\nipv4 = "8.8.8.8"\nipv6 = "2001:4860:4860::8888"\n')
+    [ep] = hints.advise(sample, "1403", endpoints=ends)["hints"]
+    assert (ep["v4_path"], ep["reason"]) == ([1403, 15169], both["reason"])
+
+
+def test_export_configures_what_advise_says(sample, tmp_path):
+    """`export --format mptcp` writes the single-path config `advise` describes (before
+    issue 30: exit 3, "no known path")."""
+    r = congruency("export", "--format", "mptcp", "--from", "1403", "--to", "8.8.8.8", "--interface",
+                   "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8::10/64", "--data-dir",
+                   str(sample.data_dir), "--out", str(tmp_path / "c.sh"), env=_env())
+    assert r.returncode == 0, r.stderr
+    script = (tmp_path / "c.sh").read_text()
+    assert "ip mptcp endpoint add 192.0.2.10 dev eth0 id 1 subflow" in script
+    assert "2001:db8::10" not in script.split("# -- apply")[-1]
+
+
+def test_advise_and_export_agree_on_every_hint(sample):
+    """Over every hint of the sample month: the MPTCP plan configures exactly the families
+    the advice gives subflow flags, with those flags; a hint with no path is refused."""
+    from tunnels import mptcp
+    from tunnels.local import Interface
+    from tunnels.validate import Unanswerable
+
+    rows = pq.read_table(Path(sample.data_dir) / "hints" / "month=2026-07").to_pylist()
+    ifaces = [Interface("eth0", "192.0.2.10", None, 24), Interface("eth1", "2001:db8::10", None, 64)]
+    assert len(rows) == 2167
+    seen = set()
+    for h in rows:
+        flags = {f: h[f"mptcp_flags_v{f}"] for f in (4, 6) if h[f"mptcp_flags_v{f}"] is not None}
+        if not flags:
+            with pytest.raises(Unanswerable):
+                mptcp.plan(h, ifaces)
+            continue
+        plan = mptcp.plan(h, ifaces)
+        got = {4 if ":" not in e.address else 6: e.flags for e in plan.endpoints}
+        assert got == flags, h
+        assert (len(got) == 1) == (h["mode"] == "single-path"), h
+        seen.add((h["hint_class"], h["mode"]))
+    assert {m for _c, m in seen} == {"aggregate", "backup", "single-path"}

@@ -51,12 +51,14 @@ def plan(hint: Mapping, ifaces: Sequence[Interface], role: str = "client", famil
         raise v.ValidationError(f"role: expected client or server, got {role!r}")
     ifaces = check([interface(i.name, i.address, i.gateway, prefixlen=i.prefixlen) for i in ifaces])
     who = f"AS{hint.get('source_asn')} -> {hint.get('query') or hint.get('dest_asn')}"
-    if hint.get("hint_class") == "unknown":
+    # The client opens a subflow per family the hint uses: each needs a local address. (A
+    # server may announce fewer: the client's first subflow reaches its address anyway.) An
+    # `unknown` hint with one family's path is advised single-path on it: configured so.
+    has = [f for f in (4, 6) if hint.get(f"mptcp_flags_v{f}") is not None]
+    if not has:
         raise v.Unanswerable(f"{who}: no known path ({hint.get('reason') or 'the month has none'}); "
                              "no config written")
-    # The client opens a subflow per family the hint uses: each needs a local address. (A
-    # server may announce fewer: the client's first subflow reaches its address anyway.)
-    used = [f for f in (4, 6) if hint.get(f"mptcp_flags_v{f}") is not None and (families is None or f in families)]
+    used = [f for f in has if families is None or f in families]
     if not used:
         raise v.Unanswerable(f"{who}: none of the chosen families has a path; no config written")
     have = {i.version for i in ifaces}
