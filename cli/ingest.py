@@ -81,13 +81,14 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
                 raise ValueError(f"--source: {exc}") from None
             overrides["bgpstream_csv"] = listing
         months.parse_month(args.month)
+        months.check_not_future([args.month])
         if args.concurrency is not None and args.concurrency < 1:
             raise ValueError(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
         cfg = cfg.with_overrides(**overrides)
         if isinstance(cfg.data_dir, str):
             raise ValueError(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
         check_collectors(cfg)
-        discovery.window(args.month, cfg.days, cfg.times)
+        months.check_days([args.month], cfg.days)
         backends.get(cfg.backend)
     except (ValueError, backends.BackendUnavailable) as exc:  # CatalogueError is a ValueError
         console.error(str(exc))

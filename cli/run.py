@@ -76,7 +76,7 @@ def add_selection(p: argparse.ArgumentParser, months_help: str) -> None:
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     """The config with this command's flags applied and the months; ValueError when bad."""
-    from common.months import parse_month_range
+    from common.months import check_days, check_not_future, parse_month_range
     from ingest import catalogue, discovery
 
     months = parse_month_range(args.months or args.month, "--months" if args.months else "--month")
@@ -97,6 +97,9 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
         raise ValueError(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+    flag = "--months" if args.months else "--month"
+    check_not_future(months, flag)
+    check_days(months, cfg.days)
     check_collectors(cfg)
     return cfg, months
 

@@ -118,6 +118,146 @@ def parse_bytes(text) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
 
 
+# --- every value checked once, when the config is read ---------------------------------
+# Each check returns the value (normalised) or raises ValueError/TypeError saying what is
+# expected; load() adds the file and key. Flags are checked by their own parsers (cli/).
+
+def _expect(ok: bool, what: str) -> None:
+    if not ok:
+        raise ValueError(f"expected {what}")
+
+
+def _number(lo: float | None = None, hi: float | None = None, *, integer: bool = False, above: bool = False,
+            optional: bool = False):
+    kind = "a whole number" if integer else "a number"
+    rng = (f" from {lo:g} to {hi:g}" if hi is not None else f" above {lo:g}" if above else
+           f" of at least {lo:g}" if lo is not None else "")
+
+    def check(v):
+        if v is None and optional:
+            return v
+        good = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
+        good = good and (lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
+        _expect(good, kind + rng)
+        return v
+    return check
+
+
+def _text(optional: bool = False, choices: tuple[str, ...] = ()):
+    def check(v):
+        if v is None and optional:
+            return v
+        if choices:
+            _expect(v in choices, "one of " + ", ".join(f'"{c}"' for c in choices))
+        _expect(isinstance(v, str) and v.strip() != "", "a text")
+        return v
+    return check
+
+
+def _bool(v):
+    _expect(isinstance(v, bool), "true or false")
+    return v
+
+
+def _list_of(item, what: str, nonempty: bool = True):
+    def check(v):
+        _expect(isinstance(v, list) and (v or not nonempty), f"a list of {what}")
+        return [item(x) for x in v]
+    return check
+
+
+def _table_of_text(v):
+    _expect(isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, (str, int, float, bool))
+                                        for k, x in v.items()), "a table of names to values")
+    return {k: str(x).lower() if isinstance(x, bool) else str(x) for k, x in v.items()}
+
+
+def _size(optional: bool = False, auto: bool = False):
+    def check(v):
+        if (v is None and optional) or (auto and v == "auto"):
+            return v
+        try:
+            parse_bytes(v)
+        except ValueError:
+            raise ValueError("a size like 500GB or 2TiB" + (' or "auto"' if auto else "")) from None
+        return v
+    return check
+
+
+def _day(v):
+    _expect(not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= 31, "days of the month, 1 to 31")
+    return v
+
+
+def _time(v):
+    import re
+
+    m = re.fullmatch(r"(\d{1,2}):(\d{2})", v) if isinstance(v, str) else None
+    _expect(bool(m) and int(m.group(1)) <= 23 and int(m.group(2)) <= 59, 'UTC times "HH:MM" (00:00 to 23:59)')
+    return f"{int(m.group(1)):02d}:{m.group(2)}"
+
+
+def _roots(v):
+    _expect(isinstance(v, dict) and all(k in ("routeviews", "ris") and isinstance(x, str) and x
+                                        for k, x in v.items()),
+            'a table of project roots: { routeviews = "URL or folder", ris = "..." }')
+    return v
+
+
+def _backend(v):
+    from ingest.backends import NAMES
+
+    return _text(choices=NAMES)(v)
+
+
+_CHECKS = {
+    "collectors": _list_of(_text(), 'collector names or sets, like ["route-views2", "rrc00"] or ["all"]'),
+    "catalogue": _text(optional=True),
+    "days": _list_of(_day, "days of the month, 1 to 31"),
+    "times": _list_of(_time, 'UTC times "HH:MM"'),
+    "tolerance_minutes": _number(0, integer=True),
+    "archive_root": _text(optional=True),
+    "archive_roots": _roots,
+    "bgpstream_csv": _text(optional=True),
+    "data_dir": _text(),
+    "backend": _backend,
+    "concurrency": _number(1, integer=True),
+    "timeout_s": _number(0, above=True),
+    "retries": _number(0, integer=True),
+    "backoff_s": _number(0),
+    "tolerate_failures": _bool,
+    "min_snapshot_share": _number(0, 1),
+    "min_project_share": _number(0, 1),
+    "cache_policy": _text(choices=("keep", "delete")),
+    "disk_budget": _size(optional=True),
+    "plan_download_mbit_s": _number(0, above=True),
+    "plan_entries_per_snapshot": _number(1, integer=True),
+    "batch_rows": _number(1, integer=True),
+    "engine": _text(choices=("duckdb", "spark")),
+    "duckdb_memory_limit": _size(auto=True),
+    "duckdb_temp_dir": _text(optional=True),
+    "duckdb_threads": _number(1, integer=True, optional=True),
+    "spark_master": _text(),
+    "spark_conf": _table_of_text,
+    "sensitivity": _bool,
+}
+
+
+def _asn_range(v):
+    _expect(isinstance(v, list) and len(v) == 2 and all(not isinstance(x, bool) and isinstance(x, int) for x in v)
+            and 0 <= v[0] <= v[1] <= 2**32 - 1, "[low, high] ASN ranges with low <= high")
+    return tuple(v)
+
+
+_METHOD_CHECKS = {
+    "min_coverage": _number(0, 1),
+    "first_as_rule": _bool,
+    "reserved_asns": lambda v: tuple(_list_of(_asn_range, "[low, high] ASN ranges", nonempty=False)(v)),
+    "groups": lambda v: _expect(isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                                "a table of collector = group") or v,
+}
+
+
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
     come from congruency/groups.toml unless the file sets [method.groups]."""
@@ -131,32 +271,24 @@ def load(path: str | Path | None = None) -> Config:
         raise ConfigError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))}")
     kw = {}
     for k, v in data.items():
+        try:
+            v = _CHECKS[k](v)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: {k}: {exc}, got {v!r}") from None
         if k in _TUPLE_FIELDS:
             v = tuple(v)
         elif k == "data_dir":
             v = v if "://" in v else Path(v)
         kw[k] = v
-    if kw.get("engine", "duckdb") not in ("duckdb", "spark"):
-        raise ConfigError(f"{path}: engine must be \"duckdb\" or \"spark\", got {kw['engine']!r}")
-    if kw.get("cache_policy", "keep") not in ("keep", "delete"):
-        raise ConfigError(f"{path}: cache_policy must be \"keep\" or \"delete\", got {kw['cache_policy']!r}")
-    for k in ("min_snapshot_share", "min_project_share"):
-        v = kw.get(k, 1.0)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ConfigError(f"{path}: {k} must be a number from 0 to 1, got {v!r}")
-    if kw.get("duckdb_memory_limit", "auto") != "auto":
-        try:
-            parse_bytes(kw["duckdb_memory_limit"])
-        except ValueError as exc:
-            raise ConfigError(f"{path}: duckdb_memory_limit: {exc} or \"auto\"") from None
-    if kw.get("disk_budget") is not None:
-        try:
-            parse_bytes(kw["disk_budget"])
-        except ValueError as exc:
-            raise ConfigError(f"{path}: disk_budget: {exc}") from None
+    if not isinstance(method_data, dict):
+        raise ConfigError(f"{path}: method: expected a [method] table, got {method_data!r}")
+    for k, v in method_data.items():
+        if k in _METHOD_CHECKS:
+            try:
+                method_data[k] = _METHOD_CHECKS[k](v)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{path}: [method] {k}: {exc}, got {v!r}") from None
     groups = method_data.pop("groups", None)
-    if "reserved_asns" in method_data:
-        method_data["reserved_asns"] = tuple(tuple(r) for r in method_data["reserved_asns"])
     try:
         method = MethodParams(groups=groups if groups is not None else load_groups(), **method_data)
         return Config(method=method, **kw)

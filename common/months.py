@@ -34,3 +34,28 @@ def previous_month(month: str) -> str:
     """The calendar month before 'YYYY-MM' (a valid month)."""
     y, m = parse_month(month)
     return f"{y - 1}-12" if m == 1 else f"{y}-{m - 1:02d}"
+
+
+def check_not_future(months: list[str], flag: str = "--month", today=None) -> None:
+    """ValueError for a month after the current (UTC) one: no archive has its RIBs yet."""
+    from datetime import datetime, timezone
+
+    now = today or datetime.now(timezone.utc)
+    current = f"{now.year}-{now.month:02d}"
+    late = [m for m in months if m > current]
+    if late:
+        raise ValueError(f"{flag}: {late[0]} is in the future (this is {current}); no archive has its RIBs yet")
+
+
+def check_days(months: list[str], days, flag: str = "--days") -> None:
+    """ValueError when a selected day is not in every month: `--days 31` is refused for a
+    30-day month, in every command alike (choose days each month has, e.g. 1-28)."""
+    import calendar
+
+    for m in months:
+        y, mo = parse_month(m)
+        last = calendar.monthrange(y, mo)[1]
+        bad = [d for d in days if d > last]
+        if bad:
+            raise ValueError(f"{flag}: {m} has {last} days, not {bad[0]} (choose days every month of "
+                             f"the range has, e.g. 1-28)")

@@ -6,7 +6,6 @@ within the tolerance can stand in, recorded as a substitution.
 """
 from __future__ import annotations
 
-import calendar
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -68,11 +67,10 @@ def parse_times(text: str) -> tuple[str, ...]:
 
 
 def window(month: str, days: tuple[int, ...], times: tuple[str, ...]) -> list[datetime]:
+    from common.months import check_days
+
+    check_days([month], days)
     y, m = parse_month(month)
-    last = calendar.monthrange(y, m)[1]
-    bad = [d for d in days if d > last]
-    if bad:
-        raise ValueError(f"--days: {month} has {last} days, not {bad[0]}")
     out = []
     for d in days:
         for t in times:

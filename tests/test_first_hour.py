@@ -262,3 +262,54 @@ def test_advise_and_export_agree_on_every_hint(sample):
         assert (len(got) == 1) == (h["mode"] == "single-path"), h
         seen.add((h["hint_class"], h["mode"]))
     assert {m for _c, m in seen} == {"aggregate", "backup", "single-path"}
+
+
+# --- 4. every config value checked when read; --days the same in every command ------------
+
+BAD_CONFIG = [
+    ("days = [0, 40]", "days: expected days of the month, 1 to 31, got [0, 40]"),
+    ('times = ["25:00"]', 'times: expected UTC times "HH:MM" (00:00 to 23:59), got [\'25:00\']'),
+    ("plan_download_mbit_s = 0", "plan_download_mbit_s: expected a number above 0, got 0"),
+    ("data_dir = 5", "data_dir: expected a text, got 5"),
+    ('collectors = "route-views2"', "collectors: expected a list of collector names or sets"),
+    ("[method]\nmin_coverage = 2", "[method] min_coverage: expected a number from 0 to 1, got 2"),
+    ("concurrency = 0", "concurrency: expected a whole number of at least 1, got 0"),
+    ("retries = -1", "retries: expected a whole number of at least 0, got -1"),
+    ('sensitivity = "yes"', "sensitivity: expected true or false, got 'yes'"),
+    ("[method]\nreserved_asns = [[10, 5]]", "[method] reserved_asns: expected [low, high] ASN ranges"),
+    ('backend = "nope"', 'backend: expected one of "native", "bgpdump", "pybgpstream", got \'nope\''),
+    ("duckdb_threads = 0", "duckdb_threads: expected a whole number of at least 1, got 0"),
+    ('archive_roots = { nope = "x" }', "archive_roots: expected a table of project roots"),
+]
+
+
+@pytest.mark.parametrize("text,message", BAD_CONFIG, ids=[t.split("\n")[-1] for t, _ in BAD_CONFIG])
+@pytest.mark.parametrize("command", [("status", "--month", "2026-07"), ("plan", "--month", "2026-07")])
+def test_a_bad_config_value_is_one_line_naming_file_and_key(tmp_path, text, message, command):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text + "\n")
+    r = congruency(*command, "--config", str(cfg), "--data-dir", str(tmp_path / "d"), env=_env())
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr.startswith(f"error: {cfg}: {message}"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ("plan", "--month", "2026-02", "--days", "30"),
+    ("run", "--months", "2026-01..2026-03", "--days", "31"),
+    ("ingest", "--month", "2026-02", "--days", "29"),
+])
+def test_a_day_the_month_does_not_have_is_refused_alike(tmp_path, command):
+    r = congruency(*command, "--data-dir", str(tmp_path / "d"), env=_env())
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    day = command[-1]
+    assert r.stderr == (f"error: --days: 2026-02 has 28 days, not {day} "
+                        "(choose days every month of the range has, e.g. 1-28)\n")
+
+
+@pytest.mark.parametrize("command", [("run", "--month", "2099-01"), ("ingest", "--month", "2099-01"),
+                                     ("plan", "--months", "2099-01..2099-03")])
+def test_a_future_month_is_refused(tmp_path, command):
+    r = congruency(*command, "--data-dir", str(tmp_path / "d"), env=_env())
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {command[1]}: 2099-01 is in the future (this is "), r.stderr
+    assert not (tmp_path / "d").exists()
