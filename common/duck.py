@@ -1,4 +1,5 @@
-"""One way to give DuckDB the config's resource caps, and to quote a DuckDB string literal.
+"""One way to give DuckDB the config's resource caps, to quote a DuckDB string literal, and to
+name paths so DuckDB takes them literally (glob_literal, writable_db).
 
 Every in-process DuckDB (the compare engine, the warehouse, the path selector) scans Parquet
 that can be larger than memory: each is capped by `duckdb_memory_limit` and
@@ -6,10 +7,41 @@ that can be larger than memory: each is capped by `duckdb_memory_limit` and
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
 
 def quote(s: str) -> str:
     """A DuckDB string literal ('' doubles a quote)."""
     return "'" + str(s).replace("'", "''") + "'"
+
+
+def glob_literal(path) -> str:
+    """`path` written as a glob that matches only itself, so a data dir named `run[1]`,
+    `a*b` or `c?` reaches DuckDB's (and Python's) glob as the literal folder it is: each
+    glob character becomes a one-character class (`[` -> `[[]`). The caller appends its own
+    wildcards after it."""
+    return "".join(f"[{c}]" if c in "[*?" else c for c in str(path))
+
+
+@contextmanager
+def writable_db(path):
+    """A path where DuckDB can write the database file that must end up at `path`. DuckDB
+    reads a `?` in a database path as the start of connection options and writes its WAL
+    to a mangled name (`a?b/x` -> `a.wal?b/x`): for such a path the file is built in a
+    private temporary folder and copied to `path` when the block ends without error."""
+    p = Path(path)
+    if "?" not in str(p):
+        yield str(p)
+        return
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="congruency-db-") as tmp:
+        built = os.path.join(tmp, p.name)
+        yield built
+        shutil.copyfile(built, p)
 
 
 def usable_memory() -> int:

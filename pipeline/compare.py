@@ -20,6 +20,13 @@ TRANSITIONS_DDL = (
 )
 
 
+def literal(path: str) -> str:
+    """`path` as a Hadoop glob matching only itself: Spark globs every path it reads, so a
+    data dir named `run[1]` or `a{b,c}` is escaped (a backslash before each glob character).
+    Writes take paths literally and need nothing."""
+    return "".join("\\" + c if c in "{}[]*?\\" else c for c in path)
+
+
 class SparkEngine:
     name = "spark"
 
@@ -32,7 +39,7 @@ class SparkEngine:
     def open(self, store, src: str) -> dict[int, int]:
         """Register `entries`; check its schema; the row count per AFI (and the number of
         snapshot times, for the steps)."""
-        df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(src)
+        df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(literal(src))
         S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
         df.select(*S.REQUIRED).createOrReplaceTempView("entries")
         per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
@@ -54,7 +61,7 @@ class SparkEngine:
             self._write(self.spark.sql(f"SELECT {cols} FROM range(0)"), "transitions", staged)
             return
         for t, path in prev.items():
-            self.spark.read.parquet(path).createOrReplaceTempView(f"prev_{t}")
+            self.spark.read.parquet(literal(path)).createOrReplaceTempView(f"prev_{t}")
         self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
 
     def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
@@ -66,14 +73,14 @@ class SparkEngine:
     def _write(self, df, name: str, staged: str):
         out = df.coalesce(1) if name in SMALL else df
         out.write.mode("error").parquet(f"{staged}/{name}")
-        return self.spark.read.parquet(f"{staged}/{name}")
+        return self.spark.read.parquet(literal(f"{staged}/{name}"))
 
     def read_rows(self, path: str) -> list[dict]:
         """A small Parquet file's rows (the month's manifest), wherever the data dir is."""
         fs = self.store_for(path)
         if not fs.exists(path):
             return []
-        return [r.asDict(recursive=True) for r in self.spark.read.parquet(path).collect()]
+        return [r.asDict(recursive=True) for r in self.spark.read.parquet(literal(path)).collect()]
 
     def store_for(self, path: str) -> HadoopStore:
         return HadoopStore(self.spark, path)
@@ -88,7 +95,7 @@ class SparkEngine:
         self._write(df, name, staged)
 
     def summary(self, staged: str) -> dict | None:
-        rows = self.spark.read.parquet(f"{staged}/month_summary").collect()
+        rows = self.spark.read.parquet(literal(f"{staged}/month_summary")).collect()
         return rows[0].asDict() if rows else None
 
     def failure(self, exc: BaseException, src: str) -> str | None:

@@ -180,9 +180,8 @@ def resolve_month(cfg: Config, month: str | None) -> str:
 
 
 def _glob(cfg: Config, table: str, month: str) -> str:
-    if table == "rib_entries":
-        return str(_root(cfg) / table / f"month={month}" / "*" / "*.parquet")
-    return str(_root(cfg) / table / f"month={month}" / "*.parquet")
+    base = duck.glob_literal(_root(cfg) / table / f"month={month}")
+    return f"{base}/*/*.parquet" if table == "rib_entries" else f"{base}/*.parquet"
 
 
 def _month_snapshots(con, cfg: Config, month: str) -> int:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from common import atomic, duck, hooks
-from common.duck import quote
+from common.duck import glob_literal, quote
 from common.tables import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
@@ -53,7 +53,12 @@ def _glob(root: Path, doc: TableDoc) -> str:
         elif seg.startswith("*"):
             seg = "[!.]" + seg
         parts.append(seg)
-    return str(root.joinpath(*parts))
+    return "/".join([glob_literal(root), *parts])
+
+
+def _literal(glob_prefix: str) -> str:
+    """The folder a glob_literal() prefix names (file names DuckDB reports are literal)."""
+    return re.sub(r"\[([\[*?])\]", r"\1", glob_prefix)
 
 
 def _keys(doc: TableDoc) -> list[str]:
@@ -92,7 +97,7 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
     if name == "rib_entries" and with_manifest:
         # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
         # skip files before reading them: a few ms per query (bench/warehouse.py; a correlated EXISTS was 3-30x).
-        base = quote(glob.split("/month=")[0] + "/month=")
+        base = quote(_literal(glob.split("/month=")[0]) + "/month=")
         where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
                  f"parse_filename(m.output) FROM {schema}.manifest m WHERE m.status = 'ok')")
     return f"CREATE VIEW {schema}.{_ident(name)} AS SELECT {select} FROM {src} e{where}"
@@ -163,16 +168,16 @@ def refresh(cfg) -> Path:
         raise WarehouseError(f"{root}: data dir does not exist")
     _check_existing(target)
     try:
-        with atomic.replacing(target) as tmp:
+        with atomic.replacing(target) as tmp, duck.writable_db(tmp) as db:
             con = duck.connect(cfg)
             try:
-                con.execute(f"ATTACH {quote(str(tmp))} AS w (STORAGE_VERSION {quote(STORAGE_VERSION)})")
+                con.execute(f"ATTACH {quote(db)} AS w (STORAGE_VERSION {quote(STORAGE_VERSION)})")
                 create_views(con, "w", root)
                 con.execute("DETACH w")
                 hooks.pause("warehouse")
             finally:
                 con.close()
-                tmp.with_name(tmp.name + ".wal").unlink(missing_ok=True)
+                Path(db + ".wal").unlink(missing_ok=True)
             # A WAL left by a crashed writer belongs to the old file; beside the new one it would be replayed.
             target.with_name(target.name + ".wal").unlink(missing_ok=True)
     except duckdb.Error as exc:
@@ -202,14 +207,17 @@ def connect(cfg):
     for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
         seg = DOCS[name].layout.split("/")[0] if name in DOCS else None
         m = seg and re.search(rf"read_parquet\('([^']*)/{re.escape(seg)}/", sql)
-        if m and Path(m.group(1)) != root:
-            stray = m.group(1)
+        if m and Path(_literal(m.group(1).replace("''", "'"))) != root:
+            stray = _literal(m.group(1).replace("''", "'"))
             break
     if stray is not None:
         con.close()
         raise WarehouseError(f"{p}: its views read {stray}, not this data dir (copied or moved?); "
                              f"run congruency warehouse --data-dir {root} to rebuild them")
-    dirs = sorted({str(root / doc.layout.split("/")[0]) + "/" for doc in DOCS.values()})
+    # Each table's folder as the views' globs name it (glob_literal) and as the files it
+    # expands to are named: DuckDB checks both against the list.
+    dirs = sorted({form + "/" for doc in DOCS.values() for form in
+                   (str(root / doc.layout.split("/")[0]), glob_literal(root / doc.layout.split("/")[0]))})
     con.execute("SET allowed_directories = $d", {"d": dirs})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")

@@ -313,3 +313,45 @@ def test_a_future_month_is_refused(tmp_path, command):
     r = congruency(*command, "--data-dir", str(tmp_path / "d"), env=_env())
     assert r.returncode == 2 and r.stderr.startswith(f"error: {command[1]}: 2099-01 is in the future (this is "), r.stderr
     assert not (tmp_path / "d").exists()
+
+
+# --- 5. data dirs whose names have glob characters -----------------------------------------
+
+@pytest.mark.parametrize("name", ["run[1]", "a*b?{c,d}"])
+def test_a_data_dir_with_glob_characters(synth, sequential, tmp_path, name):
+    """Every step and reader takes the folder literally (before issue 30: the hints step
+    failed with "No files found that match the pattern", advise with a traceback)."""
+    data = tmp_path / name
+    r = congruency(*_run_args(synth, data, "2026-01"), env=_env())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {s["status"] for s in _steps(r.stdout).values()} == {"done"}
+    for table in ("pairs", "hints"):
+        assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01")
+    pair = _table(data, "pairs", "2026-01")[0]
+    for args in (("advise", "--from", str(pair["vp_asn"]), "--to", str(pair["dest_asn"]), "--month", "2026-01", "--json"),
+                 ("query", "vp_congruency", "--month", "2026-01", "--format", "csv"),
+                 ("export", "--format", "jsonl", "--month", "2026-01")):
+        got = congruency(*args, "--data-dir", str(data), env=_env())
+        want = congruency(*args, "--data-dir", str(sequential), env=_env())
+        assert got.returncode == 0 and "Traceback" not in got.stderr, got.stderr
+        assert got.stdout == want.stdout, args
+
+
+def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp_path, spark):
+    """The same month compared on Spark in `run[1]{a,b}`: the tables DuckDB publishes elsewhere."""
+    from dataclasses import replace
+
+    from common.config import load
+    from pipeline import job
+
+    data = tmp_path / "run[1]{a,b}"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "manifest").mkdir()
+    for sub in ("rib_entries", "manifest"):
+        os.symlink(sequential / sub / "month=2026-01", data / sub / "month=2026-01")
+    cfg = load(synth / "cfg.toml").with_overrides(data_dir=data, engine="spark")
+    cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.5))
+    [res] = job.run_months(cfg, ["2026-01"], spark=spark)
+    assert res.error is None, res.error
+    for table in ("pairs", "paths", "vps", "divergence", "month_summary"):
+        assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01"), table
