@@ -103,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
             rc = args.func(args, cfg)
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return rc
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, exit 130 as a shell's interrupted command; what a step had begun
+        # is recorded `interrupted` and resumed by the next run (runner/month.py).
+        console.error(f"interrupted; `congruency {args.command}` stopped" +
+                      (" (run it again to resume)" if args.command in ("run", "ingest") else ""))
+        return 130
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as a shell's SIGPIPE'd command does
         # (exit 141); stdout goes to /dev/null so the interpreter's final flush cannot fail again.

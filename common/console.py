@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 from rich.console import Console
 from rich.progress import (
@@ -54,3 +55,29 @@ class _Speed(TransferSpeedColumn):
 
 def _is_transfer(task) -> bool:
     return task.total is None or task.total > 10_000
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, however a library reports it: KeyboardInterrupt; DuckDB's Python client turns
+    the signal arriving during a query into RuntimeError("Query interrupted"), and an
+    interrupted connection into InterruptException."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if type(exc) is RuntimeError and str(exc) == "Query interrupted":
+        return True
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(exc, duckdb.InterruptException)
+
+
+#: Set when Ctrl-C reached the main thread: worker threads (ingest's snapshots and
+#: downloads) stop at their next batch or chunk, so the process ends promptly.
+stopping = threading.Event()
+
+
+def check_stop() -> None:
+    """In a worker thread: end it (KeyboardInterrupt) once Ctrl-C was pressed."""
+    if stopping.is_set():
+        raise KeyboardInterrupt

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from common import console
+
 __all__ = ["DownloadError", "NotFound", "FetchResult", "fetch", "is_remote",
            "verify_compressed_stream", "list_directory", "exists"]
 
@@ -250,6 +252,7 @@ def _attempt(url, f, ctx, timeout, on_bytes, on_total) -> bool:
             on_bytes(have)
         try:
             while buf := resp.read(CHUNK):
+                console.check_stop()
                 f.write(buf)
                 have += len(buf)
                 if on_bytes:

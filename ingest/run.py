@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import atomic
+from common import atomic, console, hooks
 from ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.writer import SnapshotWriter, entries_path
@@ -158,6 +158,7 @@ def yield_into(batches, writer: SnapshotWriter, decoded: dict[int, int], on_rows
         n4 = int((afi == 4).sum())
         decoded[4] += n4
         decoded[6] += len(afi) - n4
+        console.check_stop()
         writer.write(batch)
         if on_rows:
             on_rows(batch.num_rows)
@@ -249,6 +250,8 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     rows: list[manifest.Row] = []
 
     def work(s: Slot) -> manifest.Row:
+        hooks.pause("ingest")
+        console.check_stop()
         r = ingest_slot(s, cfg, backend, progress)
         if progress is not None:
             progress.advance(overall)
@@ -257,7 +260,12 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         return r
 
     with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
-        rows = list(pool.map(work, todo))
+        try:
+            rows = list(pool.map(work, todo))
+        except KeyboardInterrupt:  # the snapshots in flight stop at their next batch
+            console.stopping.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the warehouse forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.

@@ -158,6 +158,8 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
         except OSError as exc:
             res.error = no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
         except Exception as exc:
+            if console.interrupted(exc):
+                raise KeyboardInterrupt from None  # the runner records `interrupted`, not a failure
             res.error = no_space(root, month, exc) or engine.failure(exc, src)
             if res.error is None:
                 raise

@@ -39,7 +39,7 @@ class StepFailed(Exception):
 @dataclass
 class StepResult:
     step: str
-    status: str  # done | skipped (complete and valid) | failed | not run
+    status: str  # done | skipped (complete and valid) | failed | interrupted (Ctrl-C) | not run
     seconds: float = 0.0
     error: str | None = None
     outputs: dict = field(default_factory=dict)
@@ -391,12 +391,21 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
         res = StepResult(step, "warning", time.monotonic() - t0, error=str(exc))
         _record(cfg, month, res, None)
         return res
-    except Exception as exc:  # every library's own error (WarehouseError, ReportError, ...)
-        res = StepResult(step, "failed", time.monotonic() - t0, error=_one_line(step, month, exc, cfg))
-        try:
+    except BaseException as exc:  # every library's own error (WarehouseError, ReportError, ...), or Ctrl-C
+        if console.interrupted(exc):
+            at = datetime.now(timezone.utc).strftime("%H:%M:%S UTC")
+            res = StepResult(step, "interrupted", time.monotonic() - t0,
+                             error=f"Ctrl-C at {at}; the next run resumes it")
+        elif isinstance(exc, Exception):
+            res = StepResult(step, "failed", time.monotonic() - t0, error=_one_line(step, month, exc, cfg))
+        else:
+            raise
+        try:  # what the step left is cleaned or finished by the next run, as after a kill
             _record(cfg, month, res, None)
-        except OSError:
+        except (OSError, KeyboardInterrupt):
             pass  # no room even for the state file: the next run redoes this step anyway
+        if res.status == "interrupted":
+            raise KeyboardInterrupt from None
         return res
     read = outputs.pop(READ, None)
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
@@ -410,7 +419,6 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
     if step in SHARED_STEPS and fp is not None:
         _record_shared(cfg, step, fp)
     return res
-
 
 
 def _one_line(step: str, month: str, exc: Exception, cfg: Config | None = None) -> str:

@@ -355,3 +355,34 @@ def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp
     assert res.error is None, res.error
     for table in ("pairs", "paths", "vps", "divergence", "month_summary"):
         assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01"), table
+
+
+# --- 6. Ctrl-C --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("point", ["ingest", "compare"])
+def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, tmp_path, point):
+    """SIGINT to the command's process group (what a terminal's Ctrl-C does) while a step
+    works: one line, exit 130, the step recorded `interrupted` (not failed), `status` exit 0,
+    and the next run finishes the month with the tables a run without interruption gives."""
+    data, flag = tmp_path / "data", tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-01")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=_env(CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(flag), CONGRUENCY_PAUSE_S="3"))
+    try:
+        _wait_for(flag, proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND_S)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted; `congruency run` stopped (run it again to resume)"
+    assert "Traceback" not in err and out == ""
+    st = congruency("status", "--month", "2026-01", "--data-dir", str(data), "--json", env=_env())
+    assert st.returncode == 0, st.stderr
+    rec = _steps(st.stdout)[point]
+    assert rec["status"] == "interrupted" and rec["error"].startswith("Ctrl-C at "), rec
+    again = congruency(*_run_args(synth, data, "2026-01"), env=_env())
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _steps(again.stdout)[point]["status"] == "done"
+    for table in ("pairs", "paths", "month_summary"):
+        assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01")
