@@ -19,15 +19,23 @@ def test_defaults_are_the_methods_data_set():
 
 
 def test_readme_example_loads(tmp_path):
+    """Pasted as it is, the README's example is the defaults (no example host, no other
+    decoder: issue 30.7); each commented `key = value` line is valid once uncommented."""
     text = (ROOT / "README.md").read_text()
     block = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
     p = tmp_path / "c.toml"
     p.write_text(block)
     cfg = load(p)
+    assert cfg == load()
+    uncommented = re.sub(r"(?m)^# ((?:[a-z_]+|\"[a-z.]+\") = )", r"\1", block)
+    # a key set twice (collectors) keeps its commented value: drop the active one
+    uncommented = re.sub(r'(?m)^collectors = \["route-views2", "route-views6"\].*\n', "", uncommented)
+    p.write_text(uncommented)
+    cfg = load(p)
     assert cfg.collectors == ("route-views2", "route-views6", "rrc00", "rrc01")
-    assert cfg.data_dir == Path("/srv/congruency") and cfg.backend == "bgpdump"
-    assert cfg.spark_conf == {"spark.driver.memory": "8g"}
-    assert cfg.archive_root is None and cfg.archive_roots == {"ris": "https://ris-mirror.example.net"}
+    assert cfg.archive_root == "https://mirror.example.net/bgp"
+    assert cfg.archive_roots == {"ris": "https://ris-mirror.example.net"}
+    assert cfg.disk_budget == "400GB" and cfg.spark_conf == {"spark.driver.memory": "8g"}
     assert cfg.method.reserved_asns[2] == (64496, 131071)
     # flags win over the file
     assert cfg.with_overrides(backend="native", days=None).backend == "native"
