@@ -77,6 +77,7 @@ def list_main(args: argparse.Namespace, cfg: Config) -> int:
         state = c.month_state(args.month) if args.month else None
         if state == "inactive":
             continue
+        state = catalogue.PROBE if state == "unknown" else state
         afis, afis_source = list(c.afis), c.afis_source
         if not afis and n in seen:
             afis, months = list(seen[n][0]), seen[n][1]
@@ -106,7 +107,15 @@ def list_main(args: argparse.Namespace, cfg: Config) -> int:
         cells = [r["name"], r["project"], fam, life, r["source"]] + ([r["state"]] if args.month else [])
         t.add_row(*cells)
     Console(file=sys.stdout, width=160).print(t)
-    print(f"{len(rows)} collector(s)" + (f" active in {args.month}" if args.month else ""))
+    if args.month:  # the words of `congruency plan`: active (or partly), and to probe
+        probe = sum(r["state"] == catalogue.PROBE for r in rows)
+        partial = sum(r["state"] == "partial" for r in rows)
+        print(f"{len(rows) - probe} collector(s) active in {args.month}"
+              + (f" ({partial} of them for part of the month)" if partial else "")
+              + (f", {probe} to probe (no source gives their start; a run lists their month folder, "
+                 "none = inactive)" if probe else ""))
+    else:
+        print(f"{len(rows)} collector(s)")
     return 0
 
 

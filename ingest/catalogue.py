@@ -82,6 +82,10 @@ class Collector:
         return "unknown"
 
 
+#: The word for a collector in a month no source dates ('unknown' above): `catalogue list`
+#: and `plan` both say it, and a run probes the archive for it.
+PROBE = "probe"
+
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _EXACT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}Z$")
 

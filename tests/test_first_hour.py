@@ -386,3 +386,26 @@ def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, 
     assert _steps(again.stdout)[point]["status"] == "done"
     for table in ("pairs", "paths", "month_summary"):
         assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01")
+
+
+# --- 8. one word for each collector state ------------------------------------------------
+
+@pytest.mark.parametrize("month", ["2009-06", "2014-06", "2026-07"])
+def test_catalogue_list_and_plan_count_alike(tmp_path, month):
+    """`catalogue list` counted collectors no source dates (first seen 2025-2026) as active
+    in 2009-06 (30) where `plan` said 22 active + 8 probed."""
+    lst = congruency("catalogue", "list", "--month", month, "--json", env=_env())
+    rows = json.loads(lst.stdout)["collectors"]
+    import calendar
+
+    last = calendar.monthrange(*map(int, month.split("-")))[1]  # the whole month, as `list` sees it
+    plan = congruency("plan", "--month", month, "--collectors", "all", "--days", f"1-{last}", "--data-dir",
+                      str(tmp_path / "d"), "--json", env=_env())
+    [m] = json.loads(plan.stdout)["months"]
+    probes = sorted(r["name"] for r in rows if r["state"] == "probe")
+    active = sorted(r["name"] for r in rows if r["state"] in ("active", "partial"))
+    assert (active, probes) == (sorted(m["collectors"]), sorted(m["probes"]))
+    assert {r["state"] for r in rows} <= {"active", "partial", "probe"}
+    text = congruency("catalogue", "list", "--month", month, env=_env()).stdout.strip().splitlines()[-1]
+    assert text.startswith(f"{len(active)} collector(s) active in {month}")
+    assert (f", {len(probes)} to probe" in text) == bool(probes)
