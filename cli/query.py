@@ -25,12 +25,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument("name", nargs="?", help="named query (see --list)")
     p.add_argument("--list", action="store_true", help="list the named queries, one line each")
-    p.add_argument("--sql", metavar="SQL", help="your own SELECT statement(s); statements that write are refused")
+    p.add_argument("--sql", metavar="SQL", help="your own SELECT statement (one); statements that write are refused")
     p.add_argument("--month", metavar="YYYY-MM", help="the $month parameter")
     p.add_argument("--vp", metavar="ASN", help="the $vp parameter (a VP's ASN)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="any other parameter, e.g. --param other=2026-01 --param limit=50")
-    p.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    p.add_argument("--format", default="table", choices=FORMATS,
+                   help=f"output format (default table: the first {TABLE_ROWS} rows and how many there are; "
+                        "csv, json and parquet give every row, streamed a batch at a time)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for parquet)")
     p.set_defaults(func=main)
 
@@ -72,52 +74,77 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except warehouse.WarehouseError as exc:
         console.error(str(exc))
         return 1
+    import duckdb
+    import pyarrow as pa
+
     try:
-        table = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
+        reader = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
+        write(reader, args.format, Path(args.out) if args.out else None)
     except query.BadValue as exc:
         console.error(str(exc))
         return 2
     except query.QueryError as exc:
         console.error(str(exc))
         return 1
+    except (duckdb.Error, pa.ArrowException) as exc:  # while the result streams
+        console.error(("--sql: " if args.sql else "") + query._first(exc))
+        return 1
     finally:
         con.close()
-    write(table, args.format, Path(args.out) if args.out else None)
     return 0
 
 
-def write(table, fmt: str, out: Path | None) -> None:
-    """The result on stdout, or atomically into `out` (dot-temp name, then rename)."""
-    import io
+#: Rows the table format shows, like the duckdb CLI's (its default max_rows is 40); the rest
+#: are counted and said, and --format csv or json gives them all.
+TABLE_ROWS = 40
 
+
+def write(reader, fmt: str, out: Path | None) -> None:
+    """The result (a pyarrow RecordBatchReader) on stdout, or atomically into `out`
+    (dot-temp name, then rename), a batch at a time: memory holds one batch, whatever the
+    result's size."""
+    if out is None:
+        _write(reader, fmt, sys.stdout.buffer)
+        return
+    with atomic.replacing(out) as tmp, open(tmp, "wb") as f:
+        _write(reader, fmt, f)
+
+
+def _write(reader, fmt: str, f) -> None:
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     if fmt == "parquet":
-        with atomic.replacing(out) as tmp:
-            pq.write_table(table, tmp)
+        with pq.ParquetWriter(f, reader.schema) as w:
+            for batch in reader:
+                w.write_batch(batch)
         return
-    buf = io.StringIO()
     if fmt == "csv":
-        b = io.BytesIO()
-        pacsv.write_csv(_flat(table), b)
-        buf.write(b.getvalue().decode())
-    elif fmt == "json":
-        import pyarrow as pa
-
-        maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
-        rows = table.to_pylist()
-        for r in rows:  # a map as a JSON object, as in the csv and table formats
-            for m in maps:
-                r[m] = None if r[m] is None else dict(r[m])
-        json.dump(rows, buf, indent=1, default=_plain)
-        buf.write("\n")
-    else:
-        _table(table, buf)
-    if out is None:
-        sys.stdout.write(buf.getvalue())
-    else:
-        atomic.write_text(out, buf.getvalue())
+        writer = None
+        for batch in reader:
+            flat = _flat(pa.Table.from_batches([batch], reader.schema))
+            if writer is None:
+                writer = pacsv.CSVWriter(f, flat.schema)
+            writer.write_table(flat)
+        if writer is None:  # no rows: the header alone
+            pacsv.write_csv(_flat(reader.schema.empty_table()), f)
+        else:
+            writer.close()
+        return
+    if fmt == "json":
+        maps = [fd.name for fd in reader.schema if pa.types.is_map(fd.type)]
+        n = 0
+        for batch in reader:
+            for r in batch.to_pylist():
+                for m in maps:  # a map as a JSON object, as in the csv and table formats
+                    r[m] = None if r[m] is None else dict(r[m])
+                text = json.dumps(r, indent=1, default=_plain, ensure_ascii=True).replace("\n", "\n ")
+                f.write((("[\n " if n == 0 else ",\n ") + text).encode())
+                n += 1
+        f.write(("[]\n" if n == 0 else "\n]\n").encode())
+        return
+    _table(reader, f)
 
 
 def _nested(t) -> bool:
@@ -178,12 +205,20 @@ def _cell(v, t) -> str:
     return _plain(v)
 
 
-def _table(table, buf) -> None:
-    """A boxed text table, columns as wide as their widest cell (no wrapping)."""
-    types = [f.type for f in table.schema]
-    rows = [[_cell(v, t) for v, t in zip(r.values(), types)] for r in table.to_pylist()]
-    widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(table.column_names)]
+def _table(reader, f) -> None:
+    """A boxed text table of the first TABLE_ROWS rows, columns as wide as their widest cell
+    (no wrapping); the rows left out are counted (read, not kept) and said."""
+    types = [fd.type for fd in reader.schema]
+    names = reader.schema.names
+    rows, total = [], 0
+    for batch in reader:
+        if len(rows) < TABLE_ROWS:
+            rows += [[_cell(v, t) for v, t in zip(r.values(), types)]
+                     for r in batch.slice(0, TABLE_ROWS - len(rows)).to_pylist()]
+        total += batch.num_rows
+    widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(names)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
     fmt = lambda cells: "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|\n"
-    buf.write(line + fmt(table.column_names) + line + "".join(fmt(r) for r in rows) + line)
-    buf.write(f"({table.num_rows} rows)\n")
+    more = (f"({total:,} rows, the first {len(rows)} shown; --format csv or json gives them all)"
+            if total > len(rows) else f"({total} rows)")
+    f.write((line + fmt(names) + line + "".join(fmt(r) for r in rows) + line + more + "\n").encode())

@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
+    import duckdb
+
     from reports import warehouse
 
     try:
@@ -37,6 +39,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         con.close()
     except warehouse.WarehouseError as exc:
         console.error(str(exc))
+        return 1
+    except duckdb.Error as exc:  # e.g. a table folder that is a link out of the data dir
+        console.error(f"{warehouse.path(cfg)}: {' '.join(str(exc).split())}")
         return 1
     if args.json:
         json.dump({"warehouse": str(target), "views": views}, sys.stdout, indent=1)

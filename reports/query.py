@@ -115,7 +115,8 @@ def check_months(q: Query, values: dict[str, object], root) -> None:
 
 
 def run_named(con, name: str, given: dict[str, str | None]):
-    """Run a named query (its month parameters checked with check_months); returns a pyarrow Table."""
+    """Run a named query (its month parameters checked with check_months); returns a pyarrow
+    RecordBatchReader."""
     q = get(name)
     values = bind(q, given)
     vp, month = values.get("vp"), values.get("month")
@@ -128,7 +129,7 @@ def run_named(con, name: str, given: dict[str, str | None]):
 
 
 def run_sql(con, sql: str):
-    """The analyst's own SQL: one or more statements, each of which may only read."""
+    """The analyst's own SQL: one statement that only reads; a pyarrow RecordBatchReader."""
     import duckdb
 
     try:
@@ -139,10 +140,13 @@ def run_sql(con, sql: str):
         raise QueryError("--sql: no statement given")
     for s in stmts:
         _check_read_only(con, s)
-    result = None
-    for s in stmts:
-        result = _run(con, s.query, None)
-    return result
+    if len(stmts) > 1:  # one result is the output: `SELECT 1; SELECT 2` showed only the last
+        raise QueryError(f"--sql: {len(stmts)} statements given; one --sql runs one statement "
+                         "(run each with its own --sql)")
+    try:
+        return _run(con, stmts[0].query, None)
+    except QueryError as exc:
+        raise QueryError(f"--sql: {exc}") from None
 
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?(?P<rest>.+)", re.I | re.S)
@@ -174,11 +178,20 @@ def _article(word: str) -> str:
     return "an" if word[:1].upper() in "AEIOU" else "a"
 
 
+#: Rows per Arrow batch of a result: the output is written a batch at a time, so a
+#: result of any size (`SELECT * FROM rib_entries`) needs memory for one batch only.
+BATCH_ROWS = 65_536
+
+
 def _run(con, sql: str, params):
+    """The result as a pyarrow RecordBatchReader (streamed from DuckDB)."""
     import duckdb
 
     try:
-        return con.sql(sql, params=params).to_arrow_table() if params else con.sql(sql).to_arrow_table()
+        # A relation streams; con.execute() would hold every row (a DB-API result) first.
+        rel = con.sql(sql, params=params) if params else con.sql(sql)
+        stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # DuckDB 2.x, 1.x
+        return stream(BATCH_ROWS)
     except duckdb.Error as exc:
         raise QueryError(_first(exc)) from None
 
