@@ -22,13 +22,17 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "published hints table, else built on the fly). mptcp: a POSIX sh script for upstream "
             "Linux MPTCP (sysctl net.mptcp.enabled=1, ip mptcp limits, one ip mptcp endpoint per "
             "local address): it checks devices and addresses first, restores what it found if applying "
-            "fails, and is idempotent; --role server writes the peer's side. mpt: an MPT (GRE-in-UDP "
+            "fails, and is idempotent; it replaces every MPTCP endpoint of the network namespace it runs "
+            "in (ip mptcp endpoint flush, then the hint's endpoints); --role server writes the peer's side "
+            "(a warning when its interfaces do not hold the --to addresses). mpt: an MPT (GRE-in-UDP "
             "multipath tunnel) connection file per remote peer (--tunnel-local, --tunnel-remote or the "
             "endpoints' `tunnel`), one [path_N] per underlay path; several peers need --out FILE and "
             "get FILE-NAME.conf each. mptcp and mpt need --from, --to or --endpoints, and "
             "your interfaces (--interfaces FILE or --interface NAME=ADDR[/LEN][@GATEWAY]); every value is "
             "validated before it is written (no broadcast, loopback, multicast, unspecified, "
-            "link-local or IPv4-mapped address; with /LEN a gateway outside the subnet is refused). "
+            "link-local or IPv4-mapped address; with /LEN the subnet's network or broadcast address as an "
+            "interface address, or a gateway outside the subnet, is refused; --tunnel-local equal to the "
+            "remote tunnel address is refused). --out's folder must exist. "
             "Exit 2 on bad input, 3 when the data cannot back a config (no known path, or a family "
             "the hint uses without an interface): nothing is written then."
         ),
@@ -65,6 +69,21 @@ def _interfaces(args):
     return local.check([local.parse_flag(t) for t in args.interface])
 
 
+def _check_server_addresses(hints: list[dict], ifaces, sel) -> None:
+    """A server's config is for the host the hint was computed for: its interfaces should hold
+    the --to (or endpoint) addresses, or the paths advised are not the ones its clients use."""
+    import ipaddress
+
+    mine = {ipaddress.ip_address(i.address) for i in ifaces}
+    for h in hints if not sel else hints[:1]:
+        for afi in (4, 6):
+            want = h.get(f"addr_v{afi}")
+            if want and ipaddress.ip_address(want) not in mine:
+                have = ", ".join(f"{i.name} {i.address}" for i in ifaces if i.version == afi) or "none"
+                console.warning(f"--role server: the hint was computed for the IPv{afi} address {want}, but "
+                                f"this server's IPv{afi} interfaces are {have}; its clients' paths may differ")
+
+
 def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     """The text to write, {file: text} for MPT (a file per peer), or None for a month-wide
     JSONL export (streamed by main)."""
@@ -87,6 +106,8 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     if args.format == "jsonl":
         rows = [dict(h, selected=sorted(a for e, a in chosen if e == h["endpoint"])) if sel else h for h in hints]
         return "".join(jsonl.line(r) + "\n" for r in rows)
+    if args.format == "mptcp" and args.role == "server":
+        _check_server_addresses(hints, ifaces, sel)
     if args.format == "mptcp":
         if not sel:
             return mptcp.render(hints[0], ifaces, args.role)

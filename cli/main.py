@@ -91,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "synth" and isinstance(out, str) and Path(out).is_dir():  # --out FILE (synth's is a DIR)
         console.error(f"--out: {out} is a folder; give a file path")
         return 2
+    if args.command != "synth" and isinstance(out, str) and not Path(out).absolute().parent.is_dir():
+        console.error(f"--out: no such folder {Path(out).absolute().parent} (it is not created: a typo "
+                      "would otherwise leave files where nobody looks)")
+        return 2
     if local and args.command in NEEDS_DATA and not getattr(args, "list", False) and not Path(d).exists():
         console.error(f"--data-dir: {d} does not exist (congruency run or ingest creates it; is it misspelled?)")
         return 2

@@ -29,6 +29,11 @@ def note(message: str) -> None:
     print(f"note: {message}", file=sys.stderr, flush=True)
 
 
+def warning(message: str) -> None:
+    """One line on stderr about something that looks wrong (the work still succeeds)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def progress(*, transfer: bool = False) -> Progress:
     cols = [TextColumn("{task.description}"), BarColumn()]
     cols += [_Amount(), _Speed()] if transfer else [MofNCompleteColumn()]

@@ -467,3 +467,60 @@ def test_query_sql_errors_say_sql_alike(sample_wh, sql, message):
     assert (r.returncode, r.stdout) == (1, "")
     assert r.stderr.startswith(f"error: {message}"), r.stderr
     assert len(r.stderr.splitlines()) == 1
+
+
+# --- 10. operator configs ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hintmonth(tmp_path_factory):
+    from tests import hintdata
+
+    d = tmp_path_factory.mktemp("hintmonth")
+    hintdata.publish_synthetic(d)
+    return d
+
+
+HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10 (tests/hintdata.py)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.0/24", "--interface", "eth1=2001:db8:ff::10/64"],
+     "error: --interface eth0: address 192.0.2.0 is the network address of 192.0.2.0/24, not a host's"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.255/24", "--interface", "eth1=2001:db8:ff::10/64"],
+     "error: --interface eth0: address 192.0.2.255 is the broadcast address of 192.0.2.0/24, not a host's"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::/64"],
+     "error: --interface eth1: address 2001:db8:ff:: is the network address of 2001:db8:ff::/64, not a host's"),
+    (["--format", "mpt", "--interface", "eth0=192.0.2.10@192.0.2.1", "--interface",
+      "eth1=2001:db8:ff::10@2001:db8:ff::1", "--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.1"],
+     "error: the --to host: its tunnel address 10.99.0.1 is --tunnel-local's: the two ends of a tunnel need "
+     "different addresses"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::10/64",
+      "--out", "/nonexistent/dir/o.sh"],
+     "error: --out: no such folder /nonexistent/dir (it is not created: a typo would otherwise leave files "
+     "where nobody looks)"),
+])
+def test_operator_config_mistakes_are_refused(hintmonth, argv, message):
+    r = congruency("export", "--from", "10", *HOST100, *argv, "--data-dir", str(hintmonth), env=_env())
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n")
+    assert not Path("/nonexistent").exists()
+
+
+def test_a_server_config_for_other_addresses_is_warned(hintmonth):
+    ifaces = ["--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::10/64"]
+    r = congruency("export", "--format", "mptcp", "--role", "server", "--from", "10", *HOST100, *ifaces,
+                   "--data-dir", str(hintmonth), env=_env())
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        "warning: --role server: the hint was computed for the IPv4 address 10.0.100.1, but this server's IPv4 "
+        "interfaces are eth0 192.0.2.10; its clients' paths may differ",
+        "warning: --role server: the hint was computed for the IPv6 address 2001:db8:64::1, but this server's IPv6 "
+        "interfaces are eth1 2001:db8:ff::10; its clients' paths may differ"]
+    mine = ["--interface", "eth0=10.0.100.1/24", "--interface", "eth1=2001:db8:64::1/64"]
+    r = congruency("export", "--format", "mptcp", "--role", "server", "--from", "10", *HOST100, *mine,
+                   "--data-dir", str(hintmonth), env=_env())
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_export_help_says_the_script_replaces_the_endpoints():
+    r = congruency("export", "--help", env=_env())
+    assert "replaces every MPTCP endpoint of the network namespace" in " ".join(r.stdout.split())

@@ -41,6 +41,13 @@ def interface(name, address, gateway=None, where: str = "interface", prefixlen=N
     ver = ipaddress.ip_address(a).version
     if prefixlen is not None:
         prefixlen = v.integer(prefixlen, 0, 32 if ver == 4 else 128, f"{where} {n}: prefix length")
+    if prefixlen is not None:  # a host's address: not the subnet's own, not its broadcast
+        net = ipaddress.ip_interface(f"{a}/{prefixlen}").network
+        host = ipaddress.ip_address(a)
+        if net.num_addresses > 2 and host == net.network_address:
+            raise v.ValidationError(f"{where} {n}: address {a} is the network address of {net}, not a host's")
+        if ver == 4 and net.num_addresses > 2 and host == net.broadcast_address:
+            raise v.ValidationError(f"{where} {n}: address {a} is the broadcast address of {net}, not a host's")
     g = v.address(gateway, ver, f"{where} {n}: gateway") if gateway is not None else None
     if g is not None and prefixlen is not None:
         net = ipaddress.ip_interface(f"{a}/{prefixlen}").network

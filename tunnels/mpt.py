@@ -78,6 +78,9 @@ def connections(hints: Sequence[Mapping], ifaces: Sequence[Interface], local: st
                                     + ("`tunnel = ADDR` in the endpoints file)" if peer else "--tunnel-remote ADDR)"))
         a = v.address(local, what="--tunnel-local")
         b = v.address(remotes[peer], ipaddress.ip_address(a).version, f"{who}: tunnel address")
+        if ipaddress.ip_address(a) == ipaddress.ip_address(b):
+            raise v.ValidationError(f"{who}: its tunnel address {b} is --tunnel-local's: the two ends of "
+                                    "a tunnel need different addresses")
         out.append(Connection(v.name(peer or "congruency", "connection name"), a, b,
                               v.integer(port, 1, 65535, "--tunnel-port"), tuple(ps)))
     if not out:
