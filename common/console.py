@@ -17,6 +17,10 @@ from rich.progress import (
 )
 
 err = Console(stderr=True, highlight=False)
+#: Off a terminal (cron, Airflow, `2> log`) nothing wraps: a line is a line, whatever its length.
+LINES = not err.is_terminal
+if LINES:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def error(message: str) -> None:
@@ -34,12 +38,83 @@ def warning(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
-def progress(*, transfer: bool = False) -> Progress:
+def progress(*, transfer: bool = False):
+    """Bars on a terminal; off one, a log line per event (LineProgress)."""
+    if LINES:
+        return LineProgress()
     cols = [TextColumn("{task.description}"), BarColumn()]
     cols += [_Amount(), _Speed()] if transfer else [MofNCompleteColumn()]
     cols.append(TimeElapsedColumn())
-    # Off a terminal (CI logs) rich draws the bars once, at the end: a compact record.
     return Progress(*cols, console=err, transient=False)
+
+
+class LineProgress:
+    """rich.progress.Progress's calls as log lines, in the order things happen: a line when a
+    task starts, when its description changes (the step it is on) and when it completes,
+    each stamped with the UTC time. (rich off a terminal draws every bar once at the end,
+    out of order with the messages between.)"""
+
+    def __init__(self, out=None):
+        self.out = out
+        self.tasks: dict[int, dict] = {}
+        self.lock = threading.Lock()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def _say(self, text: str) -> None:
+        import time
+
+        stamp = time.strftime("%H:%M:%S", time.gmtime())
+        print(f"{stamp} {text}", file=self.out or sys.stderr, flush=True)
+
+    def add_task(self, description: str, total=None, completed=0, **_) -> int:
+        import time
+
+        with self.lock:
+            tid = len(self.tasks)
+            self.tasks[tid] = {"name": description, "d": description, "total": total, "done": completed,
+                               "t0": time.monotonic(), "ended": False}
+        self._say(f"{description.strip()}: started")
+        return tid
+
+    def update(self, task: int, *, description: str | None = None, total=None, completed=None,
+               advance=None, **_) -> None:
+        t = self.tasks.get(task)
+        if t is None:
+            return
+        if description is not None and description != t["d"]:
+            t["d"] = description
+            self._say(description.strip())
+        if total is not None:
+            t["total"] = total
+        if completed is not None:
+            t["done"] = completed
+        if advance:
+            t["done"] += advance
+        self._end_if_done(t)
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        self.update(task, advance=advance)
+
+    def remove_task(self, task: int) -> None:
+        self.tasks.pop(task, None)
+
+    def _end_if_done(self, t: dict) -> None:
+        import time
+
+        total = t["total"]
+        if not t["ended"] and total is not None and not _is_transfer_total(total) and t["done"] >= total:
+            t["ended"] = True
+            name = t["name"].split(":")[0].strip()  # the task, not the step it was last on
+            self._say(f"{name}: done ({t['done']:g}/{total:g}, {time.monotonic() - t['t0']:.1f} s)")
+
+
+def _is_transfer_total(total) -> bool:
+    return total > 10_000
 
 
 class _Amount(ProgressColumn):

@@ -524,3 +524,30 @@ def test_a_server_config_for_other_addresses_is_warned(hintmonth):
 def test_export_help_says_the_script_replaces_the_endpoints():
     r = congruency("export", "--help", env=_env())
     assert "replaces every MPTCP endpoint of the network namespace" in " ".join(r.stdout.split())
+
+
+# --- 11. logs that are not a terminal ---------------------------------------------------------
+
+def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(synth, tmp_path):
+    """stderr to a pipe (cron, Airflow): every output's path on its label's line however long
+    (before issue 30 the summary wrapped at 80 columns), and progress as one stamped line per
+    event in the order things happened (rich drew every bar at the end)."""
+    import re
+
+    data = tmp_path / ("a-data-dir-whose-path-is-longer-than-eighty-columns-on-its-own-" + "x" * 40)
+    r = congruency(*[a for a in _run_args(synth, data, "2026-01") if a != "--json"], env=_env(COLUMNS="80"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    for key in ("pairs", "warehouse", "month_report", "state"):
+        [line] = [x for x in lines if x.split()[:1] == [key] and "/" in x]  # the output, not the status
+        assert line.split()[1].startswith(str(data)), line
+    events = [x for x in lines if re.match(r"\d\d:\d\d:\d\d ", x)]
+    assert events and "━" not in r.stderr
+    assert [x[:8] for x in events] == sorted(x[:8] for x in events)
+    said = [x[9:] for x in events]
+    for step in ("ingest", "compare", "hints", "warehouse", "reports"):
+        assert f"run 2026-01: {step}" in said
+    order = [said.index(x) for x in ("run 2026-01: compare", "compare 2026-01 (duckdb): started",
+                                     "compare 2026-01 (duckdb): publishing", "run 2026-01: hints")]
+    assert order == sorted(order)
+    assert any(x.startswith("compare 2026-01 (duckdb): done (3/3, ") for x in said)
