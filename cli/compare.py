@@ -10,6 +10,8 @@ from common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from pipeline.job import TABLE_ORDER
+
     p = sub.add_parser(
         "compare",
         parents=parents,
@@ -17,8 +19,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "Read DATA_DIR/rib_entries/month=YYYY-MM, clean paths, pick representative paths "
             "and compare IPv4 with IPv6 per dual-stacked vantage point (congruency/METHOD.md). "
-            "Publishes paths, vps, pairs, month_summary, cleaning_stats and transitions (against "
-            "the month before, when published) under "
+            f"Publishes {', '.join(TABLE_ORDER)} (transitions against the month before, when "
+            "published) together under "
             "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Two engines give the "
             "same tables: duckdb (the default: in-process, no Java, for one machine; memory capped by "
             "duckdb_memory_limit, spilling to disk) and spark (local mode, or a cluster). A cluster named "
@@ -27,7 +29,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     )
     p.add_argument("--month", required=True, action="append",
                    help="the month, YYYY-MM (repeat for several; each is published on its own)")
-    p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
+    p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
+                   help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
     p.add_argument("--engine", choices=("duckdb", "spark"),
                    help="duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
     p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
@@ -46,7 +49,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         for m in args.month:
             parse_month(m)
         if args.min_coverage is not None and not 0 <= args.min_coverage <= 1:
-            raise ValueError(f"--min-coverage: expected a number from 0 to 1, got {args.min_coverage}")
+            raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage}")
         conf = dict(cfg.spark_conf)
         for kv in args.conf:
             k, sep, v = kv.partition("=")

@@ -53,6 +53,19 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Version(argparse.Action):
+    """--version: computed when asked (git describe), the same strings provenance rows hold."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from pipeline.provenance import method_version, project_version
+
+        print(f"congruency {project_version()} (method {method_version()})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     config = Parser(add_help=False)
     config.add_argument("--config", metavar="FILE", help="TOML file with settings (see README)")
@@ -63,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="IPv4/IPv6 AS-path congruency per dual-stacked vantage point, "
         "from RouteViews and RIPE RIS RIB snapshots.",
     )
+    parser.add_argument("--version", action=_Version, help="the project's and the method's versions, as provenance records them")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         mod = importlib.import_module(f"cli.{module}")

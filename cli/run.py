@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from cli.ingest import COLLECTORS_HELP, check_collectors
 from common import console
@@ -42,7 +43,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
-    p.add_argument("--min-coverage", type=float, help="default-free threshold per AFI (default 0.9)")
+    p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
+                   help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
     p.add_argument("--engine", choices=("duckdb", "spark"),
                    help="compare engine: duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
     p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
@@ -93,7 +95,7 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     mc = getattr(args, "min_coverage", None)
     if mc is not None:
         if not 0 <= mc <= 1:
-            raise ValueError(f"--min-coverage: expected a number from 0 to 1, got {mc}")
+            raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {mc}")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
         raise ValueError(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
@@ -155,7 +157,8 @@ def status_main(args: argparse.Namespace, cfg: Config) -> int:
     rc = 0
     for m in months:
         if not runner.state_path(cfg, m).exists() and not manifest.path(runner.data_dir(cfg), m).exists():
-            console.error(f"month {m}: never run in {cfg.data_dir} (no state, no manifest; see congruency run)")
+            console.error(f"month {m}: never run in {Path(cfg.data_dir).absolute()} (no state, no manifest there; "
+                          "another --data-dir? `make demo` writes data/demo)")
             rc = 1
             continue
         s = runner.summary(cfg, m)

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--vps", metavar="N", help="number of vantage points (default 12)")
     p.add_argument("--months", metavar="YYYY-MM[..YYYY-MM]", help="a month or a range (default 2026-07)")
     p.add_argument("--snapshots-per-month", metavar="N", help="RIB snapshots per month, days 1..N (default 2)")
-    p.add_argument("--min-coverage", metavar="F", help="default-free threshold of the ground truth (default: config, 0.9)")
+    p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", metavar="F",
+                   help="default-free threshold of the ground truth (default: config, 0.9; --min-coverage is its old name)")
     p.add_argument("--no-ground-truth", action="store_true", help="skip the reference (very large archives)")
     p.add_argument("--workers", metavar="N",
                    help="processes writing files side by side with --no-ground-truth (default: one per CPU; "
@@ -83,9 +84,9 @@ def main(args: argparse.Namespace, cfg=None) -> int:
             try:
                 min_cov = float(args.min_coverage)
             except ValueError:
-                raise ValueError(f"--min-coverage: expected a number from 0 to 1, got {args.min_coverage!r}") from None
+                raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage!r}") from None
             if not 0 <= min_cov <= 1:
-                raise ValueError(f"--min-coverage: expected a number from 0 to 1, got {min_cov}")
+                raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {min_cov}")
         if params is not None:
             params = replace(params, min_coverage=min_cov)
         out = Path(args.out)

@@ -614,6 +614,11 @@ def trend_html(con) -> str:
 
 def write_trend_report(cfg, out: Path | None = None) -> Path:
     """DATA_DIR/reports/trend.html (or `out`): every published month, offline."""
+    from common import published
+
+    if not published.months(warehouse.data_root(cfg)):  # ingested only, or nothing yet
+        raise ReportError(f"{warehouse.data_root(cfg)}: no published month to show a trend of "
+                          "(run congruency run for a month first)")
     return _render(cfg, trend_html, out or (lambda: trend_path(cfg)))
 
 

@@ -60,7 +60,7 @@ def parse(name: str, text: str) -> Query:
     used = set(re.findall(r"\$(\w+)", text))
     if used != set(params):
         raise QueryError(f"{name}.sql: header declares {sorted(params)} but the SQL uses {sorted(used)}")
-    return Query(name, summary[0] if summary else "", text, params)
+    return Query(name, " ".join(summary), text, params)  # the whole header sentence, not its first line
 
 
 def named() -> dict[str, Query]:

@@ -651,5 +651,5 @@ def submit_args(cfg: Config, month: str, config_file: str | None = None) -> list
     """`cli/submit.py` arguments for the compare step on a cluster (spark-submit)."""
     args = ["run", "--only", "compare", "--month", month, "--data-dir", str(data_dir(cfg)),
             "--days", ",".join(map(str, cfg.days)), "--times", ",".join(cfg.times),
-            "--collectors", ",".join(cfg.collectors), "--min-coverage", str(cfg.method.min_coverage)]
+            "--collectors", ",".join(cfg.collectors), "--default-free-share", str(cfg.method.min_coverage)]
     return args[:1] + (["--config", config_file] if config_file else []) + args[1:]
