@@ -65,8 +65,12 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     console.err.print(f"sensitivity {args.month}: {out['variants']} variants ({out['computed']} computed) in "
                       f"{out['seconds']:.1f} s; non-congruent "
                       f"{'n/a' if default is None else f'{100 * default:.1f}%'} as published")
-    for e in eff:
-        console.err.print(f"  {e['choice']:14} {e['low']:+6.1f} .. {e['high']:+6.1f} points "
-                          f"({e['low_variant']} .. {e['high_variant']})")
+    for e in eff:  # as the page says it: a variant with no pairs is undefined, not +0.0
+        own = [v for v, _x in e["values"] if v != "default"]
+        span = (f"{e['low']:+6.1f} .. {e['high']:+6.1f} points ({e['low_variant']} .. {e['high_variant']})"
+                if own or not e["undefined"] else "undefined")
+        console.err.print(f"  {e['choice']:14} {span}"
+                          + (f" (undefined: {', '.join(e['undefined'])}: no pairs)" if e["undefined"] else ""),
+                          soft_wrap=True, markup=False)
     console.err.print(f"  table  {out['path']}\n  report {report}", soft_wrap=True)
     return 0

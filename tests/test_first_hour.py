@@ -551,3 +551,17 @@ def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(synth, tmp_
                                      "compare 2026-01 (duckdb): publishing", "run 2026-01: hints")]
     assert order == sorted(order)
     assert any(x.startswith("compare 2026-01 (duckdb): done (3/3, ") for x in said)
+
+
+def test_sensitivity_summary_says_undefined_as_the_page_does(sample, tmp_path):
+    """grouping=per_collector on route-views2 + route-views6 leaves no VP dual-stacked: no
+    pairs, so the figure is undefined (before issue 30 the summary said +0.0 .. +0.0)."""
+    data = tmp_path / "data"
+    shutil.copytree(sample.data_dir, data)
+    r = congruency("sensitivity", "--month", "2026-07", "--variants", "grouping,min_coverage=0.5",
+                   "--data-dir", str(data), env=_env())
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in r.stderr.splitlines() if x.split()[:1] == ["grouping"]]
+    assert line.split() == ["grouping", "undefined", "(undefined:", "per_collector:", "no", "pairs)"], line
+    [line] = [x for x in r.stderr.splitlines() if x.split()[:1] == ["min_coverage"]]
+    assert " .. " in line and "undefined" not in line
