@@ -79,7 +79,10 @@ def _table(plan) -> None:
         print("probe: collectors no source gives a start for; the run lists their month folder (none = inactive); "
               "not in the estimates")
     if plan.assumed:
-        print(f"sized by assumption ({plan.rates['default_entries_per_snapshot']:,} entries per RIB; no snapshot "
-              f"of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)")
+        cut = [c for c in plan.rates.get("partial_samples", []) if c in plan.assumed]
+        print(f"sized by assumption ({plan.rates['default_entries_per_snapshot']:,} entries per RIB; no full "
+              f"snapshot of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)"
+              + (f"; {', '.join(cut)}: the ingested snapshots cover only the low end of the address space "
+                 "(cut samples), so they do not size it" if cut else ""))
     print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_rows_per_s']:,} "
           f"rows/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")

@@ -25,6 +25,49 @@ def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> 
     return data_dir / "rib_entries" / f"month={month}" / f"collector={collector}" / f"{stem}.parquet"
 
 
+# --- how much of the address space a snapshot covers ----------------------------------------
+# Some sample RIBs are the leading part of a full dump (shared data MANIFEST.md: "the first
+# 1-2 MiB"): every record intact, but only the lowest prefixes. Their sizes must not stand for
+# the collector's in `congruency plan`. A full table's prefixes reach the top of the unicast
+# space: IPv4 up to 223.0.0.0/8 (a first octet of 200 or more), IPv6 into 2a00::/12 (RIPE's,
+# allocated since 2006) and above. The writer keeps the highest first IPv4 octet and first
+# IPv6 16 bits of a strided sample of each batch (every SPAN_STRIDE-th row and the last:
+# the top of the space holds thousands of prefixes, so the sample reaches it at no cost to
+# the hot path) in the file's footer, under SPAN_KEY.
+SPAN_KEY = b"congruency.address_span"
+SPAN_STRIDE = 256
+FULL_V4_TOP_OCTET = 200
+FULL_V6_TOP_16 = 0x2A00
+
+
+def _top(prefixes: pa.Array, sep: str) -> str | None:
+    import pyarrow.compute as pc
+
+    if len(prefixes) == 0:
+        return None
+    first = pc.list_element(pc.split_pattern(prefixes, sep, max_splits=1), 0)
+    if sep == ".":
+        return pc.max(pc.cast(first, pa.int32())).as_py()
+    return pc.max(pc.utf8_lpad(pc.utf8_lower(first), 4, "0")).as_py()
+
+
+def address_span(path: Path) -> dict | None:
+    """{"v4": highest first octet or None, "v6": highest first 16 bits or None} of a
+    snapshot's file, from its footer; None for files written before the span was kept."""
+    import json
+
+    meta = pq.read_metadata(path).metadata or {}
+    return json.loads(meta[SPAN_KEY]) if SPAN_KEY in meta else None
+
+
+def partial(span: dict | None) -> bool:
+    """True when a family's prefixes stop well below the top of the space: a cut sample."""
+    if not span:
+        return False
+    return (span.get("v4") is not None and span["v4"] < FULL_V4_TOP_OCTET) or \
+        (span.get("v6") is not None and span["v6"] < FULL_V6_TOP_16)
+
+
 class SnapshotWriter:
     def __init__(self, final: Path):
         self.final = final
@@ -32,13 +75,33 @@ class SnapshotWriter:
         self._writer = pq.ParquetWriter(self._file.tmp, FILE_SCHEMA, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
+        self.span: dict[str, int | None] = {"v4": None, "v6": None}
 
     def write(self, batch: pa.RecordBatch) -> None:
         batch = batch.select(FILE_SCHEMA.names)
         self._writer.write_batch(batch)
         self.rows += batch.num_rows
+        self._note_span(batch)
+
+    def _note_span(self, batch: pa.RecordBatch) -> None:
+        import numpy as np
+
+        n = batch.num_rows
+        if not n:
+            return
+        idx = np.unique(np.append(np.arange(0, n, SPAN_STRIDE), n - 1))
+        sample = batch.select(["afi", "prefix"]).take(pa.array(idx))
+        afi = sample.column(0).to_numpy(zero_copy_only=False)
+        for fam, sep in (("v4", "."), ("v6", ":")):
+            top = _top(sample.column(1).filter(pa.array(afi == int(fam[1]))), sep)
+            if top is not None:
+                top = top if sep == "." else int(top, 16)
+                self.span[fam] = top if self.span[fam] is None else max(self.span[fam], top)
 
     def publish(self) -> Path:
+        import json
+
+        self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})
         self._writer.close()
         return self._file.commit()
 

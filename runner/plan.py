@@ -68,15 +68,30 @@ class Plan:
         return asdict(self)
 
 
-def _learned(data_dir: Path) -> dict[str, tuple[int, int]]:
-    """collector -> (median MRT bytes, median entries) of its ok snapshots in the data dir."""
+def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
+    """collector -> (median MRT bytes, median entries) of its ok snapshots in the data dir.
+    Snapshots whose prefixes stop well below the top of the address space (cut samples:
+    ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
     import pyarrow.parquet as pq
+
+    from ingest.writer import address_span
+    from ingest.writer import partial as is_partial
 
     seen: dict[str, list[tuple[int, int]]] = {}
     for p in sorted(data_dir.glob("manifest/month=*/manifest.parquet")):
-        for r in pq.read_table(p, columns=["collector", "status", "bytes", "entries_v4", "entries_v6"]).to_pylist():
-            if r["status"] == "ok" and r["bytes"]:
-                seen.setdefault(r["collector"], []).append((r["bytes"], (r["entries_v4"] or 0) + (r["entries_v6"] or 0)))
+        for r in pq.read_table(p, columns=["collector", "status", "bytes", "entries_v4", "entries_v6",
+                                           "output"]).to_pylist():
+            if r["status"] != "ok" or not r["bytes"]:
+                continue
+            try:
+                cut = bool(r["output"]) and is_partial(address_span(Path(r["output"])))
+            except OSError:  # the file is gone (or unreadable): its row still says its size
+                cut = False
+            if cut:
+                if partial is not None:
+                    partial.add(r["collector"])
+                continue
+            seen.setdefault(r["collector"], []).append((r["bytes"], (r["entries_v4"] or 0) + (r["entries_v6"] or 0)))
     return {c: (int(statistics.median(b for b, _ in v)), int(statistics.median(e for _, e in v)))
             for c, v in seen.items()}
 
@@ -98,13 +113,14 @@ def make(cfg: Config, months: list[str]) -> Plan:
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
-    learned = _learned(data) if data.exists() else {}
+    cut: set[str] = set()
+    learned = _learned(data, cut) if data.exists() else {}
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_rows_per_s": round(COMPARE_ROWS_PER_S),
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
-        "sizes_from_data_dir": sorted(learned)})
+        "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))})
     assumed = set()
     for m in months:
         targets = discovery.window(m, cfg.days, cfg.times)

@@ -565,3 +565,25 @@ def test_sensitivity_summary_says_undefined_as_the_page_does(sample, tmp_path):
     assert line.split() == ["grouping", "undefined", "(undefined:", "per_collector:", "no", "pairs)"], line
     [line] = [x for x in r.stderr.splitlines() if x.split()[:1] == ["min_coverage"]]
     assert " .. " in line and "undefined" not in line
+
+
+# --- 12. plan does not size collectors from cut samples -----------------------------------------
+
+def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_path):
+    """The sample RIBs are the first 1-2 MiB of full dumps (MANIFEST.md): IPv4 up to
+    23.105.0.0/20, IPv6 up to 2001:da8:7035::/48. Ingest keeps each file's address span
+    in its footer; plan sizes such collectors by its assumption, not by 15 MB a month."""
+    from ingest.writer import address_span, partial
+
+    files = sorted((ingested_2026 / "rib_entries" / "month=2026-07").rglob("*.parquet"))
+    spans = {f.parent.name: address_span(f) for f in files}
+    assert spans == {"collector=route-views2": {"v4": 23, "v6": None},
+                     "collector=route-views6": {"v4": None, "v6": 0x2001}}
+    assert all(partial(s) for s in spans.values())
+    assert not partial({"v4": 223, "v6": None}) and not partial({"v4": None, "v6": 0x2C0F}) and not partial(None)
+    r = congruency("plan", "--month", "2026-08", "--collectors", "route-views2,route-views6", "--data-dir",
+                   str(ingested_2026), "--json", env=_env())
+    plan = json.loads(r.stdout)
+    assert plan["assumed"] == ["route-views2", "route-views6"] and plan["rates"]["sizes_from_data_dir"] == []
+    assert plan["rates"]["partial_samples"] == ["route-views2", "route-views6"]
+    assert plan["months"][0]["download_bytes"] > 500e6  # 10 full RIBs, not 10 x 1.5 MB
