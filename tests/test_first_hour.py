@@ -587,3 +587,67 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
     assert plan["assumed"] == ["route-views2", "route-views6"] and plan["rates"]["sizes_from_data_dir"] == []
     assert plan["rates"]["partial_samples"] == ["route-views2", "route-views6"]
     assert plan["months"][0]["download_bytes"] > 500e6  # 10 full RIBs, not 10 x 1.5 MB
+
+
+# --- 12. small things ------------------------------------------------------------------------
+
+def test_version_is_the_provenance_version():
+    from pipeline.provenance import method_version, project_version
+
+    r = congruency("--version", env=_env())
+    assert (r.returncode, r.stdout) == (0, f"congruency {project_version()} (method {method_version()})\n")
+
+
+def test_query_list_gives_whole_sentences():
+    r = congruency("query", "--list", env=_env())
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("divergence_ases ")]
+    assert "over the month or for one VP: on how many pairs each is IPv4-only or IPv6-only, and for how many VPs." \
+        in line
+
+
+def test_compare_help_names_every_table_it_publishes():
+    from pipeline.job import TABLE_ORDER
+
+    text = " ".join(congruency("compare", "--help", env=_env()).stdout.split())
+    assert f"Publishes {', '.join(TABLE_ORDER)} " in text
+
+
+def test_status_names_the_data_dir_it_looked_in(tmp_path):
+    r = congruency("status", "--month", "2026-07", cwd=tmp_path, env=_env(PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    assert r.returncode == 1
+    assert r.stderr == (f"error: month 2026-07: never run in {tmp_path / 'data'} (no state, no manifest there; "
+                        "another --data-dir? `make demo` writes data/demo)\n")
+
+
+def test_trend_report_of_an_ingested_only_data_dir_is_one_line(ingested_2026, tmp_path):
+    r = congruency("report", "--trend", "--out", str(tmp_path / "t.html"), "--data-dir", str(ingested_2026),
+                   env=_env())
+    assert r.returncode == 1 and not (tmp_path / "t.html").exists()
+    assert r.stderr == (f"error: {ingested_2026}: no published month to show a trend of "
+                        "(run congruency run for a month first)\n")
+
+
+def test_the_default_free_threshold_has_its_own_word(synth, tmp_path):
+    """`--default-free-share` (the VPs' threshold, METHOD.md 5); `--min-coverage` stays as its
+    old name; "coverage" is the snapshot policy's word alone."""
+    for cmd in ("run", "compare"):
+        text = " ".join(congruency(cmd, "--help", env=_env()).stdout.split())
+        assert "--default-free-share SHARE, --min-coverage SHARE" in text
+    bad = congruency(*_run_args(synth, tmp_path / "d", "2026-01")[:-3], "--default-free-share", "2", env=_env())
+    assert bad.stderr == "error: --default-free-share (--min-coverage): expected a number from 0 to 1, got 2.0\n"
+    a = congruency(*_run_args(synth, tmp_path / "a", "2026-01")[:-3], "--default-free-share", "0.5", "--json",
+                   env=_env())
+    b = congruency(*_run_args(synth, tmp_path / "b", "2026-01")[:-3], "--min-coverage", "0.5", "--json", env=_env())
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    assert _table(tmp_path / "a", "pairs", "2026-01") == _table(tmp_path / "b", "pairs", "2026-01")
+
+
+def test_the_package_metadata_builds_without_the_licence_warning():
+    """setuptools warns (and stops building on 2027-02-18) on `license = { text = ... }`:
+    the SPDX string needs setuptools >= 77."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT"
+    assert any(r.startswith("setuptools>=77") for r in meta["build-system"]["requires"])
