@@ -62,7 +62,7 @@ system-deps:
 demo: setup
 	$(BIN)/congruency run --month 2026-07 --days 30 --times 14:00 \
 	    --collectors route-views2,route-views6 --archive-root $(SHARED)/archive --data-dir $(DEMO) \
-	    --min-coverage 0
+	    --default-free-share 0
 
 # Airflow (the `airflow` extra) lives in its own venv: its Spark provider pulls in
 # pyspark-client, which shares pyspark's folder, so that venv pins one pyspark for both
