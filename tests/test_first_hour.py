@@ -651,3 +651,38 @@ def test_the_package_metadata_builds_without_the_licence_warning():
     meta = tomllib.loads((root / "pyproject.toml").read_text())
     assert meta["project"]["license"] == "MIT"
     assert any(r.startswith("setuptools>=77") for r in meta["build-system"]["requires"])
+
+
+def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
+    """Every `congruency ...` line of the README that names data/demo, run as written on a
+    copy of the demo month (the README's own paths mapped to this machine's): exit 0, no
+    traceback (before issue 30, `status --month 2026-07` after `make demo` said "never run")."""
+    import re
+    import shlex
+
+    from tests.shared import DATA
+
+    root = Path(__file__).resolve().parents[1]
+    demo = tmp_path / "demo"
+    shutil.copytree(sample.data_dir, demo)
+    text = (root / "README.md").read_text()
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        pending = ""
+        for cmd in block.replace("\\\n", " ").splitlines():
+            pending += cmd + "\n"
+            try:  # a quoted argument may go on over several lines (--sql "...")
+                words = shlex.split(pending, comments=True)
+            except ValueError:
+                continue
+            pending = ""
+            if words and words[0] in ("congruency", ".venv/bin/congruency") and "data/demo" in words:
+                lines.append(words)
+    assert len(lines) >= 12
+    # the examples a newcomer tries right after `make demo` are among them
+    assert {"status", "advise", "query", "report", "export", "sensitivity"} <= {w[1] for w in lines}
+    for words in lines:
+        args = [w.replace("data/demo", str(demo)).replace("../shared/data", str(DATA)) for w in words[1:]]
+        r = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=BOUND_S, env=_env(PYTHONPATH=str(root)))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (words, r.stderr[-1500:])
