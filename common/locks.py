@@ -78,6 +78,32 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
         os.close(fd)  # releases the flock
 
 
+def wait_for(data_dir, month: str, wait_s: float) -> bool:
+    """Wait until no process holds `month` (a run of it in flight ends); creates no file.
+    True if one was waited for; LockBusy after `wait_s` seconds."""
+    p = lock_path(data_dir, month)
+    waited = False
+    deadline = time.monotonic() + max(0.0, wait_s)
+    while True:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except FileNotFoundError:
+            return waited  # nobody holds it: an exclusive holder removes the file when done
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return waited  # free (a file a shared holder left, or one just released)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+        finally:
+            os.close(fd)
+        if time.monotonic() >= deadline:
+            raise LockBusy(f"month {month} is still being run by another process{_holder(p)} after "
+                           f"{wait_s:g} s (lock {p})")
+        waited = True
+        time.sleep(0.5)
+
+
 def _acquire(p: Path, shared: bool) -> int | None:
     """The locked descriptor of the lock file at p, or None if another process holds it."""
     while True:

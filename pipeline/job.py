@@ -191,14 +191,15 @@ def _previous(store, root: str, month: str, staged: str, step) -> tuple[dict | N
     if is_cluster_url(root):
         prev = {t: store.path(t, f"month={pm}") for t in PREVIOUS_TABLES}
         return (prev if all(store.has_files(p) for p in prev.values()) else None), None
-    from common.locks import month_lock, reading
+    from common.locks import lock_path, reading, wait_for
     from common.published import listing
 
     base = Path(root.removeprefix("file://"))
-    if (base / "_staging" / f"{pm}.lock").exists():
+    if lock_path(base, pm).exists():
         step(f"waiting for the run of {pm} (transitions read its tables)")
-        with month_lock(base, pm, shared=True, wait_s=PREVIOUS_WAIT_S):
-            pass
+        wait_for(base, pm, PREVIOUS_WAIT_S)
+    if not any(listing(base, (t,), [pm]) for t in PREVIOUS_TABLES):
+        return None, []  # nothing published to read (a later publish makes this compare stale)
     with reading(base):
         files = listing(base, PREVIOUS_TABLES, [pm])
         if not all(any(f[0].startswith(f"{t}/") for f in files) for t in PREVIOUS_TABLES):
