@@ -161,10 +161,13 @@ _EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
       (prev, y) -> aggregate(sequence(1, size(v4_path)), array(element_at(prev, 1) + 1),
           (row, i) -> concat(row, array(least(element_at(prev, i + 1) + 1, element_at(row, -1) + 1,
                                               element_at(prev, i) + IF(element_at(v4_path, i) = y, 0, 1)))))), -1)"""
-_EDIT_DUCKDB = """list_reduce(v6_path,
-      lambda prev, y: list_reduce(range(1, len(v4_path) + 1),
-          lambda row, i: list_append(row, least(prev[i + 1] + 1, row[-1] + 1,
-                                                prev[i] + CASE WHEN v4_path[i] = y THEN 0 ELSE 1 END)),
+# DuckDB before 2.0 (1.5.x, whose extension wheels DuckLake needs) wants list_reduce's initial
+# value of the list's element type: both folds run over one-element lists ([y], [i]) so the
+# row (a list) is the element type; the same SQL runs on 1.5 and 2.0 (tests/test_method.py).
+_EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
+      lambda prev, ys: list_reduce(list_transform(range(1, len(v4_path) + 1), lambda i: [i]),
+          lambda row, iw: list_append(row, least(prev[iw[1] + 1] + 1, row[-1] + 1,
+                                                 prev[iw[1]] + CASE WHEN v4_path[iw[1]] = ys[1] THEN 0 ELSE 1 END)),
           [prev[1] + 1]),
       range(0, len(v4_path) + 1))[-1]"""
 
