@@ -222,7 +222,7 @@ def render_md(doc: dict) -> str:
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
     lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
-    lines += _memfloor_section(real.get("memfloor") or [])
+    lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -329,6 +329,31 @@ def _hints_section(runs: list[dict]) -> list[str]:
                     ["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
                      "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
                     rows, "rrrrrrrrrrrl")
+
+
+def _versions_section(runs: list[dict]) -> list[str]:
+    """bench/duckdb_versions.py: the DuckDB compare on two DuckDB versions, side by side."""
+    if not runs:
+        return []
+    intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the whole `congruency compare`",
+             "(DuckDB engine) on one month, each DuckDB version in a fresh process, interleaved, best of",
+             "--repeat; the same checkout, memory limit and threads; the published tables compared row for row.",
+             "1.5.5 is the newest DuckDB whose DuckLake extension wheels exist (issue 28)."]
+    rows = []
+    for r in runs:
+        vs = list(r["versions"])
+        for v in vs:
+            x = r["versions"][v]
+            ratio = x.get("vs_" + vs[0])
+            rows.append([r["name"], r["month"], r["limit"], v, _s(x["seconds"], 1),
+                         ", ".join(f"{t:.1f}" for t in x["all_seconds"]), _ratio(ratio) if ratio else "-",
+                         mib(x["maxrss_bytes"]),
+                         ("identical" if all(r.get("identical", {}).values()) and r.get("identical") else "DIFFERENT")
+                         if v != vs[0] else "", f"`{r['command']}` ({r['date']}, load after {r['load_after']})"
+                         if v == vs[0] else ""])
+    return _section("DuckDB engine on two DuckDB versions", intro,
+                    ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
+                     "command"], rows, align="lllrrlrrll")
 
 
 def _memfloor_section(runs: list[dict]) -> list[str]:
@@ -617,7 +642,7 @@ def write_results(doc: dict, con) -> None:
             real[key] = json.loads(path.read_text())
     for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
                          ("generate", "generate-*.json"), ("hints", "hints-*.json"),
-                         ("memfloor", "memfloor-*.json")):
+                         ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:
             new = [json.loads(p.read_text()) for p in files]

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The DuckDB compare on two DuckDB versions, side by side on the same month: today's (the
+project venv's) and the one DuckLake's extension wheels serve (issue 28: 1.5.5; DuckDB 2.0
+downloads the extension, which this machine cannot). Each version runs the whole
+`congruency compare` (pipeline/steps.py, the DuckDB engine) in a fresh process, the
+versions interleaved round-robin, best of --repeat; same memory limit and threads. Untimed,
+the published tables of the two versions are compared row for row.
+
+    .venv/bin/python bench/duckdb_versions.py --data-dir bench/out/synth-10/data --month 2026-07 \\
+        --versions 2.0.1,1.5.5 --limit 4GB --repeat 3 [--json]
+
+A version other than the project venv's gets its own venv under bench/out/venv-duckdb-VER
+(pip: duckdb==VER and the project venv's pyarrow, numpy, rich and plotly versions); the
+project's code is the same checkout for both. Writes bench/out/duckdb-versions-NAME.json
+(NAME: the data dir's folder name), which bench/run.py renders into RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.common import OUT  # noqa: E402
+
+TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary")
+SAME_AS_PROJECT = ("pyarrow", "numpy", "rich", "plotly")
+
+
+def interpreter(ver: str, con) -> str:
+    """A Python whose duckdb is `ver`: this one, or a venv made for it once."""
+    if version("duckdb") == ver:
+        return sys.executable
+    venv = OUT / f"venv-duckdb-{ver}"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        con.print(f"making {venv} (duckdb=={ver})")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pins = [f"{p}=={version(p)}" for p in SAME_AS_PROJECT]
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", f"duckdb=={ver}", *pins], check=True)
+    got = subprocess.run([str(py), "-c", "import duckdb; print(duckdb.__version__)"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    if got != ver:
+        raise SystemExit(f"error: {py} has duckdb {got}, not {ver}")
+    return str(py)
+
+
+def data_dir_for(src: Path, ver: str) -> Path:
+    """A data dir of the version's own, the month's rib_entries and manifest linked in."""
+    d = OUT / f"duckdb-versions-{src.name}-{ver}"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    for sub in ("rib_entries", "manifest"):
+        (d / sub).symlink_to((src / sub).resolve())
+    return d
+
+
+def rows(d: Path, table: str, month: str) -> list[str]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(d / table / f"month={month}")
+    return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.to_pylist())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, required=True, help="an ingested data dir (rib_entries, manifest)")
+    ap.add_argument("--month", default="2026-07")
+    ap.add_argument("--versions", default=f"{version('duckdb')},1.5.5", help="comma-separated DuckDB versions")
+    ap.add_argument("--limit", default="4GB", help="duckdb_memory_limit for every run (default 4GB)")
+    ap.add_argument("--threads", type=int, default=None, help="duckdb_threads (default: all cores)")
+    ap.add_argument("--default-free-share", type=float, default=0.9, help="the method's threshold (default 0.9)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    a = ap.parse_args()
+    con = common.console()
+    src = a.data_dir.resolve()
+    if not any((src / "rib_entries" / f"month={a.month}").glob("*/*.parquet")):
+        con.print(f"[red]error: {src}: no ingested rib_entries for {a.month}; nothing measured[/]")
+        return 2
+    versions = [v.strip() for v in a.versions.split(",") if v.strip()]
+    pys = {v: interpreter(v, con) for v in versions}
+    cfg = OUT / "duckdb-versions.toml"
+    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{a.limit}"\n'
+                   + (f"duckdb_threads = {a.threads}\n" if a.threads else ""))
+    runs: dict[str, list] = {v: [] for v in versions}
+    dirs = {}
+    for i in range(a.repeat):
+        for v in versions:
+            dirs[v] = data_dir_for(src, v)
+            m = common.run_child([pys[v], "-m", "cli.main", "compare", "--month", a.month, "--data-dir", dirs[v],
+                                  "--config", cfg, "--default-free-share", a.default_free_share],
+                                 label=f"duckdb {v}")
+            con.print(f"  run {i + 1}/{a.repeat} duckdb {v}: {m.wall_s:.1f} s, peak RSS {common.mib(m.maxrss)}"
+                      + ("" if m.rc == 0 else f" [red]exit {m.rc}[/]"))
+            runs[v].append(m)
+    out = {"data_dir": str(src), "name": src.name, "month": a.month, "limit": a.limit, "threads": a.threads,
+           "repeat": a.repeat, "command": " ".join(sys.argv), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "load_after": common.load_now(), "versions": {}}
+    for v in versions:
+        b = common.best(runs[v])
+        out["versions"][v] = {"seconds": b.wall_s, "all_seconds": [m.wall_s for m in runs[v]],
+                              "maxrss_bytes": b.maxrss, "ok": all(m.rc == 0 for m in runs[v])}
+    base = versions[0]
+    for v in versions[1:]:
+        out["versions"][v]["vs_" + base] = round(out["versions"][v]["seconds"] / out["versions"][base]["seconds"], 3)
+    if all(r["ok"] for r in out["versions"].values()):
+        out["identical"] = {t: all(rows(dirs[v], t, a.month) == rows(dirs[base], t, a.month) for v in versions[1:])
+                            for t in TABLES}
+    for d in dirs.values():
+        shutil.rmtree(d, ignore_errors=True)
+    common.write_json(out, OUT / f"duckdb-versions-{src.name}.json", stdout=a.json)
+    for v, r in out["versions"].items():
+        con.print(f"duckdb {v}: best {r['seconds']:.1f} s of {r['all_seconds']}, peak RSS {common.mib(r['maxrss_bytes'])}"
+                  + (f", {r['vs_' + base]:.2f}x duckdb {base}" if "vs_" + base in r else ""))
+    if "identical" in out:
+        con.print("tables " + ("identical" if all(out["identical"].values()) else f"DIFFER: {out['identical']}"))
+    return 0 if all(r["ok"] for r in out["versions"].values()) and all(out.get("identical", {0: False}).values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
