@@ -20,6 +20,10 @@ def check_collectors(cfg: Config) -> None:
         catalogue.expand(cfg.collectors, cfg.catalogue)
     except KeyError as exc:
         raise ValueError(f"--collectors: {exc.args[0]}") from None
+    known = catalogue.projects(cfg.catalogue)
+    for name in cfg.archive_roots:  # a misspelt project would silently fall back to the public archive
+        if name not in known:
+            raise ValueError(f"archive_roots: unknown project {name!r} (the catalogue's: {', '.join(sorted(known))})")
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:

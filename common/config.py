@@ -136,6 +136,8 @@ def _number(lo: float | None = None, hi: float | None = None, *, integer: bool =
     def check(v):
         if v is None and optional:
             return v
+        if integer and isinstance(v, float) and v.is_integer():
+            v = int(v)  # 120.0 is the whole number 120
         good = not isinstance(v, bool) and isinstance(v, int if integer else (int, float))
         good = good and (lo is None or (v > lo if above else v >= lo)) and (hi is None or v <= hi)
         _expect(good, kind + rng)
@@ -198,10 +200,17 @@ def _time(v):
 
 
 def _roots(v):
-    _expect(isinstance(v, dict) and all(k in ("routeviews", "ris") and isinstance(x, str) and x
-                                        for k, x in v.items()),
+    _expect(isinstance(v, dict) and all(isinstance(x, str) and x for x in v.values()),
             'a table of project roots: { routeviews = "URL or folder", ris = "..." }')
     return v
+
+
+def _collectors(v):
+    """A list of names or sets; a text is one name, or several with commas as on the command
+    line (`collectors = "route-views2"` once read as the letters r, o, u, ...)."""
+    if isinstance(v, str):
+        v = [x.strip() for x in v.split(",")]
+    return _list_of(_text(), 'collector names or sets, like ["route-views2", "rrc00"] or ["all"]')(v)
 
 
 def _backend(v):
@@ -211,7 +220,7 @@ def _backend(v):
 
 
 _CHECKS = {
-    "collectors": _list_of(_text(), 'collector names or sets, like ["route-views2", "rrc00"] or ["all"]'),
+    "collectors": _collectors,
     "catalogue": _text(optional=True),
     "days": _list_of(_day, "days of the month, 1 to 31"),
     "times": _list_of(_time, 'UTC times "HH:MM"'),

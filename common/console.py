@@ -55,9 +55,12 @@ class LineProgress:
     out of order with the messages between.)"""
 
     def __init__(self, out=None):
+        import itertools
+
         self.out = out
         self.tasks: dict[int, dict] = {}
-        self.lock = threading.Lock()
+        self.ids = itertools.count()  # never reused: a removed task's id stays its own
+        self.lock = threading.RLock()  # ingest's worker threads update their tasks at once
 
     def __enter__(self):
         return self
@@ -75,33 +78,35 @@ class LineProgress:
         import time
 
         with self.lock:
-            tid = len(self.tasks)
+            tid = next(self.ids)
             self.tasks[tid] = {"name": description, "d": description, "total": total, "done": completed,
                                "t0": time.monotonic(), "ended": False}
-        self._say(f"{description.strip()}: started")
+            self._say(f"{description.strip()}: started")
         return tid
 
     def update(self, task: int, *, description: str | None = None, total=None, completed=None,
                advance=None, **_) -> None:
-        t = self.tasks.get(task)
-        if t is None:
-            return
-        if description is not None and description != t["d"]:
-            t["d"] = description
-            self._say(description.strip())
-        if total is not None:
-            t["total"] = total
-        if completed is not None:
-            t["done"] = completed
-        if advance:
-            t["done"] += advance
-        self._end_if_done(t)
+        with self.lock:
+            t = self.tasks.get(task)
+            if t is None:
+                return
+            if description is not None and description != t["d"]:
+                t["d"] = description
+                self._say(description.strip())
+            if total is not None:
+                t["total"] = total
+            if completed is not None:
+                t["done"] = completed
+            if advance:
+                t["done"] += advance
+            self._end_if_done(t)
 
     def advance(self, task: int, advance: float = 1) -> None:
         self.update(task, advance=advance)
 
     def remove_task(self, task: int) -> None:
-        self.tasks.pop(task, None)
+        with self.lock:
+            self.tasks.pop(task, None)
 
     def _end_if_done(self, t: dict) -> None:
         import time

@@ -82,6 +82,9 @@ def wait_for(data_dir, month: str, wait_s: float) -> bool:
     """Wait until no process holds `month` (a run of it in flight ends); creates no file.
     True if one was waited for; LockBusy after `wait_s` seconds."""
     p = lock_path(data_dir, month)
+    with _guard:
+        if os.path.abspath(p) in _held:
+            return False  # this process holds it: it is the run in flight
     waited = False
     deadline = time.monotonic() + max(0.0, wait_s)
     while True:

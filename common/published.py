@@ -52,6 +52,9 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
                 for n in sorted(names):
                     if n.startswith((".", "_")):
                         continue
-                    st = os.stat(os.path.join(dp, n))
+                    try:
+                        st = os.stat(os.path.join(dp, n))
+                    except FileNotFoundError:  # swapped out by a publish meanwhile: not there
+                        continue
                     out.append((os.path.relpath(os.path.join(dp, n), root), st.st_size, st.st_mtime_ns))
     return out

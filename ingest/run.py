@@ -259,12 +259,17 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
             on_row(r)
         return r
 
+    console.stopping.clear()
     with ThreadPoolExecutor(max_workers=max(1, cfg.concurrency)) as pool:
+        futures = [pool.submit(work, s) for s in todo]
         try:
-            rows = list(pool.map(work, todo))
-        except KeyboardInterrupt:  # the snapshots in flight stop at their next batch
-            console.stopping.set()
+            rows = [f.result() for f in futures]
+        except KeyboardInterrupt:  # the snapshots in flight stop at their next batch; the
+            console.stopping.set()  # finished ones are recorded, so the next run skips them
             pool.shutdown(wait=False, cancel_futures=True)
+            done_rows = [f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None]
+            if done_rows:
+                manifest.merge_write(cfg.data_dir, month, done_rows)
             raise
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the warehouse forever. Their collectors only: the DAG's

@@ -28,16 +28,17 @@ def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> 
 # --- how much of the address space a snapshot covers ----------------------------------------
 # Some sample RIBs are the leading part of a full dump (shared data MANIFEST.md: "the first
 # 1-2 MiB"): every record intact, but only the lowest prefixes. Their sizes must not stand for
-# the collector's in `congruency plan`. A full table's prefixes reach the top of the unicast
-# space: IPv4 up to 223.0.0.0/8 (a first octet of 200 or more), IPv6 into 2a00::/12 (RIPE's,
-# allocated since 2006) and above. The writer keeps the highest first IPv4 octet and first
-# IPv6 16 bits of a strided sample of each batch (every SPAN_STRIDE-th row and the last:
-# the top of the space holds thousands of prefixes, so the sample reaches it at no cost to
-# the hot path) in the file's footer, under SPAN_KEY.
+# the collector's in `congruency plan`. Every RIR holds IPv4 space above 100.0.0.0 and IPv6
+# space at or above 2400:: (APNIC 2400::/12, ARIN 2600::/12, LACNIC 2800::/12, RIPE 2a00::/12,
+# AFRINIC 2c00::/12): a table, even a regional one, whose prefixes all sit below those is the
+# low end of a dump, not a collector's view. The writer keeps the highest first IPv4 octet and
+# first IPv6 16 bits of a strided sample of each batch (every SPAN_STRIDE-th row and the last:
+# the space above holds thousands of prefixes, so the sample reaches it at no cost to the hot
+# path) in the file's footer, under SPAN_KEY.
 SPAN_KEY = b"congruency.address_span"
 SPAN_STRIDE = 256
-FULL_V4_TOP_OCTET = 200
-FULL_V6_TOP_16 = 0x2A00
+FULL_V4_TOP_OCTET = 100
+FULL_V6_TOP_16 = 0x2400
 
 
 def _top(prefixes: pa.Array, sep: str) -> str | None:
@@ -56,8 +57,11 @@ def address_span(path: Path) -> dict | None:
     snapshot's file, from its footer; None for files written before the span was kept."""
     import json
 
-    meta = pq.read_metadata(path).metadata or {}
-    return json.loads(meta[SPAN_KEY]) if SPAN_KEY in meta else None
+    try:
+        meta = pq.read_metadata(path).metadata or {}
+        return json.loads(meta[SPAN_KEY]) if SPAN_KEY in meta else None
+    except Exception:  # gone, unreadable or not Parquet: nothing known (the compare says why)
+        return None
 
 
 def partial(span: dict | None) -> bool:
@@ -101,7 +105,8 @@ class SnapshotWriter:
     def publish(self) -> Path:
         import json
 
-        self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})
+        if hasattr(self._writer, "add_key_value_metadata"):  # pyarrow >= 17; older: no span kept
+            self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})
         self._writer.close()
         return self._file.commit()
 

@@ -24,7 +24,10 @@ def literal(path: str) -> str:
     """`path` as a Hadoop glob matching only itself: Spark globs every path it reads, so a
     data dir named `run[1]` or `a{b,c}` is escaped (a backslash before each glob character).
     Writes take paths literally and need nothing."""
-    return "".join("\\" + c if c in "{}[]*?\\" else c for c in path)
+    scheme, sep, rest = path.partition("://")
+    head, tail = (scheme + sep + rest.split("/", 1)[0], "/" + rest.split("/", 1)[1] if "/" in rest else "") \
+        if sep else ("", path)  # a URL's authority (hdfs://[::1]:8020) is no glob
+    return head + "".join("\\" + c if c in "{}[]*?\\" else c for c in tail)
 
 
 class SparkEngine:

@@ -132,6 +132,7 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             src = store.path("rib_entries", f"month={month}")
             if not store.has_files(src):
                 raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
+            _wait_previous(root, month, step)
             step("checking the input")
             per_afi = engine.open(store, src)
             for afi in (4, 6):
@@ -140,7 +141,7 @@ def run_with(engine, cfg: Config, month: str) -> MonthResult:
             prog.advance(steps)
             store.recover(month)  # what a killed run left
             staged = store.staging(month)
-            prev, res.previous = _previous(store, root, month, staged, step)
+            prev, res.previous = _previous(store, root, month, staged)
             engine.run(cfg.method, staged, prev, step)
             hooks.pause("compare")
             prog.advance(steps)
@@ -178,40 +179,72 @@ PREVIOUS_TABLES = ("pairs", "vps", "paths")
 PREVIOUS_WAIT_S = 24 * 3600.0
 
 
-def _previous(store, root: str, month: str, staged: str, step) -> tuple[dict | None, list | None]:
+def _wait_previous(root: str, month: str, step) -> None:
+    """Wait for a run of the month before that is in flight (its tables are about to change;
+    a parallel backfill would otherwise compare against nothing): before the engine opens
+    the month, so nothing is held meanwhile. Local data dirs only (on a cluster the scheduler
+    orders months)."""
+    if is_cluster_url(root):
+        return
+    from common.locks import lock_path, wait_for
+
+    pm, base = previous_month(month), Path(root.removeprefix("file://"))
+    if lock_path(base, pm).exists():
+        step(f"waiting for the run of {pm} (transitions read its tables)")
+        wait_for(base, pm, PREVIOUS_WAIT_S)
+
+
+#: Tries at a consistent copy of the month before where hard links are refused.
+COPY_TRIES = 3
+
+
+def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, list | None]:
     """The month before's tables as this compare reads them, and the listing of what it read.
 
-    On a local data dir: first wait for a run of the month before that is in flight (its
-    tables are about to change; a parallel backfill would otherwise compare against nothing),
-    then hard-link its published files into the staging folder while holding the reading
-    gate (common/locks.py), so a re-publish of that month during this compare can neither
-    tear what it reads nor go unnoticed: the runner fingerprints exactly the linked files.
-    On cluster storage the scheduler orders months and the folders are read in place."""
+    On a local data dir its published files are hard-linked into the staging folder while
+    the reading gate is held (common/locks.py: milliseconds), so a re-publish of that month
+    during this compare can neither tear what it reads nor go unnoticed: the runner
+    fingerprints exactly these files. Where links are refused (another file system, another
+    owner's files under fs.protected_hardlinks) they are copied outside the gate and kept
+    only if the listing is unchanged afterwards. A month before that is published only in
+    part (some of the tables) is read as absent, and recorded as it is (so it is redone once
+    whole). On cluster storage the folders are read in place."""
     pm = previous_month(month)
     if is_cluster_url(root):
         prev = {t: store.path(t, f"month={pm}") for t in PREVIOUS_TABLES}
         return (prev if all(store.has_files(p) for p in prev.values()) else None), None
-    from common.locks import lock_path, reading, wait_for
+    from common.locks import reading
     from common.published import listing
 
     base = Path(root.removeprefix("file://"))
-    if lock_path(base, pm).exists():
-        step(f"waiting for the run of {pm} (transitions read its tables)")
-        wait_for(base, pm, PREVIOUS_WAIT_S)
+    into = Path(staged.removeprefix("file://")) / "_prev"
+    prev = {t: f"{staged}/_prev/{t}/month={pm}" for t in PREVIOUS_TABLES}
     if not any(listing(base, (t,), [pm]) for t in PREVIOUS_TABLES):
         return None, []  # nothing published to read (a later publish makes this compare stale)
-    with reading(base):
-        files = listing(base, PREVIOUS_TABLES, [pm])
-        if not all(any(f[0].startswith(f"{t}/") for f in files) for t in PREVIOUS_TABLES):
-            return None, []
-        for rel, _size, _mtime in files:
-            dst = Path(staged.removeprefix("file://")) / "_prev" / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(COPY_TRIES):
+        shutil.rmtree(into, ignore_errors=True)
+        with reading(base):
+            files = listing(base, PREVIOUS_TABLES, [pm])
+            if not all(any(f[0].startswith(f"{t}/") for f in files) for t in PREVIOUS_TABLES):
+                return None, files
             try:
-                os.link(base / rel, dst)
-            except OSError:  # a file system without hard links: a copy keeps size and mtime
-                shutil.copy2(base / rel, dst)
-    return {t: f"{staged}/_prev/{t}/month={pm}" for t in PREVIOUS_TABLES}, files
+                for rel, _size, _mtime in files:
+                    (into / rel).parent.mkdir(parents=True, exist_ok=True)
+                    os.link(base / rel, into / rel)
+                return prev, files
+            except OSError:
+                pass  # copy below, outside the gate: publishers must not wait for a copy
+        try:
+            for rel, _size, _mtime in files:
+                (into / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(base / rel, into / rel)
+        except FileNotFoundError:
+            continue  # re-published meanwhile
+        with reading(base):
+            if listing(base, PREVIOUS_TABLES, [pm]) == files:
+                return prev, files
+    raise JobError(f"{base}: the month before, {pm}, was re-published {COPY_TRIES} times while this compare "
+                   "copied it; run again")
 
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:

@@ -218,6 +218,13 @@ def connect(cfg):
     # expands to are named: DuckDB checks both against the list.
     dirs = sorted({form + "/" for doc in DOCS.values() for form in
                    (str(root / doc.layout.split("/")[0]), glob_literal(root / doc.layout.split("/")[0]))})
+    # DuckDB matches the list as literal prefixes: the escaped spelling of `run[1]` would also
+    # admit a real folder literally named `run[[]1]`; where one exists, refuse to open.
+    lit = glob_literal(root)
+    if lit != str(root) and Path(lit).exists():
+        con.close()
+        raise WarehouseError(f"{p}: a folder named {lit} exists beside the data dir {root}: rename one of them "
+                             "(the warehouse fences its file access by folder names)")
     con.execute("SET allowed_directories = $d", {"d": dirs})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")

@@ -402,8 +402,10 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
             raise
         try:  # what the step left is cleaned or finished by the next run, as after a kill
             _record(cfg, month, res, None)
-        except (OSError, KeyboardInterrupt):
+        except OSError:
             pass  # no room even for the state file: the next run redoes this step anyway
+        except KeyboardInterrupt:  # a second Ctrl-C while recording: still an interrupt
+            raise KeyboardInterrupt from None
         if res.status == "interrupted":
             raise KeyboardInterrupt from None
         return res
@@ -651,5 +653,6 @@ def submit_args(cfg: Config, month: str, config_file: str | None = None) -> list
     """`cli/submit.py` arguments for the compare step on a cluster (spark-submit)."""
     args = ["run", "--only", "compare", "--month", month, "--data-dir", str(data_dir(cfg)),
             "--days", ",".join(map(str, cfg.days)), "--times", ",".join(cfg.times),
-            "--collectors", ",".join(cfg.collectors), "--default-free-share", str(cfg.method.min_coverage)]
+            "--collectors", ",".join(cfg.collectors), "--min-coverage", str(cfg.method.min_coverage)]
+    # --min-coverage, the old name of --default-free-share: an older install on the cluster takes it too
     return args[:1] + (["--config", config_file] if config_file else []) + args[1:]

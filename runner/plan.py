@@ -68,30 +68,35 @@ class Plan:
         return asdict(self)
 
 
+#: Per collector, the newest snapshots whose sizes the plan takes (each one's footer is read).
+LEARN_LATEST = 20
+
+
 def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
-    """collector -> (median MRT bytes, median entries) of its ok snapshots in the data dir.
-    Snapshots whose prefixes stop well below the top of the address space (cut samples:
-    ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
+    """collector -> (median MRT bytes, median entries) of its LEARN_LATEST newest ok snapshots
+    in the data dir. Snapshots whose prefixes all sit at the low end of the address space
+    (cut samples: ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
     import pyarrow.parquet as pq
 
     from ingest.writer import address_span
     from ingest.writer import partial as is_partial
 
-    seen: dict[str, list[tuple[int, int]]] = {}
-    for p in sorted(data_dir.glob("manifest/month=*/manifest.parquet")):
-        for r in pq.read_table(p, columns=["collector", "status", "bytes", "entries_v4", "entries_v6",
+    rows: dict[str, list[dict]] = {}
+    for p in sorted(data_dir.glob("manifest/month=*/manifest.parquet"), reverse=True):  # newest month first
+        for r in pq.read_table(p, columns=["collector", "slot", "status", "bytes", "entries_v4", "entries_v6",
                                            "output"]).to_pylist():
-            if r["status"] != "ok" or not r["bytes"]:
-                continue
-            try:
-                cut = bool(r["output"]) and is_partial(address_span(Path(r["output"])))
-            except OSError:  # the file is gone (or unreadable): its row still says its size
-                cut = False
-            if cut:
+            if r["status"] == "ok" and r["bytes"]:
+                rows.setdefault(r["collector"], []).append(r)
+    seen: dict[str, list[tuple[int, int]]] = {}
+    for c, rs in rows.items():
+        for r in sorted(rs, key=lambda r: r["slot"], reverse=True):
+            if len(seen.get(c, ())) >= LEARN_LATEST:
+                break
+            if r["output"] and is_partial(address_span(Path(r["output"]))):
                 if partial is not None:
-                    partial.add(r["collector"])
+                    partial.add(c)
                 continue
-            seen.setdefault(r["collector"], []).append((r["bytes"], (r["entries_v4"] or 0) + (r["entries_v6"] or 0)))
+            seen.setdefault(c, []).append((r["bytes"], (r["entries_v4"] or 0) + (r["entries_v6"] or 0)))
     return {c: (int(statistics.median(b for b, _ in v)), int(statistics.median(e for _, e in v)))
             for c, v in seen.items()}
 

@@ -273,7 +273,8 @@ BAD_CONFIG = [
     ('times = ["25:00"]', 'times: expected UTC times "HH:MM" (00:00 to 23:59), got [\'25:00\']'),
     ("plan_download_mbit_s = 0", "plan_download_mbit_s: expected a number above 0, got 0"),
     ("data_dir = 5", "data_dir: expected a text, got 5"),
-    ('collectors = "route-views2"', "collectors: expected a list of collector names or sets"),
+    ('collectors = ["route-views2", ""]', "collectors: expected a text, got ['route-views2', '']"),
+    ("collectors = []", "collectors: expected a list of collector names or sets"),
     ("[method]\nmin_coverage = 2", "[method] min_coverage: expected a number from 0 to 1, got 2"),
     ("concurrency = 0", "concurrency: expected a whole number of at least 1, got 0"),
     ("retries = -1", "retries: expected a whole number of at least 0, got -1"),
@@ -281,8 +282,16 @@ BAD_CONFIG = [
     ("[method]\nreserved_asns = [[10, 5]]", "[method] reserved_asns: expected [low, high] ASN ranges"),
     ('backend = "nope"', 'backend: expected one of "native", "bgpdump", "pybgpstream", got \'nope\''),
     ("duckdb_threads = 0", "duckdb_threads: expected a whole number of at least 1, got 0"),
-    ('archive_roots = { nope = "x" }', "archive_roots: expected a table of project roots"),
+    ('archive_roots = { ris = 5 }', "archive_roots: expected a table of project roots"),
 ]
+
+
+def test_an_unknown_archive_project_is_one_line(tmp_path):
+    (tmp_path / "c.toml").write_text('archive_roots = { routeview = "https://mirror.example.net" }\n')
+    r = congruency("plan", "--month", "2026-07", "--config", str(tmp_path / "c.toml"), "--data-dir",
+                   str(tmp_path / "d"), env=_env())
+    assert (r.returncode, r.stderr) == (2, "error: archive_roots: unknown project 'routeview' "
+                                           "(the catalogue's: ris, routeviews)\n")
 
 
 @pytest.mark.parametrize("text,message", BAD_CONFIG, ids=[t.split("\n")[-1] for t, _ in BAD_CONFIG])
@@ -294,6 +303,24 @@ def test_a_bad_config_value_is_one_line_naming_file_and_key(tmp_path, text, mess
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr.startswith(f"error: {cfg}: {message}"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_config_values_in_a_friendly_spelling_are_read_as_meant(tmp_path):
+    """A text names one collector (or several with commas, as on the command line): before
+    issue 30 `collectors = "route-views2"` was read letter by letter ("unknown collector 'r'")."""
+    from common.config import load
+
+    for text, want in (('collectors = "route-views2"', ("route-views2",)),
+                       ('collectors = "route-views2, rrc00"', ("route-views2", "rrc00")),
+                       ('collectors = "all"', ("all",))):
+        (tmp_path / "c.toml").write_text(text + "\ntolerance_minutes = 90.0\n")
+        cfg = load(tmp_path / "c.toml")
+        assert cfg.collectors == want and cfg.tolerance_minutes == 90 and isinstance(cfg.tolerance_minutes, int)
+    (tmp_path / "c.toml").write_text('collectors = "route-views2"\n')
+    r = congruency("plan", "--month", "2026-07", "--config", str(tmp_path / "c.toml"), "--data-dir",
+                   str(tmp_path / "d"), "--json", env=_env())
+    assert r.returncode == 0, r.stderr
+    assert sorted(json.loads(r.stdout)["months"][0]["collectors"]) == ["route-views2"]
 
 
 @pytest.mark.parametrize("command", [
@@ -581,6 +608,8 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
                      "collector=route-views6": {"v4": None, "v6": 0x2001}}
     assert all(partial(s) for s in spans.values())
     assert not partial({"v4": 223, "v6": None}) and not partial({"v4": None, "v6": 0x2C0F}) and not partial(None)
+    # regional tables are not cut: AFRINIC's IPv4 tops out at 197, ARIN's IPv6 at 2620::
+    assert not partial({"v4": 197, "v6": None}) and not partial({"v4": None, "v6": 0x2620})
     r = congruency("plan", "--month", "2026-08", "--collectors", "route-views2,route-views6", "--data-dir",
                    str(ingested_2026), "--json", env=_env())
     plan = json.loads(r.stdout)
