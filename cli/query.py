@@ -104,10 +104,28 @@ def write(reader, fmt: str, out: Path | None) -> None:
     (dot-temp name, then rename), a batch at a time: memory holds one batch, whatever the
     result's size."""
     if out is None:
-        _write(reader, fmt, sys.stdout.buffer)
+        _write(reader, fmt, getattr(sys.stdout, "buffer", None) or _Text(sys.stdout))
         return
     with atomic.replacing(out) as tmp, open(tmp, "wb") as f:
         _write(reader, fmt, f)
+
+
+class _Text:
+    """A text stream (an in-process caller's redirect_stdout(StringIO())) as the binary file
+    the writers write to."""
+
+    def __init__(self, stream):
+        import codecs
+
+        self.stream, self.closed = stream, False
+        self.decode = codecs.getincrementaldecoder("utf-8")().decode  # a character may span two writes
+
+    def write(self, data) -> int:
+        self.stream.write(self.decode(bytes(data)))
+        return len(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def _write(reader, fmt: str, f) -> None:

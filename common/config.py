@@ -181,7 +181,7 @@ def _size(optional: bool = False, auto: bool = False):
         try:
             parse_bytes(v)
         except ValueError:
-            raise ValueError("a size like 500GB or 2TiB" + (' or "auto"' if auto else "")) from None
+            raise ValueError("expected a size like 500GB or 2TiB" + (' or "auto"' if auto else "")) from None
         return v
     return check
 

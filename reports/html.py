@@ -617,7 +617,7 @@ def write_trend_report(cfg, out: Path | None = None) -> Path:
     from common import published
 
     if not published.months(warehouse.data_root(cfg)):  # ingested only, or nothing yet
-        raise ReportError(f"{warehouse.data_root(cfg)}: no published month to show a trend of "
+        raise ReportError(f"{warehouse.data_root(cfg)}: no published tables of any month to show a trend of "
                           "(run congruency run for a month first)")
     return _render(cfg, trend_html, out or (lambda: trend_path(cfg)))
 

@@ -187,10 +187,10 @@ def test_config_engine(tmp_path):
     p.write_text('engine = "spark"\nduckdb_memory_limit = "2GB"\n')
     assert load(p).engine == "spark" and load(p).duckdb_memory_limit == "2GB"
     p.write_text('engine = "polars"\n')
-    with pytest.raises(ConfigError, match='engine must be "duckdb" or "spark"'):
+    with pytest.raises(ConfigError, match='engine: expected one of "duckdb", "spark"'):
         load(p)
     p.write_text('duckdb_memory_limit = "lots"\n')
-    with pytest.raises(ConfigError, match=r'duckdb_memory_limit: expected a size like 500GB or 2TiB, got .lots. or "auto"'):
+    with pytest.raises(ConfigError, match=r'duckdb_memory_limit: expected a size like 500GB or 2TiB or "auto", got .lots.'):
         load(p)
     cfg = load()
     assert job.effective_engine(cfg) == "duckdb"

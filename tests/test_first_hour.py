@@ -649,10 +649,12 @@ def test_status_names_the_data_dir_it_looked_in(tmp_path):
 
 
 def test_trend_report_of_an_ingested_only_data_dir_is_one_line(ingested_2026, tmp_path):
-    r = congruency("report", "--trend", "--out", str(tmp_path / "t.html"), "--data-dir", str(ingested_2026),
-                   env=_env())
+    data = tmp_path / "data"
+    for sub in ("rib_entries", "manifest"):  # ingested, nothing compared (the fixture's dir is shared)
+        shutil.copytree(ingested_2026 / sub, data / sub)
+    r = congruency("report", "--trend", "--out", str(tmp_path / "t.html"), "--data-dir", str(data), env=_env())
     assert r.returncode == 1 and not (tmp_path / "t.html").exists()
-    assert r.stderr == (f"error: {ingested_2026}: no published month to show a trend of "
+    assert r.stderr == (f"error: {data}: no published tables of any month to show a trend of "
                         "(run congruency run for a month first)\n")
 
 
