@@ -12,7 +12,7 @@ the published tables of the two versions are compared row for row.
 A version other than the project venv's gets its own venv under bench/out/venv-duckdb-VER
 (pip: duckdb==VER and the project venv's pyarrow, numpy, rich and plotly versions); the
 project's code is the same checkout for both. Writes bench/out/duckdb-versions-NAME.json
-(NAME: the data dir's folder name), which bench/run.py renders into RESULTS.md.
+(NAME: the data dir's folder name, or its parent's for a folder named data), which bench/run.py renders into RESULTS.md.
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def interpreter(ver: str, con) -> str:
 
 def data_dir_for(src: Path, ver: str) -> Path:
     """A data dir of the version's own, the month's rib_entries and manifest linked in."""
-    d = OUT / f"duckdb-versions-{src.name}-{ver}"
+    d = OUT / f"duckdb-versions-{src.parent.name if src.name == 'data' else src.name}-{ver}"
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     for sub in ("rib_entries", "manifest"):
@@ -78,10 +78,13 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=None, help="duckdb_threads (default: all cores)")
     ap.add_argument("--default-free-share", type=float, default=0.9, help="the method's threshold (default 0.9)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--steps", action="store_true",
+                    help="also time the job step by step on each version (bench/steps.py), to say where they differ")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     a = ap.parse_args()
     con = common.console()
     src = a.data_dir.resolve()
+    name = src.parent.name if src.name == "data" else src.name  # bench/out/synth-10/data -> synth-10
     if not any((src / "rib_entries" / f"month={a.month}").glob("*/*.parquet")):
         con.print(f"[red]error: {src}: no ingested rib_entries for {a.month}; nothing measured[/]")
         return 2
@@ -101,9 +104,9 @@ def main() -> int:
             con.print(f"  run {i + 1}/{a.repeat} duckdb {v}: {m.wall_s:.1f} s, peak RSS {common.mib(m.maxrss)}"
                       + ("" if m.rc == 0 else f" [red]exit {m.rc}[/]"))
             runs[v].append(m)
-    out = {"data_dir": str(src), "name": src.name, "month": a.month, "limit": a.limit, "threads": a.threads,
+    out = {"data_dir": str(src), "name": name, "month": a.month, "limit": a.limit, "threads": a.threads,
            "repeat": a.repeat, "command": " ".join(sys.argv), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "load_after": common.load_now(), "versions": {}}
+           "load_after": common.load_now(), "cpu": common.machine_facts().get("cpu"), "versions": {}}
     for v in versions:
         b = common.best(runs[v])
         out["versions"][v] = {"seconds": b.wall_s, "all_seconds": [m.wall_s for m in runs[v]],
@@ -116,7 +119,18 @@ def main() -> int:
                             for t in TABLES}
     for d in dirs.values():
         shutil.rmtree(d, ignore_errors=True)
-    common.write_json(out, OUT / f"duckdb-versions-{src.name}.json", stdout=a.json)
+    if a.steps:  # the project's own version last: its bench/out/steps-*.json is the one kept
+        out["steps"] = {}
+        for v in sorted(versions, key=lambda v: pys[v] == sys.executable):
+            r = subprocess.run([pys[v], str(Path(__file__).with_name("steps.py")), "--data-dir", str(src),
+                                "--month", a.month, "--engine", "duckdb", "--json"], capture_output=True, text=True,
+                               env={**__import__("os").environ, "PYTHONPATH": str(common.ROOT)})
+            if r.returncode == 0:
+                prof = json.loads(r.stdout)
+                out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
+            else:
+                con.print(f"[red]steps on duckdb {v} failed: {r.stderr.strip().splitlines()[-1:]}[/]")
+    common.write_json(out, OUT / f"duckdb-versions-{name}.json", stdout=a.json)
     for v, r in out["versions"].items():
         con.print(f"duckdb {v}: best {r['seconds']:.1f} s of {r['all_seconds']}, peak RSS {common.mib(r['maxrss_bytes'])}"
                   + (f", {r['vs_' + base]:.2f}x duckdb {base}" if "vs_" + base in r else ""))

@@ -345,15 +345,26 @@ def _versions_section(runs: list[dict]) -> list[str]:
         for v in vs:
             x = r["versions"][v]
             ratio = x.get("vs_" + vs[0])
-            rows.append([r["name"], r["month"], r["limit"], v, _s(x["seconds"], 1),
+            rows.append([r["name"] + (f" ({r['cpu']})" if r.get("cpu") else ""), r["month"], r["limit"], v,
+                         _s(x["seconds"], 1),
                          ", ".join(f"{t:.1f}" for t in x["all_seconds"]), _ratio(ratio) if ratio else "-",
                          mib(x["maxrss_bytes"]),
                          ("identical" if all(r.get("identical", {}).values()) and r.get("identical") else "DIFFERENT")
                          if v != vs[0] else "", f"`{r['command']}` ({r['date']}, load after {r['load_after']})"
                          if v == vs[0] else ""])
-    return _section("DuckDB engine on two DuckDB versions", intro,
-                    ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
-                     "command"], rows, align="lllrrlrrll")
+    out = _section("DuckDB engine on two DuckDB versions", intro,
+                   ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
+                    "command"], rows, align="lllrrlrrll")
+    for r in runs:  # --steps: where the versions differ, step by step (bench/steps.py on each)
+        st = r.get("steps") or {}
+        if len(st) < 2:
+            continue
+        (a, pa), (b, pb) = list(st.items())[:2]
+        diff = sorted(((pa.get(k, 0) - pb.get(k, 0), k) for k in pb if k != "total_s"), reverse=True)
+        out += [f"Step by step ({r['name']}, `--steps`): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
+                f"{pb['total_s']:.1f} s; the steps that differ most: "
+                + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
+    return out
 
 
 def _memfloor_section(runs: list[dict]) -> list[str]:
@@ -600,7 +611,7 @@ def main(argv=None) -> int:
     if a.note:
         doc["notes_manual"] = a.note
     if a.render_only:
-        write_results(doc, con)
+        write_results(doc, con, measured=False)
         return 0
     results = []
     for n in a.scale:
@@ -634,8 +645,11 @@ def main(argv=None) -> int:
     return 0 if all(oks) else 1
 
 
-def write_results(doc: dict, con) -> None:
-    doc["machine"] = common.machine_facts()
+def write_results(doc: dict, con, measured: bool = True) -> None:
+    """results.json, RESULTS.md and the plot; the machine table is this machine's only when
+    this run measured something (a re-render keeps the machine the figures came from)."""
+    if measured or "machine" not in doc:
+        doc["machine"] = common.machine_facts()
     real = doc.setdefault("real", {})
     for key, path in (("ingest", common.OUT / "ingest-file.json"), ("compare", common.OUT / "compare-real-2026-07.json")):
         if path.is_file():
