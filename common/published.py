@@ -36,6 +36,18 @@ def require(root: str | Path, month: str) -> None:
                         "run congruency run for the month first)")
 
 
+def data_files(folder: str | Path) -> list[str]:
+    """Every file under `folder` that readers see: hidden (dot: being written) and `_` names
+    (markers, staging) skipped at every level, as Spark and the DuckDB globs skip them; sorted."""
+    import os
+
+    out = []
+    for dp, dns, names in os.walk(folder):
+        dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
+        out += [os.path.join(dp, n) for n in sorted(names) if not n.startswith((".", "_"))]
+    return out
+
+
 def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
     """(path, size, mtime_ns) of every published data file of these tables (and months):
     what a step that reads them read, for its fingerprint (runner/month.py)."""
@@ -45,16 +57,11 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
     out = []
     for t in tables:
         base = root / t
-        dirs = [base / f"month={m}" for m in months_] if months_ is not None else [base]
-        for d in dirs:
-            for dp, dns, names in os.walk(d):
-                dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
-                for n in sorted(names):
-                    if n.startswith((".", "_")):
-                        continue
-                    try:
-                        st = os.stat(os.path.join(dp, n))
-                    except FileNotFoundError:  # swapped out by a publish meanwhile: not there
-                        continue
-                    out.append((os.path.relpath(os.path.join(dp, n), root), st.st_size, st.st_mtime_ns))
+        for d in ([base / f"month={m}" for m in months_] if months_ is not None else [base]):
+            for f in data_files(d):
+                try:
+                    st = os.stat(f)
+                except FileNotFoundError:  # swapped out by a publish meanwhile: not there
+                    continue
+                out.append((os.path.relpath(f, root), st.st_size, st.st_mtime_ns))
     return out

@@ -14,10 +14,6 @@ from pipeline.publish import HadoopStore
 #: Output tables written as one file (they are small); the others keep Spark's partitions.
 SMALL = {"cleaning_stats", "vps", "month_summary", "transitions", "provenance"}
 
-TRANSITIONS_DDL = (
-    "vp_group string, vp_asn bigint, dest_asn bigint, kind string, v4_path array<bigint>, "
-    "v6_path array<bigint>, prev_v4_path array<bigint>, prev_v6_path array<bigint>"
-)
 
 
 def literal(path: str) -> str:
@@ -59,8 +55,10 @@ class SparkEngine:
             self._run_step(s, S.render(s, "spark", params, self.snapshots), staged)
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
-            cols = ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in
-                             (c.strip().split(" ", 1) for c in TRANSITIONS_DDL.split(", ")))
+            from common.tables import TRANSITIONS
+
+            cols = ", ".join(f"CAST(NULL AS {S.sql_type(f.type, 'spark')}) AS {f.name}"
+                             for f in TRANSITIONS if f.name != "month")
             self._write(self.spark.sql(f"SELECT {cols} FROM range(0)"), "transitions", staged)
             return
         for t, path in prev.items():
@@ -90,11 +88,9 @@ class SparkEngine:
 
     def write_rows(self, staged: str, name: str, rows: list[dict], schema) -> None:
         """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""
-        from pipeline.duckdb_engine import arrow_ddl
-
         fields = [f for f in schema if f.name != "month"]
         df = self.spark.createDataFrame([tuple(r[f.name] for f in fields) for r in rows],
-                                        schema=", ".join(f"{f.name} {arrow_ddl(f.type)}" for f in fields))
+                                        schema=", ".join(f"{f.name} {S.sql_type(f.type, 'spark')}" for f in fields))
         self._write(df, name, staged)
 
     def summary(self, staged: str) -> dict | None:

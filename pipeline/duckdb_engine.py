@@ -35,23 +35,11 @@ def spark_type(t: str) -> str:
     return _SCALAR.get(t, t.lower())
 
 
-def arrow_ddl(t: pa.DataType) -> str:
-    """An Arrow type as Spark DDL (for the few rows the job writes outside SQL)."""
-    if pa.types.is_list(t):
-        return f"array<{arrow_ddl(t.value_type)}>"
-    if pa.types.is_timestamp(t):
-        return "timestamp" if t.tz else "timestamp_ntz"
-    return {pa.string(): "string", pa.int64(): "bigint", pa.float64(): "double", pa.bool_(): "boolean",
-            pa.int32(): "int"}[t]
-
-
 def _files(folder: str) -> list[str]:
     """Parquet files under a folder, skipping hidden and temp names as Spark does."""
-    out = []
-    for d, subdirs, names in os.walk(folder):
-        subdirs[:] = sorted(x for x in subdirs if not x.startswith((".", "_")))
-        out += [os.path.join(d, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith((".", "_"))]
-    return out
+    from common.published import data_files
+
+    return [f for f in data_files(folder) if f.endswith(".parquet")]
 
 
 def _read(folder: str) -> str:

@@ -28,6 +28,7 @@ from common import duck, published
 from common.duck import quote
 from common.config import Config, ConfigError, read_toml
 from common.tables import HINTS
+from pipeline.steps import sql_type
 from congruency import selector
 
 ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
@@ -520,14 +521,6 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
     return derived, pa.Table.from_pylist(rows)
 
 
-_DUCK = {pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT", pa.float64(): "DOUBLE",
-         pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
-
-
-def _duck_type(t: pa.DataType) -> str:
-    return f"{_duck_type(t.value_type)}[]" if pa.types.is_list(t) else _DUCK[t]
-
-
 def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str | None:
     """The SELECT giving the month's hints table (columns and types of HINTS), or None when
     the month has no pairs. Joins each pair with its two paths once (a temp table), then
@@ -575,7 +568,7 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
             expr = "NULL"
         if not expr.startswith(("d.", "a.")):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
             expr = f"CASE WHEN d.hint_class IS NULL THEN NULL ELSE {expr} END"
-        cols.append(f"CAST({expr} AS {_duck_type(f.type)}) AS {f.name}")
+        cols.append(f"CAST({expr} AS {sql_type(f.type, 'duckdb')}) AS {f.name}")
     return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
             "JOIN hint_advice a ON a.hint_class = d.hint_class AND a.primary_afi = d.primary_afi "
             "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")

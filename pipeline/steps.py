@@ -20,9 +20,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from common.duck import quote
 from common.params import MethodParams
 from congruency.method import SET_HASH_MOD
+
+#: Arrow types of the published schemas (common/tables.py) as each dialect names them.
+_SQL_TYPES = {
+    "spark": {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.int8(): "tinyint",
+              pa.float64(): "double", pa.bool_(): "boolean"},
+    "duckdb": {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT",
+               pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"},
+}
+
+
+def sql_type(t: pa.DataType, dialect: str) -> str:
+    """An Arrow type of a published table in the dialect's SQL (for rows written outside the
+    steps' SQL: provenance, the empty transitions table, the hints table's casts)."""
+    if pa.types.is_list(t):
+        inner = sql_type(t.value_type, dialect)
+        return f"array<{inner}>" if dialect == "spark" else f"{inner}[]"
+    if pa.types.is_timestamp(t):
+        if dialect == "spark":
+            return "timestamp" if t.tz else "timestamp_ntz"
+        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
+    return _SQL_TYPES[dialect][t]
 
 #: Columns the job reads from rib_entries, with the types it needs (Spark's names).
 REQUIRED = {

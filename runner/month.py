@@ -25,11 +25,12 @@ from typing import Callable
 from common import atomic, console
 from common.config import Config
 from common.locks import month_lock
+from pipeline.job import TABLE_ORDER
 
 #: The steps of a month, in order; a step may read what the ones before it wrote.
 STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
-#: Tables the compare step publishes per month (pipeline/job.py TABLE_ORDER).
-MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
+#: Tables the compare step publishes per month: the job's own list (one owner).
+MONTH_TABLES = TABLE_ORDER
 
 
 class StepFailed(Exception):
