@@ -99,7 +99,10 @@ def view_sql(schema: str, name: str, glob: str, with_manifest: bool) -> str:
         # skip files before reading them: a few ms per query (bench/warehouse.py; a correlated EXISTS was 3-30x).
         base = quote(_literal(glob.split("/month=")[0]) + "/month=")
         where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
-                 f"parse_filename(m.output) FROM {schema}.manifest m WHERE m.status = 'ok')")
+                 "parse_filename(m.output) FROM manifest m WHERE m.status = 'ok')")
+        # `manifest` unqualified: a view binds names in its own catalog, so the file opened on
+        # its own (duckdb CLI, read-only Python) resolves it; DuckDB 1.5 does not resolve `w.`
+        # there once the file is no longer attached as w.
     return f"CREATE VIEW {schema}.{_ident(name)} AS SELECT {select} FROM {src} e{where}"
 
 
