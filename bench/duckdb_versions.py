@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -124,7 +125,7 @@ def main() -> int:
         for v in sorted(versions, key=lambda v: pys[v] == sys.executable):
             r = subprocess.run([pys[v], str(Path(__file__).with_name("steps.py")), "--data-dir", str(src),
                                 "--month", a.month, "--engine", "duckdb", "--json"], capture_output=True, text=True,
-                               env={**__import__("os").environ, "PYTHONPATH": str(common.ROOT)})
+                               env={**os.environ, "PYTHONPATH": str(common.ROOT)})
             if r.returncode == 0:
                 prof = json.loads(r.stdout)
                 out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
@@ -134,9 +135,10 @@ def main() -> int:
     for v, r in out["versions"].items():
         con.print(f"duckdb {v}: best {r['seconds']:.1f} s of {r['all_seconds']}, peak RSS {common.mib(r['maxrss_bytes'])}"
                   + (f", {r['vs_' + base]:.2f}x duckdb {base}" if "vs_" + base in r else ""))
+    same = "identical" in out and all(out["identical"].values())  # not compared (a run failed) is no pass
     if "identical" in out:
-        con.print("tables " + ("identical" if all(out["identical"].values()) else f"DIFFER: {out['identical']}"))
-    return 0 if all(r["ok"] for r in out["versions"].values()) and all(out.get("identical", {0: False}).values()) else 1
+        con.print("tables " + ("identical" if same else f"DIFFER: {out['identical']}"))
+    return 0 if all(r["ok"] for r in out["versions"].values()) and same else 1
 
 
 if __name__ == "__main__":

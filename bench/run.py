@@ -349,7 +349,7 @@ def _versions_section(runs: list[dict]) -> list[str]:
                          _s(x["seconds"], 1),
                          ", ".join(f"{t:.1f}" for t in x["all_seconds"]), _ratio(ratio) if ratio else "-",
                          mib(x["maxrss_bytes"]),
-                         ("identical" if all(r.get("identical", {}).values()) and r.get("identical") else "DIFFERENT")
+                         ("identical" if r.get("identical") and all(r["identical"].values()) else "DIFFERENT")
                          if v != vs[0] else "", f"`{r['command']}` ({r['date']}, load after {r['load_after']})"
                          if v == vs[0] else ""])
     out = _section("DuckDB engine on two DuckDB versions", intro,

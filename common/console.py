@@ -112,14 +112,15 @@ class LineProgress:
         import time
 
         total = t["total"]
-        if not t["ended"] and total is not None and not _is_transfer_total(total) and t["done"] >= total:
+        if not t["ended"] and not _is_transfer_total(total) and t["done"] >= total:
             t["ended"] = True
             name = t["name"].split(":")[0].strip()  # the task, not the step it was last on
             self._say(f"{name}: done ({t['done']:g}/{total:g}, {time.monotonic() - t['t0']:.1f} s)")
 
 
 def _is_transfer_total(total) -> bool:
-    return total > 10_000
+    """Bytes (an unknown or large total), not counted steps: no "done" line, bytes columns."""
+    return total is None or total > 10_000
 
 
 class _Amount(ProgressColumn):
@@ -139,7 +140,7 @@ class _Speed(TransferSpeedColumn):
 
 
 def _is_transfer(task) -> bool:
-    return task.total is None or task.total > 10_000
+    return _is_transfer_total(task.total)
 
 
 def interrupted(exc: BaseException) -> bool:

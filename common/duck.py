@@ -47,8 +47,6 @@ def writable_db(path):
 def usable_memory() -> int:
     """Bytes this process may use: the machine's RAM, or its cgroup's limit where lower
     (a container's 8 GiB on a 512 GiB host)."""
-    import os
-
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:

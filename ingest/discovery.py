@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from common.months import parse_month
+from common.months import check_days, parse_month
 from ingest import download
 from ingest.catalogue import Collector
 
@@ -67,8 +67,6 @@ def parse_times(text: str) -> tuple[str, ...]:
 
 
 def window(month: str, days: tuple[int, ...], times: tuple[str, ...]) -> list[datetime]:
-    from common.months import check_days
-
     check_days([month], days)
     y, m = parse_month(month)
     out = []

@@ -41,15 +41,16 @@ FULL_V4_TOP_OCTET = 100
 FULL_V6_TOP_16 = 0x2400
 
 
-def _top(prefixes: pa.Array, sep: str) -> str | None:
+def _top(prefixes: pa.Array, afi: int) -> int | None:
+    """The highest first IPv4 octet, or first IPv6 16 bits, of these prefixes (None if none)."""
     import pyarrow.compute as pc
 
     if len(prefixes) == 0:
         return None
-    first = pc.list_element(pc.split_pattern(prefixes, sep, max_splits=1), 0)
-    if sep == ".":
+    first = pc.list_element(pc.split_pattern(prefixes, "." if afi == 4 else ":", max_splits=1), 0)
+    if afi == 4:
         return pc.max(pc.cast(first, pa.int32())).as_py()
-    return pc.max(pc.utf8_lpad(pc.utf8_lower(first), 4, "0")).as_py()
+    return int(pc.max(pc.utf8_lpad(pc.utf8_lower(first), 4, "0")).as_py(), 16)  # zero-padded hex sorts as numbers
 
 
 def address_span(path: Path) -> dict | None:
@@ -96,10 +97,9 @@ class SnapshotWriter:
         idx = np.unique(np.append(np.arange(0, n, SPAN_STRIDE), n - 1))
         sample = batch.select(["afi", "prefix"]).take(pa.array(idx))
         afi = sample.column(0).to_numpy(zero_copy_only=False)
-        for fam, sep in (("v4", "."), ("v6", ":")):
-            top = _top(sample.column(1).filter(pa.array(afi == int(fam[1]))), sep)
+        for fam, n in (("v4", 4), ("v6", 6)):
+            top = _top(sample.column(1).filter(pa.array(afi == n)), n)
             if top is not None:
-                top = top if sep == "." else int(top, 16)
                 self.span[fam] = top if self.span[fam] is None else max(self.span[fam], top)
 
     def publish(self) -> Path:

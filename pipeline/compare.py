@@ -15,7 +15,6 @@ from pipeline.publish import HadoopStore
 SMALL = {"cleaning_stats", "vps", "month_summary", "transitions", "provenance"}
 
 
-
 def literal(path: str) -> str:
     """`path` as a Hadoop glob matching only itself: Spark globs every path it reads, so a
     data dir named `run[1]` or `a{b,c}` is escaped (a backslash before each glob character).

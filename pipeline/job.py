@@ -219,7 +219,7 @@ def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, l
     base = Path(root.removeprefix("file://"))
     into = Path(staged.removeprefix("file://")) / "_prev"
     prev = {t: f"{staged}/_prev/{t}/month={pm}" for t in PREVIOUS_TABLES}
-    if not any(listing(base, (t,), [pm]) for t in PREVIOUS_TABLES):
+    if not listing(base, PREVIOUS_TABLES, [pm]):
         return None, []  # nothing published to read (a later publish makes this compare stale)
     for _ in range(COPY_TRIES):
         shutil.rmtree(into, ignore_errors=True)

@@ -210,8 +210,9 @@ def connect(cfg):
     for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
         seg = DOCS[name].layout.split("/")[0] if name in DOCS else None
         m = seg and re.search(rf"read_parquet\('([^']*)/{re.escape(seg)}/", sql)
-        if m and Path(_literal(m.group(1).replace("''", "'"))) != root:
-            stray = _literal(m.group(1).replace("''", "'"))
+        read_from = m and _literal(m.group(1).replace("''", "'"))
+        if read_from and Path(read_from) != root:
+            stray = read_from
             break
     if stray is not None:
         con.close()

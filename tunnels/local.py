@@ -39,9 +39,9 @@ def interface(name, address, gateway=None, where: str = "interface", prefixlen=N
         prefixlen = int(plen)
     a = v.address(address, what=f"{where} {n}: address")
     ver = ipaddress.ip_address(a).version
-    if prefixlen is not None:
-        prefixlen = v.integer(prefixlen, 0, 32 if ver == 4 else 128, f"{where} {n}: prefix length")
+    net = None
     if prefixlen is not None:  # a host's address: not the subnet's own, not its broadcast
+        prefixlen = v.integer(prefixlen, 0, 32 if ver == 4 else 128, f"{where} {n}: prefix length")
         net = ipaddress.ip_interface(f"{a}/{prefixlen}").network
         host = ipaddress.ip_address(a)
         if net.num_addresses > 2 and host == net.network_address:
@@ -49,8 +49,7 @@ def interface(name, address, gateway=None, where: str = "interface", prefixlen=N
         if ver == 4 and net.num_addresses > 2 and host == net.broadcast_address:
             raise v.ValidationError(f"{where} {n}: address {a} is the broadcast address of {net}, not a host's")
     g = v.address(gateway, ver, f"{where} {n}: gateway") if gateway is not None else None
-    if g is not None and prefixlen is not None:
-        net = ipaddress.ip_interface(f"{a}/{prefixlen}").network
+    if g is not None and net is not None:
         if ipaddress.ip_address(g) not in net:
             raise v.ValidationError(f"{where} {n}: gateway {g} is outside the interface's subnet {net}")
     return Interface(n, a, g, prefixlen)
