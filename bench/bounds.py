@@ -55,7 +55,7 @@ def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
     from common import duck
     from common.config import Config
     from common.duck import quote
-    from pipeline.duckdb_engine import _read
+    from pipeline.engines.duckdb import _read
 
     con = duck.connect(Config())  # the engine's memory and thread caps
     con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src))}")
@@ -74,7 +74,7 @@ def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
 
 
 def spark_bounds(data_dir: Path, month: str, repeat: int, work: Path) -> dict:
-    from pipeline import spark as sparkmod
+    from pipeline import spark_session as sparkmod
 
     spark = sparkmod.session("local[*]")
     try:

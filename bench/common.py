@@ -400,7 +400,7 @@ def load_now() -> str:
         return "?"
 
 
-# --- synthetic archives (ingest.synth), cached under bench/out/ -------------------------
+# --- synthetic archives (synth), cached under bench/out/ -------------------------
 
 #: Entries per snapshot of the whole synthetic archive ~ SYNTH_ALL * ases * vps, and of its
 #: route-views2 file ~ SYNTH_RV2 * ases * vps (measured: 1.9-2.3 and 0.5-0.65 at 4,000-30,000 ASes, vps = ases/50).
@@ -433,7 +433,7 @@ def synth_archive(out: Path, params: dict, con=None) -> dict:
     """Generate (or reuse when SYNTH.json matches `params`) a synthetic archive at `out`,
     without ground truth; returns its ground_truth/files.json listing, with "generate_s": the
     generation's wall time (recorded in GENERATED.json beside it, so a reuse still reports it)."""
-    from ingest.synth.generate import generate
+    from synth.generate import generate
 
     meta, listing = out / "SYNTH.json", out / "ground_truth" / "files.json"
     if meta.is_file() and listing.is_file():

@@ -84,7 +84,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
     if kind.startswith("duckdb"):
         return child_duckdb(kind, data_dir, month, min_coverage, result)
     t0 = time.perf_counter()
-    from pipeline import job, spark as sparkmod
+    from pipeline import job, spark_session as sparkmod
 
     cfg = _cfg(data_dir, min_coverage)
     spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
@@ -119,7 +119,7 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
     """The DuckDB engine's job, or its floor: the same files, the same settings (memory
     limit, threads) and the same columns, every value decoded, in one query."""
     from pipeline import job
-    from pipeline.duckdb_engine import _read
+    from pipeline.engines.duckdb import _read
 
     out: dict = {"kind": kind, "session_s": 0.0}
     t1 = time.perf_counter()
@@ -153,7 +153,7 @@ def check_engines(data_dir: Path, month: str) -> dict:
     (multiset, both directions)."""
     import duckdb
 
-    from pipeline.duckdb_engine import _read
+    from pipeline.engines.duckdb import _read
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     if a.child:
         return child(a.child, a.data_dir, a.month, a.min_coverage, a.result)
     con = common.console()
-    from pipeline.spark import java_problem
+    from pipeline.spark_session import java_problem
 
     if "spark" in a.engines and (problem := java_problem()):
         con.print(f"[red]{problem}[/]")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The path selector's costs, each against a floor measured side by side in this script:
 
-- hints table: `pipeline.hints.publish` over a generated month of N pairs (and 2N paths)
+- hints table: `selector.table.publish` over a generated month of N pairs (and 2N paths)
   vs the floor = DuckDB joining the same pairs with their two paths and writing the result
   as Parquet (the I/O any hints table needs). The selector's definitions run in Python once
   per distinct key (class inputs, stabilities, hops, snapshots), not per pair: the number
@@ -89,7 +89,7 @@ import pyarrow.dataset as ds
 from common.config import load
 from common.duck import quote
 from common.tables import HINTS
-from tunnels import jsonl
+from selector.exports import jsonl
 mode, data, month, out = sys.argv[2:6]
 src = Path(data) / "hints" / f"month={month}"
 t0 = time.perf_counter()
@@ -149,7 +149,8 @@ def main() -> int:
 
     from common import duck
     from common.config import load
-    from pipeline import hints
+    from selector.advice import advise
+    from selector.table import publish as publish_hints
 
     res: dict = {"pairs": args.pairs}
     root = args.work / f"month-{args.pairs}"
@@ -158,7 +159,7 @@ def main() -> int:
     generate(con, root, args.pairs)
     cfg = load().with_overrides(data_dir=root)
     floor_s, n = timed(lambda: floor_hints(con, root, args.work / "floor.parquet"))
-    pub_s, summary = timed(lambda: hints.publish(cfg, MONTH))
+    pub_s, summary = timed(lambda: publish_hints(cfg, MONTH))
     keys = con.execute(f"""SELECT count(*) FROM (SELECT DISTINCT stability, snapshots, afi FROM
                            read_parquet({quote(f'{root}/paths/month={MONTH}/*.parquet')}))""").fetchall()[0][0]
     assert summary["rows"] == n == args.pairs, (summary, n)
@@ -170,7 +171,7 @@ def main() -> int:
         glob = f"{args.entries}/rib_entries/month={args.month}/*/*.parquet"
         scan_s, rows = timed(lambda: con.execute(
             f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet({quote(glob)})").fetchall())
-        ask_s, ans = timed(lambda: hints.advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
+        ask_s, ans = timed(lambda: advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
         res["lookup"] = {"advise_s": round(ask_s, 3), "scan_floor_s": round(scan_s, 3),
                          "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],
                          "prefix_v4": ans["hints"][0]["prefix_v4"]}

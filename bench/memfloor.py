@@ -31,7 +31,7 @@ CHILD = """
 import sys
 sys.path.insert(0, {root!r})
 from common.config import Config
-from pipeline.duckdb_engine import DuckDBEngine
+from pipeline.engines.duckdb import DuckDBEngine
 cfg = Config(data_dir={data!r}, engine="duckdb")
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})

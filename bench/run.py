@@ -134,7 +134,7 @@ def render_md(doc: dict) -> str:
           + (f", load after {m['load_after']})" if m.get("load_after") else ")")
           for s in scales for m, stages in _runs(s)],
         "",
-        "Synthetic archives: `ingest.synth.generate` (seed 1, month 2026-07, "
+        "Synthetic archives: `synth.generate` (seed 1, month 2026-07, "
         f"{SNAPSHOTS} snapshots, 4 collectors: route-views2 .bz2 IPv4, route-views6 .bz2 IPv6, rrc00/rrc01 .gz both), "
         "no ground truth.",
         "",
@@ -312,7 +312,7 @@ def _hints_section(runs: list[dict]) -> list[str]:
     """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
     if not runs:
         return []
-    intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `pipeline.hints.publish` vs",
+    intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `selector.table.publish` vs",
              "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
              "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",
              "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process."]
@@ -600,7 +600,7 @@ def main(argv=None) -> int:
         except B.BackendUnavailable as exc:
             con.print(f"[yellow]skipping backend {b}: {exc}[/]")
     if "compare" in stages:
-        from pipeline.spark import java_problem
+        from pipeline.spark_session import java_problem
 
         if problem := java_problem():
             con.print(f"[red]{problem}[/]")

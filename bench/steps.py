@@ -31,12 +31,12 @@ from pipeline import steps as S  # noqa: E402
 def profile(data_dir: Path, month: str, engine_name: str) -> dict:
     cfg = Config(data_dir=str(data_dir), engine=engine_name)
     if engine_name == "duckdb":
-        from pipeline.duckdb_engine import DuckDBEngine
+        from pipeline.engines.duckdb import DuckDBEngine
 
         engine, session_s = DuckDBEngine(cfg.duckdb_memory_limit, None, cfg.duckdb_threads), 0.0
     else:
-        from pipeline.compare import SparkEngine
-        from pipeline.spark import session
+        from pipeline.engines.spark import SparkEngine
+        from pipeline.spark_session import session
 
         t = time.perf_counter()
         engine = SparkEngine(session(cfg.spark_master, cfg.spark_conf), own=True)

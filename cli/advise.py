@@ -45,13 +45,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def ask(args: argparse.Namespace, cfg: Config) -> dict:
-    from pipeline.hints import advise
+    from selector.advice import advise
 
     return advise(cfg, args.source, args.to, month=args.month, endpoints=args.endpoints, k=args.k)
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from pipeline.hints import HintError
+    from selector.question import HintError
 
     try:
         answer = ask(args, cfg)

@@ -43,7 +43,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from dataclasses import replace
 
     from common.months import parse_month
-    from pipeline import job, spark
+    from pipeline import job, spark_session
 
     try:
         for m in args.month:
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         console.error(f"--engine duckdb: {named} names a Spark cluster; use --engine spark")
         return 2
     engine = job.effective_engine(cfg)
-    if engine == "spark" and (problem := spark.java_problem()):
+    if engine == "spark" and (problem := spark_session.java_problem()):
         console.error(problem)
         return 2
     results = job.run_months(cfg, args.month)

@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help="write hints as JSON Lines, a Linux MPTCP script or an MPT connection file",
         description=(
-            "jsonl: the hints as JSON Lines, schema congruency.hints/1 (tunnels/jsonl.py): the "
+            "jsonl: the hints as JSON Lines, schema congruency.hints/1 (selector/exports/jsonl.py): the "
             "answer to --from/--to/--endpoints, or without --from every pair of the month (its "
             "published hints table, else built on the fly). mptcp: a POSIX sh script for upstream "
             "Linux MPTCP (sysctl net.mptcp.enabled=1, ip mptcp limits, one ip mptcp endpoint per "
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def _interfaces(args):
-    from tunnels import local
+    from selector.exports import local
 
     if args.interfaces and args.interface:
         raise local.v.ValidationError("--interfaces and --interface: give one of them")
@@ -88,7 +88,7 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     """The text to write, {file: text} for MPT (a file per peer), or None for a month-wide
     JSONL export (streamed by main)."""
     from cli.advise import ask
-    from tunnels import jsonl, mpt, mptcp
+    from selector.exports import jsonl, mpt, mptcp
 
     if args.format == "jsonl" and not args.source:
         if args.to or args.endpoints or args.k:
@@ -124,7 +124,7 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
             notes.append(f"{', '.join(others)} go to other hosts: an MPTCP connection has one peer, so "
                          "each needs its own connection (or carry all of them in one MPT tunnel: --format mpt)")
         return mptcp.render(hint, ifaces, args.role, notes=notes, families=fams)
-    from pipeline.hints import load_endpoints
+    from selector.question import load_endpoints
 
     remotes = {d.endpoint: d.tunnel or args.tunnel_remote for d in load_endpoints(args.endpoints)} \
         if args.endpoints else {None: args.tunnel_remote}
@@ -147,17 +147,17 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from pipeline import hints as hintsmod
-    from tunnels import jsonl
-    from tunnels.validate import Unanswerable, ValidationError
+    from selector import month as hmonth, question, table as htable
+    from selector.exports import jsonl
+    from selector.exports.validate import Unanswerable, ValidationError
 
     try:
         text = render(args, cfg)
         if text is None:  # every pair of the month: its published hints table, else built here
-            month = hintsmod.resolve_month(cfg, args.month)
+            month = hmonth.resolve_month(cfg, args.month)
             con = None if (Path(cfg.data_dir) / "hints" / f"month={month}").is_dir() else duck.connect(cfg)
             try:
-                source = cfg if con is None else hintsmod.build(con, cfg, month)
+                source = cfg if con is None else htable.build(con, cfg, month)
                 if args.out:
                     jsonl.write(source, args.out, month)
                 else:
@@ -169,7 +169,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     except Unanswerable as exc:  # the data cannot back a config: nothing written, exit 3
         console.error(str(exc))
         return 3
-    except (hintsmod.HintError, ValidationError, ValueError) as exc:
+    except (question.HintError, ValidationError, ValueError) as exc:
         console.error(str(exc))
         return 2
     # A closed pipe or a file that can't be written: cli/main.py says so in one line.

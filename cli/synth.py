@@ -67,7 +67,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
 
     from common import console
 
-    from ingest.synth.generate import default_workers, generate
+    from synth.generate import default_workers, generate
 
     try:
         if not args.out:

@@ -155,9 +155,9 @@ TRANSITIONS = pa.schema(
     ]
 )
 
-#: Path selector advice per (source, destination) (congruency/selector.py, pipeline/hints.py):
+#: Path selector advice per (source, destination) (selector/rules.py, selector/):
 #: one row per pair of the month in the published table; the same fields in `advise` and
-#: the JSON Lines export (tunnels/jsonl.py adds the schema version).
+#: the JSON Lines export (selector/exports/jsonl.py adds the schema version).
 HINTS = pa.schema(
     [
         ("month", pa.string()),
@@ -534,7 +534,7 @@ document(
     prev_v6_path=("IPv6 path the month before (existing_pair only)", "list of ASNs", _TR),
 )
 
-_SEL = "path selector (congruency/selector.py)"
+_SEL = "path selector (selector/rules.py)"
 document(
     "hints", HINTS,
     "Path selector advice for every pair of the month: class, confidence and tunnel settings.",

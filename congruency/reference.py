@@ -1,6 +1,6 @@
 """Pure-Python reference of the whole method (METHOD.md) for one month: rows in, output tables out.
 
-The Spark job (`pipeline/compare.py`) must agree with `compute_month` row for row.
+The Spark job (`pipeline/engines/spark.py`) must agree with `compute_month` row for row.
 """
 from __future__ import annotations
 

@@ -79,10 +79,10 @@ def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, bat
                 source: str, on_rows=None, threads: int = 0) -> tuple[framing.FrameStats, dict[int, int]]:
     """Decode `local` into `writer`, every record checked in the same read of the file.
 
-    A backend with `decode_checked` (native) frames and checks the file in its own single
-    pass; for the others our framing pass reads the file in a thread beside the decoder.
+    A SELF_CHECKING backend (native) frames and checks the file in its own single pass; for
+    the others our framing pass reads the file in a thread beside the decoder.
     `threads`: cores the native decoder may use for bzip2 blocks (0: all)."""
-    if hasattr(backend, "decode_checked"):
+    if backend.SELF_CHECKING:
         batches = backend.decode_checked(local, batch_rows, collector=slot.collector, project=slot.project,
                                          snapshot_time=slot.dump_time, source_file=source, threads=threads)
         result = {}
@@ -108,7 +108,7 @@ def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, bat
         if "error" in result:
             raise IngestError(f"{source}: {result['error']}")
         stats = result["stats"]
-        why = backend.refuses(stats) if hasattr(backend, "refuses") else None
+        why = backend.refuses(stats)
         if why:
             raise IngestError(f"{source}: backend {backend.NAME}: {why}")
     if stats.total_entries == 0:

@@ -1,6 +1,6 @@
 """Run the congruency job for one or more months on either engine: read, check, compute, stage, publish.
 
-The engines (pipeline/duckdb_engine.py in-process, pipeline/compare.py on Spark) run the
+The engines (pipeline/engines/duckdb.py in-process, pipeline/engines/spark.py on Spark) run the
 same steps (pipeline/steps.py); this module is the one flow around them, so bad input
 gives the same one-line errors on both and a month is published completely or not at all.
 """
@@ -16,6 +16,7 @@ from common import console, hooks
 from common.config import Config
 from common.locks import LockBusy, month_lock
 from common.months import previous_month
+from pipeline.engines import Engine
 from pipeline.publish import is_cluster_url
 from pipeline.steps import JobError
 
@@ -78,18 +79,18 @@ class _StageTicker:
         self.thread.join(timeout=2)
 
 
-def open_engine(cfg: Config, spark=None):
+def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
-        from pipeline import compare
+        from pipeline.engines import spark as spark_engine
 
         own = spark is None
         if own:
-            from pipeline import spark as sparkmod
+            from pipeline import spark_session as sparkmod
 
             spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
-        return compare.SparkEngine(spark, own=own)
-    from pipeline.duckdb_engine import DuckDBEngine
+        return spark_engine.SparkEngine(spark, own=own)
+    from pipeline.engines.duckdb import DuckDBEngine
 
     return DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
 
@@ -105,12 +106,12 @@ def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
 
 def run_month(spark, cfg: Config, month: str) -> MonthResult:
     """One month on the Spark engine with the given session."""
-    from pipeline.compare import SparkEngine
+    from pipeline.engines.spark import SparkEngine
 
     return run_with(SparkEngine(spark), cfg, month)
 
 
-def run_with(engine, cfg: Config, month: str) -> MonthResult:
+def run_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = f"{root.rstrip('/')}/rib_entries/month={month}"

@@ -254,7 +254,7 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
     if not _manifest_ok(cfg, month):
         raise StepFailed(f"compare {month}: no snapshot of the month was ingested")
     if engine(cfg) == "spark":
-        from pipeline import spark as sparkmod
+        from pipeline import spark_session as sparkmod
 
         if problem := sparkmod.java_problem():
             raise StepFailed(problem)
@@ -283,8 +283,8 @@ def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The month's hints table, and its JSON Lines export for tunnel tools."""
-    from pipeline import hints
-    from tunnels import jsonl
+    from selector import table as hints
+    from selector.exports import jsonl
 
     out = hints.publish(cfg, month, progress=progress)
     export = jsonl.write(cfg, _tunnels_path(cfg, month), month)

@@ -14,7 +14,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark():
-    from pipeline import spark as sparkmod
+    from pipeline import spark_session as sparkmod
 
     problem = sparkmod.java_problem()
     if problem:

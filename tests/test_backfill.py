@@ -25,7 +25,7 @@ import pytest
 from common.months import parse_month_range, previous_month
 from common.params import MethodParams, load_groups
 from congruency import reference
-from ingest.synth.generate import generate
+from synth.generate import generate
 from tests.shared import ARCHIVE, needs_data
 from tests.test_compare import _reference_of, canon, published
 

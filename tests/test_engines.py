@@ -143,7 +143,7 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
 def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingested_2026, tmp_path, monkeypatch):
     """At a memory_limit below what the month needs, DuckDB spills to the staging folder
     (seen in duckdb_temporary_files after a step) and the tables are still the reference's."""
-    from pipeline import duckdb_engine
+    from pipeline.engines import duckdb as duckdb_engine
 
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)

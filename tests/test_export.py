@@ -15,12 +15,13 @@ import pytest
 from cli.main import main as cli
 from common.config import load
 from common.tables import HINTS
-from pipeline import hints
+from selector.advice import advise
+from selector.table import publish as publish_hints
 from tests import hintdata
 from tests.hintdata import MONTH
-from tunnels import jsonl, mpt, mptcp
-from tunnels import validate as v
-from tunnels.local import Interface
+from selector.exports import jsonl, mpt, mptcp
+from selector.exports import validate as v
+from selector.exports.local import Interface
 
 IFACES = ["--interface", "eth0=192.0.2.10@192.0.2.1", "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1"]
 TUNNEL = ["--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.2"]
@@ -40,7 +41,7 @@ def run(data: Path, *args) -> int:
 
 
 def advise_one(data, *to):
-    [h] = hints.advise(load().with_overrides(data_dir=data), "10", list(to))["hints"]
+    [h] = advise(load().with_overrides(data_dir=data), "10", list(to))["hints"]
     return h
 
 
@@ -49,7 +50,7 @@ def test_jsonl_month_equals_hints_table(data, tmp_path):
     cfg = load().with_overrides(data_dir=data)
     built = tmp_path / "built.jsonl"  # before publishing: built on the fly
     assert run(data, "export", "--format", "jsonl", "--out", str(built)) == 0
-    hints.publish(cfg, MONTH)
+    publish_hints(cfg, MONTH)
     table = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
     out = jsonl.write(cfg, tmp_path / "sub" / "hints.jsonl", MONTH)
     got = list(jsonl.read(out))
@@ -61,7 +62,7 @@ def test_jsonl_month_equals_hints_table(data, tmp_path):
 
 
 def test_jsonl_batches_render_what_line_gives(data, tmp_path, monkeypatch):
-    """A month's table is rendered a batch at a time by DuckDB (tunnels/jsonl.py); `line` is
+    """A month's table is rendered a batch at a time by DuckDB (selector/exports/jsonl.py); `line` is
     the definition. Every row of the published table, and rows with what a renderer gets
     wrong (quotes, backslashes, control and non-ASCII characters, U+2028, tiny and huge
     floats, nulls, empty lists, 32-bit ASNs), give the same objects with the same keys in the
@@ -71,7 +72,7 @@ def test_jsonl_batches_render_what_line_gives(data, tmp_path, monkeypatch):
     import pyarrow as pa
 
     cfg = load().with_overrides(data_dir=data)
-    hints.publish(cfg, MONTH)
+    publish_hints(cfg, MONTH)
     rows = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
     odd = dict(rows[0], notes=['a "quoted" \\ path\n\ttab\r', "Zürich → 東京", "\x00\x1f", "\u2028\x85"],
                shared_asns=[], confidence=1e-7, stability_v4=1 / 3, stability_v6=None, source_asn=4_294_967_295,
@@ -119,7 +120,7 @@ def test_jsonl_of_a_question_with_endpoints(data, tmp_path, capsys):
                  '[[endpoint]]\nname = "e300"\nipv4 = "10.1.44.1"\nipv6 = "2001:db8:12c::1"\n')
     assert run(data, "export", "--format", "jsonl", "--from", "10", "--endpoints", str(f), "--k", "2") == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    ans = advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
     assert [x["endpoint"] for x in lines] == ["e100", "e300"]
     chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
     assert [x["selected"] for x in lines] == [sorted(a for e, a in chosen if e == n) for n in ("e100", "e300")]
@@ -175,7 +176,7 @@ def test_mpt_with_chosen_endpoints(data, tmp_path, capsys):
     assert run(data, *ask) == 2
     assert capsys.readouterr().err.startswith("error: --out FILE: the chosen paths go to 2 peers (e100, e400)")
     assert run(data, *ask, "--out", str(out)) == 0
-    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    ans = advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
     chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
     assert sorted(p.name for p in tmp_path.glob("conn*")) == ["conn-e100.conf", "conn-e400.conf"]
     for h in ans["hints"]:
@@ -395,7 +396,7 @@ def test_mptcp_follows_the_endpoints_and_k_choice(data, tmp_path, capsys):
     f = tmp_path / "endpoints.toml"
     f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
                  '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
-    ans = hints.advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
+    ans = advise(load().with_overrides(data_dir=data), "10", endpoints=f, k=2)
     chosen = [(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]]
     assert chosen == [("e100", 6), ("e400", 4)]  # by the ranking: see test_selector's brute force
     out = tmp_path / "m.sh"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ingest.synth.generate import generate
+from synth.generate import generate
 
 BOUND_S = 180
 SYNTH_MONTHS = ("2026-01", "2026-02")
@@ -197,7 +197,8 @@ def test_writer_on_a_read_only_mount_says_so(readonly_ok, sequential):
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, ingested_2026, config):
     """The real 2026-07 sample compared (DuckDB) and its hints published."""
-    from pipeline import hints, job
+    from pipeline import job
+    from selector.table import publish as publish_hints
 
     data = tmp_path_factory.mktemp("sample") / "data"
     (data / "rib_entries").mkdir(parents=True)
@@ -206,18 +207,18 @@ def sample(tmp_path_factory, ingested_2026, config):
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
     [res] = job.run_months(cfg, ["2026-07"])
     assert res.error is None, res.error
-    hints.publish(cfg)
+    publish_hints(cfg)
     return cfg
 
 
 def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
     """1403 -> 8.8.8.8 has an IPv4 path (1403 15169); the host's IPv6 address, which no
     IPv6 prefix of the month covers, must not drop it (before issue 30: v4_path None)."""
-    from pipeline import hints
+    from selector.advice import advise
 
-    [v4only] = hints.advise(sample, "1403", "8.8.8.8")["hints"]
+    [v4only] = advise(sample, "1403", "8.8.8.8")["hints"]
     assert v4only["v4_path"] == [1403, 15169]
-    [both] = hints.advise(sample, "1403", ["8.8.8.8", "2001:4860:4860::8888"])["hints"]
+    [both] = advise(sample, "1403", ["8.8.8.8", "2001:4860:4860::8888"])["hints"]
     assert (both["v4_path"], both["v6_path"], both["prefix_v4"]) == ([1403, 15169], None, "8.8.8.0/24")
     assert both["hint_class"] == "unknown" and both["mode"] == "single-path" and both["primary_afi"] == 4
     assert both["reason"] == ("no IPv6 prefix of 2026-07 covers 2001:4860:4860::8888/128: "
@@ -225,7 +226,7 @@ def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
     assert both["mptcp_flags_v4"] == "subflow" and both["mptcp_flags_v6"] is None
     ends = tmp_path / "ends.toml"
     ends.write_text('[[endpoint]]\nname = "dns"\nipv4 = "8.8.8.8"\nipv6 = "2001:4860:4860::8888"\n')
-    [ep] = hints.advise(sample, "1403", endpoints=ends)["hints"]
+    [ep] = advise(sample, "1403", endpoints=ends)["hints"]
     assert (ep["v4_path"], ep["reason"]) == ([1403, 15169], both["reason"])
 
 
@@ -244,9 +245,9 @@ def test_export_configures_what_advise_says(sample, tmp_path):
 def test_advise_and_export_agree_on_every_hint(sample):
     """Over every hint of the sample month: the MPTCP plan configures exactly the families
     the advice gives subflow flags, with those flags; a hint with no path is refused."""
-    from tunnels import mptcp
-    from tunnels.local import Interface
-    from tunnels.validate import Unanswerable
+    from selector.exports import mptcp
+    from selector.exports.local import Interface
+    from selector.exports.validate import Unanswerable
 
     rows = pq.read_table(Path(sample.data_dir) / "hints" / "month=2026-07").to_pylist()
     ifaces = [Interface("eth0", "192.0.2.10", None, 24), Interface("eth1", "2001:db8::10", None, 64)]

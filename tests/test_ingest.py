@@ -43,7 +43,7 @@ def bgpdump_counts(path: Path) -> Counter:
 def decode_all(path: Path, backend: str) -> pa.Table:
     mod = backends.get(backend)
     t = datetime(2000, 1, 1, tzinfo=timezone.utc)
-    if hasattr(mod, "decode_checked"):
+    if mod.SELF_CHECKING:
         return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector="c", project="p",
                                                              snapshot_time=t, source_file="f")),
                                      schema=RIB_ENTRIES)

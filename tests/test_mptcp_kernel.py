@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from common.config import load
-from pipeline import hints
+from selector.advice import advise
 from tests import hintdata
-from tunnels import mptcp
-from tunnels.local import Interface
+from selector.exports import mptcp
+from selector.exports.local import Interface
 
 TIMEOUT = 20  # seconds, for every wait
 
@@ -114,7 +114,7 @@ def hint_data(tmp_path_factory):
     cfg = load().with_overrides(data_dir=d)
 
     def hint(dest):
-        return hints.advise(cfg, "10", dest)["hints"][0]
+        return advise(cfg, "10", dest)["hints"][0]
 
     return hint
 

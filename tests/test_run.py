@@ -320,7 +320,7 @@ def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsy
     _config(tmp_path)
     data = tmp_path / "data"
     shutil.copytree(reference["first"], data)
-    monkeypatch.setitem(sys.modules, "tunnels", None)  # `from tunnels import jsonl` raises ImportError
+    monkeypatch.setitem(sys.modules, "tunnels", None)  # `from selector.exports import jsonl` raises ImportError
     rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
               "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
     out, err = capsys.readouterr()
@@ -425,7 +425,7 @@ def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
 
     from common import atomic
     from common.tables import FILE_SCHEMA
-    from ingest.synth.mrt_writer import MrtWriter
+    from synth.mrt_writer import MrtWriter
     from ingest.writer import SnapshotWriter
 
     final = tmp_path / "rib.parquet"

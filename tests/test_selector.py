@@ -14,9 +14,11 @@ import pytest
 from cli.main import main as cli
 from common.config import load
 from common.tables import HINTS
-from congruency import selector
-from congruency.selector import Candidate, choose_k, rank, selection_key
-from pipeline import hints
+from selector import rules as selector
+from selector.rules import Candidate, choose_k, rank, selection_key
+from selector.advice import advise
+from selector.table import publish as publish_hints
+from selector.month import resolve_month
 from tests import hintdata
 from tests.hintdata import CLASSES, MONTH, PATHS
 from tests.shared import needs_data
@@ -141,7 +143,7 @@ def test_k_choice_search_is_bounded(monkeypatch):
 def test_hints_table_of_synthetic_month(synth):
     data, tables = synth
     cfg = cfg_for(data)
-    summary = hints.publish(cfg, MONTH)
+    summary = publish_hints(cfg, MONTH)
     t = pq.read_table(data / "hints" / f"month={MONTH}")
     assert t.schema == HINTS
     rows = {(r["vp_asn"], r["dest_asn"]): r for r in t.to_pylist()}
@@ -161,7 +163,7 @@ def test_hints_table_of_synthetic_month(synth):
     from rich.progress import Progress
 
     with Progress(disable=True) as prog:
-        assert hints.publish(cfg, MONTH, progress=prog)["rows"] == len(pairs)
+        assert publish_hints(cfg, MONTH, progress=prog)["rows"] == len(pairs)
     assert [(t.description, t.completed) for t in prog.tasks] == [(f"hints {MONTH}", 3)]
     assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
@@ -175,11 +177,11 @@ def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     quoted = tmp_path / "o'brien's data"
     shutil.copytree(data, quoted, ignore=shutil.ignore_patterns("hints", "_staging"))
     cfg = cfg_for(quoted)
-    assert hints.publish(cfg, MONTH)["rows"] == len(tables["pairs"])
+    assert publish_hints(cfg, MONTH)["rows"] == len(tables["pairs"])
     got = {(r["vp_asn"], r["dest_asn"]): r["hint_class"]
            for r in pq.read_table(quoted / "hints" / f"month={MONTH}").to_pylist()}
     assert got == CLASSES
-    [h] = hints.advise(cfg, "40", "100")["hints"]  # the proxy path reads paths and vps too
+    [h] = advise(cfg, "40", "100")["hints"]  # the proxy path reads paths and vps too
     assert (h["via_proxy"], h["vp_asn"], h["hint_class"]) == (True, 20, "shared-edge")
 
 
@@ -187,38 +189,38 @@ def test_advise_vp_matches_table_and_method(synth):
     data, tables = synth
     cfg = cfg_for(data)
     for (vp, dest), cls in CLASSES.items():
-        [h] = hints.advise(cfg, str(vp), str(dest))["hints"]
+        [h] = advise(cfg, str(vp), str(dest))["hints"]
         assert h["hint_class"] == cls and h["via_proxy"] is False and h["vp_asn"] == vp
         assert h["v4_path"] == PATHS[(vp, dest)][0]
-    [h] = hints.advise(cfg, "10", "500")["hints"]
+    [h] = advise(cfg, "10", "500")["hints"]
     assert h["hint_class"] == "unknown" and "no IPv6 path" in h["reason"] and h["mode"] == "single-path"
     assert h["mptcp_flags_v4"] == "subflow" and h["mptcp_flags_v6"] is None
-    [h] = hints.advise(cfg, "rrc00:20", "AS100")["hints"]
+    [h] = advise(cfg, "rrc00:20", "AS100")["hints"]
     assert (h["vp_group"], h["hint_class"]) == ("rrc00", "disjoint")
 
 
 def test_advise_proxy_source(synth):
-    """Sources that are no VP (the rule in congruency/selector.py's docstring)."""
+    """Sources that are no VP (the rule in selector/rules.py's docstring)."""
     data, _ = synth
     cfg = cfg_for(data)
     # AS40 hands traffic to VP 20 ([10, 40, 20, 800]): VP 20 is its upstream, and no path to
     # AS100 crosses AS40, so both families are VP 20's paths with AS40 in front
-    [h] = hints.advise(cfg, "40", "100")["hints"]
+    [h] = advise(cfg, "40", "100")["hints"]
     assert (h["via_proxy"], h["vp_asn"], h["proxies"]) == (True, 20, [20])
     assert (h["v4_path"], h["v6_path"]) == ([40, 20, 1, 100], [40, 20, 2, 100])
     assert (h["hint_class"], h["shared_asns"], h["mode"]) == ("shared-edge", [20], "aggregate")
     assert h["confidence"] == pytest.approx(0.5) and any("upstream VP rrc00:AS20" in n for n in h["notes"])
     # AS30 is seen only right AFTER VP 20 ([20, 30, 700]): VP 20 routes through it (a customer
     # or peer of AS30, not its upstream) and no path to AS100 crosses it: no answer
-    [h] = hints.advise(cfg, "30", "100")["hints"]
+    [h] = advise(cfg, "30", "100")["hints"]
     assert h["hint_class"] == "unknown" and h["mode"] == "single-path" and "crosses it" in h["reason"]
     # ...but VP 20's path to AS700 crosses AS30 in both families: its own route from AS30 on
-    [h] = hints.advise(cfg, "30", "700")["hints"]
+    [h] = advise(cfg, "30", "700")["hints"]
     assert (h["v4_path"], h["v6_path"], h["hint_class"]) == ([30, 700], [30, 700], "congruent")
     # AS5 is crossed by VP 10 (IPv4 [5, 6, 300], IPv6 [5, 7, 300]: disjoint) and VP 20 (shared
     # AS9 next to the destination: shared-edge): the more cautious class, half agree, so the
     # aggregate advice is held back to backup
-    [h] = hints.advise(cfg, "5", "300")["hints"]
+    [h] = advise(cfg, "5", "300")["hints"]
     assert (h["proxies"], h["vp_asn"], h["hint_class"]) == ([10, 20], 20, "shared-edge")
     assert (h["v4_path"], h["v6_path"], h["shared_asns"]) == ([5, 6, 9, 300], [5, 7, 9, 300], [9])
     assert h["mode"] == "backup" and h["mptcp_flags_v6"] == "subflow backup" and h["confidence"] == 0.25
@@ -226,10 +228,10 @@ def test_advise_proxy_source(synth):
     assert any("1 disjoint, 1 shared-edge" in n for n in h["notes"])
     # AS1 is on both VPs' IPv4 paths to AS100 but on neither IPv6 path: its IPv6 route is not
     # seen, and a VP's path is not made up for it (no upstream VP either): IPv4 only
-    [h] = hints.advise(cfg, "1", "100")["hints"]
+    [h] = advise(cfg, "1", "100")["hints"]
     assert (h["hint_class"], h["v4_path"], h["v6_path"]) == ("unknown", [1, 100], None)
     assert "no IPv6 path" in h["reason"] and (h["mode"], h["mptcp_flags_v4"]) == ("single-path", "subflow")
-    [h] = hints.advise(cfg, "100", "400")["hints"]  # AS100 is only ever an origin
+    [h] = advise(cfg, "100", "400")["hints"]  # AS100 is only ever an origin
     assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"]
 
 
@@ -253,21 +255,21 @@ def test_proxy_rule_pure_functions():
 def test_addresses_longest_prefix_match(synth):
     data, _ = synth
     cfg = cfg_for(data)
-    [h] = hints.advise(cfg, "10", "10.0.100.7")["hints"]  # /24 of AS100 inside the /16 of AS200
+    [h] = advise(cfg, "10", "10.0.100.7")["hints"]  # /24 of AS100 inside the /16 of AS200
     assert (h["prefix_v4"], h["dest_asn"], h["hint_class"]) == ("10.0.100.0/24", 100, "disjoint")
-    [h] = hints.advise(cfg, "10", "10.0.77.1")["hints"]  # only the /16 covers it
+    [h] = advise(cfg, "10", "10.0.77.1")["hints"]  # only the /16 covers it
     assert (h["prefix_v4"], h["dest_asn"], h["hint_class"]) == ("10.0.0.0/16", 200, "shared-edge")
-    [h] = hints.advise(cfg, "10", "10.0.100.0/25")["hints"]  # a prefix: its longest cover
+    [h] = advise(cfg, "10", "10.0.100.0/25")["hints"]  # a prefix: its longest cover
     assert h["prefix_v4"] == "10.0.100.0/24"
-    [h] = hints.advise(cfg, "10", "2001:db8:c8:1::5")["hints"]  # IPv6, AS200's /48
+    [h] = advise(cfg, "10", "2001:db8:c8:1::5")["hints"]  # IPv6, AS200's /48
     assert (h["prefix_v6"], h["dest_asn"]) == ("2001:db8:c8::/48", 200)
-    [h] = hints.advise(cfg, "10", "10.9.0.1")["hints"]  # two origins: the most seen, with a note
+    [h] = advise(cfg, "10", "10.9.0.1")["hints"]  # two origins: the most seen, with a note
     assert h["dest_asn"] == 300 and any("several origins" in n for n in h["notes"])
-    [h] = hints.advise(cfg, "10", ["10.0.100.1", "2001:db8:c8::1"])["hints"]  # split origins
+    [h] = advise(cfg, "10", ["10.0.100.1", "2001:db8:c8::1"])["hints"]  # split origins
     assert (h["dest_asn"], h["dest_asn_v6"]) == (100, 200)
     assert h["v4_path"] == [10, 1, 100] and h["v6_path"] == [10, 1, 4, 200]
     assert h["hint_class"] == "shared-edge" and any("different origins" in n for n in h["notes"])
-    [h] = hints.advise(cfg, "10", "192.168.1.1")["hints"]
+    [h] = advise(cfg, "10", "192.168.1.1")["hints"]
     assert h["hint_class"] == "unknown" and "no IPv4 prefix" in h["reason"]
 
 
@@ -277,7 +279,7 @@ def test_endpoints_ranking_and_k(synth, tmp_path):
     f.write_text('[[endpoint]]\nname = "e100"\nipv4 = "10.0.100.1"\nipv6 = "2001:db8:64::1"\n'
                  '[[endpoint]]\nname = "e300"\nipv4 = "10.1.44.1"\nipv6 = "2001:db8:12c::1"\n'
                  '[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
-    ans = hints.advise(cfg_for(data), "10", endpoints=f, k=3)
+    ans = advise(cfg_for(data), "10", endpoints=f, k=3)
     assert [h["endpoint"] for h in ans["hints"]] == ["e100", "e300", "e400"]
     assert [h["hint_class"] for h in ans["hints"]] == ["disjoint", "shared-core", "congruent"]
     cands = [Candidate((h["endpoint"], a), tuple(h[f"v{a}_path"]), h[f"stability_v{a}"])
@@ -356,8 +358,8 @@ def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory)
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
     [res] = job.run_months(cfg, ["2026-07"])
     assert res.error is None, res.error
-    assert hints.resolve_month(cfg, None) == "2026-07"  # the latest published month
-    summary = hints.publish(cfg)
+    assert resolve_month(cfg, None) == "2026-07"  # the latest published month
+    summary = publish_hints(cfg)
     rows = pq.read_table(data / "hints" / "month=2026-07").to_pylist()
     pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()
     assert summary["rows"] == len(rows) == len(pairs) == 2167
@@ -371,13 +373,13 @@ def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory)
     # advise gives the same hint as the table, through the same method functions
     rnd = random.Random(7)
     for p in rnd.sample(pairs, 25):
-        [h] = hints.advise(cfg, f"{p['vp_group']}:{p['vp_asn']}", str(p["dest_asn"]))["hints"]
+        [h] = advise(cfg, f"{p['vp_group']}:{p['vp_asn']}", str(p["dest_asn"]))["hints"]
         r = by_key[(p["vp_group"], p["vp_asn"], p["dest_asn"])]
         for k in ("hint_class", "shared_asns", "v4_path", "v6_path", "confidence", "mode",
                   "mptcp_flags_v4", "mptcp_flags_v6", "mpt_weight_v4", "mpt_status_v6"):
             assert h[k] == r[k], (p, k)
     # an address of the sample: 8.8.8.0/24 is originated by AS15169
-    [h] = hints.advise(cfg, "6939", "8.8.8.8")["hints"]
+    [h] = advise(cfg, "6939", "8.8.8.8")["hints"]
     assert (h["prefix_v4"], h["dest_asn"]) == ("8.8.8.0/24", 15169)
 
 

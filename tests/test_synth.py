@@ -15,8 +15,8 @@ import pytest
 from common.params import load_groups
 from congruency.method import strip_prepending
 from common.params import MethodParams
-from ingest.synth import generate
-from ingest.synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
+from synth import generate
+from synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
 from tests.shared import require_tool
 
 SEED, ASES, VPS, MONTHS = 7, 60, 6, ("2026-06", "2026-07")
@@ -118,7 +118,7 @@ def test_a_dead_writer_stops_the_month_and_leaves_no_temp_file(tmp_path, monkeyp
 
     from common import atomic
 
-    gen = importlib.import_module("ingest.synth.generate")
+    gen = importlib.import_module("synth.generate")
     real = gen.write_file
 
     def dying(path, c, snap, *args, **kw):  # runs in the forked child

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from congruency import reference
-from ingest.synth.generate import generate
+from synth.generate import generate
 from pipeline import job
 from cli.main import main as cli
 from tests.test_compare import canon, published

@@ -109,7 +109,7 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
 
 
 def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int], float]:
-    """The non-VP rule of congruency/selector.py recomputed from the paths table alone:
+    """The non-VP rule of selector/rules.py recomputed from the paths table alone:
     (class, proxies, agreement)."""
     from congruency.method import shared_adjacent, shared_asns
 

@@ -57,7 +57,7 @@ def build_published(root: Path, months=MONTHS, seed: int = 7, ases: int = 150, v
     from dataclasses import replace
 
     from common.config import load
-    from ingest.synth.generate import generate
+    from synth.generate import generate
 
     archive, data = root / "archive", root / "data"
     generate(archive, seed=seed, ases=ases, vps=vps, months=months, snapshots_per_month=1,

@@ -1,21 +1,21 @@
-"""Decoding backends: MRT file -> `rib_entries` batches, one module a backend.
+"""Decoding backends: MRT file -> `rib_entries` batches, one module a backend, each
+following `Backend` below (a module, so the Protocol is its shape, not a base class).
 
-Each backend module has `NAME` and `available() -> str | None` (None when usable, else why
-not), and one of:
-- `decode_checked(path, batch_rows, *, collector, project, snapshot_time, source_file)`: a
-  generator of RIB_ENTRIES batches that frames and checks the file itself in the same pass
-  and returns its `framing.FrameStats` (the native decoder, the default);
-- `decode(path, batch_rows) -> Iterator[pyarrow.RecordBatch]` yielding RAW_SCHEMA batches:
-  the four fields a text decoder gives. `ingest.normalize` turns them into `rib_entries`
-  (bgpdump's text is the reference the native decoder is tested against) and
-  `ingest.framing.scan` checks the file beside them.
+Two kinds, told apart by `SELF_CHECKING`:
+- True: `decode_checked(path, batch_rows, *, collector, project, snapshot_time, source_file,
+  threads)` is a generator of RIB_ENTRIES batches that frames and checks the file itself in
+  the same pass and returns its `framing.FrameStats` (the native decoder, the default);
+- False: `decode(path, batch_rows)` yields RAW_SCHEMA batches, the four fields a text
+  decoder gives. `ingest.normalize` turns them into `rib_entries` (bgpdump's text is the
+  reference the native decoder is tested against) and `ingest.framing.scan` checks the file
+  beside them; `refuses(stats)` says why the backend cannot read a file that check accepted.
 """
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Iterator
 from itertools import islice
-from types import ModuleType
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -32,11 +32,24 @@ RAW_SCHEMA = pa.schema(
 NAMES = ("native", "bgpdump", "pybgpstream")
 
 
+class Backend(Protocol):
+    """What ingest/run.py calls on a backend module."""
+
+    NAME: str
+    SELF_CHECKING: bool
+
+    def available(self) -> str | None: ...
+
+    def refuses(self, stats) -> str | None: ...
+
+    # and, as SELF_CHECKING says, decode(path, batch_rows) or decode_checked(path, batch_rows, **source)
+
+
 class BackendUnavailable(Exception):
     pass
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Backend:
     """The backend module `name`, or BackendUnavailable with the reason in one line."""
     if name not in NAMES:
         raise BackendUnavailable(f"unknown backend {name!r} (choose from {', '.join(NAMES)})")

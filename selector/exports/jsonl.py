@@ -47,7 +47,7 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
             raise ValueError("jsonl.write: month is required when the source is a Config")
         d = Path(source.data_dir) / "hints" / f"month={month}"
         if not d.is_dir():
-            raise FileNotFoundError(f"{d}: no published hints for {month} (run pipeline.hints.publish first)")
+            raise FileNotFoundError(f"{d}: no published hints for {month} (run selector.table.publish first)")
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
         source = ds.dataset(d, format="parquet", schema=HINTS).to_batches(
             batch_size=BATCH, batch_readahead=0, fragment_readahead=0)

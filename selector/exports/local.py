@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.config import ConfigError, read_toml
-from tunnels import validate as v
+from selector.exports import validate as v
 
 
 @dataclass(frozen=True)

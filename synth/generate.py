@@ -480,7 +480,7 @@ def generate(
     listing = {"files": files, "entries": total, "entries_by_afi": by_afi}
     (out / "ground_truth" / "files.json").write_text(json.dumps(listing, indent=1) + "\n")
     params_doc = {
-        "generator": "ingest.synth",
+        "generator": "synth",
         "version": VERSION,
         "seed": seed,
         "ases": ases,

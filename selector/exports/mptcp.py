@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tunnels import validate as v
-from tunnels.local import Interface, check, interface
+from selector.exports import validate as v
+from selector.exports.local import Interface, check, interface
 
 #: The in-kernel path manager accepts at most 8 subflows and 8 accepted ADD_ADDRs.
 MAX_LIMIT = 8

@@ -3,7 +3,7 @@ choice of k underlay paths that share the fewest ASes.
 
 Path logic (shared ASes, adjacency) comes from congruency/method.py, the functions the
 reference and the compare job's tests use; nothing here re-derives it. I/O (reading a month,
-address lookups, publishing the `hints` table) is in pipeline/hints.py; rendering to
+address lookups, publishing the `hints` table) is in selector/; rendering to
 tunnel configurations is in tunnels/.
 
 Class (from one IPv4 path and one IPv6 path from the same source AS):

@@ -1,0 +1,45 @@
+"""The compare's two engines behind one interface: `spark.SparkEngine` (a SparkSession, local
+or a cluster) and `duckdb.DuckDBEngine` (in-process, no JVM). Both run the same SQL steps
+(pipeline/steps.py, rendered per dialect) and stage the same tables; pipeline/job.py drives
+either through `Engine` and never asks which one it has."""
+from __future__ import annotations
+
+from typing import Protocol
+
+import pyarrow as pa
+
+from pipeline.publish import Store
+
+
+class Engine(Protocol):
+    name: str
+
+    def store(self, root: str) -> Store:
+        """The data dir as this engine reaches it (local disk, or Hadoop's FileSystem)."""
+
+    def open(self, store: Store, src: str) -> dict[int, int]:
+        """Register the month's `entries` from `src`; check its columns; rows per AFI."""
+
+    def pin(self) -> None:
+        """Keep the month's entries for several runs (the sensitivity variants)."""
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
+        """Every step of the month; each output table staged as staged/<table>. `prev`: the
+        month before's pairs/vps/paths folders for transitions (None: an empty table)."""
+
+    def summary(self, staged: str) -> dict | None:
+        """The staged month_summary row."""
+
+    def read_rows(self, path: str) -> list[dict]:
+        """A small Parquet file's rows (the month's manifest)."""
+
+    def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:
+        """A few rows computed outside SQL (provenance), staged like the SQL tables."""
+
+    def failure(self, exc: BaseException, src: str) -> str | None:
+        """The one-line message for an engine error, or None when it is not the engine's."""
+
+    def end_month(self) -> None:
+        """Drop what the month registered."""
+
+    def close(self) -> None: ...

@@ -1,0 +1,9 @@
+"""The path selector: from a month's published tables to advice on which paths are disjoint.
+
+- rules.py: the definitions (class, confidence, advice, proxies, the k-path choice): pure.
+- question.py: parsing a question (source, destinations, endpoints file).
+- month.py: reading a published month and the longest-prefix match of addresses.
+- advice.py: `advise` (one question) and `select` (k of the endpoints' paths).
+- table.py: the month's `hints` table, built and published.
+- exports/: the hints rendered for tools (JSON Lines, Linux MPTCP script, MPT files).
+"""

@@ -1,0 +1,226 @@
+"""The selector's answer to one question (`advise`) and the k-path choice among candidate
+endpoints (`select`). Definitions (class, confidence, advice, proxies) are selector/rules.py;
+this module applies them to a month read by selector/month.py.
+
+Library use:
+
+    from common.config import load
+    from selector.advice import advise
+    answer = advise(load(), "6939", ["2001:db8::1"])      # latest published month
+    answer["hints"][0]["hint_class"], answer["hints"][0]["mode"]
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from common import duck
+from common.config import Config
+from common.tables import HINTS
+from selector import rules as selector
+from selector.month import Month, lookup_origins, resolve_month
+from selector.question import (MAX_CANDIDATE_PATHS, Destination, HintError, Source, load_endpoints,
+                               parse_destination, parse_source)
+
+
+def _empty_hint(month: str, src: int) -> dict:
+    h = {name: None for name in HINTS.names}
+    h.update(month=month, source_asn=src, via_proxy=False, proxies=[], shared_asns=[], notes=[],
+             caveat=selector.LOWER_BOUND)
+    return h
+
+
+def _unknown(h: dict, reason: str, stab4=None, stab6=None, hops4=None, hops6=None) -> dict:
+    h.update(selector.hint_fields("unknown", stab4, stab6, hops4, hops6, None, None))
+    h["reason"] = reason
+    return h
+
+
+def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: int, d6: int,
+              paths: dict) -> dict:
+    """The hint from one VP's paths: the source's own, or (proxy "through"/"upstream") a
+    proxy VP's seen from the source (selector.from_source)."""
+    h = _empty_hint(m.month, src)
+    h.update(vp_group=vp[0], vp_asn=vp[1], via_proxy=proxy is not None, dest_asn=d4, dest_asn_v6=d6)
+    p4, p6 = paths.get((*vp, d4, 4)), paths.get((*vp, d6, 6))
+    if proxy:
+        q4, q6 = selector.from_source(src, p4 and p4[0], p6 and p6[0], proxy == "upstream")
+        p4, p6 = (p4 and q4 and (q4, *p4[1:])), (p6 and q6 and (q6, *p6[1:]))
+    if p4:
+        h.update(v4_path=list(p4[0]), stability_v4=p4[1])
+    if p6:
+        h.update(v6_path=list(p6[0]), stability_v6=p6[1])
+    hops4 = len(h["v4_path"]) - 1 if p4 else None
+    hops6 = len(h["v6_path"]) - 1 if p6 else None
+    who = f"VP {vp[0]}:AS{vp[1]}" + (f" (proxy for AS{src})" if proxy else "")
+    if not p4 or not p6:
+        missing = " and ".join(f"IPv{a}" for a, p in ((4, p4), (6, p6)) if not p)
+        dests = f"AS{d4 or d6}" if d4 == d6 or None in (d4, d6) else f"AS{d4}/AS{d6}"
+        return _unknown(h, f"no {missing} path from {who} to {dests} in {m.month}",
+                        h["stability_v4"], h["stability_v6"], hops4, hops6)
+    cls, shared = selector.classify(h["v4_path"], h["v6_path"], src, d4, d6)
+    h["shared_asns"] = shared
+    h["snapshots"] = min(p4[2], p6[2])
+    h.update(selector.hint_fields(cls, p4[1], p6[1], hops4, hops6, h["snapshots"], m.snapshots, bool(proxy)))
+    return h
+
+
+def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
+    """One hint for (source, destination); origins come from lookup_origins."""
+    h = _empty_hint(m.month, src.asn)
+    h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
+    notes: list[str] = []
+    uncovered: dict[int, str] = {}  # a family whose address no prefix covers has no path
+    if dest.asn is not None:
+        d4 = d6 = dest.asn
+    else:
+        found = {}
+        for afi, net in dest.nets.items():
+            hit = origins.get((dest.endpoint, dest.query, afi))
+            if hit is None:
+                uncovered[afi] = f"no IPv{afi} prefix of {m.month} covers {net}"
+                continue
+            prefix, origin, others = hit
+            h[f"prefix_v{afi}"] = prefix
+            found[afi] = origin
+            if others:
+                notes.append(f"{prefix} has several origins in {m.month} (AS{origin}, also "
+                             + ", ".join(f"AS{a}" for a in others) + "); the most seen is used")
+        if not found:
+            return _unknown(h, "; ".join(uncovered.values()))
+        # A family the destination gave no address for goes to the other's origin; one whose
+        # address is uncovered has no destination (its answer stays its own: none).
+        d4 = None if 4 in uncovered else found.get(4, found.get(6))
+        d6 = None if 6 in uncovered else found.get(6, found.get(4))
+        if None not in (d4, d6) and d4 != d6:
+            notes.append(f"the IPv4 and IPv6 addresses map to different origins (AS{d4}, AS{d6}); "
+                         "each path goes to its own origin")
+    h.update(dest_asn=d4, dest_asn_v6=d6, notes=notes)
+    if src.asn in (d4, d6):
+        return _unknown(h, f"the source AS{src.asn} is the destination")
+    vps = sorted(vp for vp in m.vps if vp[1] == src.asn and (src.group is None or vp[0] == src.group))
+    if src.group is not None and not vps:
+        raise HintError(f"--from: {src.group}:AS{src.asn} is not a vantage point in {m.month}")
+    dests = {d for d in (d4, d6) if d is not None}
+    if vps:
+        cands = [_hint_via(m, src.asn, vp, None, d4, d6, m.paths_of(vps, dests)) for vp in vps]
+        known = [c for c in cands if c["hint_class"] != "unknown"]
+        best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
+        if len(vps) > 1:
+            notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
+    else:
+        best = _proxy_hint(m, src.asn, d4, d6, notes)
+    for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
+        best[k] = h[k]
+    if uncovered and best["hint_class"] == "unknown":
+        only = [a for a in (4, 6) if best[f"v{a}_path"]]
+        best["reason"] = "; ".join(uncovered.values()) + (
+            f": only IPv{only[0]} has a path" if only else "")
+    best["notes"] = notes
+    return best
+
+
+def _proxy_hint(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
+    """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
+    VPs whose paths cross it first; only when none shows both families, its upstream VPs."""
+    tried = []
+    dests = {d for d in (d4, d6) if d is not None}
+    for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
+        vps = find()
+        cands = [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
+        if any(c["hint_class"] != "unknown" for c in cands):
+            break
+        tried.append((kind, cands))
+    else:  # no proxy gives a class: the first kind that has proxies says why
+        kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
+    if not cands:
+        h = _empty_hint(m.month, src)
+        h.update(dest_asn=d4, dest_asn_v6=d6)
+        return _unknown(h, f"AS{src} is not a vantage point in {m.month}, no vantage point's path to "
+                           "the destination crosses it and none is seen right after it on the month's paths")
+    known = [c for c in cands if c["hint_class"] != "unknown"]
+    cls, agree = selector.combine_proxies([c["hint_class"] for c in known])
+    pick = [c for c in known if c["hint_class"] == cls] or cands
+    best = min(pick, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
+    best["proxies"] = sorted({c["vp_asn"] for c in cands})
+    if known:
+        hops4, hops6 = len(best["v4_path"]) - 1, len(best["v6_path"]) - 1
+        best.update(selector.hint_fields(cls, best["stability_v4"], best["stability_v6"], hops4, hops6,
+                                         best["snapshots"], m.snapshots, proxy=True, agreement=agree))
+        split = ", ".join(f"{n} {c}" for c, n in sorted(
+            {c: sum(k["hint_class"] == c for k in known) for c in selector.CAUTION}.items(),
+            key=lambda kv: selector.CAUTION.index(kv[0])) if n)
+    how = (f"the paths of VP {best['vp_group']}:AS{best['vp_asn']}, whose route crosses AS{src}, from AS{src} on"
+           if kind == "through" else
+           f"AS{src} in front of the paths of its upstream VP {best['vp_group']}:AS{best['vp_asn']}")
+    notes.append(f"AS{src} is not a vantage point: {how}; "
+                 + (f"{len(known)} of {len(cands)} proxy VP(s) give a class ({split}): the most cautious "
+                    f"is used, {agree:.0%} agree; lower confidence" if known else
+                    f"none of its {len(cands)} proxy VP(s) shows both families"))
+    return best
+
+
+def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
+           month: str | None = None, endpoints: str | Path | list[Destination] | None = None,
+           k: int | None = None) -> dict:
+    """Path-selector advice for traffic from `source` (ASN, or GROUP:ASN for one VP) to `to`
+    (an ASN, a prefix, an address, or one IPv4 and one IPv6 address of a host), over the
+    month's published tables (default: the latest published month).
+
+    With `endpoints` (a TOML file of [[endpoint]] name/ipv4/ipv6, or parsed Destinations),
+    every endpoint gets a hint, its IPv4 and IPv6 underlay paths are ranked, and the `k`
+    paths sharing the fewest ASes are chosen (ties: more stable, then shorter).
+
+    Returns {"month", "hints": [one dict per destination, keys of common.tables.HINTS],
+    "selection": None or {"k", "ranking", "chosen", "shared_asns", "note"}} (note: None, or
+    why fewer than k paths are chosen). Raises HintError on bad
+    input; a valid question the data can't answer gets an `unknown` hint with its reason.
+    """
+    src = parse_source(str(source))
+    if endpoints is not None and to:
+        raise HintError("--to and --endpoints: give one of them")
+    if endpoints is None and not to:
+        raise HintError("--to: a destination is required (or --endpoints)")
+    if k is not None and (endpoints is None or not 1 <= int(k) <= MAX_CANDIDATE_PATHS):
+        raise HintError(f"--k: needs --endpoints and a value 1..{MAX_CANDIDATE_PATHS}, got {k}")
+    dests = (load_endpoints(endpoints) if isinstance(endpoints, (str, Path)) else list(endpoints)
+             if endpoints is not None else [parse_destination(to)])
+    if 2 * len(dests) > MAX_CANDIDATE_PATHS:
+        raise HintError(f"--endpoints: at most {MAX_CANDIDATE_PATHS // 2} endpoints, got {len(dests)}")
+    month = resolve_month(cfg, month)
+    con = duck.connect(cfg)
+    try:
+        m = Month(con, cfg, month)
+        on, _ = m.seen(src.asn)
+        if not on:
+            raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
+        for d in dests:
+            if d.asn is not None and not m.seen(d.asn)[0]:
+                raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
+        nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
+        origins = lookup_origins(con, cfg, month, nets)
+        hints = [_hint(m, src, d, origins) for d in dests]
+    finally:
+        con.close()
+    selection = None
+    if endpoints is not None:
+        selection = select(hints, k or 2, src.asn)
+    return {"month": month, "hints": hints, "selection": selection}
+
+
+def select(hints: list[dict], k: int, src: int) -> dict:
+    """Rank the endpoints' underlay paths and choose the k sharing the fewest ASes."""
+    cands = [selector.Candidate((h["endpoint"], afi), tuple(h[f"v{afi}_path"]), h[f"stability_v{afi}"])
+             for h in hints for afi in (4, 6) if h[f"v{afi}_path"]]
+    try:
+        chosen = selector.choose_k(cands, k, src) if cands else []
+    except ValueError as exc:
+        raise HintError(f"--k: {exc}") from None
+
+    def row(c):
+        return {"endpoint": c.key[0], "afi": c.key[1], "path": list(c.path), "stability": c.stability}
+
+    note = (f"--k {k}: only {len(cands)} candidate path(s) exist; all of them are chosen"
+            if k > len(cands) else None)
+    return {"k": k, "ranking": [row(c) for c in selector.rank(cands)], "chosen": [row(c) for c in chosen],
+            "shared_asns": sorted(selector.shared_among([c.path for c in chosen], src)), "note": note}

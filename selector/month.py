@@ -1,0 +1,145 @@
+"""Reading one published month for the selector: which month, its paths and VPs (DuckDB over
+the published Parquet), and the longest-prefix match of addresses to origin ASes over the
+month's rib_entries."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from common import duck, published
+from common.duck import quote
+from common.config import Config
+from selector.question import HintError
+
+
+def local_root(cfg: Config) -> Path:
+    if isinstance(cfg.data_dir, str) and "://" in cfg.data_dir:
+        raise HintError(f"data dir {cfg.data_dir}: the path selector reads a local data dir")
+    return Path(cfg.data_dir)
+
+
+def resolve_month(cfg: Config, month: str | None) -> str:
+    """The month asked for (it must be published), or the latest published one."""
+    from common.months import parse_month
+
+    if month is None:
+        months = published.months(local_root(cfg))
+        if not months:
+            raise HintError(f"{local_root(cfg)}: no published month (run congruency run for the month first)")
+        return months[-1]
+    try:
+        parse_month(str(month))
+        published.require(local_root(cfg), month)
+    except ValueError as exc:
+        raise HintError(str(exc)) from None
+    for t in ("pairs", "paths", "vps"):
+        if month not in published.months(local_root(cfg), t):
+            raise HintError(f"{local_root(cfg) / t / f'month={month}'}: missing; re-run congruency compare for {month}")
+    return month
+
+
+def table_glob(cfg: Config, table: str, month: str) -> str:
+    base = duck.glob_literal(local_root(cfg) / table / f"month={month}")
+    return f"{base}/*/*.parquet" if table == "rib_entries" else f"{base}/*.parquet"
+
+
+def month_snapshots(con, cfg: Config, month: str) -> int:
+    return con.execute(f"SELECT max(snapshots) FROM read_parquet({quote(table_glob(cfg, 'paths', month))})").fetchall()[0][0] or 0
+
+
+# ------------------------------------------------------------------ longest-prefix match
+def _covering(net) -> list[tuple[str, int]]:
+    """Every prefix that covers `net` (itself included, the default route excluded), as text."""
+    return [(str(net.supernet(new_prefix=n)) if n < net.prefixlen else str(net), n)
+            for n in range(net.prefixlen, 0, -1)]
+
+
+def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
+    """key -> (matched prefix, origin ASN, other origins) for each key -> network, by
+    longest-prefix match over the month's rib_entries prefixes of the network's family.
+
+    DuckDB joins the entries against every covering prefix of each network (at most 32 or
+    128 per network), so one scan answers all networks. The origin of a prefix is the one
+    seen on most of its entries (ties: the lowest ASN); the others are returned too.
+    """
+    if not nets:
+        return {}
+    keys, afis, cands, lens = [], [], [], []
+    for key, net in nets.items():
+        for text, n in _covering(net):
+            keys.append(str(key))
+            afis.append(net.version)
+            cands.append(text)
+            lens.append(n)
+    cand = pa.table({"k": keys, "afi": pa.array(afis, pa.int8()), "prefix": cands, "plen": lens})
+    con.register("lpm_candidates", cand)
+    rows = con.execute(f"""
+        SELECT c.k, c.plen, e.prefix, e.origin_asn, count(*) AS n
+        FROM read_parquet({quote(table_glob(cfg, 'rib_entries', month))}) e
+        JOIN lpm_candidates c ON e.prefix = c.prefix AND e.afi = c.afi
+        WHERE e.origin_asn IS NOT NULL
+        GROUP BY ALL
+    """).fetchall()
+    con.unregister("lpm_candidates")
+    best: dict[str, tuple] = {}
+    for k, plen, prefix, origin, n in rows:
+        cur = best.get(k)
+        if cur is None or plen > cur[0]:
+            best[k] = (plen, prefix, {})
+            cur = best[k]
+        if plen == cur[0]:
+            cur[2][int(origin)] = cur[2].get(int(origin), 0) + n
+    out = {}
+    for key in nets:
+        hit = best.get(str(key))
+        if hit:
+            origins = sorted(hit[2].items(), key=lambda kv: (-kv[1], kv[0]))
+            out[key] = (hit[1], origins[0][0], [a for a, _ in origins[1:]])
+    return out
+
+
+class Month:
+    """The month's paths and VPs, read once per question with DuckDB."""
+
+    def __init__(self, con, cfg: Config, month: str):
+        self.con, self.cfg, self.month = con, cfg, month
+        self.paths = table_glob(cfg, "paths", month)
+        self.snapshots = month_snapshots(con, cfg, month)
+        self.vps = {(g, int(a)) for g, a in con.execute(
+            f"SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})").fetchall()}
+
+    def seen(self, asn: int) -> tuple[bool, bool]:
+        """(on any path of the month, origin of any path of the month)."""
+        on, origin = self.con.execute(
+            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM read_parquet({quote(self.paths)})",
+            [asn, asn]).fetchall()[0]
+        return bool(on), bool(origin)
+
+    def through_vps(self, asn: int, dests: set[int]) -> list[tuple[str, int]]:
+        """VPs whose path to one of `dests` crosses `asn`: they show its own route."""
+        return sorted((g, int(a)) for g, a in self.con.execute(f"""
+            SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})
+            WHERE dest_asn IN ({",".join(str(int(d)) for d in dests)}) AND list_position(path, ?::BIGINT) > 1""",
+            [asn]).fetchall())
+
+    def upstream_vps(self, asn: int) -> list[tuple[str, int]]:
+        """VPs seen right after `asn` on the month's paths: `asn` hands traffic to them, so
+        each is its provider or peer (a VP seen right before it routes through it instead)."""
+        ups = {int(r[0]) for r in self.con.execute(f"""
+            SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM read_parquet({quote(self.paths)})
+            WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
+        return sorted(vp for vp in self.vps if vp[1] in ups)
+
+    def paths_of(self, vps: list[tuple[str, int]], dests: set[int]) -> dict:
+        """(group, vp_asn, dest, afi) -> (path, stability, snapshots)."""
+        if not vps or not dests:
+            return {}
+        vp_t = pa.table({"g": [g for g, _ in vps], "a": pa.array([a for _, a in vps], pa.int64())})
+        self.con.register("q_vps", vp_t)
+        rows = self.con.execute(f"""
+            SELECT p.vp_group, p.vp_asn, p.dest_asn, p.afi, p.path, p.stability, p.snapshots
+            FROM read_parquet({quote(self.paths)}) p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
+            WHERE p.dest_asn IN ({",".join(str(int(d)) for d in dests)})""").fetchall()
+        self.con.unregister("q_vps")
+        return {(g, int(a), int(d), int(afi)): (tuple(int(x) for x in p), s, n) for g, a, d, afi, p, s, n in rows}

@@ -1,0 +1,133 @@
+"""The path selector's question: a source (ASN or GROUP:ASN) and destinations (an ASN, a
+prefix, an address, one host's IPv4 and IPv6 addresses, or an endpoints file), parsed and
+checked before any month is read; every bad input is one HintError naming it."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common.config import ConfigError, read_toml
+
+ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
+VP_RE = re.compile(r"([A-Za-z0-9_.-]{1,64}):(?:AS|as)?(\d{1,10})")
+MAX_ASN = 2**32 - 1
+MAX_CANDIDATE_PATHS = 64
+
+
+class HintError(ValueError):
+    """Bad input (argument, month, file): one line naming what is wrong; exit 2."""
+
+
+# ------------------------------------------------------------------ inputs
+def parse_asn(text: str, what: str = "ASN") -> int:
+    m = ASN_RE.fullmatch(str(text).strip())
+    if not m or not 1 <= int(m.group(1)) <= MAX_ASN:
+        raise HintError(f"{what}: expected an AS number 1..{MAX_ASN} (e.g. 6939 or AS6939), got {text!r}")
+    return int(m.group(1))
+
+
+@dataclass(frozen=True)
+class Source:
+    asn: int
+    group: str | None = None  # a VP's collector group, when given as GROUP:ASN
+
+
+def parse_source(text: str) -> Source:
+    """`ASN`, `AS6939` or `GROUP:ASN` (one VP)."""
+    m = VP_RE.fullmatch(str(text).strip())
+    if m:
+        return Source(parse_asn(m.group(2), "--from"), m.group(1))
+    return Source(parse_asn(text, "--from"))
+
+
+@dataclass
+class Destination:
+    """What the question names: an AS, or a host/prefix per family (resolved to origins)."""
+
+    query: str
+    asn: int | None = None
+    nets: dict[int, ipaddress._BaseNetwork] = field(default_factory=dict)  # afi -> network asked
+    addrs: dict[int, str] = field(default_factory=dict)  # afi -> address text (hosts only)
+    endpoint: str | None = None
+    #: The endpoint's MPT tunnel address (endpoints file `tunnel`), for `export --format mpt`.
+    tunnel: str | None = None
+
+
+def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -> Destination:
+    """An ASN, a prefix or an address; or one IPv4 and one IPv6 address/prefix of one host."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts or len(texts) > 2:
+        raise HintError(f"--to: expected one destination, or an IPv4 and an IPv6 address of one host; got {len(texts)}")
+    dest = Destination(query=",".join(texts), endpoint=endpoint)
+    for t in texts:
+        t = str(t).strip()
+        if ASN_RE.fullmatch(t):
+            if len(texts) > 1:
+                raise HintError(f"--to: an ASN ({t}) cannot be combined with another destination")
+            dest.asn = parse_asn(t, "--to")
+            return dest
+        try:
+            if "%" in t:
+                raise ValueError("scoped address")
+            if "/" in t:
+                net = ipaddress.ip_network(t, strict=True)
+            else:
+                addr = ipaddress.ip_address(t)
+                net = ipaddress.ip_network(addr)
+                dest.addrs[addr.version] = str(addr)
+        except ValueError as exc:
+            raise HintError(f"--to: not an ASN, prefix or IP address: {t!r} ({exc})") from None
+        if net.version in dest.nets:
+            raise HintError(f"--to: two IPv{net.version} destinations ({dest.nets[net.version]}, {t}); "
+                            "give at most one per family")
+        if net.prefixlen == 0:
+            raise HintError(f"--to: {t} is a default route, not a destination")
+        dest.nets[net.version] = net
+    return dest
+
+
+def load_endpoints(path: str | Path) -> list[Destination]:
+    """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "...",
+    and optionally tunnel = "..." (its MPT tunnel address)."""
+    p = Path(path)
+    try:
+        data = read_toml(p, "endpoints file")
+    except ConfigError as exc:
+        raise HintError(str(exc)) from None
+    eps = data.get("endpoint")
+    if set(data) - {"endpoint"} or not isinstance(eps, list) or not eps:
+        raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and nothing else")
+    out, names = [], set()
+    for i, ep in enumerate(eps, 1):
+        if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6", "tunnel"}:
+            raise HintError(f"{p}: endpoint {i}: only the keys name, ipv4, ipv6, tunnel are allowed")
+        name = ep.get("name", f"endpoint-{i}")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) or name in names:
+            raise HintError(f"{p}: endpoint {i}: name must be 1-64 of A-Z a-z 0-9 _ . - and unique, got {name!r}")
+        names.add(name)
+        addrs = []
+        for key, version in (("ipv4", 4), ("ipv6", 6)):
+            v = ep.get(key)
+            if not isinstance(v, str):
+                raise HintError(f"{p}: endpoint {name}: {key} is required (a string)")
+            try:
+                a = ipaddress.ip_address(v)
+            except ValueError:
+                raise HintError(f"{p}: endpoint {name}: {key} is not an IP address: {v!r}") from None
+            if a.version != version:
+                raise HintError(f"{p}: endpoint {name}: {key} is an IPv{a.version} address: {v!r}")
+            addrs.append(str(a))
+        try:
+            dest = parse_destination(addrs, endpoint=name)
+        except HintError as exc:
+            raise HintError(f"{p}: endpoint {name}: {exc}") from None
+        if "tunnel" in ep:
+            try:
+                dest.tunnel = str(ipaddress.ip_address(ep["tunnel"]))
+            except (TypeError, ValueError):
+                raise HintError(f"{p}: endpoint {name}: tunnel is not an IP address: {ep['tunnel']!r}") from None
+        out.append(dest)
+    return out

@@ -1,0 +1,154 @@
+"""The month's `hints` table: one row per pair, the selector's fields computed over whole
+columns (no Python per row), staged and published like the compare's tables."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from common import duck
+from common.duck import quote
+from common.config import Config
+from common.tables import HINTS
+from pipeline.steps import sql_type
+from selector import rules as selector
+from selector.month import local_root, month_snapshots, resolve_month, table_glob
+
+
+_KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
+
+
+def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
+    """The derived fields of every distinct key of the month's pairs, computed over whole
+    columns (selector's *_array forms; no Python per key): the key, hint_class, primary_afi
+    and confidence; and the advice (selector.advice) of each (class, primary family), a
+    handful of rows. None when the month has no pairs."""
+    import numpy as np
+
+    keys = con.sql(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").to_arrow_table()
+    if keys.num_rows == 0:
+        return None
+    col = {c: keys.column(c).to_numpy(zero_copy_only=False) for c in _KEY}
+    # The class depends on three small columns: selector.hint_class once per combination.
+    code = col["congruent"].astype(np.int8) * 6 + col["has_shared"].astype(np.int8) * 3 + (col["adjacent"] + 1)
+    combos, which = np.unique(code, return_inverse=True)
+    names = [selector.hint_class(bool(c // 6), [1] if (c // 3) % 2 else [], None if c % 3 == 0 else bool(c % 3 - 1))
+             for c in combos.tolist()]
+    cls = pa.array(names, pa.string()).take(pa.array(which.ravel()))
+    primary = selector.primary_afi_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
+    conf = selector.confidence_array(col["stability_v4"], col["stability_v6"], col["snapshots"], month_snapshots)
+    derived = keys.append_column("hint_class", cls).append_column("primary_afi", pa.array(primary)) \
+        .append_column("confidence", pa.array(conf, pa.float64()))
+    adv = sorted({(n, a) for n in names for a in (4, 6)})
+    rows = [{"hint_class": n, "primary_afi": a, **selector.advice(n, a).as_dict(), "caveat": selector.LOWER_BOUND}
+            for n, a in adv]
+    return derived, pa.Table.from_pylist(rows)
+
+
+def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str | None:
+    """The SELECT giving the month's hints table (columns and types of HINTS), or None when
+    the month has no pairs. Joins each pair with its two paths once (a temp table), then
+    with the derived fields of its key."""
+    pairs, paths = table_glob(cfg, "pairs", month), table_glob(cfg, "paths", month)
+    if spill is not None:
+        con.execute(f"SET temp_directory = {quote(spill)}")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE hint_input AS
+        SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
+               len(p.shared_asns) > 0 AS has_shared, coalesce(p.shared_adjacent::TINYINT, -1) AS adjacent,
+               s4.stability AS stability_v4, s6.stability AS stability_v6,
+               p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
+        FROM read_parquet({quote(pairs)}) p
+        JOIN read_parquet({quote(paths)}) s4
+          ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
+        JOIN read_parquet({quote(paths)}) s6
+          ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
+    got = _derived(con, month_snapshots(con, cfg, month))
+    if got is None:
+        return None
+    derived, advice = got
+    con.register("hint_derived", derived)
+    con.register("hint_advice", advice)
+    on = " AND ".join(f"i.{c} = d.{c}" for c in _KEY)  # no key column is null
+    direct = {"vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
+              "stability_v4", "stability_v6", "snapshots"}
+    cols = []
+    for f in HINTS:
+        if f.name == "month":
+            expr = quote(month)
+        elif f.name in ("source_asn", "dest_asn_v6"):
+            expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn"}[f.name]
+        elif f.name in direct:
+            expr = f"i.{f.name}"
+        elif f.name == "via_proxy":
+            expr = "false"
+        elif f.name in ("proxies", "notes"):
+            expr = "[]"
+        elif f.name in derived.column_names:
+            expr = f"d.{f.name}"
+        elif f.name in advice.column_names:
+            expr = f"a.{f.name}"
+        else:
+            expr = "NULL"
+        if not expr.startswith(("d.", "a.")):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
+            expr = f"CASE WHEN d.hint_class IS NULL THEN NULL ELSE {expr} END"
+        cols.append(f"CAST({expr} AS {sql_type(f.type, 'duckdb')}) AS {f.name}")
+    return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
+            "JOIN hint_advice a ON a.hint_class = d.hint_class AND a.primary_afi = d.primary_afi "
+            "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
+
+
+def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
+    """The month's hints table (schema HINTS) as a stream of record batches."""
+    sql = _hints_sql(con, cfg, month)
+    if sql is None:
+        return pa.RecordBatchReader.from_batches(HINTS, [])
+    reader = con.sql(sql).to_arrow_reader(100_000)
+    return pa.RecordBatchReader.from_batches(
+        HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
+
+
+def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
+    """Build the month's hints table and publish it as DATA_DIR/hints/month=M like the other
+    tables (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then swapped
+    in; readers see the old month or the new one). Returns a summary: month, rows, rows per
+    class, path, seconds. `progress`: the caller's rich Progress (one display), else its own."""
+    from contextlib import nullcontext
+
+    from common import console
+    from pipeline.publish import LocalStore
+
+    t0 = time.perf_counter()
+    month = resolve_month(cfg, month)
+    store = LocalStore(local_root(cfg))
+    staged = store.staging(month)
+    con = duck.connect(cfg)
+    try:
+        with console.progress() if progress is None else nullcontext(progress) as prog:
+            task = prog.add_task(f"hints {month}", total=3)
+            out = Path(staged) / "hints" / "part-0.parquet"
+            store.mkdirs(str(out.parent))
+            sql = _hints_sql(con, cfg, month, Path(staged) / ".duckdb-tmp")
+            prog.advance(task)
+            if sql is None:
+                pq.write_table(HINTS.empty_table(), out, compression="zstd")
+            else:
+                con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
+            if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
+                raise OSError(f"{out}: written schema differs from common.tables.HINTS")
+            prog.advance(task)
+            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({quote(out)}) GROUP BY 1 ORDER BY 1").fetchall()
+            con.close()
+            store.delete(f"{staged}/.duckdb-tmp")
+            [final] = store.publish(staged, ["hints"], month)
+            staged = None
+            prog.advance(task)
+    finally:
+        con.close()
+        if staged is not None:
+            store.delete(staged)
+    classes = {c: int(n) for c, n in counts}
+    return {"month": month, "rows": sum(classes.values()), "classes": classes, "path": final,
+            "seconds": round(time.perf_counter() - t0, 3)}
