@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import atomic, console, duck
+from common import atomic, console, duck, layout
 from common.config import Config
 
 
@@ -155,7 +155,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         text = render(args, cfg)
         if text is None:  # every pair of the month: its published hints table, else built here
             month = hmonth.resolve_month(cfg, args.month)
-            con = None if (Path(cfg.data_dir) / "hints" / f"month={month}").is_dir() else duck.connect(cfg)
+            con = None if layout.month_dir(cfg.data_dir, "hints", month).is_dir() else duck.connect(cfg)
             try:
                 source = cfg if con is None else htable.build(con, cfg, month)
                 if args.out:

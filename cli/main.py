@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from common import console
+from common import console, layout
 from common.config import ConfigError, load
 
 
@@ -93,11 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         console.error(str(exc))
         return 2
     if getattr(args, "data_dir", None):
-        # hdfs://, s3a:// ... stay strings (Path would fold '//'); Spark jobs accept them.
-        d = args.data_dir
-        cfg = cfg.with_overrides(data_dir=d if "://" in d else Path(d))
+        cfg = cfg.with_overrides(data_dir=layout.root_of(args.data_dir))
     d = cfg.data_dir
-    local = hasattr(args, "data_dir") and not (isinstance(d, str) and "://" in d)
+    local = "data_dir" in vars(args) and not layout.is_cluster(d)
     if local and Path(d).exists() and not Path(d).is_dir():
         console.error(f"--data-dir: {d} is not a folder")
         return 2

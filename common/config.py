@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from common.params import MethodParams
+from common import layout
 
 
 class ConfigError(ValueError):
@@ -287,7 +288,7 @@ def load(path: str | Path | None = None) -> Config:
         if k in _TUPLE_FIELDS:
             v = tuple(v)
         elif k == "data_dir":
-            v = v if "://" in v else Path(v)
+            v = layout.root_of(v)
         kw[k] = v
     if not isinstance(method_data, dict):
         raise ConfigError(f"{path}: method: expected a [method] table, got {method_data!r}")

@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from common import layout
+
 
 class LockBusy(RuntimeError):
     """Another process holds the month; the message is one line naming it."""
@@ -27,7 +29,7 @@ _guard = threading.Lock()
 
 def lock_path(data_dir: Path, month: str, part: str | None = None) -> Path:
     """Beside the month's staging folders (DATA_DIR/_staging/<month>-<id>/) they guard."""
-    return Path(data_dir) / "_staging" / f"{month}{'.' + part if part else ''}.lock"
+    return Path(layout.staging_dir(data_dir)) / f"{month}{'.' + part if part else ''}.lock"
 
 
 @contextmanager
@@ -37,7 +39,7 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
 
     Waits up to `wait_s` seconds for another holder, then raises LockBusy.
     """
-    if isinstance(data_dir, str) and "://" in data_dir:
+    if layout.is_cluster(data_dir):
         yield None
         return
     p = lock_path(data_dir, month, part)
@@ -160,7 +162,7 @@ READ_WAIT_S = 600.0
 @contextmanager
 def reading(data_dir):
     """Hold the published tables still for the block (shared with other readers)."""
-    if isinstance(data_dir, str) and "://" in data_dir or not (Path(data_dir) / "_staging").is_dir():
+    if layout.is_cluster(data_dir) or not Path(layout.staging_dir(data_dir)).is_dir():
         yield  # nothing was ever published here (publishers stage under _staging first)
         return
     try:

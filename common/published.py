@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common import layout
+
 
 class NoResults(ValueError):
     """The month asked for has no published results: a bad argument (exit 2)."""
@@ -20,11 +22,7 @@ def _has_files(d: Path) -> bool:
 
 def months(root: str | Path, table: str = "month_summary") -> list[str]:
     """Months (YYYY-MM) with at least one published file of `table`, oldest first."""
-    d = Path(root) / table
-    if not d.is_dir():
-        return []
-    return sorted(p.name.removeprefix("month=") for p in d.glob("month=*")
-                  if p.is_dir() and not p.name.startswith(".") and _has_files(p))
+    return [m for m in layout.months_in(root, table) if _has_files(layout.month_dir(root, table, m))]
 
 
 def require(root: str | Path, month: str) -> None:
@@ -57,7 +55,7 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
     out = []
     for t in tables:
         base = root / t
-        for d in ([base / f"month={m}" for m in months_] if months_ is not None else [base]):
+        for d in ([layout.month_dir(root, t, m) for m in months_] if months_ is not None else [base]):
             for f in data_files(d):
                 try:
                     st = os.stat(f)

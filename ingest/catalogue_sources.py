@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from common import layout
 from ingest import catalogue, download
 from ingest.catalogue import Collector
 
@@ -127,7 +128,9 @@ def observed_afis(data_dir: Path) -> dict[str, tuple[tuple[int, ...], list[str]]
     import pyarrow.parquet as pq
 
     seen: dict[str, tuple[set[int], set[str]]] = {}
-    for p in sorted(Path(data_dir).glob("manifest/month=*/manifest.parquet")):
+    for p in (layout.manifest_file(data_dir, m) for m in layout.months_in(data_dir, "manifest")):
+        if not p.is_file():
+            continue
         for r in pq.read_table(p, columns=["collector", "month", "status", "entries_v4", "entries_v6"]).to_pylist():
             if r["status"] != "ok":
                 continue

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import atomic
+from common import atomic, layout
 from common.tables import MANIFEST as SCHEMA
 
 
@@ -49,7 +49,7 @@ class Row:
 
 
 def path(data_dir: Path, month: str) -> Path:
-    return data_dir / "manifest" / f"month={month}" / "manifest.parquet"
+    return layout.manifest_file(data_dir, month)
 
 
 def read(data_dir: Path, month: str) -> dict[str, dict]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import atomic, console, hooks
+from common import atomic, console, hooks, layout
 from ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.writer import SnapshotWriter, entries_path
@@ -233,7 +233,7 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
 def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     backend = backends.get(cfg.backend)
     # What a killed ingest left (temps of writers that are gone); a live writer's stay.
-    atomic.clean_dead_under(Path(cfg.data_dir) / "rib_entries" / f"month={month}")
+    atomic.clean_dead_under(layout.month_dir(cfg.data_dir, "rib_entries", month))
     slots = plan(cfg, month)
     previous = manifest.read(cfg.data_dir, month)
     todo, done = [], 0

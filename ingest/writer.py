@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import atomic
+from common import atomic, layout
 from common.tables import FILE_SCHEMA
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
@@ -22,7 +22,7 @@ _STATISTICS = ["snapshot_time", "afi", "peer_asn", "origin_asn"]
 
 def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
     stem = file_name.split(".bz2")[0].split(".gz")[0]
-    return data_dir / "rib_entries" / f"month={month}" / f"collector={collector}" / f"{stem}.parquet"
+    return layout.entries_file(data_dir, month, collector, stem)
 
 
 # --- how much of the address space a snapshot covers ----------------------------------------

@@ -12,12 +12,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import console, hooks
+from common import console, hooks, layout
 from common.config import Config
 from common.locks import LockBusy, month_lock
 from common.months import previous_month
 from pipeline.engines import Engine
-from pipeline.publish import is_cluster_url
 from pipeline.steps import JobError
 
 #: Published together; month_summary last (its folder marks a month published).
@@ -27,7 +26,7 @@ ENGINES = ("duckdb", "spark")
 
 def names_cluster(cfg: Config) -> bool:
     """A Spark cluster is named: a non-local master, cluster storage, or spark-submit's driver."""
-    return (not cfg.spark_master.startswith("local") or is_cluster_url(cfg.data_dir)
+    return (not cfg.spark_master.startswith("local") or layout.is_cluster(cfg.data_dir)
             or "PYSPARK_GATEWAY_PORT" in os.environ or bool(os.environ.get("SPARK_SUBMIT_DEPLOY_MODE")))
 
 
@@ -114,7 +113,7 @@ def run_month(spark, cfg: Config, month: str) -> MonthResult:
 def run_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
-    src = f"{root.rstrip('/')}/rib_entries/month={month}"
+    src = str(layout.month_dir(root, "rib_entries", month))
     staged = store = None
     with console.progress() as prog, _locked(cfg, month, res):
         if res.error:
@@ -130,7 +129,7 @@ def run_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
 
         try:
             store = engine.store(root)
-            src = store.path("rib_entries", f"month={month}")
+            src = store.month("rib_entries", month)
             if not store.has_files(src):
                 raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
             _wait_previous(root, month, step)
@@ -185,7 +184,7 @@ def _wait_previous(root: str, month: str, step) -> None:
     a parallel backfill would otherwise compare against nothing): before the engine opens
     the month, so nothing is held meanwhile. Local data dirs only (on a cluster the scheduler
     orders months)."""
-    if is_cluster_url(root):
+    if layout.is_cluster(root):
         return
     from common.locks import lock_path, wait_for
 
@@ -211,15 +210,15 @@ def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, l
     part (some of the tables) is read as absent, and recorded as it is (so it is redone once
     whole). On cluster storage the folders are read in place."""
     pm = previous_month(month)
-    if is_cluster_url(root):
-        prev = {t: store.path(t, f"month={pm}") for t in PREVIOUS_TABLES}
+    if layout.is_cluster(root):
+        prev = {t: store.month(t, pm) for t in PREVIOUS_TABLES}
         return (prev if all(store.has_files(p) for p in prev.values()) else None), None
     from common.locks import reading
     from common.published import listing
 
     base = Path(root.removeprefix("file://"))
     into = Path(staged.removeprefix("file://")) / "_prev"
-    prev = {t: f"{staged}/_prev/{t}/month={pm}" for t in PREVIOUS_TABLES}
+    prev = {t: f"{staged}/_prev/{t}/{layout.month_part(pm)}" for t in PREVIOUS_TABLES}
     if not listing(base, PREVIOUS_TABLES, [pm]):
         return None, []  # nothing published to read (a later publish makes this compare stale)
     for _ in range(COPY_TRIES):
@@ -254,7 +253,7 @@ def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> No
     from ingest.policy import for_config
     from pipeline import provenance
 
-    rows = engine.read_rows(store.path("manifest", f"month={month}", "manifest.parquet"))
+    rows = engine.read_rows(store.month("manifest", month, "manifest.parquet"))
     cov = for_config(rows, cfg).to_dict() if rows else None
     engine.write_rows(staged, "provenance", [provenance.row(cfg, month, engine.name, rows, cov)], PROVENANCE)
 

@@ -19,15 +19,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-from common import hooks
+from common import hooks, layout
 
 PUBLISH_MARK = "_PUBLISH"
-
-
-def is_cluster_url(root: str | os.PathLike) -> bool:
-    """True for data dirs only a Hadoop FileSystem can reach (hdfs://, s3a://, ...)."""
-    s = str(root)
-    return "://" in s and not s.startswith("file://")
 
 
 class Store:
@@ -37,6 +31,10 @@ class Store:
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
+
+    def month(self, table: str, month: str, *parts: str) -> str:
+        """A table's folder of one month (common/layout.py), or a file in it."""
+        return self.path(table, layout.month_part(month), *parts)
 
     def exists(self, p: str) -> bool:
         raise NotImplementedError
@@ -65,7 +63,7 @@ class Store:
         return any(n.endswith(suffix) and not n.startswith((".", "_")) for n in self.files(p))
 
     def staging(self, month: str) -> str:
-        return self.path("_staging", f"{month}-{uuid.uuid4().hex[:8]}")
+        return self.path(layout.STAGING, f"{month}-{uuid.uuid4().hex[:8]}")
 
     def children(self, p: str) -> list[str]:
         """Names of the entries directly under p (empty when p does not exist)."""
@@ -95,7 +93,7 @@ class Store:
         trash = f"{staged}/_replaced"
         self.mkdirs(trash)
         for i, t in enumerate(tables):
-            target = self.path(t, f"month={month}")
+            target = self.path(t, layout.month_part(month))
             out.append(target)
             if self.exists(f"{target}/_from-{sid}"):  # swapped in before a kill
                 continue
@@ -113,10 +111,10 @@ class Store:
         """Finish or remove what killed runs of `month` left in _staging (see the module
         docstring); returns the staging folders dealt with. Hold the month lock."""
         done = []
-        for name in self.children(self.path("_staging")):
+        for name in self.children(self.path(layout.STAGING)):
             if not name.startswith(f"{month}-"):
                 continue
-            staged = self.path("_staging", name)
+            staged = self.path(layout.STAGING, name)
             if self.exists(f"{staged}/{PUBLISH_MARK}"):
                 self._swap(staged, [t for t in self.children(staged) if not t.startswith("_")], month)
             else:

@@ -13,6 +13,7 @@ import json
 import time
 from dataclasses import replace
 
+from common import layout
 from common.config import Config
 from common.locks import month_lock
 from common.params import REPRESENTATIVE, MethodParams
@@ -42,11 +43,9 @@ def names() -> list[str]:
 
 def month_params(root, month: str, fallback: MethodParams) -> MethodParams:
     """The parameters the month was published with (its provenance row), else `fallback`."""
-    from pathlib import Path
-
     import pyarrow.parquet as pq
 
-    d = Path(root) / "provenance" / f"month={month}"
+    d = layout.month_dir(root, "provenance", month)
     if not d.is_dir():
         return fallback
     rows = pq.read_table(d).to_pylist()
@@ -98,7 +97,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     try:
         with month_lock(cfg.data_dir, month):
             store = engine.store(root)
-            engine.open(store, store.path("rib_entries", f"month={month}"))
+            engine.open(store, store.month("rib_entries", month))
             engine.pin()
             staged = store.staging(month)
             done: dict[str, dict] = {}
@@ -122,7 +121,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
         engine.close()
     import pyarrow.parquet as pq
 
-    published_row = pq.read_table(f"{root}/month_summary/month={month}").to_pylist()[0] \
-        if not job.is_cluster_url(root) else None
+    published_row = pq.read_table(str(layout.month_dir(root, "month_summary", month))).to_pylist()[0] \
+        if not layout.is_cluster(root) else None
     return {"month": month, "path": path, "variants": len(rows), "computed": len(done), "published": published_row,
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from common import atomic, published
+from common import atomic, layout, published
 from reports import query, warehouse
 
 #: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
@@ -63,11 +63,11 @@ class Figure:
 
 
 def month_path(cfg, month: str) -> Path:
-    return warehouse.data_root(cfg) / "reports" / f"month={month}" / "report.html"
+    return layout.report_file(warehouse.data_root(cfg), month)
 
 
 def trend_path(cfg) -> Path:
-    return warehouse.data_root(cfg) / "reports" / "trend.html"
+    return layout.report_file(warehouse.data_root(cfg), None)
 
 
 def _rows(con, sql: str, params=None) -> list[dict]:
@@ -604,7 +604,7 @@ def trend_html(con) -> str:
     intro = (f"{len(ms)} published month{'s' if len(ms) > 1 else ''}, {ms[0]['month']} to {ms[-1]['month']}"
              + (f"; no data for {', '.join(missing)}" if missing else "") + ".")
     links = ("<p class='note'>Month reports: " + " ".join(
-        f"<a href='month={r['month']}/report.html'>{r['month']}</a>" for r in ms) + "</p>")
+        f"<a href='{layout.month_part(r['month'])}/report.html'>{r['month']}</a>" for r in ms) + "</p>")
     one = ("<p id='one-month' class='note'><b>The trend needs two published months</b>: only "
            f"{ms[0]['month']} is published, so nothing has changed yet (transitions are not applicable).</p>"
            if len(ms) < 2 else "")

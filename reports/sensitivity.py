@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from common import layout
 from reports import warehouse
 from reports.html import Figure, ReportError, _figure_html, _layout, _page, _render, _rows
 
@@ -20,7 +21,7 @@ FIGURES = {
 
 
 def path(cfg, month: str) -> Path:
-    return warehouse.data_root(cfg) / "reports" / f"month={month}" / "sensitivity.html"
+    return layout.report_file(warehouse.data_root(cfg), month, "sensitivity.html")
 
 
 def effects(rows: list[dict], key: str, published: dict | None = None) -> tuple[float | None, list[dict]]:

@@ -18,13 +18,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from common import atomic, duck, hooks
+from common import atomic, duck, hooks, layout
 from common.duck import glob_literal, quote
 from common.tables import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
 STORAGE_VERSION = "v1.4.0"
-FILE_NAME = "warehouse.duckdb"
 #: `month` is a 'YYYY-MM' string everywhere: in the files, the partition keys and the views.
 MONTH_TYPE = "VARCHAR"
 
@@ -34,14 +33,12 @@ class WarehouseError(Exception):
 
 
 def data_root(cfg) -> Path:
-    d = cfg.data_dir
-    if isinstance(d, str) and "://" in d:
-        raise WarehouseError(f"{d}: the warehouse needs a local data dir (DuckDB reads the Parquet in place)")
-    return Path(d).resolve()
+    """The local data dir (DuckDB reads the Parquet in place)."""
+    return layout.local(cfg.data_dir, "the warehouse", WarehouseError).resolve()
 
 
 def path(cfg) -> Path:
-    return data_root(cfg) / FILE_NAME
+    return layout.warehouse_file(data_root(cfg))
 
 
 def _glob(root: Path, doc: TableDoc) -> str:
@@ -166,7 +163,7 @@ def refresh(cfg) -> Path:
     import duckdb
 
     root = data_root(cfg)
-    target = root / FILE_NAME
+    target = layout.warehouse_file(root)
     if not root.is_dir():
         raise WarehouseError(f"{root}: data dir does not exist")
     _check_existing(target)

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from common import atomic, console
+from common import atomic, console, layout
 from common.config import Config
 from common.locks import month_lock
 from pipeline.job import TABLE_ORDER
@@ -49,13 +49,11 @@ class StepResult:
 # --- where things are -----------------------------------------------------------------
 
 def data_dir(cfg: Config) -> Path:
-    if isinstance(cfg.data_dir, str):
-        raise StepFailed(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
-    return Path(cfg.data_dir)
+    return layout.local(cfg.data_dir, "--data-dir: the monthly run", StepFailed)
 
 
 def state_path(cfg: Config, month: str) -> Path:
-    return data_dir(cfg) / "_runs" / f"month={month}" / "state.json"
+    return layout.state_file(data_dir(cfg), month)
 
 
 def read_state(cfg: Config, month: str) -> dict:
@@ -186,7 +184,7 @@ def _outputs_listing(cfg: Config, month: str, step: str) -> list:
 
 def _cleanup_ingest(cfg: Config, month: str) -> None:
     """Remove the dot-temp Parquet files killed ingests left (never a live writer's)."""
-    atomic.clean_dead_under(data_dir(cfg) / "rib_entries" / f"month={month}")
+    atomic.clean_dead_under(layout.month_dir(data_dir(cfg), "rib_entries", month))
 
 
 def _cleanup(cfg: Config, month: str) -> None:
@@ -203,7 +201,7 @@ def _cleanup(cfg: Config, month: str) -> None:
 
 
 def _tunnels_path(cfg: Config, month: str) -> Path:
-    return data_dir(cfg) / "exports" / f"month={month}" / "tunnels.jsonl"
+    return layout.export_file(data_dir(cfg), month)
 
 
 def coverage(cfg: Config, month: str, keys: set[str] | None = None):
@@ -233,7 +231,7 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
 
     out = ingest_run.run(cfg, month, progress=progress, on_row=report)
     outputs = {"manifest": str(out.manifest_path),
-               "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}")}
+               "rib_entries": str(layout.month_dir(data_dir(cfg), "rib_entries", month))}
     if collector:
         if out.failed and not cfg.tolerate_failures:
             names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
@@ -267,7 +265,7 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
     if res.error:
         raise StepFailed(res.error)
     root = data_dir(cfg)
-    return {**{t: str(root / t / f"month={month}") for t in MONTH_TABLES}, READ: {"previous": res.previous}}
+    return {**{t: str(layout.month_dir(root, t, month)) for t in MONTH_TABLES}, READ: {"previous": res.previous}}
 
 
 def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
@@ -341,7 +339,7 @@ SHARED_STEPS = ("warehouse", "reports")
 
 
 def _shared_path(cfg: Config) -> Path:
-    return data_dir(cfg) / "_runs" / "shared.json"
+    return layout.runs_file(data_dir(cfg), "shared.json")
 
 
 def _shared(cfg: Config) -> dict:
@@ -540,7 +538,7 @@ def finish_ingest(cfg: Config, month: str) -> StepResult:
     else:
         res = StepResult("ingest", "done", outputs={
             "manifest": str(manifest.path(data_dir(cfg), month)),
-            "rib_entries": str(data_dir(cfg) / "rib_entries" / f"month={month}"), "coverage": cov.to_dict()})
+            "rib_entries": str(layout.month_dir(data_dir(cfg), "rib_entries", month)), "coverage": cov.to_dict()})
         fp = fingerprint(cfg, month, "ingest")
 
     def change(st):
@@ -564,7 +562,7 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     ok = [r for r in rows if r["status"] == "ok"]
     st_ingest = read_state(cfg, month)["steps"].get("ingest", {})
     cov = (st_ingest.get("outputs") or {}).get("coverage")
-    ms_dir = root / "month_summary" / f"month={month}"
+    ms_dir = layout.month_dir(root, "month_summary", month)
     ms = None
     if any(p.suffix == ".parquet" for p in ms_dir.glob("*.parquet")):
         t = pq.read_table(ms_dir)
@@ -584,7 +582,7 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
         outputs.update({k: v for k, v in st["steps"].get(name, {}).get("outputs", {}).items() if k != "coverage"})
     outputs["state"] = str(state_path(cfg, month))
     # One spelling for every output (steps record some relative, some absolute).
-    outputs = {k: os.path.abspath(v) if isinstance(v, str) and "://" not in v else v
+    outputs = {k: os.path.abspath(v) if isinstance(v, str) and not layout.is_cluster(v) else v
                for k, v in outputs.items()}
     if results is not None and len(results) == 1:  # --only STEP: it succeeds when that step does
         good = results[0].status not in ("failed", "not run")

@@ -21,6 +21,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from common import layout
 from common.config import Config, parse_bytes
 
 INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
@@ -82,7 +83,9 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
     from ingest.writer import partial as is_partial
 
     rows: dict[str, list[dict]] = {}
-    for p in sorted(data_dir.glob("manifest/month=*/manifest.parquet"), reverse=True):  # newest month first
+    for p in (layout.manifest_file(data_dir, m) for m in reversed(layout.months_in(data_dir, "manifest"))):  # newest first
+        if not p.is_file():
+            continue
         for r in pq.read_table(p, columns=["collector", "slot", "status", "bytes", "entries_v4", "entries_v6",
                                            "output"]).to_pylist():
             if r["status"] == "ok" and r["bytes"]:

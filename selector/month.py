@@ -7,16 +7,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from common import duck, published
+from common import duck, layout, published
 from common.duck import quote
 from common.config import Config
 from selector.question import HintError
 
 
 def local_root(cfg: Config) -> Path:
-    if isinstance(cfg.data_dir, str) and "://" in cfg.data_dir:
-        raise HintError(f"data dir {cfg.data_dir}: the path selector reads a local data dir")
-    return Path(cfg.data_dir)
+    return layout.local(cfg.data_dir, "the path selector", HintError)
 
 
 def resolve_month(cfg: Config, month: str | None) -> str:
@@ -35,12 +33,12 @@ def resolve_month(cfg: Config, month: str | None) -> str:
         raise HintError(str(exc)) from None
     for t in ("pairs", "paths", "vps"):
         if month not in published.months(local_root(cfg), t):
-            raise HintError(f"{local_root(cfg) / t / f'month={month}'}: missing; re-run congruency compare for {month}")
+            raise HintError(f"{layout.month_dir(local_root(cfg), t, month)}: missing; re-run congruency compare for {month}")
     return month
 
 
 def table_glob(cfg: Config, table: str, month: str) -> str:
-    base = duck.glob_literal(local_root(cfg) / table / f"month={month}")
+    base = duck.glob_literal(layout.month_dir(local_root(cfg), table, month))
     return f"{base}/*/*.parquet" if table == "rib_entries" else f"{base}/*.parquet"
 
 

@@ -320,14 +320,14 @@ def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsy
     _config(tmp_path)
     data = tmp_path / "data"
     shutil.copytree(reference["first"], data)
-    monkeypatch.setitem(sys.modules, "tunnels", None)  # `from selector.exports import jsonl` raises ImportError
+    monkeypatch.setitem(sys.modules, "selector.exports", None)  # `from selector.exports import jsonl` raises ImportError
     rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
               "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
     out, err = capsys.readouterr()
     s = json.loads(out)
     assert rc == 1 and not s["ok"] and s["steps"]["hints"]["status"] == "failed", err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "hints" in errors[0] and "tunnels" in errors[0], err
+    assert len(errors) == 1 and "hints" in errors[0] and "selector.exports" in errors[0], err
 
 
 def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):

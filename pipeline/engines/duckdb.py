@@ -14,11 +14,11 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import duck
+from common import duck, layout
 from common.duck import quote
 from common.tables import TABLES, TRANSITIONS
 from pipeline import steps as S
-from pipeline.publish import LocalStore, is_cluster_url
+from pipeline.publish import LocalStore
 
 _SCALAR = {
     "VARCHAR": "string", "BIGINT": "bigint", "UINTEGER": "bigint", "INTEGER": "int", "USMALLINT": "int",
@@ -56,7 +56,7 @@ class DuckDBEngine:
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore:
-        if is_cluster_url(root):
+        if layout.is_cluster(root):
             raise S.JobError(f"{root}: the DuckDB engine reads a local data dir; use --engine spark for cluster storage")
         return LocalStore(root)
 

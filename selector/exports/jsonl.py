@@ -28,7 +28,7 @@ from typing import IO
 
 import pyarrow as pa
 
-from common import atomic
+from common import atomic, layout
 from common.duck import quote
 from common.tables import HINTS
 
@@ -45,7 +45,7 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
 
         if month is None:
             raise ValueError("jsonl.write: month is required when the source is a Config")
-        d = Path(source.data_dir) / "hints" / f"month={month}"
+        d = layout.month_dir(source.data_dir, "hints", month)
         if not d.is_dir():
             raise FileNotFoundError(f"{d}: no published hints for {month} (run selector.table.publish first)")
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.

@@ -1,0 +1,106 @@
+"""Where everything lives in a data dir: the one owner of DATA_DIR's layout.
+
+    DATA_DIR/
+      rib_entries/month=M/collector=C/<dump>.parquet   ingest: one file per RIB dump
+      manifest/month=M/manifest.parquet                ingest: what was read, from where
+      <table>/month=M/*.parquet                        published tables (common/tables.py)
+      _staging/<M>-<id>/<table>/                       a month being computed, then swapped in
+      _staging/<M>.lock, _staging/.reading.lock ...    locks (common/locks.py)
+      _runs/month=M/state.json, _runs/shared.json      the monthly run's steps (runner/)
+      exports/month=M/tunnels.jsonl                    the hints for tunnel tools
+      reports/month=M/report.html, sensitivity.html    offline pages; reports/trend.html
+      warehouse.duckdb                                 views over the published tables
+
+A data dir is a local folder, or (Spark only) a URL such as hdfs://... or s3a://...; every
+function here takes either and returns the same kind: a Path for a local folder, a string
+for a URL. Writers name their own files inside these folders.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Hive-style partition folder of a month: `month=YYYY-MM`.
+MONTH = "month="
+STAGING, RUNS = "_staging", "_runs"
+WAREHOUSE = "warehouse.duckdb"
+
+
+class NotLocal(ValueError):
+    """A step that reads files in place was given a cluster data dir (exit 2)."""
+
+
+def is_cluster(root: str | os.PathLike) -> bool:
+    """True for data dirs only a Hadoop FileSystem can reach (hdfs://, s3a://, ...)."""
+    s = str(root)
+    return "://" in s and not s.startswith("file://")
+
+
+def root_of(text: str | os.PathLike) -> str | Path:
+    """A --data-dir as given: a URL stays a string (Path would fold '//'), a folder a Path."""
+    return str(text) if is_cluster(text) else Path(str(text).removeprefix("file://"))
+
+
+def local(root: str | os.PathLike, who: str, error: type[Exception] = NotLocal) -> Path:
+    """The local folder `root`, or `error` saying that `who` needs one."""
+    if is_cluster(root):
+        raise error(f"{root}: {who} needs a local data dir, not cluster storage")
+    return Path(str(root).removeprefix("file://"))
+
+
+def _join(root, *parts: str):
+    return "/".join([str(root).rstrip("/"), *parts]) if is_cluster(root) else Path(root).joinpath(*parts)
+
+
+def month_part(month: str) -> str:
+    return f"{MONTH}{month}"
+
+
+def table_dir(root, table: str):
+    return _join(root, table)
+
+
+def month_dir(root, table: str, month: str):
+    """A table's folder of one month (published tables, rib_entries, manifest)."""
+    return _join(root, table, month_part(month))
+
+
+def entries_file(root, month: str, collector: str, stem: str):
+    return _join(root, "rib_entries", month_part(month), f"collector={collector}", f"{stem}.parquet")
+
+
+def manifest_file(root, month: str):
+    return _join(root, "manifest", month_part(month), "manifest.parquet")
+
+
+def staging_dir(root):
+    return _join(root, STAGING)
+
+
+def state_file(root, month: str):
+    return _join(root, RUNS, month_part(month), "state.json")
+
+
+def runs_file(root, name: str):
+    """A file of the runner's own beside the months' state (shared.json)."""
+    return _join(root, RUNS, name)
+
+
+def export_file(root, month: str, name: str = "tunnels.jsonl"):
+    return _join(root, "exports", month_part(month), name)
+
+
+def report_file(root, month: str | None, name: str = "report.html"):
+    """A month's page (report.html, sensitivity.html), or with month None the trend page."""
+    return _join(root, "reports", "trend.html") if month is None else _join(root, "reports", month_part(month), name)
+
+
+def warehouse_file(root):
+    return _join(root, WAREHOUSE)
+
+
+def months_in(root, table: str) -> list[str]:
+    """The months that have a folder under a local table (published or not), sorted."""
+    d = Path(root) / table
+    return sorted(p.name.removeprefix(MONTH) for p in d.glob(f"{MONTH}*")
+                  if p.is_dir() and not p.name.startswith(".")) if d.is_dir() else []
