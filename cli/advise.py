@@ -51,13 +51,7 @@ def ask(args: argparse.Namespace, cfg: Config) -> dict:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from selector.question import HintError
-
-    try:
-        answer = ask(args, cfg)
-    except HintError as exc:
-        console.error(str(exc))
-        return 2
+    answer = ask(args, cfg)
     sel = answer["selection"]
     if sel and sel["note"]:
         console.note(sel["note"])

@@ -67,9 +67,6 @@ def list_main(args: argparse.Namespace, cfg: Config) -> int:
     except KeyError as exc:
         console.error(f"--collectors: {exc.args[0]}")
         return 2
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
     seen = _observed(cfg)
     rows = []
     for n in names:

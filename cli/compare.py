@@ -7,6 +7,7 @@ import sys
 
 from common import console
 from common.config import Config
+from common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -45,20 +46,16 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from common.months import parse_month
     from pipeline import job, spark_session
 
-    try:
-        for m in args.month:
-            parse_month(m)
-        if args.min_coverage is not None and not 0 <= args.min_coverage <= 1:
-            raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage}")
-        conf = dict(cfg.spark_conf)
-        for kv in args.conf:
-            k, sep, v = kv.partition("=")
-            if not sep or not k:
-                raise ValueError(f"--conf: expected KEY=VALUE, got {kv!r}")
-            conf[k] = v
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
+    for m in args.month:
+        parse_month(m)
+    if args.min_coverage is not None and not 0 <= args.min_coverage <= 1:
+        raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage}")
+    conf = dict(cfg.spark_conf)
+    for kv in args.conf:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise BadInput(f"--conf: expected KEY=VALUE, got {kv!r}")
+        conf[k] = v
     if args.min_coverage is not None:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=args.min_coverage))
     cfg = cfg.with_overrides(spark_master=args.master, spark_conf=conf, engine=args.engine)

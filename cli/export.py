@@ -7,6 +7,7 @@ from pathlib import Path
 
 from common import atomic, console, duck, layout
 from common.config import Config
+from common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -92,10 +93,10 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
 
     if args.format == "jsonl" and not args.source:
         if args.to or args.endpoints or args.k:
-            raise ValueError("--to/--endpoints/--k need --from")
+            raise BadInput("--to/--endpoints/--k need --from")
         return None
     if not args.source:
-        raise ValueError(f"--from: required for --format {args.format}")
+        raise BadInput(f"--from: required for --format {args.format}")
     ifaces = None if args.format == "jsonl" else _interfaces(args)  # bad flags fail before any reading
     answer = ask(args, cfg)
     hints, sel = answer["hints"], answer["selection"]
@@ -131,7 +132,7 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     conns = mpt.connections(hints, ifaces, args.tunnel_local, remotes, chosen, args.tunnel_port,
                             args.keepalive, args.dead_time)
     if len(conns) > 1 and not args.out:
-        raise ValueError(f"--out FILE: the chosen paths go to {len(conns)} peers ("
+        raise BadInput(f"--out FILE: the chosen paths go to {len(conns)} peers ("
                          + ", ".join(c.name for c in conns) + "), one MPT connection file each: FILE-NAME.conf")
     files = {}
     for c in conns:
@@ -147,31 +148,23 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from selector import month as hmonth, question, table as htable
+    from selector import month as hmonth, table as htable
     from selector.exports import jsonl
-    from selector.exports.validate import Unanswerable, ValidationError
 
-    try:
-        text = render(args, cfg)
-        if text is None:  # every pair of the month: its published hints table, else built here
-            month = hmonth.resolve_month(cfg, args.month)
-            con = None if layout.month_dir(cfg.data_dir, "hints", month).is_dir() else duck.connect(cfg)
-            try:
-                source = cfg if con is None else htable.build(con, cfg, month)
-                if args.out:
-                    jsonl.write(source, args.out, month)
-                else:
-                    jsonl.dump(source, sys.stdout, month)
-            finally:
-                if con is not None:
-                    con.close()
-            return 0
-    except Unanswerable as exc:  # the data cannot back a config: nothing written, exit 3
-        console.error(str(exc))
-        return 3
-    except (question.HintError, ValidationError, ValueError) as exc:
-        console.error(str(exc))
-        return 2
+    text = render(args, cfg)
+    if text is None:  # every pair of the month: its published hints table, else built here
+        month = hmonth.resolve_month(cfg, args.month)
+        con = None if layout.month_dir(cfg.data_dir, "hints", month).is_dir() else duck.connect(cfg)
+        try:
+            source = cfg if con is None else htable.build(con, cfg, month)
+            if args.out:
+                jsonl.write(source, args.out, month)
+            else:
+                jsonl.dump(source, sys.stdout, month)
+        finally:
+            if con is not None:
+                con.close()
+        return 0
     # A closed pipe or a file that can't be written: cli/main.py says so in one line.
     for out, body in (text.items() if isinstance(text, dict) else [(Path(args.out) if args.out else None, text)]):
         if out is not None:

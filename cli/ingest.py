@@ -8,6 +8,7 @@ import sys
 from common import console, months
 from ingest import backends, catalogue, discovery
 from common.config import Config
+from common.errors import BadInput
 
 COLLECTORS_HELP = ("all, routeviews, ris, or comma-separated collector names (default route-views2,route-views6); "
                    "only those active in the month are fetched, the others are 'inactive' in the manifest "
@@ -19,11 +20,11 @@ def check_collectors(cfg: Config) -> None:
     try:
         catalogue.expand(cfg.collectors, cfg.catalogue)
     except KeyError as exc:
-        raise ValueError(f"--collectors: {exc.args[0]}") from None
+        raise BadInput(f"--collectors: {exc.args[0]}") from None
     known = catalogue.projects(cfg.catalogue)
     for name in cfg.archive_roots:  # a misspelt project would silently fall back to the public archive
         if name not in known:
-            raise ValueError(f"archive_roots: unknown project {name!r} (the catalogue's: {', '.join(sorted(known))})")
+            raise BadInput(f"archive_roots: unknown project {name!r} (the catalogue's: {', '.join(sorted(known))})")
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -65,38 +66,34 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from ingest import run as ingest_run
 
-    try:
-        overrides = dict(
-            archive_root=args.archive_root, backend=args.backend, concurrency=args.concurrency,
-            tolerance_minutes=args.tolerance_minutes, tolerate_failures=args.tolerate_failures,
-            days=discovery.parse_days(args.days) if args.days else None,
-            times=discovery.parse_times(args.times) if args.times else None,
-            collectors=catalogue.parse_spec(args.collectors) if args.collectors is not None else None,
-        )
-        if args.source:
-            kind, listing = args.source
-            if kind != "bgpstream-csv":
-                raise ValueError(f"--source: unknown kind {kind!r} (bgpstream-csv)")
-            from ingest import bgpstream_csv
+    overrides = dict(
+        archive_root=args.archive_root, backend=args.backend, concurrency=args.concurrency,
+        tolerance_minutes=args.tolerance_minutes, tolerate_failures=args.tolerate_failures,
+        days=discovery.parse_days(args.days) if args.days else None,
+        times=discovery.parse_times(args.times) if args.times else None,
+        collectors=catalogue.parse_spec(args.collectors) if args.collectors is not None else None,
+    )
+    if args.source:
+        kind, listing = args.source
+        if kind != "bgpstream-csv":
+            raise BadInput(f"--source: unknown kind {kind!r} (bgpstream-csv)")
+        from ingest import bgpstream_csv
 
-            try:
-                bgpstream_csv.read(listing)
-            except bgpstream_csv.ListingError as exc:
-                raise ValueError(f"--source: {exc}") from None
-            overrides["bgpstream_csv"] = listing
-        months.parse_month(args.month)
-        months.check_not_future([args.month])
-        if args.concurrency is not None and args.concurrency < 1:
-            raise ValueError(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
-        cfg = cfg.with_overrides(**overrides)
-        if isinstance(cfg.data_dir, str):
-            raise ValueError(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
-        check_collectors(cfg)
-        months.check_days([args.month], cfg.days)
-        backends.get(cfg.backend)
-    except (ValueError, backends.BackendUnavailable) as exc:  # CatalogueError is a ValueError
-        console.error(str(exc))
-        return 2
+        try:
+            bgpstream_csv.read(listing)
+        except bgpstream_csv.ListingError as exc:
+            raise BadInput(f"--source: {exc}") from None
+        overrides["bgpstream_csv"] = listing
+    months.parse_month(args.month)
+    months.check_not_future([args.month])
+    if args.concurrency is not None and args.concurrency < 1:
+        raise BadInput(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
+    cfg = cfg.with_overrides(**overrides)
+    if isinstance(cfg.data_dir, str):
+        raise BadInput(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
+    check_collectors(cfg)
+    months.check_days([args.month], cfg.days)
+    backends.get(cfg.backend)
 
     from ingest import manifest, policy
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from common import console, layout
 from common.config import ConfigError, load
+from common.errors import CongruencyError
 
 
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from contextlib import nullcontext
 
-    from common.locks import LockBusy, reading
+    from common.locks import reading
 
     try:
         with reading(cfg.data_dir) if args.command in READERS else nullcontext():
@@ -130,9 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         # (exit 141); stdout goes to /dev/null so the interpreter's final flush cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except LockBusy as exc:
+    except CongruencyError as exc:  # the project's errors: one line, their own exit code
         console.error(str(exc))
-        return 1
+        return exc.exit_code
     except OSError as exc:  # a file the work needs (full disk, permissions, a folder in its place)
         where = f"{exc.filename}: " if exc.filename else ""
         if exc.errno == errno.EROFS:

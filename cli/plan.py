@@ -35,11 +35,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from cli.run import options
     from runner import plan as planner
 
-    try:
-        cfg, months = options(args, cfg)
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
+    cfg, months = options(args, cfg)
     plan = planner.make(cfg, months)
     try:
         planner.check(plan, cfg)

@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from common import published
     from reports import query, warehouse
 
     if args.list:
@@ -59,33 +58,19 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             console.error(f"--param: expected NAME=VALUE, got {kv!r}")
             return 2
         given[k] = v
-    try:
-        if args.sql:
-            if any(v is not None for v in given.values()):
-                raise query.QueryError("--sql takes no parameters (they are for named queries)")
-        else:
-            q = query.get(args.name)
-            query.check_months(q, query.bind(q, given), warehouse.data_root(cfg))
-    except (query.QueryError, published.NoResults, warehouse.WarehouseError) as exc:
-        console.error(str(exc))
-        return 2
-    try:
-        con = warehouse.connect(cfg)
-    except warehouse.WarehouseError as exc:
-        console.error(str(exc))
-        return 1
+    if args.sql:
+        if any(v is not None for v in given.values()):
+            raise query.BadValue("--sql takes no parameters (they are for named queries)")
+    else:
+        q = query.get(args.name)
+        query.check_months(q, query.bind(q, given), warehouse.data_root(cfg))
+    con = warehouse.connect(cfg)
     import duckdb
     import pyarrow as pa
 
     try:
         reader = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
         write(reader, args.format, Path(args.out) if args.out else None)
-    except query.BadValue as exc:
-        console.error(str(exc))
-        return 2
-    except query.QueryError as exc:
-        console.error(str(exc))
-        return 1
     except (duckdb.Error, pa.ArrowException) as exc:  # while the result streams
         console.error(("--sql: " if args.sql else "") + query._first(exc))
         return 1

@@ -43,21 +43,13 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if args.min_pairs is not None and (args.trend or args.min_pairs < 0):
         console.error("--min-pairs: " + ("only for --month" if args.trend else f"expected N >= 0, got {args.min_pairs}"))
         return 2
-    try:
-        if args.month:
-            parse_month(args.month)
-            published.require(warehouse.data_root(cfg), args.month)
-    except (ValueError, warehouse.WarehouseError) as exc:
-        console.error(str(exc))
-        return 2
-    try:
-        with console.err.status("writing the report"):
-            out = html.write_trend_report(cfg, args.out) if args.trend else \
-                html.write_month_report(cfg, args.month, args.out,
-                                        html.MIN_PAIRS if args.min_pairs is None else args.min_pairs)
-    except html.ReportError as exc:
-        console.error(str(exc))
-        return 1
+    if args.month:
+        parse_month(args.month)
+        published.require(warehouse.data_root(cfg), args.month)
+    with console.err.status("writing the report"):
+        out = html.write_trend_report(cfg, args.out) if args.trend else \
+            html.write_month_report(cfg, args.month, args.out,
+                                    html.MIN_PAIRS if args.min_pairs is None else args.min_pairs)
     if args.json:
         json.dump({"report": str(out)}, sys.stdout)
         print()

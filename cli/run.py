@@ -10,6 +10,7 @@ from pathlib import Path
 from cli.ingest import COLLECTORS_HELP, check_collectors
 from common import console
 from common.config import Config
+from common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -95,10 +96,10 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     mc = getattr(args, "min_coverage", None)
     if mc is not None:
         if not 0 <= mc <= 1:
-            raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {mc}")
+            raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {mc}")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
-        raise ValueError(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+        raise BadInput(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
     flag = "--months" if args.months else "--month"
     check_not_future(months, flag)
     check_days(months, cfg.days)
@@ -107,18 +108,13 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from common.locks import LockBusy
     from runner import month as runner
     from runner import plan as planner
 
-    try:
-        cfg, months = options(args, cfg)
-        runner.steps_to_force(args.force)
-        if args.force and args.force != "all" and args.only and args.force != args.only:
-            raise ValueError(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
+    cfg, months = options(args, cfg)
+    runner.steps_to_force(args.force)
+    if args.force and args.force != "all" and args.only and args.force != args.only:
+        raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     if not args.only or args.only == "ingest":
         try:  # before anything is fetched: will the months fit on the disk?
             planner.check(planner.make(cfg, months), cfg)
@@ -126,13 +122,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             console.error(f"run: {exc}")
             return 1
     rc = 0
-    try:
-        with console.progress(transfer=True) as prog:
-            results = runner.run_months(cfg, months, force=args.force, only=args.only,
-                                         progress=prog, wait_s=args.wait)
-    except LockBusy as exc:
-        console.error(str(exc))
-        return 1
+    with console.progress(transfer=True) as prog:
+        results = runner.run_months(cfg, months, force=args.force, only=args.only,
+                                     progress=prog, wait_s=args.wait)
     for s in results:
         for name, st in s["steps"].items():
             if st.get("status") == "failed":
@@ -147,11 +139,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 def status_main(args: argparse.Namespace, cfg: Config) -> int:
     from runner import month as runner
 
-    try:
-        cfg, months = options(args, cfg)
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
+    cfg, months = options(args, cfg)
     from ingest import manifest
 
     rc = 0

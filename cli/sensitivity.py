@@ -36,26 +36,14 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from common.months import parse_month
     from pipeline import sensitivity
     from reports import sensitivity as page
-    from reports.html import ReportError
 
-    try:
-        parse_month(args.month)
-        wanted = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
-        cfg = cfg.with_overrides(engine=args.engine)
-        sensitivity.plan(cfg.method, wanted)  # names checked before any work
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
-    try:
-        with console.progress() as prog:
-            out = sensitivity.run(cfg, args.month, wanted, progress=prog)
-        report = page.write(cfg, args.month)
-    except sensitivity.SensitivityError as exc:
-        console.error(str(exc))
-        return 2
-    except ReportError as exc:
-        console.error(str(exc))
-        return 1
+    parse_month(args.month)
+    wanted = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    cfg = cfg.with_overrides(engine=args.engine)
+    sensitivity.plan(cfg.method, wanted)  # names checked before any work
+    with console.progress() as prog:
+        out = sensitivity.run(cfg, args.month, wanted, progress=prog)
+    report = page.write(cfg, args.month)
     out["report"] = str(report)
     if args.json:
         json.dump(out, sys.stdout, default=str)

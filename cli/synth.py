@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from common.errors import BadInput
 
 #: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
 USES_DATA_DIR = False
@@ -45,9 +46,9 @@ def _int(name: str, text: str | None, default: int, lo: int, hi: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{name}: expected an integer, got {text!r}") from None
+        raise BadInput(f"{name}: expected an integer, got {text!r}") from None
     if not lo <= value <= hi:
-        raise ValueError(f"{name}: expected {lo}..{hi}, got {value}")
+        raise BadInput(f"{name}: expected {lo}..{hi}, got {value}")
     return value
 
 
@@ -57,7 +58,7 @@ def parse_months(text: str) -> list[str]:
 
     months = parse_month_range(text)
     if len(months) > 240:
-        raise ValueError(f"--months: at most 240 months, got {len(months)}")
+        raise BadInput(f"--months: at most 240 months, got {len(months)}")
     return months
 
 
@@ -69,32 +70,28 @@ def main(args: argparse.Namespace, cfg=None) -> int:
 
     from synth.generate import default_workers, generate
 
-    try:
-        if not args.out:
-            raise ValueError("--out: required, the archive root to write")
-        seed = _int("--seed", args.seed, 1, 0, 2**63 - 1)
-        ases = _int("--ases", args.ases, 300, 20, 200_000)
-        vps = _int("--vps", args.vps, 12, 1, min(ases, 1000))
-        months = parse_months(args.months or "2026-07")
-        snaps = _int("--snapshots-per-month", args.snapshots_per_month, 2, 1, 28)
-        workers = _int("--workers", args.workers, default_workers(), 1, 256)
-        params = cfg.method if cfg is not None else None
-        min_cov = params.min_coverage if params is not None else 0.9
-        if args.min_coverage is not None:
-            try:
-                min_cov = float(args.min_coverage)
-            except ValueError:
-                raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage!r}") from None
-            if not 0 <= min_cov <= 1:
-                raise ValueError(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {min_cov}")
-        if params is not None:
-            params = replace(params, min_coverage=min_cov)
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out: not a directory: {out}")
-    except ValueError as exc:
-        console.error(str(exc))
-        return 2
+    if not args.out:
+        raise BadInput("--out: required, the archive root to write")
+    seed = _int("--seed", args.seed, 1, 0, 2**63 - 1)
+    ases = _int("--ases", args.ases, 300, 20, 200_000)
+    vps = _int("--vps", args.vps, 12, 1, min(ases, 1000))
+    months = parse_months(args.months or "2026-07")
+    snaps = _int("--snapshots-per-month", args.snapshots_per_month, 2, 1, 28)
+    workers = _int("--workers", args.workers, default_workers(), 1, 256)
+    params = cfg.method if cfg is not None else None
+    min_cov = params.min_coverage if params is not None else 0.9
+    if args.min_coverage is not None:
+        try:
+            min_cov = float(args.min_coverage)
+        except ValueError:
+            raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {args.min_coverage!r}") from None
+        if not 0 <= min_cov <= 1:
+            raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {min_cov}")
+    if params is not None:
+        params = replace(params, min_coverage=min_cov)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out: not a directory: {out}")
 
     with console.progress() as prog:
         task = prog.add_task("synth", total=None)

@@ -37,9 +37,6 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         con = warehouse.connect(cfg)
         views = {v: warehouse.months(con, v) for v in warehouse.published(warehouse.data_root(cfg))}
         con.close()
-    except warehouse.WarehouseError as exc:
-        console.error(str(exc))
-        return 1
     except duckdb.Error as exc:  # e.g. a table folder that is a link out of the data dir
         console.error(f"{warehouse.path(cfg)}: {' '.join(str(exc).split())}")
         return 1

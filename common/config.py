@@ -9,11 +9,12 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from common.params import MethodParams
 from common import layout
+from common.errors import BadInput
+from common.params import MethodParams
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A bad configuration value; the message names the setting or file."""
 
 

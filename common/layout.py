@@ -20,13 +20,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from common.errors import BadInput
+
 #: Hive-style partition folder of a month: `month=YYYY-MM`.
 MONTH = "month="
 STAGING, RUNS = "_staging", "_runs"
 WAREHOUSE = "warehouse.duckdb"
 
 
-class NotLocal(ValueError):
+class NotLocal(BadInput):
     """A step that reads files in place was given a cluster data dir (exit 2)."""
 
 
@@ -41,10 +43,10 @@ def root_of(text: str | os.PathLike) -> str | Path:
     return str(text) if is_cluster(text) else Path(str(text).removeprefix("file://"))
 
 
-def local(root: str | os.PathLike, who: str, error: type[Exception] = NotLocal) -> Path:
-    """The local folder `root`, or `error` saying that `who` needs one."""
+def local(root: str | os.PathLike, who: str) -> Path:
+    """The local folder `root`, or NotLocal saying that `who` (reading files in place) needs one."""
     if is_cluster(root):
-        raise error(f"{root}: {who} needs a local data dir, not cluster storage")
+        raise NotLocal(f"{root}: {who} needs a local data dir, not cluster storage")
     return Path(str(root).removeprefix("file://"))
 
 

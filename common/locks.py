@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common import layout
+from common.errors import CongruencyError
 
 
-class LockBusy(RuntimeError):
+class LockBusy(CongruencyError, RuntimeError):
     """Another process holds the month; the message is one line naming it."""
 
 

@@ -3,12 +3,13 @@ and calendar steps. One place, as ingest, the job, the runner and the reports al
 from __future__ import annotations
 
 import re
+from common.errors import BadInput
 
 
 def parse_month(text: str, flag: str = "--month") -> tuple[int, int]:
     m = re.fullmatch(r"(\d{4})-(\d{2})", text or "")
     if not m or not 1 <= int(m.group(2)) <= 12:
-        raise ValueError(f"{flag}: expected YYYY-MM, got {text!r}")
+        raise BadInput(f"{flag}: expected YYYY-MM, got {text!r}")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -18,11 +19,11 @@ def parse_month_range(spec: str, flag: str = "--months") -> list[str]:
     try:
         ends = [parse_month(m) for m in ((a, b) if sep else (a,))]
     except ValueError:
-        raise ValueError(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
+        raise BadInput(f"{flag}: expected YYYY-MM{' or YYYY-MM..YYYY-MM' * (flag == '--months')}, "
                          f"got {spec!r}") from None
     (y, m), (y2, m2) = ends[0], ends[-1]
     if (y2, m2) < (y, m):
-        raise ValueError(f"{flag}: {b} is before {a}")
+        raise BadInput(f"{flag}: {b} is before {a}")
     out = []
     while (y, m) <= (y2, m2):
         out.append(f"{y}-{m:02d}")
@@ -44,7 +45,7 @@ def check_not_future(months: list[str], flag: str = "--month", today=None) -> No
     current = f"{now.year}-{now.month:02d}"
     late = [m for m in months if m > current]
     if late:
-        raise ValueError(f"{flag}: {late[0]} is in the future (this is {current}); no archive has its RIBs yet")
+        raise BadInput(f"{flag}: {late[0]} is in the future (this is {current}); no archive has its RIBs yet")
 
 
 def check_days(months: list[str], days, flag: str = "--days") -> None:
@@ -57,5 +58,5 @@ def check_days(months: list[str], days, flag: str = "--days") -> None:
         last = calendar.monthrange(y, mo)[1]
         bad = [d for d in days if d > last]
         if bad:
-            raise ValueError(f"{flag}: {m} has {last} days, not {bad[0]} (choose days every month of "
+            raise BadInput(f"{flag}: {m} has {last} days, not {bad[0]} (choose days every month of "
                              f"the range has, e.g. 1-28)")

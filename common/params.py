@@ -6,6 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import ClassVar
 from pathlib import Path
+from common.errors import BadInput
 
 GROUPS_TOML = Path(__file__).with_name("groups.toml")
 
@@ -61,9 +62,9 @@ class MethodParams:
                               ("comparison", ("representative", "any", "share")),
                               ("as_set", ("dropped", "hop")), ("destination", ("origin", "prefix"))):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+                raise BadInput(f"{name}: expected one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.destination == "prefix" and self.comparison != "representative":
-            raise ValueError("destination: \"prefix\" compares the representative paths only "
+            raise BadInput("destination: \"prefix\" compares the representative paths only "
                              "(comparison \"representative\")")
 
     def group_of(self, collector: str) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from common import layout
+from common.errors import BadInput
 
 
-class NoResults(ValueError):
+class NoResults(BadInput):
     """The month asked for has no published results: a bad argument (exit 2)."""
 
 

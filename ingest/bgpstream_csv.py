@@ -13,10 +13,12 @@ import csv
 from datetime import datetime, timezone
 from pathlib import Path
 
+from common.errors import BadInput
+
 FIELDS = ("path", "project", "type", "collector", "file_time", "time_span", "written")
 
 
-class ListingError(ValueError):
+class ListingError(BadInput):
     """A listing that cannot be read; one line naming the file and the line."""
 
 

@@ -21,12 +21,14 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
+from common.errors import BadInput
+
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
 #: Collector sets `--collectors` takes besides names.
 SETS = ("all", "routeviews", "ris")
 
 
-class CatalogueError(ValueError):
+class CatalogueError(BadInput):
     """A bad catalogue file or collector name; the message names the file or the name."""
 
 
@@ -184,7 +186,7 @@ def parse_spec(text: str) -> tuple[str, ...]:
     """'all', 'ris,route-views2', ... -> the items (checked against the shipped names later)."""
     items = tuple(c.strip() for c in (text or "").split(",") if c.strip())
     if not items:
-        raise ValueError("--collectors: expected 'all', 'routeviews', 'ris' or collector names, got nothing")
+        raise BadInput("--collectors: expected 'all', 'routeviews', 'ris' or collector names, got nothing")
     return items
 
 

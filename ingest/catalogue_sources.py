@@ -24,6 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from common import layout
+from common.errors import CongruencyError
 from ingest import catalogue, download
 from ingest.catalogue import Collector
 
@@ -33,7 +34,7 @@ ROUTEVIEWS_URL = "https://api.routeviews.org/collector/?format=json"
 MAX_PAGES = 50
 
 
-class SourceError(ValueError):
+class SourceError(CongruencyError, ValueError):
     """A source's document does not have the expected shape; the message names the URL."""
 
 

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from common.months import check_days, parse_month
 from ingest import download
 from ingest.catalogue import Collector
+from common.errors import BadInput
 
 _NAME = re.compile(r"^(rib|bview)\.(\d{8})\.(\d{4})\.(bz2|gz)$")
 
@@ -48,10 +49,10 @@ def parse_days(text: str) -> tuple[int, ...]:
     for part in (text or "").split(","):
         m = re.fullmatch(r"\s*(\d{1,2})\s*(?:-\s*(\d{1,2})\s*)?", part)
         if not m:
-            raise ValueError(f"--days: expected a list or range of days like 1-5 or 1,15, got {text!r}")
+            raise BadInput(f"--days: expected a list or range of days like 1-5 or 1,15, got {text!r}")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if not 1 <= lo <= hi <= 31:
-            raise ValueError(f"--days: {part.strip()!r} is not a range of days 1-31")
+            raise BadInput(f"--days: {part.strip()!r} is not a range of days 1-31")
         days.update(range(lo, hi + 1))
     return tuple(sorted(days))
 
@@ -61,7 +62,7 @@ def parse_times(text: str) -> tuple[str, ...]:
     for part in (text or "").split(","):
         m = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*", part)
         if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
-            raise ValueError(f"--times: expected HH:MM[,HH:MM...], got {text!r}")
+            raise BadInput(f"--times: expected HH:MM[,HH:MM...], got {text!r}")
         out.append(f"{int(m.group(1)):02d}:{m.group(2)}")
     return tuple(sorted(set(out)))
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from common import console
+from common.errors import CongruencyError
 
 __all__ = ["DownloadError", "NotFound", "FetchResult", "fetch", "is_remote",
            "verify_compressed_stream", "list_directory", "exists"]
@@ -36,7 +37,7 @@ _USER_AGENT = "bgp-congruency-ingest/0.1 (python-urllib)"
 _NET_ERRORS = (OSError, http.client.HTTPException)  # URLError, timeouts, resets, IncompleteRead...
 
 
-class DownloadError(Exception):
+class DownloadError(CongruencyError):
     """A fetch/list/verify failure; the message is one line naming the URL (or path) and the cause."""
 
 

@@ -16,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.errors import CongruencyError
+
 CHUNK = 4 << 20
 HEADER = struct.Struct(">IHHI")
 
@@ -40,7 +42,7 @@ V1_AFI = {1: 4, 2: 6}
 MAX_RECORD = 16 << 20  # a record announcing more than this is corrupt, not big
 
 
-class FramingError(Exception):
+class FramingError(CongruencyError):
     """The file is not a complete, well-framed MRT RIB dump. The message is one line."""
 
 

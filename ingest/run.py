@@ -14,13 +14,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from common import atomic, console, hooks, layout
+from common.config import Config
+from common.errors import CongruencyError
 from ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
 from ingest.discovery import Slot
 from ingest.writer import SnapshotWriter, entries_path
-from common.config import Config
 
 
-class IngestError(Exception):
+class IngestError(CongruencyError):
     """A snapshot could not be ingested; the message is one line naming the file."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from common import layout
 from common.config import Config
+from common.errors import BadInput
 from common.locks import month_lock
 from common.params import REPRESENTATIVE, MethodParams
 
@@ -32,7 +33,7 @@ CHOICES: dict[str, dict[str, dict]] = {
 }
 
 
-class SensitivityError(ValueError):
+class SensitivityError(BadInput):
     """A bad --variants name or a month without published results; one line."""
 
 

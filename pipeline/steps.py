@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from common.duck import quote
+from common.errors import CongruencyError
 from common.params import MethodParams
 from congruency.method import SET_HASH_MOD
 
@@ -61,7 +62,7 @@ REQUIRED = {
 }
 
 
-class JobError(Exception):
+class JobError(CongruencyError):
     """Bad input for the job; one line, names the path or month."""
 
 

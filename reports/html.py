@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from common import atomic, layout, published
+from common.errors import CongruencyError
 from reports import query, warehouse
 
 #: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
@@ -51,7 +52,7 @@ def stamp(t: datetime | None = None) -> str:
     return (t or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
 
 
-class ReportError(Exception):
+class ReportError(CongruencyError):
     """A one-line reason a report cannot be written."""
 
 

@@ -14,17 +14,22 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.errors import CongruencyError
+
 QUERIES_DIR = Path(__file__).parent / "queries"
 #: Statement kinds `--sql` accepts: reading only (COPY ... TO, SET, ATTACH, CREATE TEMP ... are refused).
 READ_ONLY_KINDS = {"SELECT", "EXPLAIN"}
 
 
-class QueryError(Exception):
+class QueryError(CongruencyError):
     """A one-line reason a query cannot run (bad name, parameter or SQL)."""
 
 
 class BadValue(QueryError):
-    """A parameter that is well formed but names nothing in the data (exit 2, as bad input)."""
+    """A query name or parameter that is wrong, or well formed but names nothing in the data
+    (exit 2, as bad input)."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ def named() -> dict[str, Query]:
 def get(name: str) -> Query:
     qs = named()
     if name not in qs:
-        raise QueryError(f"unknown query {name!r} (known: {', '.join(qs)}; see congruency query --list)")
+        raise BadValue(f"unknown query {name!r} (known: {', '.join(qs)}; see congruency query --list)")
     return qs[name]
 
 
@@ -80,12 +85,12 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
     extra = sorted(set(given) - set(q.params))
     if extra:
         takes = ", ".join(q.params) or "no parameters"
-        raise QueryError(f"query {q.name} has no parameter {extra[0]!r} (it takes: {takes})")
+        raise BadValue(f"query {q.name} has no parameter {extra[0]!r} (it takes: {takes})")
     out: dict[str, object] = {}
     for p in q.params.values():
         text = given.get(p.name, p.default)
         if text is None:
-            raise QueryError(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
+            raise BadValue(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
                              if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
         if p.kind == "month":
             from common.months import parse_month
@@ -93,15 +98,15 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
             try:
                 parse_month(text)
             except ValueError:
-                raise QueryError(f"{p.name}: expected YYYY-MM, got {text!r}") from None
+                raise BadValue(f"{p.name}: expected YYYY-MM, got {text!r}") from None
             out[p.name] = text
         else:
             try:
                 out[p.name] = int(text)
             except ValueError:
-                raise QueryError(f"{p.name}: expected an integer, got {text!r}") from None
+                raise BadValue(f"{p.name}: expected an integer, got {text!r}") from None
             if out[p.name] < 0:
-                raise QueryError(f"{p.name}: expected a non-negative integer, got {text!r}")
+                raise BadValue(f"{p.name}: expected a non-negative integer, got {text!r}")
     return out
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from common import atomic, duck, hooks, layout
 from common.duck import glob_literal, quote
+from common.errors import CongruencyError
 from common.tables import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
@@ -28,13 +29,13 @@ STORAGE_VERSION = "v1.4.0"
 MONTH_TYPE = "VARCHAR"
 
 
-class WarehouseError(Exception):
+class WarehouseError(CongruencyError):
     """A one-line reason the warehouse could not be built or opened."""
 
 
 def data_root(cfg) -> Path:
     """The local data dir (DuckDB reads the Parquet in place)."""
-    return layout.local(cfg.data_dir, "the warehouse", WarehouseError).resolve()
+    return layout.local(cfg.data_dir, "the warehouse").resolve()
 
 
 def path(cfg) -> Path:

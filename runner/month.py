@@ -24,6 +24,7 @@ from typing import Callable
 
 from common import atomic, console, layout
 from common.config import Config
+from common.errors import BadInput, CongruencyError
 from common.locks import month_lock
 from pipeline.job import TABLE_ORDER
 
@@ -33,7 +34,7 @@ STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
 MONTH_TABLES = TABLE_ORDER
 
 
-class StepFailed(Exception):
+class StepFailed(CongruencyError):
     """A step could not finish; the message is one line naming what failed."""
 
 
@@ -49,7 +50,7 @@ class StepResult:
 # --- where things are -----------------------------------------------------------------
 
 def data_dir(cfg: Config) -> Path:
-    return layout.local(cfg.data_dir, "--data-dir: the monthly run", StepFailed)
+    return layout.local(cfg.data_dir, "the monthly run")
 
 
 def state_path(cfg: Config, month: str) -> Path:
@@ -289,7 +290,7 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     return {"hints": out["path"], "tunnels_jsonl": str(export)}
 
 
-class StepWarning(Exception):
+class StepWarning(CongruencyError):
     """A step that could not do its work now, which no later step needs: the month goes on,
     the step is redone by the next run (its completion is not recorded)."""
 
@@ -439,7 +440,7 @@ def steps_to_force(force: str | None) -> set[str]:
     if force == "all":
         return set(STEPS)
     if force not in STEPS:
-        raise ValueError(f"--force: unknown step {force!r} (one of {', '.join(STEPS)})")
+        raise BadInput(f"--force: unknown step {force!r} (one of {', '.join(STEPS)})")
     return set(STEPS[STEPS.index(force):])
 
 
@@ -555,6 +556,7 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     """Files, entries, pairs, the non-congruent fraction and where each output is, read
     from the data dir itself (so a skipped step reports the same as a fresh one)."""
     import pyarrow.parquet as pq
+
     from ingest import manifest as mf
 
     root = data_dir(cfg)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from common import layout
 from common.config import Config, parse_bytes
+from common.errors import CongruencyError
 
 INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
 COMPARE_ROWS_PER_S = 248_549_835 / 648.5
@@ -34,7 +35,7 @@ MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_27
 #: collectors have fewer.
 
 
-class PlanError(Exception):
+class PlanError(CongruencyError):
     """The run does not fit (disk budget or free space); one line saying by how much."""
 
 

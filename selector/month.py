@@ -14,7 +14,7 @@ from selector.question import HintError
 
 
 def local_root(cfg: Config) -> Path:
-    return layout.local(cfg.data_dir, "the path selector", HintError)
+    return layout.local(cfg.data_dir, "the path selector")
 
 
 def resolve_month(cfg: Config, month: str | None) -> str:

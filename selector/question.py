@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.config import ConfigError, read_toml
+from common.errors import BadInput
 
 ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
 VP_RE = re.compile(r"([A-Za-z0-9_.-]{1,64}):(?:AS|as)?(\d{1,10})")
@@ -17,7 +18,7 @@ MAX_ASN = 2**32 - 1
 MAX_CANDIDATE_PATHS = 64
 
 
-class HintError(ValueError):
+class HintError(BadInput):
     """Bad input (argument, month, file): one line naming what is wrong; exit 2."""
 
 

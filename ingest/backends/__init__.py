@@ -19,6 +19,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from common.errors import BadInput
+
 RAW_SCHEMA = pa.schema(
     [
         ("peer_ip", pa.string()),
@@ -45,7 +47,7 @@ class Backend(Protocol):
     # and, as SELF_CHECKING says, decode(path, batch_rows) or decode_checked(path, batch_rows, **source)
 
 
-class BackendUnavailable(Exception):
+class BackendUnavailable(BadInput):
     pass
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from common.errors import BadInput
+
 #: Linux interface names: at most 15 bytes (IFNAMSIZ - 1); this subset never needs quoting.
 IFNAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")
 NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -16,7 +18,7 @@ NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 MPTCP_FLAGS = ("subflow", "signal", "backup", "fullmesh")
 
 
-class ValidationError(ValueError):
+class ValidationError(BadInput):
     """A value that must not reach a generated file; one line naming it."""
 
 
@@ -41,6 +43,8 @@ def name(value, what: str = "name") -> str:
 class Unanswerable(ValidationError):
     """A config the data cannot back (no known path, a needed family without an interface):
     nothing is written; its own exit code (3), so a script can tell it from a typo."""
+
+    exit_code = 3
 
 
 def address(value, version: int | None = None, what: str = "address") -> str:
