@@ -14,7 +14,7 @@ from common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from runner.month import STEPS
+    from runner.state import STEPS
 
     p = sub.add_parser(
         "run",
@@ -137,14 +137,14 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def status_main(args: argparse.Namespace, cfg: Config) -> int:
-    from runner import month as runner
+    from runner import month as runner, state
 
     cfg, months = options(args, cfg)
     from ingest import manifest
 
     rc = 0
     for m in months:
-        if not runner.state_path(cfg, m).exists() and not manifest.path(runner.data_dir(cfg), m).exists():
+        if not state.state_path(cfg, m).exists() and not manifest.path(state.data_dir(cfg), m).exists():
             console.error(f"month {m}: never run in {Path(cfg.data_dir).absolute()} (no state, no manifest there; "
                           "another --data-dir? `make demo` writes data/demo)")
             rc = 1

@@ -49,7 +49,7 @@ def data_files(folder: str | Path) -> list[str]:
 
 def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
     """(path, size, mtime_ns) of every published data file of these tables (and months):
-    what a step that reads them read, for its fingerprint (runner/month.py)."""
+    what a step that reads them read, for its fingerprint (runner/state.py)."""
     import os
 
     root = Path(root)

@@ -65,12 +65,14 @@ DEFAULT_ARGS = {
 
 
 def _job():
-    """The run's month and Config, from the context (same code path as the command line)."""
-    from runner import month as runner
+    """The runner's executor and scheduler modules, the run's month and its Config, from the
+    context (same code path as the command line)."""
+    from runner import month as runner, schedule
 
     ctx = get_current_context()
     params = ctx["params"]
-    return runner, runner.month_for(ctx["logical_date"], params.get("month")), runner.config_from_params(params)
+    return runner, schedule, schedule.month_for(ctx["logical_date"], params.get("month")), \
+        schedule.config_from_params(params)
 
 
 with DAG(
@@ -89,19 +91,19 @@ with DAG(
     def plan() -> list[str]:
         """The month's collectors that were running then (the catalogue's lifetimes, the same
         planning as `congruency run` and `congruency plan`): the ingest task is mapped over them."""
-        runner, month, cfg = _job()
+        runner, schedule, month, cfg = _job()
         return runner.planned_collectors(cfg, month)
 
     @task(pool=POOL, max_active_tis_per_dagrun=4)
     def ingest(collector: str) -> dict:
-        runner, month, cfg = _job()
+        runner, schedule, month, cfg = _job()
         return runner.ingest_collector(cfg, month, collector)
 
     @task(trigger_rule="all_done", retries=0)
     def ingest_done() -> None:
         """Join: the month's ingest is complete only if every collector's task was."""
-        runner, month, cfg = _job()
-        runner.require(runner.finish_ingest(cfg, month))
+        runner, schedule, month, cfg = _job()
+        schedule.require(runner.finish_ingest(cfg, month))
 
     @task.branch
     def compare_where() -> str:
@@ -109,22 +111,22 @@ with DAG(
 
     @task
     def compare() -> None:
-        runner, month, cfg = _job()
-        runner.require(runner.run_step(cfg, month, "compare"))
+        runner, schedule, month, cfg = _job()
+        schedule.require(runner.run_step(cfg, month, "compare"))
 
     class ClusterCompare(SparkSubmitOperator):
         """spark-submit of cli/submit.py `run --only compare` with this run's settings."""
 
         def execute(self, context):
-            runner, month, cfg = _job()
-            self.application_args = runner.submit_args(cfg, month, context["params"].get("config"))
+            runner, schedule, month, cfg = _job()
+            self.application_args = schedule.submit_args(cfg, month, context["params"].get("config"))
             return super().execute(context)
 
     def later(step: str):
         @task(task_id=step, trigger_rule="none_failed_min_one_success")
         def run() -> str:
-            runner, month, cfg = _job()
-            return runner.require(runner.run_step(cfg, month, step)).status
+            runner, schedule, month, cfg = _job()
+            return schedule.require(runner.run_step(cfg, month, step)).status
         return run()
 
     joined = ingest_done()

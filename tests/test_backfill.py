@@ -253,7 +253,8 @@ def test_the_dag_maps_only_collectors_active_in_its_month():
     """The DAG's `plan` task (runner.planned_collectors): the catchup from 2009 maps the
     collectors running then, the same planning as `run` and `plan`."""
     from ingest import catalogue
-    from runner.month import config_from_params, planned_collectors
+    from runner.month import planned_collectors
+    from runner.schedule import config_from_params
 
     cfg = config_from_params({"collectors": ["all"]})
     got = planned_collectors(cfg, "2009-06")

@@ -106,7 +106,7 @@ def test_structure(dag):
     assert {"collectors", "days", "times", "archive_root", "engine", "spark_master", "data_dir",
             "compare_on", "sensitivity"} <= set(dag.params.keys())
     # the first scheduled run covers 2009-01, and fires once its five-day window is over
-    from runner.month import month_for
+    from runner.schedule import month_for
 
     from airflow.serialization.encoders import coerce_to_core_timetable
 
@@ -163,7 +163,8 @@ def test_month_through_airflow_equals_run(dag, tmp_path):
     assert rows(data) == rows(by_cli)
     vps = {json.loads(x)["vp_asn"] for x in rows(data)}
     assert vps == PEERS_IN_BOTH_2026
-    from runner.month import config_from_params, summary
+    from runner.month import summary
+    from runner.schedule import config_from_params
 
     s = summary(config_from_params(conf), MONTH)
     assert s["ok"] and s["entries"] == ENTRIES and set(s["steps"]["ingest"]["collectors"]) == {
@@ -221,7 +222,8 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     states = _states(dr)
     assert states[("compare_on_cluster", -1)] == "success" and states[("compare", -1)] == "skipped", states
     assert str(getattr(dr.state, "value", dr.state)) == "success", states
-    from runner.month import config_from_params, read_state
+    from runner.schedule import config_from_params
+    from runner.state import read_state
 
     assert read_state(config_from_params(conf), MONTH)["steps"]["compare"]["status"] == "done"
     pairs = pq.read_table(data / "pairs" / f"month={MONTH}")

@@ -292,7 +292,7 @@ def test_full_disk_while_publishing(reference, tmp_path):
 def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     """The DAG's mapped ingest tasks: one process per collector, at the same time, merging
     into one manifest (its own lock); the month's ingest is then complete."""
-    code = ("import sys; from runner import month as r; cfg = r.config_from_params({'days': '30', "
+    code = ("import sys; from runner import month as r, schedule; cfg = schedule.config_from_params({'days': '30', "
             "'times': '14:00', 'archive_root': sys.argv[1], 'data_dir': sys.argv[2]}); "
             "r.ingest_collector(cfg, '2026-07', sys.argv[3])")
     data = tmp_path / "data"
@@ -302,14 +302,14 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
         _, err = p.communicate(timeout=BOUND_S)
         assert p.returncode == 0, err
     from ingest import manifest
-    from runner import month as r
+    from runner import month as r, schedule, state
 
     m = manifest.read(data, MONTH)
     assert sorted((v["collector"], v["status"]) for v in m.values()) == [("route-views2", "ok"), ("route-views6", "ok")]
     assert sum(v["entries_v4"] + v["entries_v6"] for v in m.values()) == ENTRIES
-    cfg = r.config_from_params({"days": "30", "times": "14:00", "archive_root": str(ARCHIVE), "data_dir": str(data)})
+    cfg = schedule.config_from_params({"days": "30", "times": "14:00", "archive_root": str(ARCHIVE), "data_dir": str(data)})
     assert r.finish_ingest(cfg, MONTH).status == "done"
-    st = r.read_state(cfg, MONTH)["steps"]["ingest"]
+    st = state.read_state(cfg, MONTH)["steps"]["ingest"]
     assert {c: v["status"] for c, v in st["collectors"].items()} == {"route-views2": "done", "route-views6": "done"}
 
 

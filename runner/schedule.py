@@ -1,0 +1,59 @@
+"""The scheduler's view of a month (dags/congruency_monthly.py): which month a run covers,
+the Config its params describe, a failed step as a failed task, and spark-submit's arguments."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from common.config import Config
+from runner.state import StepFailed, StepResult, data_dir
+
+
+def month_for(logical_date, explicit: str | None = None) -> str:
+    """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
+    window closed), so M is the logical date's month; an explicit month wins."""
+    if explicit:
+        from common.months import parse_month_range
+
+        (m,) = parse_month_range(explicit, "month")
+        return m
+    return f"{logical_date.year}-{logical_date.month:02d}"
+
+
+def config_from_params(params: dict) -> Config:
+    """The Config a DAG run's params describe (same fields and defaults as the command line)."""
+    from common.config import load
+    from ingest import discovery
+
+    cfg = load(params.get("config") or None)
+    over = {
+        "collectors": tuple(params["collectors"]) if params.get("collectors") else None,
+        "days": discovery.parse_days(params["days"]) if params.get("days") else None,
+        "times": discovery.parse_times(params["times"]) if params.get("times") else None,
+        "archive_root": params.get("archive_root") or None,
+        "spark_master": params.get("spark_master") or None,
+        "data_dir": Path(params["data_dir"]) if params.get("data_dir") else None,
+    }
+    over["engine"] = params.get("engine") or None
+    over["sensitivity"] = params.get("sensitivity") if params.get("sensitivity") is not None else None
+    cfg = cfg.with_overrides(**over)
+    if params.get("min_coverage") is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, method=replace(cfg.method, min_coverage=float(params["min_coverage"])))
+    return cfg
+
+
+def require(res: StepResult) -> StepResult:
+    """Raise StepFailed for a failed step (a scheduler task fails with its one-line error)."""
+    if res.status == "failed":
+        raise StepFailed(res.error)
+    return res
+
+
+def submit_args(cfg: Config, month: str, config_file: str | None = None) -> list[str]:
+    """`cli/submit.py` arguments for the compare step on a cluster (spark-submit)."""
+    args = ["run", "--only", "compare", "--month", month, "--data-dir", str(data_dir(cfg)),
+            "--days", ",".join(map(str, cfg.days)), "--times", ",".join(cfg.times),
+            "--collectors", ",".join(cfg.collectors), "--min-coverage", str(cfg.method.min_coverage)]
+    # --min-coverage, the old name of --default-free-share: an older install on the cluster takes it too
+    return args[:1] + (["--config", config_file] if config_file else []) + args[1:]

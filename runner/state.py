@@ -1,0 +1,216 @@
+"""A month's recorded state and the fingerprints of step inputs: what `run` reads to skip a
+step whose inputs are unchanged and whose outputs are still there, and what `status` shows.
+
+DATA_DIR/_runs/month=M/state.json says, per step, when it last finished and from which
+inputs (common/layout.py); DATA_DIR/_runs/shared.json keeps the latest fingerprint of the
+steps every month shares. Inputs per step:
+- ingest: the selection (collectors, days, times, tolerance, archive roots);
+- compare: the manifest's sha256s of the month's ingested files, the method parameters,
+  the engine, and the month before's published tables (transitions read them);
+- hints, warehouse, reports: the published tables they read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from common import atomic, layout
+from common.config import Config
+from common.errors import CongruencyError
+from common.locks import month_lock
+from pipeline.job import TABLE_ORDER
+
+#: The steps of a month, in order; a step may read what the ones before it wrote.
+STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
+#: Tables the compare step publishes per month: the job's own list (one owner).
+MONTH_TABLES = TABLE_ORDER
+
+
+class StepFailed(CongruencyError):
+    """A step could not finish; the message is one line naming what failed."""
+
+
+@dataclass
+class StepResult:
+    step: str
+    status: str  # done | skipped (complete and valid) | failed | interrupted (Ctrl-C) | not run
+    seconds: float = 0.0
+    error: str | None = None
+    outputs: dict = field(default_factory=dict)
+
+
+# --- where things are -----------------------------------------------------------------
+
+def data_dir(cfg: Config) -> Path:
+    return layout.local(cfg.data_dir, "the monthly run")
+
+
+def state_path(cfg: Config, month: str) -> Path:
+    return layout.state_file(data_dir(cfg), month)
+
+
+def read_state(cfg: Config, month: str) -> dict:
+    p = state_path(cfg, month)
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        return {"month": month, "steps": {}}
+
+
+def _update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> None:
+    """Read-modify-write of the state file, atomic and safe for concurrent tasks."""
+    with month_lock(data_dir(cfg), month, part="state", wait_s=300):
+        st = read_state(cfg, month)
+        change(st)
+        atomic.write_text(state_path(cfg, month), json.dumps(st, indent=1, sort_keys=True, default=str))
+
+
+def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None) -> None:
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def change(st):
+        st["steps"][res.step] = {  # a whole-month ingest replaces the DAG's per-collector records
+            "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
+            "outputs": res.outputs, "fingerprint": fingerprint if res.status == "done" else None,
+            **({READ: read} if read is not None and res.status == "done" else {})}
+    _update_state(cfg, month, change)
+
+
+def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
+    """Steps recorded done whose inputs from other months' runs changed since: the compare
+    whose month before was re-published after it read it, a step whose inputs changed while
+    it ran. (The rest of a fingerprint, the run's own selection and method, is the run's.)"""
+    from common.months import previous_month
+    from pipeline.job import PREVIOUS_TABLES
+
+    out = {}
+    for name, rec in st["steps"].items():
+        if rec.get("status") != "done":
+            continue
+        if name != "ingest" and rec.get("fingerprint") is None and "collectors" not in rec:
+            out[name] = rec.get("error") or "recorded without its inputs"
+        prev = (rec.get(READ) or {}).get("previous")
+        if name == "compare" and prev is not None:
+            now = tables_listing(data_dir(cfg), PREVIOUS_TABLES, [previous_month(month)])
+            if [list(f) for f in now] != [list(f) for f in prev]:
+                out[name] = f"{previous_month(month)} was published after this compare read it"
+    return out
+
+
+# --- fingerprints ---------------------------------------------------------------------
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
+    """(path, size, mtime_ns) of every published data file of these tables (and months)."""
+    from common.published import listing
+
+    return listing(root, tables, months)
+
+
+def engine(cfg: Config) -> str:
+    """The engine the compare job will use (a named Spark cluster implies Spark)."""
+    from pipeline import job
+
+    return job.effective_engine(cfg)
+
+
+def _manifest_ok(cfg: Config, month: str) -> list[dict]:
+    from ingest import manifest
+
+    return [r for r in manifest.read(data_dir(cfg), month).values() if r["status"] == "ok"]
+
+
+def _selection(cfg: Config, month: str) -> dict:
+    from ingest import catalogue
+
+    cat = catalogue.load(cfg.catalogue)
+    cols = {n: [cat[n].active_from, cat[n].active_until, cat[n].evidence_from, cat[n].path, cat[n].legacy_paths]
+            for n in catalogue.expand(cfg.collectors, cfg.catalogue)}
+    return {"collectors": cols, "days": list(cfg.days), "times": list(cfg.times),
+            "tolerance_minutes": cfg.tolerance_minutes, "archive_root": cfg.archive_root,
+            "archive_roots": dict(sorted(cfg.archive_roots.items())), "bgpstream_csv": cfg.bgpstream_csv}
+
+
+#: The key of a step body's outputs that carries what it read of inputs other runs can
+#: change (the compare: the month before's files it linked); it replaces the fingerprint's
+#: own listing of them, so a step is recorded on exactly the inputs it saw.
+READ = "_read"
+
+
+def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) -> str:
+    root = data_dir(cfg)
+    if step == "ingest":
+        return _digest(_selection(cfg, month))
+    if step == "compare":
+        files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
+        from common.months import previous_month
+        from pipeline.job import PREVIOUS_TABLES
+
+        prev = (read or {}).get("previous")
+        if prev is None:
+            prev = tables_listing(root, PREVIOUS_TABLES, [previous_month(month)])
+        return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
+                        "previous": [list(f) for f in prev]})
+    if step == "sensitivity":
+        return _digest({"on": cfg.sensitivity, "engine": engine(cfg),
+                        "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
+    if step == "hints":
+        return _digest(tables_listing(root, months=[month]))
+    if step == "warehouse":
+        return _digest(tables_listing(root, MONTH_TABLES + ("hints",)))
+    if step == "reports":
+        return _digest({"tables": tables_listing(root, MONTH_TABLES + ("hints",)),
+                        "warehouse": _outputs_listing(cfg, month, "warehouse")})
+    raise KeyError(step)
+
+
+def _outputs_listing(cfg: Config, month: str, step: str) -> list:
+    outs = read_state(cfg, month)["steps"].get(step, {}).get("outputs", {})
+    return [(k, os.stat(v).st_mtime_ns if os.path.exists(v) else None) for k, v in sorted(outs.items())
+            if isinstance(v, str)]
+
+
+#: Steps whose output is shared by every month (the warehouse, the trend report): their
+#: inputs are every month's tables, so a later month's run changes them. The latest
+#: fingerprint any month recorded is kept in DATA_DIR/_runs/shared.json: a re-run of an
+#: earlier month skips them when that is still current (a backfill's re-run skips everything).
+SHARED_STEPS = ("warehouse", "reports")
+
+
+def _shared_path(cfg: Config) -> Path:
+    return layout.runs_file(data_dir(cfg), "shared.json")
+
+
+def _shared(cfg: Config) -> dict:
+    try:
+        return json.loads(_shared_path(cfg).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _record_shared(cfg: Config, step: str, fp: str) -> None:
+    with month_lock(data_dir(cfg), "shared", part="state", wait_s=300):
+        st = _shared(cfg)
+        st[step] = fp
+        atomic.write_text(_shared_path(cfg), json.dumps(st, indent=1, sort_keys=True))
+
+
+def _valid(cfg: Config, month: str, step: str, rec: dict) -> bool:
+    """A recorded completion still stands: same inputs, outputs still there."""
+    if rec.get("status") != "done":
+        return False
+    fp = fingerprint(cfg, month, step)
+    if rec.get("fingerprint") != fp and not (step in SHARED_STEPS and _shared(cfg).get(step) == fp):
+        return False
+    outs = [v for v in rec.get("outputs", {}).values() if isinstance(v, str)]
+    if step == "ingest":
+        return all(Path(r["output"]).exists() for r in _manifest_ok(cfg, month)) and bool(outs)
+    return all(os.path.exists(v) for v in outs)

@@ -1,0 +1,163 @@
+"""The body of each step of a month (ingest, compare, sensitivity, hints, warehouse,
+reports): each calls its room's library and returns the outputs to record; the executor
+(runner/month.py) records them with their inputs' fingerprints (runner/state.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from common import atomic, console, layout
+from common.config import Config
+from common.errors import CongruencyError
+from runner.state import MONTH_TABLES, READ, StepFailed, _manifest_ok, data_dir, engine
+
+# --- the steps ------------------------------------------------------------------------
+
+def _cleanup_ingest(cfg: Config, month: str) -> None:
+    """Remove the dot-temp Parquet files killed ingests left (never a live writer's)."""
+    atomic.clean_dead_under(layout.month_dir(data_dir(cfg), "rib_entries", month))
+
+
+def _cleanup(cfg: Config, month: str) -> None:
+    """What killed runs of the month left: staged tables (finished or removed, see
+    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The
+    warehouse and trend report are shared by every month: only temps of dead writers go."""
+    from pipeline.publish import LocalStore
+    from reports import html, warehouse
+
+    root = data_dir(cfg)
+    LocalStore(root).recover(month)
+    _cleanup_ingest(cfg, month)
+    atomic.clean_stale(warehouse.path(cfg), html.trend_path(cfg), html.month_path(cfg, month), _tunnels_path(cfg, month))
+
+
+def _tunnels_path(cfg: Config, month: str) -> Path:
+    return layout.export_file(data_dir(cfg), month)
+
+
+def coverage(cfg: Config, month: str, keys: set[str] | None = None):
+    """The month's coverage under the config's policy (ingest/policy.py), from the manifest
+    rows of the selection's slots (all of the selection's collectors if keys is None)."""
+    from ingest import catalogue, manifest, policy
+
+    names = set(catalogue.expand(cfg.collectors, cfg.catalogue))
+    rows = [r for k, r in manifest.read(data_dir(cfg), month).items()
+            if (k in keys if keys is not None else r["collector"] in names)]
+    return policy.for_config(rows, cfg)
+
+
+def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = None) -> dict:
+    """Ingest the month's selected snapshots (or one collector's: the DAG's mapped task).
+    The whole month goes on when its coverage meets the policy; one collector's task fails
+    when any of its active snapshots did (the scheduler retries it), the month's join
+    (finish_ingest) then applies the policy."""
+    from ingest import run as ingest_run
+
+    if collector:
+        cfg = cfg.with_overrides(collectors=(collector,))
+
+    def report(row):
+        if row.status not in ("ok", "inactive"):
+            console.error(f"{row.collector} {row.target_time:%Y-%m-%d %H:%M}: {row.error}")
+
+    out = ingest_run.run(cfg, month, progress=progress, on_row=report)
+    outputs = {"manifest": str(out.manifest_path),
+               "rib_entries": str(layout.month_dir(data_dir(cfg), "rib_entries", month))}
+    if collector:
+        if out.failed and not cfg.tolerate_failures:
+            names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)
+            raise StepFailed(f"ingest {month}: {len(out.failed)} snapshot(s) failed or missing ({names}); "
+                             f"see {out.manifest_path}")
+        return outputs
+    cov = coverage(cfg, month, out.keys)
+    if not cov.go_on:
+        names = ", ".join(cov.failed + cov.missing)
+        raise StepFailed(f"ingest {month}: {cov.reason}" + (f" ({names})" if names else "") +
+                         f"; see {out.manifest_path}")
+    return {**outputs, "coverage": cov.to_dict()}
+
+
+def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
+    from pipeline import job
+
+    if not _manifest_ok(cfg, month):
+        raise StepFailed(f"compare {month}: no snapshot of the month was ingested")
+    if engine(cfg) == "spark":
+        from pipeline import spark_session as sparkmod
+
+        if problem := sparkmod.java_problem():
+            raise StepFailed(problem)
+        ctx = {} if ctx is None else ctx
+        if ctx.get("spark") is None:
+            ctx["spark"] = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+        (res,) = job.run_months(cfg, [month], spark=ctx["spark"])
+    else:
+        (res,) = job.run_months(cfg, [month])
+    if res.error:
+        raise StepFailed(res.error)
+    root = data_dir(cfg)
+    return {**{t: str(layout.month_dir(root, t, month)) for t in MONTH_TABLES}, READ: {"previous": res.previous}}
+
+
+def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The sensitivity table and page (config `sensitivity = true`); nothing when off."""
+    if not cfg.sensitivity:
+        return {}
+    from pipeline import sensitivity
+    from reports import sensitivity as page
+
+    out = sensitivity.run(cfg, month, progress=progress)
+    return {"sensitivity": out["path"], "sensitivity_report": str(page.write(cfg, month))}
+
+
+def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The month's hints table, and its JSON Lines export for tunnel tools."""
+    from selector import table as hints
+    from selector.exports import jsonl
+
+    out = hints.publish(cfg, month, progress=progress)
+    export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
+    return {"hints": out["path"], "tunnels_jsonl": str(export)}
+
+
+class StepWarning(CongruencyError):
+    """A step that could not do its work now, which no later step needs: the month goes on,
+    the step is redone by the next run (its completion is not recorded)."""
+
+
+def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The warehouse file; held open for writing elsewhere (the duckdb client), it is left as
+    it is with a warning: the reports read the tables themselves."""
+    from reports import warehouse
+
+    try:
+        return {"warehouse": str(warehouse.refresh(cfg))}
+    except warehouse.WarehouseLocked as exc:
+        raise StepWarning(f"warehouse {month}: {exc}; not refreshed (the reports do not need it)") from None
+
+
+def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """Both reports, holding the tables still (another month may be re-published meanwhile)."""
+    from common.locks import reading
+    from reports import html
+
+    with reading(data_dir(cfg)):
+        return {"month_report": str(html.write_month_report(cfg, month)),
+                "trend_report": str(html.write_trend_report(cfg))}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable
+
+
+REGISTRY = {
+    "ingest": Step("ingest", lambda cfg, m, progress=None, ctx=None: do_ingest(cfg, m, progress)),
+    "compare": Step("compare", do_compare),
+    "sensitivity": Step("sensitivity", do_sensitivity),
+    "hints": Step("hints", do_hints),
+    "warehouse": Step("warehouse", do_warehouse),
+    "reports": Step("reports", do_reports),
+}
