@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from common import published
     from common.months import parse_month
-    from reports import html, warehouse
+    from reports import month_report, trend_report, warehouse
 
     if args.min_pairs is not None and (args.trend or args.min_pairs < 0):
         console.error("--min-pairs: " + ("only for --month" if args.trend else f"expected N >= 0, got {args.min_pairs}"))
@@ -47,9 +47,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         parse_month(args.month)
         published.require(warehouse.data_root(cfg), args.month)
     with console.err.status("writing the report"):
-        out = html.write_trend_report(cfg, args.out) if args.trend else \
-            html.write_month_report(cfg, args.month, args.out,
-                                    html.MIN_PAIRS if args.min_pairs is None else args.min_pairs)
+        out = trend_report.write_trend_report(cfg, args.out) if args.trend else \
+            month_report.write_month_report(cfg, args.month, args.out,
+                                            month_report.MIN_PAIRS if args.min_pairs is None else args.min_pairs)
     if args.json:
         json.dump({"report": str(out)}, sys.stdout)
         print()

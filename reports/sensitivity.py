@@ -1,6 +1,6 @@
 """The sensitivity page: how far each headline figure moves under each open choice of the
 method (the `sensitivity` table, pipeline/sensitivity.py), as tornado charts with the table
-under them. Offline like the other reports (reports/html.py's page and writer)."""
+under them. Offline like the other reports (reports/page.py's page and writer)."""
 from __future__ import annotations
 
 import html
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from common import layout
 from reports import warehouse
-from reports.html import Figure, ReportError, _figure_html, _layout, _page, _render, _rows
+from reports.page import Figure, ReportError, fetch_rows, figure_html, page_html, plot_layout, render
 
 #: Headline figures shown: column -> (label, how to compute it from a row).
 FIGURES = {
@@ -63,7 +63,7 @@ def figures(rows: list[dict], month: str, published: dict) -> list[Figure]:
                   for e in eff], textposition="outside", cliponaxis=False,
             customdata=[", ".join(f"{v}: {100 * x:.1f}%" for v, x in e["values"]) for e in eff],
             hovertemplate="%{y}: %{customdata}<extra></extra>"))
-        _layout(f, f"{label}, {month}: default {100 * default:.1f}%",
+        plot_layout(f, f"{label}, {month}: default {100 * default:.1f}%",
                 "change against the default (percentage points)", "open choice")
         f.update_layout(height=320, margin=dict(l=110, r=140, t=60, b=60))
         f.add_vline(x=0, line_color="#333")
@@ -73,7 +73,7 @@ def figures(rows: list[dict], month: str, published: dict) -> list[Figure]:
     return figs
 
 
-def _table(rows: list[dict]) -> str:
+def table_html(rows: list[dict]) -> str:
     cols = {"choice": "choice", "variant": "variant", "vps_default_free": "default-free VPs", "pairs": "pairs",
             "noncongruent_fraction": "non-congruent", "noncongruent_shared_0": "non-congruent, no shared AS",
             "shared_all_adjacent_fraction": "shared all adjacent", "vp_noncongruent_median": "per-VP median"}
@@ -91,10 +91,10 @@ def _table(rows: list[dict]) -> str:
 def page(con, month: str) -> str:
     if "sensitivity" not in warehouse.views(con):
         raise ReportError(f"month {month}: no sensitivity table (run congruency sensitivity --month {month})")
-    rows = _rows(con, "SELECT * FROM sensitivity WHERE month = $month ORDER BY choice, variant", {"month": month})
+    rows = fetch_rows(con, "SELECT * FROM sensitivity WHERE month = $month ORDER BY choice, variant", {"month": month})
     if not rows:
         raise ReportError(f"month {month}: no sensitivity rows (run congruency sensitivity --month {month})")
-    [ms] = _rows(con, "SELECT * FROM month_summary WHERE month = $month", {"month": month})
+    [ms] = fetch_rows(con, "SELECT * FROM month_summary WHERE month = $month", {"month": month})
     default, eff = effects(rows, "noncongruent", ms)
     top = eff[0] if eff else None
     intro = (f"The month's headline figures recomputed under each variant of each open choice of the method, one "
@@ -102,10 +102,10 @@ def page(con, month: str) -> str:
              f"{'n/a' if default is None else f'{100 * default:.1f}%'} of pairs non-congruent."
              + (f" The choice that moves it most is <b>{html.escape(top['choice'])}</b>: "
                 f"{top['low']:+.1f} to {top['high']:+.1f} points." if top else ""))
-    return _page(f"Sensitivity of the headline figures, {month}", intro,
-                 ["<h2>Figures</h2>", *map(_figure_html, figures(rows, month, ms)),
-                  "<h2>Every variant</h2>", _table(rows)], by="congruency sensitivity")
+    return page_html(f"Sensitivity of the headline figures, {month}", intro,
+                 ["<h2>Figures</h2>", *map(figure_html, figures(rows, month, ms)),
+                  "<h2>Every variant</h2>", table_html(rows)], by="congruency sensitivity")
 
 
 def write(cfg, month: str, out: Path | None = None) -> Path:
-    return _render(cfg, lambda con: page(con, month), out or (lambda: path(cfg, month)))
+    return render(cfg, lambda con: page(con, month), out or (lambda: path(cfg, month)))

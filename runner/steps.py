@@ -24,12 +24,12 @@ def _cleanup(cfg: Config, month: str) -> None:
     pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The
     warehouse and trend report are shared by every month: only temps of dead writers go."""
     from pipeline.publish import LocalStore
-    from reports import html, warehouse
+    from reports import month_report, trend_report, warehouse
 
     root = data_dir(cfg)
     LocalStore(root).recover(month)
     _cleanup_ingest(cfg, month)
-    atomic.clean_stale(warehouse.path(cfg), html.trend_path(cfg), html.month_path(cfg, month), _tunnels_path(cfg, month))
+    atomic.clean_stale(warehouse.path(cfg), trend_report.trend_path(cfg), month_report.month_path(cfg, month), _tunnels_path(cfg, month))
 
 
 def _tunnels_path(cfg: Config, month: str) -> Path:
@@ -140,11 +140,11 @@ def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """Both reports, holding the tables still (another month may be re-published meanwhile)."""
     from common.locks import reading
-    from reports import html
+    from reports import month_report, trend_report
 
     with reading(data_dir(cfg)):
-        return {"month_report": str(html.write_month_report(cfg, month)),
-                "trend_report": str(html.write_trend_report(cfg))}
+        return {"month_report": str(month_report.write_month_report(cfg, month)),
+                "trend_report": str(trend_report.write_trend_report(cfg))}
 
 
 @dataclass(frozen=True)

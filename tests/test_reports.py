@@ -244,7 +244,7 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     cls = Counter(r["vp_class"] for r in vps)
     assert list(figs) == ["fig-cdf", "fig-hops", "fig-hops-share", "fig-shared", "fig-nonadopter", "fig-divergence"]
     # the CDF leaves out VPs with fewer than MIN_PAIRS pairs and names them; hover has the counts
-    from reports.html import MIN_PAIRS, TOP_ASES
+    from reports.month_report import MIN_PAIRS, TOP_ASES
 
     few = [r for r in vps if r["pairs"] < MIN_PAIRS]
     big = Counter(r["vp_class"] for r in vps if r["pairs"] >= MIN_PAIRS)

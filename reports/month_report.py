@@ -1,0 +1,318 @@
+"""The month report: the 2014 study's section III for one month beside its headline
+numbers, provenance and per-VP table (DATA_DIR/reports/month=M/report.html)."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from common import layout, published
+from reports import query, warehouse
+from reports.page import (
+    Figure,
+    ReportError,
+    fetch_rows,
+    figure_html,
+    page_html,
+    pct,
+    plot_layout,
+    render,
+    share,
+    table_html,
+    when,
+)
+
+#: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
+REFERENCE_2014 = {
+    "noncongruent": "62% over 72 VPs",
+    "shared_0": "61%",
+    "shared_2plus": "8%",
+    "adjacent": "91%",
+    "vp_range": "27-91%",
+    "non_adopter": "about 70% in 2009, below 40% in 2014",
+}
+
+
+#: Cleaning rules in the order they apply (METHOD.md step 1) and the funnel stage each leaves.
+CLEANING = (
+    ("default_route", "no default route"),
+    ("as_set", "no AS_SET"),
+    ("first_as_not_peer", "first AS is the peer"),
+    ("reserved_asn", "no reserved ASN"),
+    ("loop", "no loop (kept)"),
+)
+
+
+
+
+COLORS = {"edge": "#1f77b4", "transit": "#d62728"}
+
+
+#: VPs with fewer pairs than this are left out of the per-VP CDF (a fraction over a handful of
+#: pairs is noise) and listed under it; `congruency report --min-pairs N` changes it.
+MIN_PAIRS = 10
+
+
+#: Rows in the divergence and shared-AS tables.
+TOP_ASES = 15
+
+
+def month_path(cfg, month: str) -> Path:
+    return layout.report_file(warehouse.data_root(cfg), month)
+
+
+def month_figures(con, month: str, min_pairs: int = MIN_PAIRS) -> tuple[dict, list[dict], list[Figure]]:
+    """(month_summary row, per-VP rows, figures) of one published month."""
+    import plotly.graph_objects as go
+
+    p = {"month": month}
+    summary = fetch_rows(con, "SELECT * FROM month_summary WHERE month = $month", p)[0]
+    vps = fetch_rows(con, query.get("vp_congruency").sql, p)
+    figs = []
+
+    # Figure 2a: CDF of the per-VP non-congruent fraction, edge and transit VPs apart, and all
+    # VPs together; VPs with fewer than min_pairs pairs are left out and named in the caption.
+    f = go.Figure()
+    plotted = [r for r in vps if r["pairs"] >= min_pairs]
+    few = [r for r in vps if r["pairs"] < min_pairs]
+    for cls, rows, color, dash in (("edge", [r for r in plotted if r["vp_class"] == "edge"], COLORS["edge"], None),
+                                   ("transit", [r for r in plotted if r["vp_class"] == "transit"], COLORS["transit"],
+                                    None),
+                                   ("all", plotted, "#444444", "dot")):
+        rows = sorted(rows, key=lambda r: r["noncongruent_fraction"])
+        xs = [100 * r["noncongruent_fraction"] for r in rows]
+        ys = [100 * (i + 1) / len(xs) for i in range(len(xs))]
+        f.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", line_shape="hv", name=f"{cls} VPs ({len(xs)})",
+                               marker=dict(color=color), line=dict(dash=dash),
+                               customdata=[[f"{r['vp_group']} AS{r['vp_asn']}", r["pairs"]] for r in rows],
+                               hovertemplate="%{customdata[0]}: %{customdata[1]} pairs<br>non-congruent: %{x:.1f}%"
+                                             "<br>VPs at or below: %{y:.0f}%<extra>" + cls + "</extra>"))
+    plot_layout(f, f"Per-VP non-congruent fraction, {month} (CDF)", "non-congruent pairs of the VP (%)",
+            "VPs at or below (%)", xaxis_range=[0, 100], yaxis_range=[0, 105])
+    left_out = (f" Left out, with fewer than {min_pairs} pairs: "
+                + ", ".join(f"{r['vp_group']} AS{r['vp_asn']} ({r['pairs']})" for r in few) + "."
+                if few else f" Every VP has at least {min_pairs} pairs.")
+    figs.append(Figure("fig-cdf", f, "Each step is one VP: the share of VPs (y) whose fraction of non-congruent "
+                       "pairs is at most x; a curve further right means more non-congruent VPs (study fig. 2a). "
+                       "Hover shows each VP's pairs; the dotted curve is all VPs together." + left_out))
+
+    # Congruent pairs by path length.
+    hops = fetch_rows(con, "SELECT hops_v4 AS hops, count(*) AS n FROM pairs WHERE month = $month AND congruent "
+                      "GROUP BY 1 ORDER BY 1", p)
+    f = go.Figure(go.Bar(x=[r["hops"] for r in hops], y=[r["n"] for r in hops], name="congruent pairs",
+                         marker_color="#2ca02c",
+                         hovertemplate="%{x} hops: %{y} congruent pairs<extra></extra>"))
+    plot_layout(f, f"Congruent pairs by path length, {month}", "path length (AS hops)", "congruent pairs (count)",
+            xaxis_dtick=1)
+    figs.append(Figure("fig-hops", f, "Congruent pairs (identical IPv4 and IPv6 paths) by the length of that "
+                       "path in AS hops; bars on the left mean congruence comes mostly from short paths."))
+
+    # The share of pairs that are congruent at each length of the IPv4 path.
+    share = fetch_rows(con, "SELECT hops_v4 AS hops, count(*) FILTER (WHERE congruent) AS c, count(*) AS n FROM pairs "
+                       "WHERE month = $month GROUP BY 1 ORDER BY 1", p)
+    ys = [100 * r["c"] / r["n"] for r in share]
+    f = go.Figure(go.Bar(x=[r["hops"] for r in share], y=ys, name="congruent share", marker_color="#2ca02c",
+                         text=[f"{y:.0f}%" for y in ys], textposition="outside",
+                         customdata=[[r["c"], r["n"]] for r in share],
+                         hovertemplate="IPv4 path of %{x} hops: %{customdata[0]} of %{customdata[1]} pairs "
+                                       "congruent (%{y:.1f}%)<extra></extra>"))
+    plot_layout(f, f"Share of pairs congruent by IPv4 path length, {month}", "IPv4 path length (AS hops)",
+            "congruent pairs of that length (%)", xaxis_dtick=1, yaxis_range=[0, 110])
+    figs.append(Figure("fig-hops-share", f, "Of all pairs whose IPv4 path has x AS hops, the share whose IPv6 "
+                       "path is the same path: normalised per length, so lengths with few pairs are not hidden "
+                       "(hover for the counts)."))
+
+    # Non-congruent pairs by number of shared ASes and by adjacency.
+    shared = fetch_rows(con, """
+        SELECT CASE WHEN len(shared_asns) >= 2 THEN '2+' ELSE len(shared_asns)::VARCHAR END AS bucket,
+               count(*) FILTER (WHERE len(shared_asns) = 0) AS none,
+               count(*) FILTER (WHERE shared_adjacent) AS adjacent,
+               count(*) FILTER (WHERE NOT shared_adjacent) AS not_adjacent
+        FROM pairs WHERE month = $month AND NOT congruent GROUP BY 1""", p)
+    by = {r["bucket"]: r for r in shared}
+    buckets = ["0", "1", "2+"]
+    f = go.Figure()
+    for key, label, color in (("none", "no shared AS", "#7f7f7f"), ("adjacent", "shared ASes all adjacent", "#1f77b4"),
+                              ("not_adjacent", "a shared AS not adjacent", "#ff7f0e")):
+        f.add_trace(go.Bar(x=buckets, y=[by.get(b, {}).get(key, 0) for b in buckets], name=label, marker_color=color,
+                           hovertemplate="%{x} shared ASes, " + label + ": %{y} pairs<extra></extra>"))
+    plot_layout(f, f"Non-congruent pairs by shared ASes, {month}", "ASes on both paths besides VP and destination (count)",
+            "non-congruent pairs (count)", barmode="stack")
+    figs.append(Figure("fig-shared", f, "Non-congruent pairs by how many intermediate ASes their two paths share, "
+                       "split by whether every shared AS sits right after the VP or right before the destination."))
+
+    # The share explained by IPv6 non-adopters.
+    na = fetch_rows(con, """
+        SELECT coalesce(v.vp_class, 'all') AS grp,
+               count(*) FILTER (WHERE len(p.non_adopters) > 0) AS with_na,
+               count(*) FILTER (WHERE len(p.non_adopters) = 0) AS without_na
+        FROM pairs p JOIN vps v USING (month, vp_group, vp_asn)
+        WHERE p.month = $month AND NOT p.congruent
+        GROUP BY ROLLUP (v.vp_class)""", p)
+    by = {r["grp"]: r for r in na}
+    groups = [("all", "all VPs"), ("edge", "edge VPs"), ("transit", "transit VPs")]
+    f = go.Figure()
+    for key, label, color in (("with_na", "IPv4 path crosses an IPv6 non-adopter", "#9467bd"),
+                              ("without_na", "no non-adopter on the IPv4 path", "#bcbd22")):
+        ys = [by.get(g, {}).get(key, 0) for g, _ in groups]
+        tot = [by.get(g, {}).get("with_na", 0) + by.get(g, {}).get("without_na", 0) for g, _ in groups]
+        share = [100 * y / t if t else 0 for y, t in zip(ys, tot)]
+        f.add_trace(go.Bar(x=[lbl for _, lbl in groups], y=ys, name=label, marker_color=color, customdata=share,
+                           hovertemplate="%{x}: %{y} non-congruent pairs (%{customdata:.1f}%)<extra>"
+                                         + label + "</extra>"))
+    plot_layout(f, f"Non-congruent pairs explained by IPv6 non-adopters, {month}", "vantage points",
+            "non-congruent pairs (count)", barmode="stack")
+    figs.append(Figure("fig-nonadopter", f, "A non-congruent pair is explained by non-adoption when its IPv4 path "
+                       "crosses an AS seen on no IPv6 path this month; the purple part is that share."))
+
+    # Divergence: the ASes most often on only one family's path (METHOD.md 7b).
+    div = fetch_rows(con, query.get("divergence_ases").sql, {"month": month, "vp": 0, "limit": TOP_ASES})
+    if div:
+        f = go.Figure()
+        for key, label, color in (("v4_only_pairs", "IPv4 path only", "#1f77b4"),
+                                  ("v6_only_pairs", "IPv6 path only", "#ff7f0e")):
+            f.add_trace(go.Bar(x=[f"AS{r['asn']}" for r in div], y=[r[key] for r in div], name=label,
+                               marker_color=color, customdata=[r["vps"] for r in div],
+                               hovertemplate="%{x} on the " + label + " of %{y} non-congruent pairs "
+                                             "(%{customdata} VPs)<extra></extra>"))
+        plot_layout(f, f"ASes on only one family's path, {month} (top {len(div)})", "AS",
+                "non-congruent pairs (count)", barmode="group", xaxis_type="category")
+        figs.append(Figure("fig-divergence", f, "Where the two paths of non-congruent pairs differ: each AS on "
+                           "only the IPv4 or only the IPv6 path of a pair, counted over the month's pairs (the "
+                           "divergence table; congruency query divergence_ases for one VP)."))
+    return summary, vps, figs
+    return summary, vps, figs
+
+
+def _headline(s: dict) -> str:
+    nc = s["noncongruent_pairs"]
+    rows = [
+        ("Non-congruent pairs", f"{pct(s['noncongruent_fraction'])} of {s['pairs']:,} pairs over "
+                                f"{s['vps_with_pairs']} VPs", REFERENCE_2014["noncongruent"]),
+        ("Non-congruent pairs sharing no AS", pct(s["noncongruent_shared_0"] / nc if nc else None),
+         REFERENCE_2014["shared_0"]),
+        ("Non-congruent pairs sharing more than one AS", pct(s["noncongruent_shared_2plus"] / nc if nc else None),
+         REFERENCE_2014["shared_2plus"]),
+        ("Shared ASes adjacent (pairs whose shared ASes are all adjacent)",
+         pct(s["shared_all_adjacent_fraction"]), REFERENCE_2014["adjacent"]),
+        ("Per-VP non-congruent fraction, min-max",
+         f"{pct(s['vp_noncongruent_min'])}-{pct(s['vp_noncongruent_max'])}", REFERENCE_2014["vp_range"]),
+        ("Non-congruent pairs with an IPv6 non-adopter", pct(s["non_adopter_fraction"]), REFERENCE_2014["non_adopter"]),
+    ]
+    body = "".join(f"<tr><th scope='row'>{html.escape(a)}</th><td>{html.escape(b)}</td><td>{html.escape(c)}</td></tr>"
+                   for a, b, c in rows)
+    return ("<table id='headline'><thead><tr><th>Figure</th><th>This month</th><th>2014 reference</th></tr></thead>"
+            f"<tbody>{body}</tbody></table>")
+
+
+def _cleaning_table(con, month: str) -> str:
+    """Entries dropped by each cleaning rule (METHOD.md step 1, in order), per family."""
+    cs = {(r["afi"], r["reason"]): r["n"] for r in fetch_rows(
+        con, "SELECT afi, reason, sum(entries)::BIGINT AS n FROM cleaning_stats WHERE month = $month GROUP BY ALL",
+        {"month": month})}
+    total = {a: sum(n for (afi, _), n in cs.items() if afi == a) for a in (4, 6)}
+    rows = []
+    for reason, label in (*CLEANING[:-1], ("loop", "no loop")):
+        n4, n6 = cs.get((4, reason), 0), cs.get((6, reason), 0)
+        rows.append([reason, f"{n4:,}", share(n4, total[4]), f"{n6:,}", share(n6, total[6])])
+    rows.append(["kept", f"{cs.get((4, 'kept'), 0):,}", share(cs.get((4, "kept"), 0), total[4]),
+                 f"{cs.get((6, 'kept'), 0):,}", share(cs.get((6, "kept"), 0), total[6])])
+    rows.append(["all entries", f"{total[4]:,}", "", f"{total[6]:,}", ""])
+    return table_html("cleaning", ["rule (in order)", "IPv4 entries dropped", "of IPv4", "IPv6 entries dropped",
+                               "of IPv6"], rows, {1, 2, 3, 4})
+
+
+def _shared_table(con, month: str) -> str:
+    rows = fetch_rows(con, query.get("shared_ases").sql, {"month": month, "limit": TOP_ASES})
+    if not rows:
+        return "<p class='note'>No non-congruent pair shares an AS this month.</p>"
+    return table_html("shared-ases", ["AS", "non-congruent pairs sharing it", "adjacent on both paths", "VPs"],
+                  [[f"AS{r['asn']}", f"{r['pairs']:,}", f"{r['adjacent_pairs']:,} ({pct(r['adjacent_fraction'])})",
+                    r["vps"]] for r in rows], {1, 2, 3})
+
+
+def _divergence_table(con, month: str) -> str:
+    rows = fetch_rows(con, query.get("divergence_ases").sql, {"month": month, "vp": 0, "limit": TOP_ASES})
+    if not rows:
+        return "<p class='note'>No non-congruent pair this month.</p>"
+    return table_html("divergence-ases", ["AS", "IPv4 path only (pairs)", "IPv6 path only (pairs)", "VPs"],
+                  [[f"AS{r['asn']}", f"{r['v4_only_pairs']:,}", f"{r['v6_only_pairs']:,}", r["vps"]] for r in rows],
+                  {1, 2, 3})
+
+
+VP_COLUMNS = (("vp_group", "collector group", "text"), ("vp_asn", "VP ASN", "num"), ("vp_class", "class", "text"),
+              ("pairs", "pairs", "num"), ("noncongruent_pairs", "non-congruent", "num"),
+              ("noncongruent_fraction", "non-congruent (%)", "num"), ("coverage_v4", "IPv4 coverage (%)", "num"),
+              ("coverage_v6", "IPv6 coverage (%)", "num"))
+
+
+def _vp_table(vps: list[dict]) -> str:
+    pct = {"noncongruent_fraction", "coverage_v4", "coverage_v6"}
+    head = "".join(f"<th data-type='{t}' tabindex='0'>{html.escape(label)}</th>" for _, label, t in VP_COLUMNS)
+    rows = []
+    for r in vps:
+        cells = []
+        for key, _, t in VP_COLUMNS:
+            v = r[key]
+            shown = "" if v is None else f"{100 * v:.1f}" if key in pct else str(v)
+            sort = "" if v is None else repr(v) if t == "num" else html.escape(str(v))
+            cells.append(f"<td data-v='{sort}'>{html.escape(shown)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<input id='vp-filter' type='search' placeholder='filter VPs (any column)' aria-label='filter VPs'> "
+            f"<span id='vp-count'>{len(vps)} of {len(vps)} VPs</span>"
+            f"<table id='vp-table' class='sortable'><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _provenance(con, month: str) -> str:
+    """What produced the month (its provenance row), so a lenient month never reads as a strict one."""
+    if "provenance" not in warehouse.views(con):
+        return "<p class='note'>Provenance: not recorded (published before provenance existed).</p>"
+    rows = fetch_rows(con, "SELECT * FROM provenance WHERE month = $month", {"month": month})
+    if not rows:
+        return "<p class='note'>Provenance: not recorded for this month.</p>"
+    p = rows[0]
+    lenient = " (lenient: the study's is 0.9)" if p["min_coverage"] < 0.9 else ""
+    gaps = ""
+    if p["snapshots_missing"] or p["snapshots_failed"]:
+        gaps = (f"; <b>{len(p['snapshots_missing'])} missing and {len(p['snapshots_failed'])} failed "
+                f"snapshot(s)</b>: {html.escape(', '.join((p['snapshots_missing'] + p['snapshots_failed'])[:8]))}"
+                + (" ..." if len(p["snapshots_missing"]) + len(p["snapshots_failed"]) > 8 else ""))
+    return (f"<p id='provenance' class='note'>Provenance: {len(p['snapshots_used'])} snapshot(s) of "
+            f"{html.escape(', '.join(p['collectors']))} ({p['entries']:,} entries){gaps}; coverage threshold "
+            f"<b>{p['min_coverage']:g}</b>{lenient}; engine {html.escape(p['engine'])}; method "
+            f"{html.escape(p['method_version'])}; code {html.escape(p['project_version'])}; published "
+            f"{html.escape(when(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
+
+
+def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
+    summary, vps, figs = month_figures(con, month, min_pairs)
+    by = {f.id: f for f in figs}
+    sections = [
+        "<p class='note'><a href='../trend.html'>Trend across months</a></p>",
+        _provenance(con, month),
+        "<h2>Headline numbers</h2>", _headline(summary),
+        "<p class='note'>2014 reference: the 2014 study's section III figures (72 VPs).</p>",
+        "<h2>Figures</h2>", *(figure_html(f) for f in figs if f.id != "fig-divergence"),
+        "<h2 id='why'>Why paths diverge</h2>",
+        "<p class='note'>The ASes most often on only one family's path of a non-congruent pair, and the ASes "
+        "the two paths most often share (METHOD.md 7b; named queries divergence_ases and shared_ases).</p>",
+        *([figure_html(by["fig-divergence"])] if "fig-divergence" in by else []),
+        _divergence_table(con, month),
+        "<h3>Top shared ASes</h3>", _shared_table(con, month),
+        "<h2>Cleaning</h2><p class='note'>RIB entries each rule of METHOD.md step 1 drops, in the order the "
+        "rules apply; kept entries are what the comparison uses.</p>", _cleaning_table(con, month),
+        "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
+    ]
+    reached = fetch_rows(con, "SELECT count(DISTINCT dest_asn) AS n FROM pairs WHERE month = $month", {"month": month})[0]["n"]
+    intro = (f"{summary['vps_with_pairs']} vantage points with pairs, {summary['pairs']:,} pairs to {reached:,} "
+             f"destinations, of the month's {summary['destinations']:,} dual-stacked destinations (origin ASes "
+             f"seen in both families; those no default-free VP reaches in both form no pair).")
+    return page_html(f"IPv4/IPv6 AS-path congruency, {month}", intro, sections)
+
+
+def write_month_report(cfg, month: str, out: Path | None = None, min_pairs: int = MIN_PAIRS) -> Path:
+    """DATA_DIR/reports/month=M/report.html (or `out`): one month, offline; ReportError when unpublished."""
+    try:
+        published.require(warehouse.data_root(cfg), month)
+    except (published.NoResults, warehouse.WarehouseError) as exc:
+        raise ReportError(str(exc)) from None
+    return render(cfg, lambda con: month_html(con, month, min_pairs), out or (lambda: month_path(cfg, month)))
