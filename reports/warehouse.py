@@ -21,7 +21,7 @@ from pathlib import Path
 from common import atomic, duck, hooks, layout
 from common.duck import glob_literal, quote
 from common.errors import CongruencyError
-from common.tables import DOCS, TableDoc
+from common.table_docs import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
 STORAGE_VERSION = "v1.4.0"

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main as cli
-from common.tables import DOCS
+from common.table_docs import DOCS
 from tests.test_warehouse import MONTHS, published_multi_month
 
 SCREENSHOTS = Path(os.environ.get("CONGRUENCY_SCREENSHOTS", "")) if os.environ.get("CONGRUENCY_SCREENSHOTS") else None

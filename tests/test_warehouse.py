@@ -20,7 +20,8 @@ import pytest
 
 from cli.main import main as cli
 from common.config import Config
-from common.tables import DOCS, TABLES, TRANSITIONS
+from common.table_docs import DOCS
+from common.tables import TABLES, TRANSITIONS
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
 ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]

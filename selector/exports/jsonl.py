@@ -4,7 +4,7 @@ One JSON object per line, one line per hint. Keys, in this order:
 - `schema`: "congruency.hints/1" (bumped when a key is renamed, removed or changes meaning;
   new keys may be added within a version);
 - every column of the `hints` table (common/tables.py HINTS, documented column by column in
-  common.tables.DOCS["hints"]): month, source_asn, vp_group, vp_asn, via_proxy, proxies,
+  common.table_docs.DOCS["hints"]): month, source_asn, vp_group, vp_asn, via_proxy, proxies,
   dest_asn, dest_asn_v6, query, endpoint, addr_v4, addr_v6, prefix_v4, prefix_v6, v4_path,
   v6_path, hint_class, reason, shared_asns, stability_v4, stability_v6, snapshots,
   confidence, primary_afi, mode, path_manager, congestion_control, transport, rationale,

@@ -1,0 +1,307 @@
+"""The documentation of every published table: for each column its meaning, unit and the
+method step that makes it, and where the table lives under DATA_DIR. reports/schema_doc.py
+renders it to docs/SCHEMA.md and the warehouse exposes every table listed here that has
+data, so a new table is documented and queryable by adding its schema (common/tables.py)
+and one `document(...)` call here; `document` refuses a table whose columns and
+documentation disagree."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import pyarrow as pa
+
+from common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
+                           RIB_ENTRIES, SENSITIVITY, TRANSITIONS, VPS)
+
+class Col(NamedTuple):
+    meaning: str
+    unit: str  # "-" when the value has none (names, flags, lists)
+    step: str  # the ingest/method step that computes it (METHOD.md section)
+
+
+@dataclass(frozen=True)
+class TableDoc:
+    name: str
+    schema: pa.Schema
+    about: str
+    layout: str  # path under DATA_DIR; month=M directories are swapped in whole
+    columns: dict[str, Col]
+
+
+#: name -> TableDoc, in documentation order.
+DOCS: dict[str, TableDoc] = {}
+
+
+def document(name: str, schema: pa.Schema, about: str, layout: str, **columns: tuple) -> TableDoc:
+    have, documented = list(schema.names), list(columns)
+    if have != documented:
+        raise ValueError(f"tables.{name}: columns {have} but documented {documented}")
+    DOCS[name] = TableDoc(name, schema, about, layout, {k: Col(*v) for k, v in columns.items()})
+    return DOCS[name]
+
+
+_MONTH = ("calendar month of the RIB snapshots", "YYYY-MM", "ingest: month window")
+_VP = {
+    "vp_group": ("collector group of the vantage point (common/groups.toml)", "-", "3. Vantage points"),
+    "vp_asn": ("peer ASN of the vantage point", "ASN", "3. Vantage points"),
+}
+
+document(
+    "manifest", MANIFEST,
+    "What ingest did with every snapshot slot of a month; the latest outcome per slot.",
+    "manifest/month=YYYY-MM/manifest.parquet",
+    month=_MONTH,
+    slot=("slot key: collector and target time of the snapshot", "-", "ingest: discovery"),
+    collector=("collector name, e.g. route-views2, rrc00", "-", "ingest: catalogue"),
+    project=("archive project: routeviews or ris", "-", "ingest: catalogue"),
+    target_time=("time the slot asks for", "UTC timestamp", "ingest: discovery"),
+    dump_time=("time of the RIB dump chosen for the slot; null when none", "UTC timestamp", "ingest: discovery"),
+    substituted=("true when a dump within the tolerance stood in for the target time", "-", "ingest: discovery"),
+    url=("archive URL or local path of the dump", "-", "ingest: discovery"),
+    local_path=("cached copy that was decoded", "-", "ingest: download"),
+    sha256=("SHA-256 of the dump file as read", "hex", "ingest: framing check"),
+    bytes=("size of the dump file", "bytes", "ingest: download"),
+    records=("MRT records read", "records", "ingest: framing check"),
+    entries_v4=("IPv4 RIB entries written", "rows", "ingest: decode"),
+    entries_v6=("IPv6 RIB entries written", "rows", "ingest: decode"),
+    skipped=("MRT records skipped, by record type", "records", "ingest: framing check"),
+    backend=("decoder that produced the entries (native, bgpdump, pybgpstream)", "-", "ingest: decode"),
+    duration_s=("wall time to download and decode the slot", "seconds", "ingest"),
+    status=("ok | failed | missing", "-", "ingest"),
+    error=("one-line reason when status is not ok", "-", "ingest"),
+    output=("Parquet file written for the slot", "-", "ingest: writer"),
+    ingested_at=("when the slot was ingested", "UTC timestamp", "ingest"),
+)
+
+document(
+    "rib_entries", RIB_ENTRIES,
+    "One row per observation: a (BGP session, prefix, snapshot) from a RIB dump, as announced.",
+    "rib_entries/month=YYYY-MM/collector=NAME/*.parquet",
+    collector=("collector name (a partition key, from the directory name)", "-", "ingest"),
+    project=("archive project: routeviews or ris", "-", "ingest"),
+    snapshot_time=("time of the dump (MRT header), not of the route", "UTC timestamp", "ingest: decode"),
+    peer_asn=("ASN of the BGP peer (the session's AS)", "ASN", "ingest: decode"),
+    peer_ip=("IP address of the BGP peer", "-", "ingest: decode"),
+    afi=("address family: 4 or 6", "-", "ingest: decode"),
+    prefix=("announced prefix, e.g. 192.0.2.0/24", "-", "ingest: decode"),
+    as_path=("AS path exactly as announced (prepending kept); null when has_as_set", "list of ASNs", "ingest: decode"),
+    has_as_set=("true when the path has AS_SET or confederation segments", "-", "ingest: decode"),
+    as_path_raw=("bgpdump-style text of the path, only for has_as_set rows", "-", "ingest: decode"),
+    origin_asn=("last ASN of the path; null when it ends in a set or is empty", "ASN", "ingest: decode"),
+    source_file=("dump file the row came from", "-", "ingest"),
+)
+
+document(
+    "cleaning_stats", CLEANING_STATS,
+    "RIB entries per address family dropped by each cleaning rule, and kept.",
+    "cleaning_stats/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    afi=("address family: 4 or 6", "-", "1. Cleaning"),
+    reason=("first rule that applied: default_route, as_set, first_as_not_peer, reserved_asn, "
+            "loop; or kept", "-", "1. Cleaning"),
+    entries=("RIB entries with that reason", "rows", "1. Cleaning"),
+)
+
+document(
+    "paths", PATHS,
+    "The representative path of every (VP, origin, address family) triple.",
+    "paths/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("origin AS: last AS of the cleaned path", "ASN", "4. Representative path"),
+    afi=("address family: 4 or 6", "-", "4. Representative path"),
+    path=("representative cleaned path (prepending removed), VP first, origin last", "list of ASNs",
+          "2. Prepending removal; 4. Representative path"),
+    observations=("observations of the triple, any path", "observations", "4. Representative path"),
+    path_observations=("observations with the representative path", "observations", "4. Representative path"),
+    stability=("path_observations / observations", "fraction 0-1", "4. Representative path"),
+    prefixes=("distinct prefixes among the representative path's observations", "prefixes", "4. Representative path"),
+    snapshots=("distinct snapshots among the representative path's observations", "snapshots", "4. Representative path"),
+)
+
+document(
+    "vps", VPS,
+    "Every vantage point of the month: sessions, coverage, class and its congruency.",
+    "vps/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    sessions_v4=("distinct IPv4 peer IPs of the VP, ascending (string order)", "-", "3. Vantage points"),
+    sessions_v6=("distinct IPv6 peer IPs of the VP, ascending (string order)", "-", "3. Vantage points"),
+    origins_v4=("distinct origins the VP has a cleaned IPv4 path to", "ASes", "5. Coverage"),
+    origins_v6=("distinct origins the VP has a cleaned IPv6 path to", "ASes", "5. Coverage"),
+    coverage_v4=("origins_v4 / distinct origins of all cleaned IPv4 paths of the month", "fraction 0-1", "5. Coverage"),
+    coverage_v6=("origins_v6 / distinct origins of all cleaned IPv6 paths of the month", "fraction 0-1", "5. Coverage"),
+    dual_stacked=("the VP has cleaned paths in both address families", "-", "5. Coverage"),
+    default_free=("dual-stacked and both coverages >= min_coverage", "-", "5. Coverage"),
+    vp_class=("transit if the VP's AS is an intermediate AS of any cleaned path, else edge", "-", "8. VP class"),
+    pairs=("pairs of the VP", "pairs", "7. Pairs"),
+    noncongruent_pairs=("pairs of the VP whose IPv4 and IPv6 paths differ", "pairs", "7. Pairs"),
+    noncongruent_fraction=("noncongruent_pairs / pairs; null when pairs = 0", "fraction 0-1", "7. Pairs"),
+)
+
+document(
+    "pairs", PAIRS,
+    "One row per (default-free VP, dual-stacked destination) with a path in both families.",
+    "pairs/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("dual-stacked destination (origin) AS", "ASN", "6. Dual-stacked destinations"),
+    v4_path=("representative IPv4 path", "list of ASNs", "4. Representative path"),
+    v6_path=("representative IPv6 path", "list of ASNs", "4. Representative path"),
+    congruent=("the two paths are identical", "-", "7. Pairs"),
+    hops_v4=("ASes on the IPv4 path - 1", "hops", "7. Pairs"),
+    hops_v6=("ASes on the IPv6 path - 1", "hops", "7. Pairs"),
+    shared_asns=("ASes on both paths other than the VP and the destination, ascending", "list of ASNs", "7. Pairs"),
+    shared_adjacent=("every shared AS is second or second-to-last on both paths; null when none shared",
+                     "-", "7. Pairs"),
+    non_adopters=("intermediate ASes of the IPv4 path seen on no cleaned IPv6 path of the month",
+                  "list of ASNs", "7. Pairs"),
+    edit_distance=("Levenshtein distance between the two ASN sequences", "edits", "7. Pairs"),
+)
+
+_MS = "7. Pairs; Outputs: month_summary"
+document(
+    "month_summary", MONTH_SUMMARY,
+    "One row per month: the study's section III figures over the month's pairs.",
+    "month_summary/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    vps=("VPs seen", "VPs", "3. Vantage points"),
+    vps_dual_stacked=("dual-stacked VPs", "VPs", "5. Coverage"),
+    vps_default_free=("default-free VPs", "VPs", "5. Coverage"),
+    vps_with_pairs=("VPs with at least one pair", "VPs", _MS),
+    destinations=("dual-stacked destinations", "ASes", "6. Dual-stacked destinations"),
+    pairs=("pairs", "pairs", _MS),
+    noncongruent_pairs=("non-congruent pairs", "pairs", _MS),
+    noncongruent_fraction=("noncongruent_pairs / pairs", "fraction 0-1", _MS),
+    congruent_1hop=("congruent pairs with 1 hop", "pairs", _MS),
+    congruent_2hop=("congruent pairs with 2 hops", "pairs", _MS),
+    congruent_3plus_hops=("congruent pairs with 3 or more hops", "pairs", _MS),
+    noncongruent_shared_0=("non-congruent pairs sharing no AS", "pairs", _MS),
+    noncongruent_shared_1=("non-congruent pairs sharing exactly one AS", "pairs", _MS),
+    noncongruent_shared_2plus=("non-congruent pairs sharing two or more ASes", "pairs", _MS),
+    noncongruent_with_shared=("non-congruent pairs sharing at least one AS", "pairs", _MS),
+    shared_all_adjacent=("of those, pairs whose shared ASes are all adjacent", "pairs", _MS),
+    shared_all_adjacent_fraction=("shared_all_adjacent / noncongruent_with_shared", "fraction 0-1", _MS),
+    noncongruent_with_non_adopter=("non-congruent pairs with at least one IPv6 non-adopter", "pairs", _MS),
+    non_adopter_fraction=("noncongruent_with_non_adopter / noncongruent_pairs", "fraction 0-1", _MS),
+    vp_noncongruent_min=("minimum per-VP non-congruent fraction (VPs with pairs)", "fraction 0-1", _MS),
+    vp_noncongruent_q1=("first quartile of the per-VP fraction (linear interpolation)", "fraction 0-1", _MS),
+    vp_noncongruent_median=("median of the per-VP fraction", "fraction 0-1", _MS),
+    vp_noncongruent_q3=("third quartile of the per-VP fraction (linear interpolation)", "fraction 0-1", _MS),
+    vp_noncongruent_max=("maximum per-VP non-congruent fraction", "fraction 0-1", _MS),
+)
+
+_DV = "7b. Divergence"
+document(
+    "divergence", DIVERGENCE,
+    "One row per non-congruent pair: where its IPv4 and IPv6 paths part and rejoin, and the ASes on one path only.",
+    "divergence/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("destination AS", "ASN", "6. Dual-stacked destinations"),
+    common_prefix=("ASes both paths share from their start (>= 1: the VP)", "ASes", _DV),
+    common_suffix=("ASes both paths share at their end (>= 1: the destination)", "ASes", _DV),
+    part_asn=("last AS before the paths part (the VP when they part at once)", "ASN", _DV),
+    rejoin_asn=("first AS of their shared end (the destination when they rejoin only there)", "ASN", _DV),
+    only_v4=("ASes on the IPv4 path only, ascending", "list of ASNs", _DV),
+    only_v6=("ASes on the IPv6 path only, ascending", "list of ASNs", _DV),
+)
+
+_SN = "Sensitivity (METHOD.md; pipeline/sensitivity.py)"
+document(
+    "sensitivity", SENSITIVITY,
+    "The month's month_summary figures recomputed under each variant of each open choice of the method, "
+    "one choice at a time against the month's own parameters (variant 'default').",
+    "sensitivity/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    choice=("the open choice varied: min_coverage, first_as_rule, reserved_asns, grouping, representative, comparison, snapshots, as_set, destination", "-", _SN),
+    variant=("its value in this row; 'default' where it equals the month's own parameters", "-", _SN),
+    **{k: (f"as month_summary.{k}, under this variant", *DOCS["month_summary"].columns[k][1:2], _SN)
+       for k in MONTH_SUMMARY.names if k != "month"},
+)
+
+_PV = "compare: publishing (pipeline/provenance.py)"
+document(
+    "provenance", PROVENANCE,
+    "One row per published month: the snapshots and method that produced it, published with its tables.",
+    "provenance/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    published_at=("when the month's tables were staged for publishing (ISO 8601, UTC; text: the same on both engines' files)",
+                  "YYYY-MM-DDTHH:MM:SSZ", _PV),
+    engine=("compare engine: duckdb or spark", "-", _PV),
+    project_version=("bgp-congruency version: git describe of the checkout, else the package version", "-", _PV),
+    method_version=("METHOD.md's version and the sha256 (12 hex digits) of its text", "-", _PV),
+    min_coverage=("default-free threshold per AFI used", "fraction 0-1", "5. Coverage"),
+    method_params=("every MethodParams value (min_coverage, reserved_asns, groups) as JSON", "JSON", _PV),
+    collectors=("collectors with at least one snapshot used", "list of names", "ingest: manifest"),
+    snapshots_used=("slot keys (collector@YYYYMMDDTHHMM) of the snapshots compared", "list of slots", "ingest: manifest"),
+    snapshots_missing=("slots of active collectors the archive had no dump for", "list of slots", "ingest: manifest"),
+    snapshots_failed=("slots whose download or decode failed", "list of slots", "ingest: manifest"),
+    snapshots_inactive=("slots of listed collectors not running then (catalogue lifetimes)", "slots", "ingest: catalogue"),
+    entries=("RIB entries compared (both families)", "rows", "ingest: decode"),
+    input_files=("archive URL or path of each snapshot used, in snapshots_used order", "list of URLs", "ingest: manifest"),
+    input_sha256=("SHA-256 of each input file, in the same order", "list of hex", "ingest: framing check"),
+    coverage_policy=("the coverage policy and its decision for the month, as JSON (ingest/policy.py); "
+                     "null when the compare ran alone", "JSON", "ingest: coverage policy"),
+)
+
+_TR = "Across months: transitions"
+document(
+    "transitions", TRANSITIONS,
+    "Pairs congruent in the month that were not a congruent pair the month before.",
+    "transitions/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("destination AS", "ASN", _TR),
+    kind=("existing_pair | new_ipv6_destination | new_pair", "-", _TR),
+    v4_path=("IPv4 path this month", "list of ASNs", _TR),
+    v6_path=("IPv6 path this month", "list of ASNs", _TR),
+    prev_v4_path=("IPv4 path the month before (existing_pair only)", "list of ASNs", _TR),
+    prev_v6_path=("IPv6 path the month before (existing_pair only)", "list of ASNs", _TR),
+)
+
+_SEL = "path selector (selector/rules.py)"
+document(
+    "hints", HINTS,
+    "Path selector advice for every pair of the month: class, confidence and tunnel settings.",
+    "hints/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    source_asn=("AS the traffic leaves from (the VP's ASN in the table)", "ASN", _SEL),
+    vp_group=("collector group of the VP whose paths are used (the source or its proxy)", "-", "3. Vantage points"),
+    vp_asn=("ASN of the VP whose paths are used", "ASN", "3. Vantage points"),
+    via_proxy=("true when the source is not a VP and a proxy VP's paths stand in", "-", _SEL),
+    proxies=("proxy VPs of a source that is no VP: those whose path to the destination crosses it, else those seen right after it", "list of ASNs", _SEL),
+    dest_asn=("destination AS (origin of the IPv4 address when a host was asked)", "ASN", "6. Dual-stacked destinations"),
+    dest_asn_v6=("destination AS of the IPv6 path (differs from dest_asn only for split-origin hosts)", "ASN", _SEL),
+    query=("the destination as asked (ASN, prefix or address); null in the table", "-", _SEL),
+    endpoint=("candidate tunnel endpoint name (--endpoints); null otherwise", "-", _SEL),
+    addr_v4=("IPv4 address asked for; null otherwise", "-", _SEL),
+    addr_v6=("IPv6 address asked for; null otherwise", "-", _SEL),
+    prefix_v4=("longest month prefix covering the IPv4 address or prefix asked for", "-", _SEL + ": longest-prefix match"),
+    prefix_v6=("longest month prefix covering the IPv6 address or prefix asked for", "-", _SEL + ": longest-prefix match"),
+    v4_path=("representative IPv4 AS path from the source (a proxy's path from the source on, or prefixed with it)", "list of ASNs", "4. Representative path"),
+    v6_path=("representative IPv6 AS path from the source", "list of ASNs", "4. Representative path"),
+    hint_class=("disjoint | shared-edge | shared-core | congruent | unknown", "-", _SEL + ": class"),
+    reason=("why the class is unknown; null otherwise", "-", _SEL),
+    shared_asns=("ASes on both paths other than the ends, ascending", "list of ASNs", "7. Pairs"),
+    stability_v4=("stability of the IPv4 representative path", "fraction 0-1", "4. Representative path"),
+    stability_v6=("stability of the IPv6 representative path", "fraction 0-1", "4. Representative path"),
+    snapshots=("the fewer of the two paths' snapshot counts", "snapshots", "4. Representative path"),
+    confidence=("min stability x snapshot share x proxy factor (0.5) x proxy agreement; 0 when unknown",
+                "fraction 0-1", _SEL + ": confidence"),
+    primary_afi=("family kept when only one is used: more stable, then shorter, IPv4 on ties", "4 | 6", _SEL),
+    mode=("aggregate | backup | single-path", "-", _SEL + ": advice"),
+    path_manager=("Linux MPTCP in-kernel path manager endpoint flags to use", "-", _SEL + ": advice"),
+    congestion_control=("congestion control advice true for upstream Linux MPTCP", "-", _SEL + ": advice"),
+    transport=("MPTCP (TCP) and/or MPT (GRE-in-UDP, TCP and UDP)", "-", _SEL + ": advice"),
+    rationale=("one sentence: why this mode", "-", _SEL + ": advice"),
+    mptcp_flags_v4=("`ip mptcp endpoint` flags for the local IPv4 address; null: no endpoint", "-", _SEL + ": advice"),
+    mptcp_flags_v6=("`ip mptcp endpoint` flags for the local IPv6 address; null: no endpoint", "-", _SEL + ": advice"),
+    mpt_weight_v4=("MPT weight_out of the IPv4 path; null: no path", "weight", _SEL + ": advice"),
+    mpt_weight_v6=("MPT weight_out of the IPv6 path; null: no path", "weight", _SEL + ": advice"),
+    mpt_status_v4=("MPT status of the IPv4 path: 0 in use, 255 disabled (backup)", "MPT status code", _SEL + ": advice"),
+    mpt_status_v6=("MPT status of the IPv6 path: 0 in use, 255 disabled (backup)", "MPT status code", _SEL + ": advice"),
+    notes=("caveats of this hint: proxy use, split origins, several origins of a prefix", "-", _SEL),
+    caveat=("AS-level disjointness is a lower bound (the same sentence on every hint)", "-", _SEL),
+)
