@@ -1,13 +1,19 @@
-"""Fixtures shared by the suite: a real Spark session and the real 2026-07 pair, ingested once."""
+"""Fixtures shared by the suite (a real Spark session, the real 2026-07 pair ingested once)
+and the markers that make the fast loop: a test is marked from what it uses, so
+
+    pytest -m "not spark and not kernel and not browser"
+
+runs everything that needs no JVM, no network namespaces or mounts and no Chromium."""
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from dataclasses import replace
 
 import pytest
 
-from tests.shared import RV2_2026
+from tests.support.data import RV2_2026
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -44,7 +50,7 @@ def ingested_2026(tmp_path_factory, config):
     if not RV2_2026.is_file():
         pytest.skip("shared data not present")
     from ingest import run as ingest_run
-    from tests.shared import ARCHIVE
+    from tests.support.data import ARCHIVE
 
     data = tmp_path_factory.mktemp("data-2026-07")
     cfg = config.with_overrides(archive_root=str(ARCHIVE), data_dir=data, days=(30,), times=("14:00",),
@@ -52,3 +58,24 @@ def ingested_2026(tmp_path_factory, config):
     out = ingest_run.run(cfg, "2026-07")
     assert [r.status for r in out.rows] == ["ok", "ok"], [r.error for r in out.rows]
     return data
+
+
+#: marker -> what in a test's source or fixtures means it needs that part.
+_USES = {
+    "spark": ("spark", "SparkEngine", "engine=\"spark\"", "--engine\", \"spark", "spark-submit", "cluster"),
+    "kernel": ("unshare", "netns", "ip mptcp", "namespace("),
+    "browser": ("Chromium(",),
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fn = getattr(item, "function", None)
+        try:
+            src = inspect.getsource(fn) if fn else ""
+        except (OSError, TypeError):
+            src = ""
+        names = set(getattr(item, "fixturenames", ()))
+        for marker, needles in _USES.items():
+            if item.get_closest_marker(marker) is None and (marker in names or any(n in src for n in needles)):
+                item.add_marker(marker)

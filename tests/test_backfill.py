@@ -26,8 +26,8 @@ from common.months import parse_month_range, previous_month
 from common.params import MethodParams, load_groups
 from congruency import reference
 from synth.generate import generate
-from tests.shared import ARCHIVE, needs_data
-from tests.test_compare import _reference_of, canon, published
+from tests.support.data import ARCHIVE, needs_data
+from tests.support.month import canon, compute_reference, published
 
 MONTHS = parse_month_range("2009-06..2010-06")
 RRC01 = parse_month_range("2009-09..2010-03")
@@ -143,7 +143,7 @@ def test_pairs_equal_the_reference_where_collectors_come_and_go(backfill):
     data = backfill["data"]
     params = MethodParams(min_coverage=0.5, groups=load_groups())
     for m in ("2009-11", "2010-04"):
-        ref = _reference_of((data / "rib_entries" / f"month={m}").resolve(), m, params)
+        ref = compute_reference((data / "rib_entries" / f"month={m}").resolve(), m, params)
         for table in ("pairs", "vps", "month_summary"):
             assert canon(published(data, table, m)) == canon(ref[table]), (m, table)
         assert len(ref["pairs"]) >= 15, (m, len(ref["pairs"]))
@@ -272,7 +272,7 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
     hash, the engine and the code's version."""
     import hashlib
 
-    from tests.shared import RV2_2026, RV6_2026
+    from tests.support.data import RV2_2026, RV6_2026
 
     data = tmp_path / "data"
     r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",

@@ -17,8 +17,8 @@ from cli.main import main as cli
 from ingest import catalogue
 from ingest import catalogue_sources as cs
 from ingest.policy import assess
-from tests.archive_server import serve
-from tests.shared import DATA
+from tests.support.archive_server import serve
+from tests.support.data import DATA
 
 FACTS = DATA / "collectors"
 RIPESTAT = FACTS / "src_mrtdl_stat-ripe-net-data-rrc-info-data.json"

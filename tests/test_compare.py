@@ -9,78 +9,22 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from congruency import reference
 from common.params import MethodParams
-from common.tables import FILE_SCHEMA
-from pipeline import job
 from common.tables import TABLES
-from tests import test_method as cases
-from collections import Counter
-
-from tests.shared import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
+from pipeline import job
+from tests.support import cases
+from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
+from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
 
 pytestmark = pytest.mark.spark
-ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
-
-
-def published(data: Path, table: str, month: str) -> list[dict]:
-    from common.tables import TRANSITIONS
-
-    rows = pq.read_table(data / table / f"month={month}").to_pylist()
-    schema = TRANSITIONS if table == "transitions" else TABLES[table]
-    assert not rows or set(rows[0]) == set(schema.names) - {"month"}
-    return rows
-
-
-def canon(rows: list[dict]) -> list[tuple]:
-    """Rows as sorted tuples; floats to 12 significant digits (Spark's percentile sums
-    the interpolation terms in another order than the reference)."""
-    out = []
-    for r in rows:
-        out.append(tuple(sorted(
-            (k, tuple(v) if isinstance(v, list) else float(f"{v:.12g}") if isinstance(v, float) else v)
-            for k, v in r.items() if k != "month")))
-    return sorted(out, key=repr)
-
-
-_REFERENCE: dict = {}
-
-
-def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
-    """The reference's tables for a month's rib_entries; cached per input folder and
-    parameters, as both engines' tests check the same real month (the reference takes ~1 min)."""
-    src = (data / "rib_entries" / f"month={month}").resolve()
-    key = (str(src), month, repr(params))
-    if key not in _REFERENCE:
-        _REFERENCE[key] = _reference_of(src, month, params)
-    return _REFERENCE[key]
-
-
-def _reference_of(src: Path, month: str, params) -> dict[str, list[dict]]:
-    d = ds.dataset(src, partitioning="hive")
-
-    def rows():
-        for b in d.to_batches(columns=ENTRY_COLS):
-            yield from b.to_pylist()
-
-    return reference.compute_month(rows(), month, params)
-
-
-def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
-    ref = reference_of(data, month, params)
-    for table in TABLES:
-        got = published(data, table, month)
-        assert canon(got) == canon(ref[table]), f"{table} differs for {month}"
-    return ref
 
 
 def file_schema(data: Path, table: str, month: str) -> list[tuple[str, str]]:
@@ -166,41 +110,6 @@ def bgpdump_paths(path: Path, peers: set[int]) -> dict[tuple[int, int], Counter]
     return res
 
 
-# ------------------------------------------------------------------ hand-made cases
-def write_entries(data: Path, month: str, rows: list[dict]) -> None:
-    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector."""
-    by_col: dict[str, list[dict]] = {}
-    for r in rows:
-        by_col.setdefault(r["collector"], []).append(r)
-    for col, rs in by_col.items():
-        out = data / "rib_entries" / f"month={month}" / f"collector={col}" / "hand.parquet"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        t = [dict(
-            project="test",
-            snapshot_time=r["snapshot_time"] if isinstance(r["snapshot_time"], datetime) else
-            datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
-            peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
-            as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=r.get("as_path_raw"),
-            origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
-        pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
-
-
-HAND_CASES = {
-    "2024-01": (cases._full_month_rows, 0.0),
-    "2024-02": (cases._coverage_rows, 0.5),
-    "2024-03": (cases._quartile_rows, 0.0),
-    "2024-04": (cases._cleaning_rows, 0.0),  # every cleaning reason and their precedence
-    "2024-05": (cases._paths_rows, 0.0),  # the three tie-break levels of the representative path
-    "2024-06": (cases._snapshot_rows, 0.0),  # 150 snapshot times: three words of snapshot bits
-}
-#: The sensitivity analysis's parameter variants (pipeline/sensitivity.py) on hand-made
-#: months: month -> (rows, MethodParams changes).
-VARIANT_CASES = {
-    "2024-07": (cases._cleaning_rows, dict(min_coverage=0.0, first_as_rule=False, reserved_asns=())),
-    "2024-08": (cases._full_month_rows, dict(min_coverage=0.0, groups={})),
-}
-
-
 def test_variant_cases_match_reference(spark, config, tmp_path):
     for month, (make, change) in VARIANT_CASES.items():
         write_entries(tmp_path, month, make())
@@ -241,8 +150,8 @@ def test_group_names_are_literals_in_both_dialects(spark):
 
 
 def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_path):
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
-    write_entries(tmp_path, "2024-03", cases._quartile_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
+    write_entries(tmp_path, "2024-03", cases.quartile_rows())
     cfg = config.with_overrides(data_dir=tmp_path)
     assert job.run_month(spark, cfg, "2024-03").error is None
     other = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}
@@ -256,7 +165,7 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_p
 
 # ------------------------------------------------------------------ bad input
 def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
     cfg = config.with_overrides(data_dir=tmp_path)
     assert job.run_month(spark, cfg, "2024-01").error is None
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
@@ -266,7 +175,7 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
     r = job.run_month(spark, cfg, "2023-12")
     assert r.error == f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
 
-    v4_only = [x for x in cases._full_month_rows() if x["afi"] == 4]
+    v4_only = [x for x in cases.full_month_rows() if x["afi"] == 4]
     write_entries(tmp_path, "2024-04", v4_only)
     r = job.run_month(spark, cfg, "2024-04")
     assert r.error == f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
@@ -378,7 +287,7 @@ def test_spark_submit_runs_the_job(config, tmp_path):
     import pyspark
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
            "SPARK_HOME": str(submit.parent.parent)}
     p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "cli" / "submit.py"),

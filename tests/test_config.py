@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from common.config import Config, ConfigError, load
-from tests.shared import ROOT
+from tests.support.data import ROOT
 
 
 def test_defaults_are_the_methods_data_set():

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared import ARCHIVE, FAULTY, PEERS_IN_BOTH_2026, ROOT, RV2_2026, needs_data
+from tests.support.data import ARCHIVE, FAULTY, PEERS_IN_BOTH_2026, ROOT, RV2_2026, needs_data
 
 if importlib.util.find_spec("airflow") is None:
     pytest.skip("Airflow is not installed here (make test runs this file in .venv-airflow)",
@@ -106,9 +106,9 @@ def test_structure(dag):
     assert {"collectors", "days", "times", "archive_root", "engine", "spark_master", "data_dir",
             "compare_on", "sensitivity"} <= set(dag.params.keys())
     # the first scheduled run covers 2009-01, and fires once its five-day window is over
-    from runner.schedule import month_for
-
     from airflow.serialization.encoders import coerce_to_core_timetable
+
+    from runner.schedule import month_for
 
     first = coerce_to_core_timetable(dag.timetable).next_dagrun_info(
         last_automated_data_interval=None, restriction=_restriction(dag))
@@ -137,7 +137,7 @@ def _states(dr) -> dict:
 def test_month_through_airflow_equals_run(dag, tmp_path):
     import pyarrow.parquet as pq
 
-    from tests.archive_server import serve
+    from tests.support.archive_server import serve
 
     data = tmp_path / "af"
     with serve(ARCHIVE) as url:
@@ -173,7 +173,7 @@ def test_month_through_airflow_equals_run(dag, tmp_path):
 
 @needs_data
 def test_one_truncated_collector_fails_only_its_task(dag, tmp_path):
-    from tests.archive_server import serve
+    from tests.support.archive_server import serve
 
     archive = tmp_path / "archive"  # the real route-views2 RIB, and route-views6's cut short
     for col, src in (("route-views2", RV2_2026),
@@ -209,7 +209,7 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     pairs equal the DuckDB engine's in the worker."""
     import pyarrow.parquet as pq
 
-    from tests.shared import require_tool
+    from tests.support.data import require_tool
 
     require_tool("java")
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))

@@ -12,11 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from ingest.download import (DownloadError, FetchResult, NotFound, exists, fetch,
-                             list_directory, verify_compressed_stream)
-from tests.archive_server import serve
+from ingest.download import (
+    DownloadError,
+    FetchResult,
+    NotFound,
+    exists,
+    fetch,
+    list_directory,
+    verify_compressed_stream,
+)
+from tests.support.archive_server import serve
+from tests.support.data import ARCHIVE, FAULTY
 
-from tests.shared import ARCHIVE, FAULTY
 RIBS_DIR = "/route-views2/bgpdata/2026.07/RIBS/"
 RIB = RIBS_DIR + "rib.20260730.1400.bz2"
 BVIEW = "/rrc00/2002.07/bview.20020722.2337.gz"

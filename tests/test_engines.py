@@ -4,8 +4,8 @@ the same data is checked in test_compare.py, next to the Spark runs it reuses.""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -20,9 +20,9 @@ from common.config import ConfigError, load
 from congruency import reference
 from pipeline import job
 from pipeline.publish import LocalStore
-from tests import test_method as cases
-from tests.shared import PEERS_IN_BOTH_2026, ROOT
-from tests.test_compare import (HAND_CASES, VARIANT_CASES, assert_same_as_reference, published, write_entries)
+from tests.support import cases
+from tests.support.data import PEERS_IN_BOTH_2026, ROOT
+from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, published, write_entries
 
 MONTHS = ("2026-07", "2026-08")
 
@@ -67,8 +67,8 @@ def test_variant_cases_match_reference(config, tmp_path):
 
 
 def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
-    write_entries(tmp_path, "2024-03", cases._quartile_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
+    write_entries(tmp_path, "2024-03", cases.quartile_rows())
     cfg = duck(config, data_dir=tmp_path)
     assert run(cfg, "2024-03").error is None
     files = lambda: {p: p.read_bytes() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}  # noqa: E731
@@ -101,14 +101,14 @@ def test_local_store_swaps_a_month_in_and_keeps_others(tmp_path):
 
 def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
     """The messages are the Spark engine's (test_compare checks both engines give equal ones)."""
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
     cfg = duck(config, data_dir=tmp_path)
     assert run(cfg, "2024-01").error is None
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
     src = f"{tmp_path}/rib_entries/month="
     assert run(cfg, "2023-12").error == \
         f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
-    write_entries(tmp_path, "2024-04", [x for x in cases._full_month_rows() if x["afi"] == 4])
+    write_entries(tmp_path, "2024-04", [x for x in cases.full_month_rows() if x["afi"] == 4])
     assert run(cfg, "2024-04").error == \
         f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
     bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
@@ -201,7 +201,7 @@ def test_config_engine(tmp_path):
 
 def test_cli_default_engine_needs_no_java(tmp_path):
     """`congruency compare` on the default engine with no java anywhere on PATH or JAVA_HOME."""
-    write_entries(tmp_path, "2024-01", cases._full_month_rows())
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "python").symlink_to(sys.executable)

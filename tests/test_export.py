@@ -16,12 +16,12 @@ from cli.main import main as cli
 from common.config import load
 from common.tables import HINTS
 from selector.advice import advise
-from selector.table import publish as publish_hints
-from tests import hintdata
-from tests.hintdata import MONTH
 from selector.exports import jsonl, mpt, mptcp
 from selector.exports import validate as v
 from selector.exports.local import Interface
+from selector.table import publish as publish_hints
+from tests.support import hintdata
+from tests.support.hintdata import MONTH
 
 IFACES = ["--interface", "eth0=192.0.2.10@192.0.2.1", "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1"]
 TUNNEL = ["--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.2"]

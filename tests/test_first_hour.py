@@ -501,14 +501,14 @@ def test_query_sql_errors_say_sql_alike(sample_wh, sql, message):
 
 @pytest.fixture(scope="module")
 def hintmonth(tmp_path_factory):
-    from tests import hintdata
+    from tests.support import hintdata
 
     d = tmp_path_factory.mktemp("hintmonth")
     hintdata.publish_synthetic(d)
     return d
 
 
-HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10 (tests/hintdata.py)
+HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10 (tests/support/hintdata.py)
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -692,7 +692,7 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
     import re
     import shlex
 
-    from tests.shared import DATA
+    from tests.support.data import DATA
 
     root = Path(__file__).resolve().parents[1]
     demo = tmp_path / "demo"

@@ -14,19 +14,27 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from cli.main import main as cli
 from ingest import backends, discovery, framing, manifest
 from ingest import run as ingest_run
 from ingest.discovery import Slot
-from ingest.normalize import to_entries
 from ingest.writer import SnapshotWriter
-from cli.main import main as cli
-from common.tables import RIB_ENTRIES
-from tests.archive_server import serve
-from tests.shared import (ARCHIVE, ARCHIVE_RIBS, EDGE, FAULTY, PEERS_IN_BOTH_2026, RV2_2026,
-                          RV6_2026, needs_data, require_tool)
+from tests.support.archive_server import serve
+from tests.support.data import (
+    ARCHIVE,
+    ARCHIVE_RIBS,
+    EDGE,
+    EDGE_RIBS,
+    FAULTY,
+    PEERS_IN_BOTH_2026,
+    RV2_2026,
+    RV6_2026,
+    needs_data,
+    require_tool,
+)
+from tests.support.decode import decode_all
 
 pytestmark = needs_data
-EDGE_RIBS = sorted(p for p in EDGE.glob("*") if p.is_file())
 
 
 def bgpdump_counts(path: Path) -> Counter:
@@ -38,19 +46,6 @@ def bgpdump_counts(path: Path) -> Counter:
         prefix = line.split(b"|")[5]
         c[6 if b":" in prefix else 4] += 1
     return c
-
-
-def decode_all(path: Path, backend: str) -> pa.Table:
-    mod = backends.get(backend)
-    t = datetime(2000, 1, 1, tzinfo=timezone.utc)
-    if mod.SELF_CHECKING:
-        return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector="c", project="p",
-                                                             snapshot_time=t, source_file="f")),
-                                     schema=RIB_ENTRIES)
-    return pa.Table.from_batches(
-        [to_entries(b, collector="c", project="p", snapshot_time=t, source_file="f")
-         for b in mod.decode(path, 50_000)]
-    )
 
 
 # ------------------------------------------------------------------ framing vs bgpdump

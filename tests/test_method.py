@@ -1,10 +1,10 @@
 """The method's rules (METHOD.md) on small hand-made cases, every expected value worked out by hand."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-
 import pytest
 
+from common.params import MethodParams, load_groups
+from common.tables import TABLES
 from congruency.method import (
     clean_path,
     cleaning_reason,
@@ -17,23 +17,20 @@ from congruency.method import (
     shared_asns,
     strip_prepending,
 )
-from common.params import MethodParams, load_groups
 from congruency.reference import compute_month, to_arrow
-from common.tables import TABLES
+from tests.support.cases import (
+    R,
+    cleaning_rows,
+    coverage_rows,
+    full_month_rows,
+    paths_rows,
+    quartile_rows,
+    snapshot_rows,
+    vp_rows,
+)
 
 M = "2024-01"
 P0 = MethodParams(min_coverage=0.0, groups=load_groups())  # the truncated-sample setting
-
-
-def R(collector, peer, afi, path, prefix=None, t=0, ip=None, as_set=False):
-    """One rib_entries row; prefix and peer IP derived from origin / peer unless given."""
-    o = path[-1] if path else 0
-    if prefix is None:
-        prefix = f"10.{o // 256 % 256}.{o % 256}.0/24" if afi == 4 else f"2001:db8:{o:x}::/48"
-    if ip is None:
-        ip = f"192.0.2.{peer % 256}" if afi == 4 else f"2001:db8::{peer:x}"
-    return dict(collector=collector, snapshot_time=t, peer_asn=peer, peer_ip=ip, afi=afi,
-                prefix=prefix, as_path=None if path is None else list(path), has_as_set=as_set)
 
 
 def by_key(table, *cols):
@@ -180,25 +177,8 @@ def test_load_groups(tmp_path):
     assert load_groups(f) == {"rrc00": "ris"}
 
 
-# ---------------------------------------------------------------- compute_month: cleaning_stats
-def _cleaning_rows():
-    return [
-        R("rrc00", 1, 4, [1, 2], prefix="0.0.0.0/0", as_set=True),
-        R("rrc00", 1, 4, None, as_set=True),
-        R("rrc00", 1, 4, [2, 3], as_set=True),
-        R("rrc00", 1, 4, []),
-        R("rrc00", 1, 4, [2, 3]),
-        R("rrc00", 1, 4, [1, 64512, 1]),
-        R("rrc00", 1, 4, [1, 2, 1]),
-        R("rrc00", 1, 4, [1, 1, 2]),
-        R("rrc00", 1, 4, [1, 3]),
-        R("rrc00", 1, 6, [1, 2], prefix="::/0"),
-        R("rrc00", 1, 6, [1, 2]),
-    ]
-
-
 def test_cleaning_stats_counts_each_reason_per_afi():
-    rows = _cleaning_rows()
+    rows = cleaning_rows()
     got = compute_month(iter(rows), M, P0)["cleaning_stats"]  # an iterator: one pass
     assert got == [
         {"month": M, "afi": 4, "reason": "as_set", "entries": 2},
@@ -212,32 +192,8 @@ def test_cleaning_stats_counts_each_reason_per_afi():
     ]
 
 
-# ---------------------------------------------------------------- compute_month: paths
-def _paths_rows():
-    t1, t2, t3 = (datetime(2024, 1, d, tzinfo=timezone.utc) for d in (1, 2, 3))
-    return [
-        # (VP 1, origin 9, v4): (1,2,9) seen 3x after de-prepending, (1,3,4,9) 2x
-        R("rrc00", 1, 4, [1, 2, 9], prefix="10.1.0.0/16", t=t1),
-        R("rrc00", 1, 4, [1, 1, 2, 9], prefix="10.2.0.0/16", t=t1),
-        R("rrc00", 1, 4, [1, 2, 2, 9], prefix="10.1.0.0/16", t=t2),
-        R("rrc00", 1, 4, [1, 3, 4, 9], prefix="10.3.0.0/16", t=t1),
-        R("rrc00", 1, 4, [1, 3, 4, 9], prefix="10.3.0.0/16", t=t3),
-        R("rrc00", 1, 4, [1, 2, 1, 9], prefix="10.1.0.0/16", t=t3),  # loop: dropped, not counted
-        # (VP 1, origin 8, v6): 2 vs 2 -> fewer ASes wins
-        R("rrc00", 1, 6, [1, 5, 6, 8], prefix="2001:db8:a::/48", t=t1),
-        R("rrc00", 1, 6, [1, 5, 6, 8], prefix="2001:db8:a::/48", t=t2),
-        R("rrc00", 1, 6, [1, 7, 8], prefix="2001:db8:b::/48", t=t1),
-        R("rrc00", 1, 6, [1, 7, 8], prefix="2001:db8:c::/48", t=t1),
-        # (VP 1, origin 9, v6): 1 vs 1, same length -> (1,4,9) < (1,10,9) as integers
-        R("rrc00", 1, 6, [1, 10, 9], t=t1),
-        R("rrc00", 1, 6, [1, 4, 9], t=t2),
-        # the VP's own prefix: a one-AS path, kept in paths
-        R("rrc00", 1, 4, [1], t=t1),
-    ]
-
-
 def test_paths_representative_and_counts():
-    rows = _paths_rows()
+    rows = paths_rows()
     got = compute_month(rows, M, P0)["paths"]
     base = {"month": M, "vp_group": "rrc00", "vp_asn": 1}
     assert got == [
@@ -252,40 +208,10 @@ def test_paths_representative_and_counts():
     ]
 
 
-def _snapshot_rows():
-    """150 snapshot times (the engines keep a path's snapshots as bits in 64-bit words: three
-    words here), with counts that straddle the words' edges."""
-    t = [datetime(2024, 6, 1, tzinfo=timezone.utc) + timedelta(hours=h) for h in range(150)]
-    return [
-        # every snapshot, two prefixes taking turns: 150 snapshots, 2 prefixes
-        *(R("rrc00", 1, 4, [1, 2, 9], prefix=f"10.{i % 2}.0.0/16", t=t[i]) for i in range(150)),
-        # the last of word 0, the first of word 1, the last of word 1, the first of word 2
-        *(R("rrc00", 1, 4, [1, 3, 8], t=t[i]) for i in (63, 64, 127, 128)),
-        # the same bit in two words (0 and 64): 2 snapshots, not 1
-        *(R("rrc00", 1, 6, [1, 3, 8], t=t[i]) for i in (0, 64)),
-        # one snapshot, two sessions
-        R("rrc00", 1, 6, [1, 2, 9], t=t[149]),
-        R("rrc00", 1, 6, [1, 2, 9], t=t[149], ip="2001:db8::ff"),
-    ]
-
-
 def test_snapshots_are_counted_across_mask_words():
-    got = by_key(compute_month(_snapshot_rows(), "2024-06", P0)["paths"], "dest_asn", "afi")
+    got = by_key(compute_month(snapshot_rows(), "2024-06", P0)["paths"], "dest_asn", "afi")
     assert {k: (r["path_observations"], r["prefixes"], r["snapshots"]) for k, r in got.items()} == {
         (9, 4): (150, 2, 150), (8, 4): (4, 1, 4), (8, 6): (2, 1, 2), (9, 6): (2, 1, 1)}
-
-
-# ---------------------------------------------------------------- coverage and default-free
-def _coverage_rows():
-    # v4 origins month-wide: 10..13 (4); v6 origins: 10, 11 (2)
-    return [
-        *(R("rrc00", 1, 4, [1, 50, o]) for o in (10, 11, 12)),  # 3/4 = 0.75
-        *(R("rrc00", 1, 6, [1, 50, o]) for o in (10, 11)),  # 2/2 = 1.0
-        *(R("rrc00", 2, 4, [2, 50, o]) for o in (10, 11, 12, 13)),  # 4/4 = 1.0
-        R("rrc00", 2, 6, [2, 50, 10]),  # 1/2 = 0.5
-        R("rrc00", 3, 4, [3, 13]),  # 1/4, no v6
-        R("rrc00", 4, 6, [4, 64512, 10]),  # only dropped rows: not a VP
-    ]
 
 
 @pytest.mark.parametrize(
@@ -293,7 +219,7 @@ def _coverage_rows():
     [(0.0, True, True), (0.5, True, True), (0.75, True, False), (0.76, False, False)],
 )
 def test_coverage_threshold_is_inclusive(min_cov, df1, df2):
-    out = compute_month(_coverage_rows(), M, MethodParams(min_coverage=min_cov))
+    out = compute_month(coverage_rows(), M, MethodParams(min_coverage=min_cov))
     vps = by_key(out["vps"], "vp_asn")
     assert sorted(vps) == [(1,), (2,), (3,)]
     assert (vps[(1,)]["coverage_v4"], vps[(1,)]["coverage_v6"]) == (0.75, 1.0)
@@ -391,34 +317,8 @@ def test_route_views2_and_6_form_one_vp():
     assert [p["vp_group"] for p in ungrouped["pairs"]] == ["route-views6"]
 
 
-# ---------------------------------------------------------------- a full month: pairs, vps, summary
-def _full_month_rows():
-    v = lambda dest, p4, p6: [R("rrc00", 100, 4, p4), R("rrc00", 100, 6, p6)]  # noqa: E731
-    return [
-        R("rrc00", 100, 4, [100]), R("rrc00", 100, 6, [100]),  # own prefix: no pair (100, 100)
-        *v(1001, [100, 1001], [100, 1001]),
-        *v(1002, [100, 20, 1002], [100, 20, 1002]),
-        *v(1003, [100, 20, 30, 1003], [100, 20, 30, 1003]),
-        *v(1004, [100, 20, 31, 32, 1004], [100, 20, 31, 32, 1004]),
-        *v(1005, [100, 21, 35, 1005], [100, 22, 1005]),
-        *v(1006, [100, 20, 23, 1006], [100, 20, 24, 1006]),
-        *v(1007, [100, 25, 20, 26, 1007], [100, 20, 1007]),
-        *v(1008, [100, 20, 33, 30, 1008], [100, 20, 30, 1008]),
-        *v(1009, [100, 34, 1009], [100, 20, 34, 1009]),
-        R("rrc00", 100, 4, [100, 200, 1010]),  # 200 is intermediate -> transit
-        R("route-views2", 200, 4, [200, 100], ip="198.51.100.200"),
-        R("route-views6", 200, 6, [200, 100], ip="2001:db8::c8"),
-        R("route-views2", 200, 4, [200, 20, 1002], ip="198.51.100.200"),
-        R("route-views6", 200, 6, [200, 36, 1002], ip="2001:db8::c8"),
-        R("route-views6", 200, 6, [200, 1010], ip="2001:db8::c8"),
-        R("route-views6", 200, 6, [200, 300, 35, 1011], ip="2001:db8::c8"),  # 300 transit via v6
-        R("route-views2", 200, 4, [200, 100, 64512, 5], ip="198.51.100.200"),  # dropped: 100 stays edge
-        R("rrc00", 300, 4, [300, 1001]),
-    ]
-
-
 def test_full_month_pairs():
-    pairs = compute_month(_full_month_rows(), M, P0)["pairs"]
+    pairs = compute_month(full_month_rows(), M, P0)["pairs"]
     cols = ("vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "congruent", "hops_v4", "hops_v6",
             "shared_asns", "shared_adjacent", "non_adopters", "edit_distance")
     expected = [
@@ -442,7 +342,7 @@ def test_full_month_pairs():
 
 
 def test_full_month_vps():
-    vps = compute_month(_full_month_rows(), M, P0)["vps"]
+    vps = compute_month(full_month_rows(), M, P0)["vps"]
     # month-wide origins: v4 {100, 1001..1010} = 11, v6 {100, 1001..1011} = 12
     assert vps == [
         {"month": M, "vp_group": "route-views", "vp_asn": 200,
@@ -464,7 +364,7 @@ def test_full_month_vps():
 
 
 def test_full_month_summary():
-    (s,) = compute_month(_full_month_rows(), M, P0)["month_summary"]
+    (s,) = compute_month(full_month_rows(), M, P0)["month_summary"]
     expected = {
         "month": M, "vps": 3, "vps_dual_stacked": 2, "vps_default_free": 2, "vps_with_pairs": 2,
         "destinations": 11, "pairs": 11, "noncongruent_pairs": 6, "noncongruent_fraction": 6 / 11,
@@ -496,36 +396,18 @@ def test_non_adopters_use_every_cleaned_v6_path():
     assert p["v6_path"] == [1, 7, 9] and p["non_adopters"] == [6]
 
 
-# ---------------------------------------------------------------- quartiles over VPs
-def _vp_rows(vp, dests):
-    rows = []
-    for dest, congruent in dests.items():
-        rows += [R("rrc00", vp, 4, [vp, 50, dest]), R("rrc00", vp, 6, [vp, 50 if congruent else 60, dest])]
-    return rows
-
-
-def _quartile_rows():
-    return [
-        *_vp_rows(1, {901: True, 902: True}),  # 0
-        *_vp_rows(2, {901: True, 902: False}),  # 0.5
-        *_vp_rows(3, {901: False, 902: False}),  # 1.0
-        R("rrc00", 5, 4, [5, 901]),  # no pairs: not in the quartiles
-        R("rrc00", 6, 4, [6, 901]), R("rrc00", 6, 6, [6, 902]),  # dual-stacked, 0 pairs
-    ]
-
-
 def _quartiles(s):
     return [s[f"vp_noncongruent_{k}"] for k in ("min", "q1", "median", "q3", "max")]
 
 
 def test_quartiles_odd_number_of_vps():
-    (s,) = compute_month(_quartile_rows(), M, P0)["month_summary"]
+    (s,) = compute_month(quartile_rows(), M, P0)["month_summary"]
     assert (s["vps"], s["vps_dual_stacked"], s["vps_default_free"], s["vps_with_pairs"]) == (5, 4, 4, 3)
     assert _quartiles(s) == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
 def test_quartiles_even_number_of_vps():
-    rows = _quartile_rows() + _vp_rows(4, {901: False, 902: True, 903: True, 904: True})  # 0.25
+    rows = quartile_rows() + vp_rows(4, {901: False, 902: True, 903: True, 904: True})  # 0.25
     (s,) = compute_month(rows, M, P0)["month_summary"]
     assert s["vps_with_pairs"] == 4
     # sorted [0, 0.25, 0.5, 1]: positions 0.75, 1.5, 2.25
@@ -550,7 +432,7 @@ def test_month_without_pairs_has_one_summary_row():
 
 
 def test_to_arrow_schemas_and_values():
-    rows = _full_month_rows() + [R("rrc00", 4199999999, 4, [4199999999, 1001])]  # > 2**31, not reserved
+    rows = full_month_rows() + [R("rrc00", 4199999999, 4, [4199999999, 1001])]  # > 2**31, not reserved
     tables = to_arrow(compute_month(rows, M, P0))
     assert set(tables) == set(TABLES)
     for name, t in tables.items():

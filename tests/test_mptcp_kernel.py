@@ -23,9 +23,9 @@ import pytest
 
 from common.config import load
 from selector.advice import advise
-from tests import hintdata
 from selector.exports import mptcp
 from selector.exports.local import Interface
+from tests.support import hintdata
 
 TIMEOUT = 20  # seconds, for every wait
 
@@ -327,7 +327,7 @@ def test_a_failure_while_applying_restores_what_was_found(hint_data, tmp_path):
 
 
 def test_shellcheck_finds_nothing(hint_data, tmp_path):
-    from tests.shared import require_tool
+    from tests.support.data import require_tool
 
     require_tool("shellcheck")  # installed by make test (system-deps)
     for role in ("client", "server"):

@@ -8,45 +8,23 @@ tests/test_ingest.py::test_backends_give_the_same_rows."""
 from __future__ import annotations
 
 import bz2
-import gzip
 import hashlib
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main as cli
-from ingest import backends, download, framing
-from ingest import run as ingest_run
-from ingest.discovery import Slot
-from ingest.writer import SnapshotWriter
-from tests.archive_server import serve
-from tests.fuzz.native_fuzz import boundaries, check, decode, run as fuzz_run, seeds
-from tests.shared import ARCHIVE, EDGE, FAULTY, RV2_2026, RV6_2026, needs_data, require_tool
+from ingest import download, framing
+from tests.fuzz.native_fuzz import boundaries, check, decode, seeds
+from tests.fuzz.native_fuzz import run as fuzz_run
+from tests.support.archive_server import serve
+from tests.support.data import ARCHIVE, EDGE, FAULTY, RV2_2026, RV6_2026, needs_data, require_tool
+from tests.support.decode import decode_file, multistream_files
 
 pytestmark = needs_data
 BVIEW_2002 = ARCHIVE / "rrc00/2002.07/bview.20020722.2337.gz"
 UPDATES = ARCHIVE / "route-views.sydney/bgpdata/2022.06/UPDATES/updates.20220601.0230.bz2"
-
-
-def _slot(path: Path) -> Slot:
-    t = datetime(2026, 7, 30, 14, tzinfo=timezone.utc)
-    return Slot(collector="route-views2", project="routeviews", month="2026-07", target=t,
-                url=str(path), dump_time=t)
-
-
-def _decode_file(path: Path, backend: str, tmp_path: Path):
-    """ingest.run.decode_file as ingest runs it: (stats, decoded, table) or the IngestError text."""
-    w = SnapshotWriter(tmp_path / f"{backend}-{path.name}.parquet")
-    try:
-        stats, decoded = ingest_run.decode_file(path, _slot(path), backends.get(backend), w,
-                                                batch_rows=100_000, source=str(path))
-    except ingest_run.IngestError as exc:
-        w.abort()
-        return str(exc)
-    return stats, decoded, pq.read_table(w.publish())
 
 
 @pytest.mark.parametrize("path", sorted(p for p in EDGE.glob("*") if p.is_file()) + [BVIEW_2002, RV6_2026],
@@ -86,20 +64,6 @@ def test_a_file_that_is_not_mrt_or_has_garbage_after_the_stream(tmp_path):
     assert decode(tmp_path / "cut.gz") == "truncated gzip stream (download cut short?)"
 
 
-def multistream_files(tmp_path: Path) -> tuple[Path, Path]:
-    """pbzip2/lbzip2-style .bz2 (3 streams) and concatenated .gz (2 members), cut at record
-    boundaries from the real route-views6 RIB."""
-    raw = bz2.decompress(RV6_2026.read_bytes())
-    b = boundaries(raw)
-    cuts = [0, b[len(b) // 3], b[2 * len(b) // 3], len(raw)]
-    parts = [raw[x:y] for x, y in zip(cuts, cuts[1:])]
-    three_bz2 = tmp_path / "rib.20260730.1400.bz2"
-    three_bz2.write_bytes(b"".join(bz2.compress(p, 1) for p in parts))
-    two_gz = tmp_path / "rib.20260730.1400.gz"
-    two_gz.write_bytes(gzip.compress(parts[0], 1, mtime=0) + gzip.compress(parts[1] + parts[2], 1, mtime=0))
-    return three_bz2, two_gz
-
-
 def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
     """Multi-stream and multi-member files (multistream_files): every entry, as from the original file."""
     three_bz2, two_gz = multistream_files(tmp_path)
@@ -110,13 +74,13 @@ def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
         assert table.equals(whole)
     # The bgpdump backend reads them whole too (bgpdump alone stops after the first stream).
     require_tool("bgpdump")
-    stats, decoded, _ = _decode_file(three_bz2, "bgpdump", tmp_path)
+    stats, decoded, _ = decode_file(three_bz2, "bgpdump", tmp_path)
     assert decoded == {4: 0, 6: 164_279}
 
 
 def test_an_updates_file_is_refused_by_every_backend_with_one_message(tmp_path):
     require_tool("bgpdump")
-    msgs = {name: _decode_file(UPDATES, name, tmp_path) for name in ("native", "bgpdump")}
+    msgs = {name: decode_file(UPDATES, name, tmp_path) for name in ("native", "bgpdump")}
     assert msgs["native"] == msgs["bgpdump"]
     assert msgs["native"].startswith(f"{UPDATES}: no RIB entries (not a RIB dump? records: {{'mrt_type_16': ")
 

@@ -17,9 +17,8 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from tests.shared import ARCHIVE, EDGE, FAULTY, RV2_2026, RV6_2026, needs_data
-from tests.test_ingest import ARCHIVE_RIBS, EDGE_RIBS, decode_all
-from tests.test_native import _decode_file, multistream_files
+from tests.support.data import ARCHIVE, ARCHIVE_RIBS, EDGE, EDGE_RIBS, FAULTY, RV2_2026, RV6_2026, needs_data
+from tests.support.decode import decode_all, decode_file, multistream_files
 
 pytestmark = needs_data
 
@@ -46,7 +45,7 @@ def test_multistream_and_multimember_files(tmp_path):
     three, two = multistream_files(tmp_path)
     whole = decode_all(RV6_2026, "native")
     for f in (three, two):
-        stats, decoded, table = _decode_file(f, "pybgpstream", tmp_path)
+        stats, decoded, table = decode_file(f, "pybgpstream", tmp_path)
         assert decoded == {4: 0, 6: 164_279}
         keep = [c for c in table.column_names if c not in ("snapshot_time", "source_file", "collector", "project")]
         assert table.select(keep).equals(whole.select(keep))
@@ -58,15 +57,15 @@ def test_libbgpstreams_blind_spots_are_one_clear_line(tmp_path):
     subtypes (it yields nothing)."""
     cut = FAULTY / "route-views2.rib.20260730.1400.truncated-download.bz2"
     assert decode_all(cut, "pybgpstream").num_rows > 0  # libbgpstream alone: no error
-    assert _decode_file(cut, "pybgpstream", tmp_path) == f"{cut}: truncated bzip2 stream (download cut short?)"
+    assert decode_file(cut, "pybgpstream", tmp_path) == f"{cut}: truncated bzip2 stream (download cut short?)"
     nopeer = FAULTY / "bview.20140112.1600.no-peer-index.bz2"
-    assert _decode_file(nopeer, "pybgpstream", tmp_path) == \
+    assert decode_file(nopeer, "pybgpstream", tmp_path) == \
         f"{nopeer}: RIB record #1 comes before any PEER_INDEX_TABLE"
     from ingest.backends import pybgpstream
 
     for f in sorted(ADDPATH):
         assert list(pybgpstream.decode(f)) == []  # libbgpstream alone: nothing, no error
-        msg = _decode_file(f, "pybgpstream", tmp_path)
+        msg = decode_file(f, "pybgpstream", tmp_path)
         assert msg.startswith(f"{f}: backend pybgpstream: ") and "ADD-PATH RIB records (RFC 8050" in msg, msg
         assert "use the native backend" in msg
 

@@ -15,7 +15,7 @@ import sys
 import textwrap
 import time
 
-from tests.shared import ARCHIVE, needs_data
+from tests.support.data import ARCHIVE, needs_data
 
 pytestmark = needs_data
 

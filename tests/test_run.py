@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.shared import ARCHIVE, PEERS_IN_BOTH_2026, RV2_2026, needs_data
+from tests.support.data import ARCHIVE, PEERS_IN_BOTH_2026, RV2_2026, needs_data
 
 pytestmark = needs_data
 
@@ -186,7 +186,7 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     """SIGKILL mid-download, mid-decode, mid-compare, mid-publish; a second run of the month
     meanwhile is refused (the lock); the last run waits for the lock and finishes the month
     with tables identical to the uninterrupted run's; nothing is left behind."""
-    from tests.archive_server import serve
+    from tests.support.archive_server import serve
 
     _config(tmp_path)
     data = tmp_path / "data"
@@ -302,7 +302,8 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
         _, err = p.communicate(timeout=BOUND_S)
         assert p.returncode == 0, err
     from ingest import manifest
-    from runner import month as r, schedule, state
+    from runner import month as r
+    from runner import schedule, state
 
     m = manifest.read(data, MONTH)
     assert sorted((v["collector"], v["status"]) for v in m.values()) == [("route-views2", "ok"), ("route-views6", "ok")]
@@ -425,8 +426,8 @@ def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
 
     from common import atomic
     from common.tables import FILE_SCHEMA
-    from synth.mrt_writer import MrtWriter
     from ingest.writer import SnapshotWriter
+    from synth.mrt_writer import MrtWriter
 
     final = tmp_path / "rib.parquet"
     final.write_text("older")

@@ -15,13 +15,13 @@ from cli.main import main as cli
 from common.config import load
 from common.tables import HINTS
 from selector import rules as selector
-from selector.rules import Candidate, choose_k, rank, selection_key
 from selector.advice import advise
-from selector.table import publish as publish_hints
 from selector.month import resolve_month
-from tests import hintdata
-from tests.hintdata import CLASSES, MONTH, PATHS
-from tests.shared import needs_data
+from selector.rules import Candidate, choose_k, rank, selection_key
+from selector.table import publish as publish_hints
+from tests.support import hintdata
+from tests.support.data import needs_data
+from tests.support.hintdata import CLASSES, MONTH, PATHS
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import pytest
 from cli.main import main as cli
 from common.params import MethodParams, load_groups
 from congruency import reference
-from tests.shared import needs_data
-from tests.test_compare import write_entries
-from tests.test_method import R
+from tests.support.cases import R
+from tests.support.data import needs_data
+from tests.support.month import write_entries
 
 M = "2024-09"
 
@@ -172,12 +172,12 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json",
                 "--variants", "min_coverage=0.95,first_as_rule=off"]) == 0
     rows = {(r["choice"], r["variant"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
-    from tests.test_compare import _reference_of
+    from tests.support.month import compute_reference
 
     base = MethodParams(min_coverage=0.0, groups=load_groups())
     for key, params in ((("min_coverage", "0.95"), replace(base, min_coverage=0.95)),
                         (("first_as_rule", "off"), replace(base, first_as_rule=False))):
-        [ref] = _reference_of((data / "rib_entries" / "month=2026-07").resolve(), "2026-07", params)["month_summary"]
+        [ref] = compute_reference((data / "rib_entries" / "month=2026-07").resolve(), "2026-07", params)["month_summary"]
         got = rows[key]
         assert {k: got[k] for k in ref if k != "month"} == {k: v for k, v in ref.items() if k != "month"}, key
     assert rows[("min_coverage", "0.95")]["pairs"] < 2167
@@ -186,7 +186,7 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
 def test_the_page_in_chromium(tmp_path, capsys):
     """The tornado charts and the table render offline (the report tests' checks: no request,
     no error, every trace drawn, titles and hover); the biggest choice is named."""
-    from tests.test_reports import Chromium, _shot_dir, check_page
+    from tests.support.chromium import Chromium, check_page, shot_dir
 
     cfg = _published(tmp_path, "duckdb")
     assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg)]) == 0
@@ -196,7 +196,7 @@ def test_the_page_in_chromium(tmp_path, capsys):
     (tmp_path / "chromium-home").mkdir()
     b = Chromium(tmp_path / "chromium-home")
     try:
-        figs = check_page(b, page, _shot_dir(tmp_path), "sensitivity")
+        figs = check_page(b, page, shot_dir(tmp_path), "sensitivity")
     finally:
         b.close()
     assert len(figs) == 3  # no non-congruent pair here shares an AS: no adjacency figure

@@ -12,12 +12,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from common.params import load_groups
+from common.params import MethodParams, load_groups
 from congruency.method import strip_prepending
-from common.params import MethodParams
 from synth import generate
 from synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
-from tests.shared import require_tool
+from tests.support.data import require_tool
 
 SEED, ASES, VPS, MONTHS = 7, 60, 6, ("2026-06", "2026-07")
 REL = {CUSTOMER: "c", PEER: "p", PROVIDER: "P"}  # what a route's next AS is to its holder

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 import pytest
 
-from congruency import reference
-from synth.generate import generate
-from pipeline import job
 from cli.main import main as cli
-from tests.test_compare import canon, published
+from congruency import reference
+from pipeline import job
+from synth.generate import generate
+from tests.support.month import canon, published
 
 MONTHS = ("2026-07", "2026-08")
 

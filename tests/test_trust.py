@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.shared import ARCHIVE, needs_data
+from tests.support.data import ARCHIVE, needs_data
 
 pytestmark = needs_data
 

@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest import framing
-from tests.shared import ARCHIVE, EDGE, RV2_2026, RV6_2026
+from tests.support.data import ARCHIVE, EDGE, RV2_2026, RV6_2026
 
 T0 = datetime(2000, 1, 1, tzinfo=timezone.utc)
 

@@ -17,6 +17,7 @@ RV2_2026 = ARCHIVE / "route-views2/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
 RV6_2026 = ARCHIVE / "route-views6/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
 #: Every RIB in the archive (updates files are not RIBs).
 ARCHIVE_RIBS = sorted(p for p in ARCHIVE.rglob("*") if p.name.startswith(("rib.", "bview.")))
+EDGE_RIBS = sorted(p for p in EDGE.glob("*") if p.is_file())
 #: The 13 peer ASes with routes in both 2026-07-30 files (MANIFEST.md of the shared data).
 PEERS_IN_BOTH_2026 = {1403, 2497, 2914, 3130, 3257, 6939, 7018, 7660, 20130, 22652, 37100, 49788, 57866}
 

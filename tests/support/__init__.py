@@ -1,0 +1,4 @@
+"""What several test modules share: where the shared data is (data.py), the loopback
+archive server (archive_server.py), hand-worked months (cases.py, month.py, hintdata.py),
+decoding helpers (decode.py), published multi-month data (warehouse.py) and headless
+Chromium (chromium.py). Test modules import from here, never from each other."""

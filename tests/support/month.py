@@ -1,0 +1,106 @@
+"""Hand-made months and the comparison of published tables with the pure-Python reference
+(congruency/reference.py): write entries, read a published table, canonical row order."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from common.tables import FILE_SCHEMA, TABLES
+from congruency import reference
+from tests.support import cases
+
+
+def published(data: Path, table: str, month: str) -> list[dict]:
+    from common.tables import TRANSITIONS
+
+    rows = pq.read_table(data / table / f"month={month}").to_pylist()
+    schema = TRANSITIONS if table == "transitions" else TABLES[table]
+    assert not rows or set(rows[0]) == set(schema.names) - {"month"}
+    return rows
+
+
+def canon(rows: list[dict]) -> list[tuple]:
+    """Rows as sorted tuples; floats to 12 significant digits (Spark's percentile sums
+    the interpolation terms in another order than the reference)."""
+    out = []
+    for r in rows:
+        out.append(tuple(sorted(
+            (k, tuple(v) if isinstance(v, list) else float(f"{v:.12g}") if isinstance(v, float) else v)
+            for k, v in r.items() if k != "month")))
+    return sorted(out, key=repr)
+
+
+def compute_reference(src: Path, month: str, params) -> dict[str, list[dict]]:
+    """The reference's tables of the rib_entries under `src` (uncached)."""
+    d = ds.dataset(src, partitioning="hive")
+
+    def rows():
+        for b in d.to_batches(columns=ENTRY_COLS):
+            yield from b.to_pylist()
+
+    return reference.compute_month(rows(), month, params)
+
+
+def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
+    ref = reference_of(data, month, params)
+    for table in TABLES:
+        got = published(data, table, month)
+        assert canon(got) == canon(ref[table]), f"{table} differs for {month}"
+    return ref
+
+
+# ------------------------------------------------------------------ hand-made cases
+def write_entries(data: Path, month: str, rows: list[dict]) -> None:
+    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector."""
+    by_col: dict[str, list[dict]] = {}
+    for r in rows:
+        by_col.setdefault(r["collector"], []).append(r)
+    for col, rs in by_col.items():
+        out = data / "rib_entries" / f"month={month}" / f"collector={col}" / "hand.parquet"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        t = [dict(
+            project="test",
+            snapshot_time=r["snapshot_time"] if isinstance(r["snapshot_time"], datetime) else
+            datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
+            peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
+            as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=r.get("as_path_raw"),
+            origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
+        pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
+
+
+HAND_CASES = {
+    "2024-01": (cases.full_month_rows, 0.0),
+    "2024-02": (cases.coverage_rows, 0.5),
+    "2024-03": (cases.quartile_rows, 0.0),
+    "2024-04": (cases.cleaning_rows, 0.0),  # every cleaning reason and their precedence
+    "2024-05": (cases.paths_rows, 0.0),  # the three tie-break levels of the representative path
+    "2024-06": (cases.snapshot_rows, 0.0),  # 150 snapshot times: three words of snapshot bits
+}
+
+
+#: The sensitivity analysis's parameter variants (pipeline/sensitivity.py) on hand-made
+#: months: month -> (rows, MethodParams changes).
+VARIANT_CASES = {
+    "2024-07": (cases.cleaning_rows, dict(min_coverage=0.0, first_as_rule=False, reserved_asns=())),
+    "2024-08": (cases.full_month_rows, dict(min_coverage=0.0, groups={})),
+}
+
+
+ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
+
+
+_REFERENCE: dict = {}
+
+
+def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
+    """The reference's tables for a month's rib_entries; cached per input folder and
+    parameters, as both engines' tests check the same real month (the reference takes ~1 min)."""
+    src = (data / "rib_entries" / f"month={month}").resolve()
+    key = (str(src), month, repr(params))
+    if key not in _REFERENCE:
+        _REFERENCE[key] = compute_reference(src, month, params)
+    return _REFERENCE[key]

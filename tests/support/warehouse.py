@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from cli.main import main as cli
+from common.tables import TABLES, TRANSITIONS
+from tests.support.month import ENTRY_COLS
+
+MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
+
+
+def build_published(root: Path, months=MONTHS, seed: int = 7, ases: int = 150, vps: int = 24) -> Path:
+    """A data dir with `months` of a synthetic archive (growing IPv6 adoption) ingested and compared."""
+    from dataclasses import replace
+
+    from common.config import load
+    from synth.generate import generate
+
+    archive, data = root / "archive", root / "data"
+    generate(archive, seed=seed, ases=ases, vps=vps, months=months, snapshots_per_month=1,
+             min_coverage=MIN_COVERAGE)
+    collectors = ",".join(c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"])
+    cfg = load()
+    params = replace(cfg.method, min_coverage=MIN_COVERAGE)
+    for month in months:
+        assert cli(["ingest", "--month", month, "--days", "1", "--collectors", collectors,
+                    "--archive-root", str(archive), "--data-dir", str(data)]) == 0
+        publish_reference(data, month, params)
+    return data
+
+
+def published_multi_month(tmp_path_factory) -> Path:
+    """Built once per session, shared by test_warehouse and test_reports."""
+    if "multi" not in _BUILT:
+        _BUILT["multi"] = build_published(tmp_path_factory.mktemp("multi-month"))
+    return _BUILT["multi"]
+
+
+MIN_COVERAGE = 0.5
+
+
+_BUILT: dict[str, Path] = {}
+
+
+def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
+    """The reference's tables of `month` from its ingested rib_entries, written as the job
+    publishes them (`<table>/month=M/part-0.parquet`, month only in the directory name)."""
+    from common.months import previous_month
+    from congruency import reference
+
+    d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
+    rows = (r for b in d.to_batches(columns=ENTRY_COLS) for r in b.to_pylist())
+    out = reference.compute_month(rows, month, params)
+    prev = previous_month(month)
+    if (data / "pairs" / f"month={prev}").is_dir():
+        before = {t: pq.read_table(data / t / f"month={prev}").to_pylist() for t in ("pairs", "vps", "paths")}
+        out["transitions"] = reference.transitions(month, out["pairs"], before["pairs"], before["vps"], before["paths"])
+    else:
+        out["transitions"] = []
+    for name, rows_ in out.items():
+        schema = TRANSITIONS if name == "transitions" else TABLES[name]
+        t = pa.Table.from_pylist(rows_, schema=schema).drop_columns(["month"])
+        d = data / name / f"month={month}"
+        d.mkdir(parents=True, exist_ok=True)
+        pq.write_table(t, d / "part-0.parquet")
+    return out
