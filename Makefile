@@ -114,7 +114,10 @@ bgpstream: setup
 	@if [ -x $(AFBIN)/python ] && { [ ! -f $(AFBIN)/.bgpstream ] || [ $(BGPSTREAM_PREFIX)/.built -nt $(AFBIN)/.bgpstream ] || ! $(AFBIN)/python -c "import pybgpstream" 2>/dev/null; }; then \
 	  $(call install_pybgpstream,$(AFBIN)); fi
 
+# The Rust decoder's own unit tests (framing, AS path segments, ADD-PATH, AS4_PATH merge) run
+# first: they link libpython like the module does, through the venv's interpreter.
 test: setup system-deps check-java airflow-setup bgpstream
+	cd ingest/native && PATH="$(CARGO_PATH)" PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --release --quiet
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider tests/test_dag.py
 

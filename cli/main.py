@@ -69,7 +69,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     config = Parser(add_help=False)
-    config.add_argument("--config", metavar="FILE", help="TOML file with settings (see README)")
+    config.add_argument("--config", metavar="FILE", help="TOML file with settings (docs/configuration.md)")
     common = Parser(add_help=False, parents=[config])
     common.add_argument("--data-dir", metavar="DIR", help="where Parquet, the manifest and the cache live (default ./data)")
     parser = Parser(

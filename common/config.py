@@ -26,8 +26,9 @@ class Config:
     #: A collector catalogue file (`congruency catalogue refresh` writes one); None = the shipped
     #: ingest/catalogue.toml.
     catalogue: str | None = None
-    #: Days of the month and UTC times that select RIB snapshots (the method's window).
+    #: Days of the month that select RIB snapshots (the method's window).
     days: tuple[int, ...] = (1, 2, 3, 4, 5)
+    #: UTC times of those days ("HH:MM"), one snapshot per collector each.
     times: tuple[str, ...] = ("00:00",)
     #: A missing snapshot may be replaced by the nearest dump this close to it.
     tolerance_minutes: int = 120
@@ -43,8 +44,11 @@ class Config:
     backend: str = "native"  # the project's Rust decoder (ingest/native); or bgpdump, pybgpstream
     #: Snapshots fetched and decoded at once.
     concurrency: int = 2
+    #: Seconds without progress before a download attempt is given up.
     timeout_s: float = 60.0
+    #: Download attempts after the first, with exponential backoff from backoff_s seconds.
     retries: int = 4
+    #: The first retry's wait (seconds); each later one doubles it.
     backoff_s: float = 1.0
     #: With it, failed or missing snapshots don't make the exit code non-zero and the month
     #: goes on whenever at least one snapshot is ok.
@@ -53,6 +57,7 @@ class Config:
     #: of collectors active then) is ok, and at least min_project_share of each project's
     #: (RouteViews, RIS) that had any planned. 1.0 = every one (strict).
     min_snapshot_share: float = 1.0
+    #: The share of each project's planned snapshots that must be ok (see min_snapshot_share).
     min_project_share: float = 1.0
     #: MRT files under DATA_DIR/cache: "keep", or "delete" each once its Parquet is
     #: published and its sha256 is in the manifest (a backfill's disk is mostly these).
@@ -65,19 +70,25 @@ class Config:
     #: Entries of one RIB the plan assumes for a collector DATA_DIR has no snapshot of yet:
     #: a full 2026 route-views2 RIB (runner/plan.py).
     plan_entries_per_snapshot: int = 17_000_000
+    #: Rows per Arrow batch the decoder hands to the Parquet writer (memory per snapshot).
     batch_rows: int = 200_000
     #: Compare engine: "duckdb" (in-process, no Java) or "spark"; a named cluster
     #: (non-local spark_master, hdfs:// or s3a:// data_dir, spark-submit) implies Spark.
     engine: str = "duckdb"
-    #: DuckDB engine: memory cap ("auto": half of this machine's memory, common/duck.py; or a
-    #: size, "16GB"), spill folder (None = the month's staging folder), threads (None = all cores).
+    #: DuckDB engine's memory cap: "auto" (half of this machine's memory, common/duck.py) or
+    #: a size, "16GB".
     duckdb_memory_limit: str = "auto"
+    #: DuckDB engine's spill folder; None = the month's staging folder.
     duckdb_temp_dir: str | None = None
+    #: DuckDB engine's threads; None = all cores.
     duckdb_threads: int | None = None
+    #: Spark engine's master: local[*], or spark://host:port, k8s://..., yarn for a cluster.
     spark_master: str = "local[*]"
+    #: Extra Spark settings (key = value), added to pipeline/sparkconf's defaults.
     spark_conf: dict[str, str] = field(default_factory=dict)
     #: `congruency run` computes the sensitivity table and page after compare (off by default).
     sensitivity: bool = False
+    #: The method's parameters: the [method] table.
     method: MethodParams = field(default_factory=MethodParams)
 
     @property

@@ -25,7 +25,10 @@ REPRESENTATIVE = ("observations", "prefixes", "snapshots", "lowest")
 
 @dataclass(frozen=True)
 class MethodParams:
+    #: METHOD.md 5, the default-free threshold: a dual-stacked VP is default-free when it has
+    #: paths to at least this share of the month's origins in each family (--default-free-share).
     min_coverage: float = 0.9
+    #: Inclusive ASN ranges that make a path invalid (METHOD.md 1.4; RFC 6996, 7300, 5398, 6793).
     reserved_asns: tuple[tuple[int, int], ...] = DEFAULT_RESERVED_ASNS
     #: collector -> group; collectors not listed are their own group.
     groups: dict[str, str] = field(default_factory=dict)

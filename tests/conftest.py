@@ -3,7 +3,9 @@ and the markers that make the fast loop: a test is marked from what it uses, so
 
     pytest -m "not spark and not kernel and not browser"
 
-runs everything that needs no JVM, no network namespaces or mounts and no Chromium."""
+runs everything that needs no JVM, no network namespaces or mounts and no Chromium, and
+adding `and not slow` (tests marked by hand that take over a second: a real month end to
+end) leaves the loop of under two minutes a change is checked with first."""
 from __future__ import annotations
 
 import inspect

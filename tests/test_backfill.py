@@ -120,6 +120,7 @@ def backfill(tmp_path_factory):
     return {"data": data, "archive": archive, "cfg": tmp / "cfg.toml", "first": first}
 
 
+@pytest.mark.slow
 def test_every_month_publishes_with_the_expected_collectors(backfill):
     data = backfill["data"]
     assert [s["month"] for s in backfill["first"]] == MONTHS
@@ -169,6 +170,7 @@ def test_a_rerun_skips_everything(backfill):
         assert {st["status"] for st in s["steps"].values()} == {"skipped"}, (s["month"], s["steps"])
 
 
+@pytest.mark.slow
 @needs_data
 def test_real_sample_with_every_collector(tmp_path):
     """2026-07 with --collectors all on the shared archive: route-views2 + route-views6 are
@@ -199,6 +201,7 @@ def test_real_sample_with_every_collector(tmp_path):
         "route-views.jinx", "route-views.saopaulo", "route-views.siex", "rrc02", "rrc08", "rrc09"]
 
 
+@pytest.mark.slow
 def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
     """A data dir on a small tmpfs: the first month is published, then the disk is filled to
     ~3 MB (an offline report alone is ~4.8 MB): a three-month run stops with one error line
@@ -264,6 +267,7 @@ def test_the_dag_maps_only_collectors_active_in_its_month():
         "route-views.sydney"]  # installed 2010-08-14: partial, so planned
 
 
+@pytest.mark.slow
 @needs_data
 def test_provenance_says_where_a_month_came_from(tmp_path):
     """The real month with rrc00 listed (missing in the sample archive): the provenance row
@@ -299,6 +303,7 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
             ) in page
 
 
+@pytest.mark.slow
 @needs_data
 def test_only_one_step_succeeds_when_that_step_does(tmp_path):
     """`run --only ingest --json`: ok and exit 0 once ingest is done, though nothing is compared yet."""

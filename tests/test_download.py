@@ -154,6 +154,7 @@ def test_truncated_body_is_an_error_and_leaves_nothing(archive, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cut_off_real_bz2_is_rejected(tmp_path):
     with pytest.raises(DownloadError, match=r"truncated compressed stream$"):
         verify_compressed_stream(FAULTY / CUT)

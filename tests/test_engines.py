@@ -36,6 +36,7 @@ def run(cfg, month: str) -> job.MonthResult:
     return res
 
 
+@pytest.mark.slow
 def test_real_pair_matches_reference(config, ingested_2026, tmp_path):
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)
@@ -140,6 +141,7 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
     assert not list((data / "_staging").iterdir())
 
 
+@pytest.mark.slow
 def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingested_2026, tmp_path, monkeypatch):
     """At a memory_limit below what the month needs, DuckDB spills to the staging folder
     (seen in duckdb_temporary_files after a step) and the tables are still the reference's."""

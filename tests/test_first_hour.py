@@ -83,6 +83,7 @@ def sequential(synth, tmp_path_factory):
 
 # --- 1. transitions are computed from the month before as it is, and recorded so -------
 
+@pytest.mark.slow
 def test_parallel_months_wait_for_the_month_before(synth, sequential, tmp_path):
     """2026-01 and 2026-02 started together: 2026-02's compare waits for 2026-01's run
     (paused, holding its month, with its tables staged) and then reads its tables. Before
@@ -103,6 +104,7 @@ def test_parallel_months_wait_for_the_month_before(synth, sequential, tmp_path):
     assert _table(data, "transitions", "2026-02") == _table(sequential, "transitions", "2026-02")
 
 
+@pytest.mark.slow
 def test_republish_during_compare_is_redone(synth, sequential, tmp_path):
     """2026-01 re-published while 2026-02's compare runs (paused after reading it): 2026-02
     is recorded on the files it read, so `status` calls it stale and the next run redoes it
@@ -166,6 +168,7 @@ def readonly_ok(tmp_path_factory):
         pytest.skip(f"no mount namespace here (root and unshare needed): {r.stderr.strip()[:200]}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
 def test_readers_on_a_read_only_mount(readonly_ok, sequential, tmp_path, args):
     """Each reader answers from a read-only data dir exactly what it answers from the
@@ -211,6 +214,7 @@ def sample(tmp_path_factory, ingested_2026, config):
     return cfg
 
 
+@pytest.mark.slow
 def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
     """1403 -> 8.8.8.8 has an IPv4 path (1403 15169); the host's IPv6 address, which no
     IPv6 prefix of the month covers, must not drop it (before issue 30: v4_path None)."""
@@ -347,6 +351,7 @@ def test_a_future_month_is_refused(tmp_path, command):
 
 # --- 5. data dirs whose names have glob characters -----------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["run[1]", "a*b?{c,d}"])
 def test_a_data_dir_with_glob_characters(synth, sequential, tmp_path, name):
     """Every step and reader takes the folder literally (before issue 30: the hints step
@@ -389,6 +394,7 @@ def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp
 
 # --- 6. Ctrl-C --------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["ingest", "compare"])
 def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, tmp_path, point):
     """SIGINT to the command's process group (what a terminal's Ctrl-C does) while a step
@@ -420,6 +426,7 @@ def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, 
 
 # --- 8. one word for each collector state ------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("month", ["2009-06", "2014-06", "2026-07"])
 def test_catalogue_list_and_plan_count_alike(tmp_path, month):
     """`catalogue list` counted collectors no source dates (first seen 2025-2026) as active
@@ -461,6 +468,7 @@ def sample_wh(sample):
     return str(sample.data_dir)
 
 
+@pytest.mark.slow
 def test_query_streams_a_large_result(sample_wh, tmp_path):
     """`select * from rib_entries` (843,626 rows) as csv: memory for a batch, not the result
     (before issue 30: 958 MiB peak here against 130 for `select 1`; streamed about 265)."""
@@ -556,6 +564,7 @@ def test_export_help_says_the_script_replaces_the_endpoints():
 
 # --- 11. logs that are not a terminal ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(synth, tmp_path):
     """stderr to a pipe (cron, Airflow): every output's path on its label's line however long
     (before issue 30 the summary wrapped at 80 columns), and progress as one stamped line per
@@ -581,6 +590,7 @@ def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(synth, tmp_
     assert any(x.startswith("compare 2026-01 (duckdb): done (3/3, ") for x in said)
 
 
+@pytest.mark.slow
 def test_sensitivity_summary_says_undefined_as_the_page_does(sample, tmp_path):
     """grouping=per_collector on route-views2 + route-views6 leaves no VP dual-stacked: no
     pairs, so the figure is undefined (before issue 30 the summary said +0.0 .. +0.0)."""
@@ -659,6 +669,7 @@ def test_trend_report_of_an_ingested_only_data_dir_is_one_line(ingested_2026, tm
                         "(run congruency run for a month first)\n")
 
 
+@pytest.mark.slow
 def test_the_default_free_threshold_has_its_own_word(synth, tmp_path):
     """`--default-free-share` (the VPs' threshold, METHOD.md 5); `--min-coverage` stays as its
     old name; "coverage" is the snapshot policy's word alone."""
@@ -685,8 +696,9 @@ def test_the_package_metadata_builds_without_the_licence_warning():
     assert any(r.startswith("setuptools>=77") for r in meta["build-system"]["requires"])
 
 
+@pytest.mark.slow
 def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
-    """Every `congruency ...` line of the README that names data/demo, run as written on a
+    """Every `congruency ...` line of the README and docs/ that names data/demo, run as written on a
     copy of the demo month (the README's own paths mapped to this machine's): exit 0, no
     traceback (before issue 30, `status --month 2026-07` after `make demo` said "never run")."""
     import re
@@ -697,7 +709,7 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
     root = Path(__file__).resolve().parents[1]
     demo = tmp_path / "demo"
     shutil.copytree(sample.data_dir, demo)
-    text = (root / "README.md").read_text()
+    text = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     lines = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         pending = ""
@@ -713,6 +725,10 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
     assert len(lines) >= 12
     # the examples a newcomer tries right after `make demo` are among them
     assert {"status", "advise", "query", "report", "export", "sensitivity"} <= {w[1] for w in lines}
+    # `make demo` leaves the warehouse too (the fixture ran compare and hints only)
+    r = subprocess.run([sys.executable, "-m", "cli.main", "warehouse", "--data-dir", str(demo)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=BOUND_S, env=_env(PYTHONPATH=str(root)))
+    assert r.returncode == 0, r.stderr
     for words in lines:
         args = [w.replace("data/demo", str(demo)).replace("../shared/data", str(DATA)) for w in words[1:]]
         r = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path,

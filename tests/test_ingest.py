@@ -49,12 +49,14 @@ def bgpdump_counts(path: Path) -> Counter:
 
 
 # ------------------------------------------------------------------ framing vs bgpdump
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ARCHIVE_RIBS + EDGE_RIBS, ids=lambda p: p.name)
 def test_framing_entries_equal_bgpdump_lines(path):
     stats = framing.scan(path)
     assert dict(stats.entries) == {k: v for k, v in bgpdump_counts(path).items()}
 
 
+@pytest.mark.slow
 def test_known_totals_from_the_manifest_of_the_data():
     assert framing.scan(RV2_2026).entries == {4: 679_347}
     assert framing.scan(RV6_2026).entries == {6: 164_279}
@@ -75,6 +77,7 @@ def test_rib_generic_records_are_skipped_and_counted():
     ],
     ids=lambda x: getattr(x, "name", "msg"),
 )
+@pytest.mark.slow
 def test_faulty_files_that_decoders_accept_silently_are_rejected(path, message):
     # The decoders read these without complaint (that is the danger):
     assert sum(bgpdump_counts(path).values()) in (0, 679_347, 164_279)
@@ -114,6 +117,7 @@ def _rows(table: pa.Table) -> Counter:
                    for r in table.drop(["snapshot_time"]).to_pylist())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ARCHIVE_RIBS + EDGE_RIBS, ids=lambda p: p.name)
 def test_backends_give_the_same_rows(path):
     """The native decoder's rows are the bgpdump backend's rows, in the same order."""
@@ -199,6 +203,7 @@ def test_an_archive_that_cannot_be_listed_is_failed_not_missing(tmp_path):
 
 
 # ------------------------------------------------------------------ end to end over HTTP
+@pytest.mark.slow
 def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
     data = tmp_path / "data"
     with serve(ARCHIVE) as url:
@@ -240,6 +245,7 @@ def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
     assert [r["status"] for r in m] == ["ok", "ok"]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_recorded_others_still_ingested_and_rerun_retries_only_failures(tmp_path, capsys):
     rv2 = "route-views2/bgpdata/2026.07/RIBS/"
     root = _tree(tmp_path / "archive", {
@@ -365,6 +371,7 @@ def test_an_empty_download_is_named_and_leaves_no_folder(tmp_path, capsys):
     assert not (data / "rib_entries" / "month=2026-07" / "collector=route-views2").exists()
 
 
+@pytest.mark.slow
 def test_a_plain_ingest_cleans_what_a_killed_one_left(tmp_path):
     """Temp files of a dead writer go, a live writer's stay (its pid is this process's)."""
     import os

@@ -39,6 +39,7 @@ def test_stats_equal_the_framing_pass(path):
     assert {a: afi.count(a) for a in set(afi)} == dict(stats.entries)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(FAULTY.glob("*")), ids=lambda p: p.name)
 def test_faulty_files_fail_with_the_framing_message(path):
     with pytest.raises(framing.FramingError) as ref:
@@ -46,6 +47,7 @@ def test_faulty_files_fail_with_the_framing_message(path):
     assert decode(path) == str(ref.value)
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_mrt_or_has_garbage_after_the_stream(tmp_path):
     cases = {
         "text.bz2": bz2.compress(b"this is not MRT\n" * 100),
@@ -64,6 +66,7 @@ def test_a_file_that_is_not_mrt_or_has_garbage_after_the_stream(tmp_path):
     assert decode(tmp_path / "cut.gz") == "truncated gzip stream (download cut short?)"
 
 
+@pytest.mark.slow
 def test_multistream_bz2_and_multimember_gz_are_read_whole(tmp_path):
     """Multi-stream and multi-member files (multistream_files): every entry, as from the original file."""
     three_bz2, two_gz = multistream_files(tmp_path)
@@ -85,6 +88,7 @@ def test_an_updates_file_is_refused_by_every_backend_with_one_message(tmp_path):
     assert msgs["native"].startswith(f"{UPDATES}: no RIB entries (not a RIB dump? records: {{'mrt_type_16': ")
 
 
+@pytest.mark.slow
 def test_every_record_boundary_and_every_byte_cut_of_small_files(tmp_path):
     """A cut at a record boundary is a shorter valid file (its rows are the first rows of the
     whole); a cut inside a record is refused, never misread. Every byte of a small file;
@@ -118,6 +122,7 @@ def _raw_batches(path: Path, workers: int):
         return str(exc)
 
 
+@pytest.mark.slow
 def test_parallel_bzip2_blocks_equal_the_sequential_decoder(tmp_path):
     """bzip2 blocks decompressed on two cores give the same bytes, stats and errors as the
     sequential decoder: on real multi-block files, and where the parallel path must stop and

@@ -34,6 +34,7 @@ def built():
         pytest.fail(f"pybgpstream backend unavailable: {why}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in ARCHIVE_RIBS + EDGE_RIBS if p not in ADDPATH], ids=lambda p: p.name)
 def test_rows_equal_the_native_decoders(path):
     """Row for row, in the same order: every column of rib_entries."""
@@ -41,6 +42,7 @@ def test_rows_equal_the_native_decoders(path):
     assert a.num_rows > 0 and a.equals(b)
 
 
+@pytest.mark.slow
 def test_multistream_and_multimember_files(tmp_path):
     three, two = multistream_files(tmp_path)
     whole = decode_all(RV6_2026, "native")
@@ -51,6 +53,7 @@ def test_multistream_and_multimember_files(tmp_path):
         assert table.select(keep).equals(whole.select(keep))
 
 
+@pytest.mark.slow
 def test_libbgpstreams_blind_spots_are_one_clear_line(tmp_path):
     """What libbgpstream does silently, the ingest says: a cut-off download (it reads the
     complete records without error), a RIB with no peer index (it warns and skips), ADD-PATH
@@ -78,6 +81,7 @@ def _run(data, *more, config: str = ""):
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_month_through_run_equals_the_native_run(tmp_path):
     """`congruency run --config` with backend = "pybgpstream": the same pairs, row for row."""
     native, bgps = tmp_path / "native", tmp_path / "bgps"
@@ -93,6 +97,7 @@ def test_a_month_through_run_equals_the_native_run(tmp_path):
         assert sorted(map(str, a.to_pylist())) == sorted(map(str, b.to_pylist())), t
 
 
+@pytest.mark.slow
 def test_a_bgpstream_csvfile_listing_as_the_source(tmp_path, capsys):
     """A lab's BGPStream index of the sample archive (libbgpstream's csvfile format, paths
     relative to the listing): the month's RIBs come from it, updates lines are ignored."""

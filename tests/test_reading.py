@@ -15,6 +15,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from tests.support.data import ARCHIVE, needs_data
 
 pytestmark = needs_data
@@ -37,6 +39,7 @@ READER = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_readers_see_each_month_whole_through_24_republishes(tmp_path):
     data = tmp_path / "data"
     base = [sys.executable, "-m", "cli.main"]

@@ -266,7 +266,7 @@ def test_trend_with_a_missing_month_and_with_one_month(browser, tmp_path):
 
 
 def test_six_month_demo_through_the_pipeline(browser, tmp_path):
-    """README's second example: `congruency synth` (growing IPv6 adoption), then ingest and
+    """docs/querying.md's synthetic example: `congruency synth` (growing IPv6 adoption), then ingest and
     compare month by month in order (what `congruency run --months` does); the trend report
     shows the generator's own ground truth."""
     archive, data = tmp_path / "synth", tmp_path / "multi"

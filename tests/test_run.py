@@ -130,6 +130,7 @@ def reference(tmp_path_factory):
     return {"first": first, "data": data, "summary": json.loads(r.stdout), "summary2": json.loads(r2.stdout)}
 
 
+@pytest.mark.slow
 def test_run_summary_and_outputs(reference):
     s = reference["summary"]
     assert s["ok"] and s["month"] == MONTH and s["files"] == 2 and s["entries"] == ENTRIES
@@ -149,6 +150,7 @@ def test_run_summary_and_outputs(reference):
     assert tr.num_rows == sum(1 for r in rows(data, "pairs") if json.loads(r)["congruent"]) > 0
 
 
+@pytest.mark.slow
 def test_rerun_skips_then_force_redoes(reference, tmp_path):
     _config(tmp_path)
     data = tmp_path / "data"
@@ -182,6 +184,7 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: "), p.stderr
 
 
+@pytest.mark.slow
 def test_kills_at_every_stage_then_resume(reference, tmp_path):
     """SIGKILL mid-download, mid-decode, mid-compare, mid-publish; a second run of the month
     meanwhile is refused (the lock); the last run waits for the lock and finishes the month
@@ -254,6 +257,7 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     assert not [f for f in data.rglob("*.tmp")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_full_disk_while_publishing(reference, tmp_path):
     """A data dir on a small tmpfs: filled up, the compare fails with one line, the month's
@@ -289,6 +293,7 @@ def test_full_disk_while_publishing(reference, tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     """The DAG's mapped ingest tasks: one process per collector, at the same time, merging
     into one manifest (its own lock); the month's ingest is then complete."""

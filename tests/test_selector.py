@@ -347,6 +347,7 @@ def test_no_published_month(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ the real 2026-07 pair
+@pytest.mark.slow
 @needs_data
 def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory):
     """The compare job (DuckDB engine) publishes the real month, then the selector reads it."""

@@ -159,6 +159,7 @@ def test_variants_and_bad_names(tmp_path, capsys):
     assert "month 2024-10: no published results" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @needs_data
 def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, tmp_path, capsys):
     """The real 2026-07 pair: the coverage and first-AS variants equal the pure-Python

@@ -31,6 +31,7 @@ def month(tmp_path_factory):
     return data
 
 
+@pytest.mark.slow
 def test_a_warehouse_held_open_for_writing_is_one_warning_and_the_reports_still_run(month, tmp_path):
     import json
 
@@ -143,6 +144,7 @@ def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int
     return "unknown", [], 0.0
 
 
+@pytest.mark.slow
 def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
     """Issue 18: `advise --from 577 --to 812` said disjoint/aggregate though 3 of 5 proxies said
     shared-edge. Now: the most cautious class, recomputed here from the paths table, and no

@@ -79,6 +79,7 @@ def test_schema_doc_is_generated_from_tables():
 
 
 # ---------------------------------------------------------------------------------- the warehouse
+@pytest.mark.slow
 def test_views_equal_the_parquet(wh, capsys):
     import duckdb
 
@@ -266,6 +267,7 @@ def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
 
 
 # ---------------------------------------------------------------------------------- bad input
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, capsys):
     data = _copy(multi_month, tmp_path)
     D = ("--data-dir", str(data))

@@ -32,12 +32,41 @@ const TABLE_DUMP: u16 = 12;
 const TABLE_DUMP_V2: u16 = 13;
 const KNOWN_TYPES: [u16; 20] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 32, 33, 48, 49];
 
+// ------------------------------------------------------------------ errors
+
+/// Why a file could not be decoded. Its text (Display) is the one line Python's MrtError
+/// carries, worded like ingest/framing.py's so both checks say the same thing.
+#[derive(Debug, Clone, PartialEq)]
+enum Error {
+    /// The file cannot be opened or read.
+    Io(String),
+    /// The bzip2/gzip stream is cut short, corrupt, or followed by garbage.
+    Compression(String),
+    /// An MRT record is cut short, unknown or malformed; the text names it.
+    Mrt(String),
+    /// The other thread stopped, or a thread panicked.
+    Internal(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(m) | Error::Compression(m) | Error::Mrt(m) | Error::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+/// A decoder result; a record's parts say what is wrong with them as a `Why` (plain text),
+/// which the record wraps into an `Error::Mrt` naming the record.
+type R<T> = Result<T, Error>;
+type Why<T> = Result<T, String>;
+
 // ------------------------------------------------------------------ reading + decompression
 
 enum Chunk {
     Data(Vec<u8>),
     End { sha256: String, file_bytes: u64 },
-    Fail(String),
+    Fail(Error),
 }
 
 struct HashRead {
@@ -73,7 +102,7 @@ fn fill(r: &mut dyn Read, out: &mut Vec<u8>) -> io::Result<bool> {
     Ok(true)
 }
 
-fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(String, u64), String> {
+fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> R<(String, u64)> {
     let mut skip = 0u64; // output bytes the parallel path already delivered
     if bz2_workers > 1 {
         let mut head = [0u8; 3];
@@ -82,14 +111,14 @@ fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(
             let send = |v: Vec<u8>| tx.send(Chunk::Data(v)).is_ok();
             match pbz2::run(path, bz2_workers, &send) {
                 pbz2::Outcome::Done { sha256, file_bytes } => return Ok((sha256, file_bytes)),
-                pbz2::Outcome::Cancelled => return Err("cancelled".into()),
+                pbz2::Outcome::Cancelled => return Err(Error::Internal("cancelled".into())),
                 pbz2::Outcome::Fallback { bytes_out } => skip = bytes_out,
             }
         }
     }
-    let f = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let f = File::open(path).map_err(|e| Error::Io(format!("cannot open: {e}")))?;
     let mut br = BufReader::with_capacity(CHUNK, HashRead { inner: f, h: Sha256::new(), n: 0 });
-    let head: Vec<u8> = br.fill_buf().map_err(|e| format!("read error: {e}"))?.iter().take(4).copied().collect();
+    let head: Vec<u8> = br.fill_buf().map_err(|e| Error::Io(format!("read error: {e}")))?.iter().take(4).copied().collect();
     let kind = if head.starts_with(b"BZh") {
         "bzip2"
     } else if head.starts_with(&[0x1f, 0x8b]) {
@@ -107,12 +136,12 @@ fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(
                 return Ok(());
             }
         }
-        tx.send(Chunk::Data(v)).map_err(|_| "cancelled".to_string())
+        tx.send(Chunk::Data(v)).map_err(|_| Error::Internal("cancelled".into()))
     };
     if kind == "plain" {
         loop {
             let mut out = Vec::new();
-            let more = fill(&mut br, &mut out).map_err(|e| format!("read error: {e}"))?;
+            let more = fill(&mut br, &mut out).map_err(|e| Error::Io(format!("read error: {e}")))?;
             if !out.is_empty() {
                 send(out)?;
             }
@@ -134,9 +163,9 @@ fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(
                     let mut out = Vec::new();
                     let more = fill(&mut *dec, &mut out).map_err(|e| {
                         if e.kind() == io::ErrorKind::UnexpectedEof {
-                            format!("truncated {kind} stream (download cut short?)")
+                            Error::Compression(format!("truncated {kind} stream (download cut short?)"))
                         } else {
-                            format!("corrupt {kind} stream: {}", one_line(&e.to_string()))
+                            Error::Compression(format!("corrupt {kind} stream: {}", one_line(&e.to_string())))
                         }
                     })?;
                     if !out.is_empty() {
@@ -147,12 +176,12 @@ fn read_file(path: &str, tx: &SyncSender<Chunk>, bz2_workers: usize) -> Result<(
                     }
                 }
             }
-            let rest = br.fill_buf().map_err(|e| format!("read error: {e}"))?;
+            let rest = br.fill_buf().map_err(|e| Error::Io(format!("read error: {e}")))?;
             if rest.is_empty() {
                 break;
             }
             if !rest.starts_with(&head[..2]) {
-                return Err(format!("trailing garbage after the {kind} stream"));
+                return Err(Error::Compression(format!("trailing garbage after the {kind} stream")));
             }
         }
     }
@@ -345,8 +374,6 @@ struct Decoder {
     text: Vec<u8>,
 }
 
-type R<T> = Result<T, String>;
-
 fn be16(b: &[u8], i: usize) -> Option<u16> {
     b.get(i..i + 2).map(|s| u16::from_be_bytes([s[0], s[1]]))
 }
@@ -471,19 +498,19 @@ impl Decoder {
         let recno = self.stats.records + 1;
         if rtype == TABLE_DUMP_V2 {
             if sub == 1 {
-                self.peer_index(body).ok_or_else(|| format!("malformed PEER_INDEX_TABLE (record #{recno})"))?;
+                self.peer_index(body).ok_or_else(|| Error::Mrt(format!("malformed PEER_INDEX_TABLE (record #{recno})")))?;
             } else if let Some((afi, addpath)) = v2_rib(sub) {
                 if self.peers.is_none() {
-                    return Err(format!("RIB record #{recno} comes before any PEER_INDEX_TABLE"));
+                    return Err(Error::Mrt(format!("RIB record #{recno} comes before any PEER_INDEX_TABLE")));
                 }
-                self.rib_v2(body, afi, addpath).map_err(|why| format!("malformed RIB record #{recno} ({why})"))?;
+                self.rib_v2(body, afi, addpath).map_err(|why| Error::Mrt(format!("malformed RIB record #{recno} ({why})")))?;
             } else {
                 *self.stats.skipped.entry(v2_skipped(sub)).or_default() += 1;
             }
         } else if rtype == TABLE_DUMP {
             if sub == 1 || sub == 2 {
                 self.rib_v1(body, if sub == 1 { 4 } else { 6 })
-                    .map_err(|why| format!("malformed RIB record #{recno} ({why})"))?;
+                    .map_err(|why| Error::Mrt(format!("malformed RIB record #{recno} ({why})")))?;
             } else {
                 *self.stats.skipped.entry(format!("table_dump_subtype_{sub}")).or_default() += 1;
             }
@@ -523,7 +550,7 @@ impl Decoder {
         Some(())
     }
 
-    fn rib_v2(&mut self, b: &[u8], afi: i8, addpath: bool) -> R<()> {
+    fn rib_v2(&mut self, b: &[u8], afi: i8, addpath: bool) -> Why<()> {
         let plen = *b.get(4).ok_or("too short")? as usize;
         let max = if afi == 4 { 32 } else { 128 };
         let nbytes = plen.div_ceil(8);
@@ -550,7 +577,7 @@ impl Decoder {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn entries_v2(&mut self, b: &[u8], afi: i8, addpath: bool, count: u64, mut p: usize, prefix: &[u8], peers: &[Peer]) -> R<()> {
+    fn entries_v2(&mut self, b: &[u8], afi: i8, addpath: bool, count: u64, mut p: usize, prefix: &[u8], peers: &[Peer]) -> Why<()> {
         for i in 0..count {
             let idx = be16(b, p).ok_or_else(|| format!("entry {} of {count} is cut off", i + 1))? as usize;
             p += 6 + if addpath { 4 } else { 0 };
@@ -567,7 +594,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn rib_v1(&mut self, b: &[u8], afi: i8) -> R<()> {
+    fn rib_v1(&mut self, b: &[u8], afi: i8) -> Why<()> {
         let alen = if afi == 4 { 4 } else { 16 };
         if afi == 4 {
             self.stats.entries4 += 1;
@@ -599,7 +626,7 @@ impl Decoder {
     }
 
     /// One RIB entry: find AS_PATH (and AS4_PATH on 2-byte sessions) and append a row.
-    fn push_entry(&mut self, peer_asn: u32, ip: &[u8], afi: i8, prefix: &[u8], attrs: &[u8], w: usize) -> R<()> {
+    fn push_entry(&mut self, peer_asn: u32, ip: &[u8], afi: i8, prefix: &[u8], attrs: &[u8], w: usize) -> Why<()> {
         let (mut aspath, mut as4): (Option<&[u8]>, Option<&[u8]>) = (None, None);
         let mut q = 0;
         while q < attrs.len() {
@@ -643,7 +670,11 @@ impl Decoder {
         c.prefix_off.push(c.prefix.len() as i32);
         let plain = self.segs.iter().all(|s| s.typ == 2 && s.len > 0);
         if plain {
-            c.path_vals.extend_from_slice(&self.asns);
+            // segment by segment: after an AS4_PATH merge, `asns` also holds the AS_TRANS
+            // hops the merge replaced, which no segment refers to any more
+            for sg in &self.segs {
+                c.path_vals.extend_from_slice(&self.asns[sg.start..sg.start + sg.len]);
+            }
             self.emit_plain();
             return Ok(());
         }
@@ -699,7 +730,7 @@ impl Decoder {
     }
 
     /// RFC 6793 merge as bgpdump does it: keep AS_PATH's leading hops beyond AS4_PATH's count.
-    fn merge_as4(&mut self, d: &[u8]) -> R<()> {
+    fn merge_as4(&mut self, d: &[u8]) -> Why<()> {
         self.segs4.clear();
         let base = self.asns.len();
         let mut segs4 = std::mem::take(&mut self.segs4);
@@ -744,7 +775,7 @@ struct Done {
 enum Msg {
     Batch(Cols),
     Done(Done),
-    Fail(String),
+    Fail(Error),
 }
 
 fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -> R<Option<Done>> {
@@ -755,7 +786,7 @@ fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -
     loop {
         let chunk = match rx.recv() {
             Ok(c) => c,
-            Err(_) => return Err("reader stopped".into()),
+            Err(_) => return Err(Error::Internal("reader stopped".into())),
         };
         match chunk {
             Chunk::Fail(e) => return Err(e),
@@ -763,15 +794,15 @@ fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -
                 if pos != buf.len() {
                     // Worded as ingest/framing.py's cut_short.
                     let (recno, off, left) = (d.stats.records + 1, base + pos as u64, buf.len() - pos);
-                    return Err(if left < 12 {
+                    return Err(Error::Mrt(if left < 12 {
                         format!("MRT record #{recno} at byte {off} cut short: the file ends {left} bytes into its 12-byte header")
                     } else {
                         let length = u32::from_be_bytes([buf[pos + 8], buf[pos + 9], buf[pos + 10], buf[pos + 11]]);
                         format!("MRT record #{recno} at byte {off} cut short: it announces {length} bytes, the file ends {} bytes into them", left - 12)
-                    });
+                    }));
                 }
                 if d.stats.records == 0 {
-                    return Err("no MRT records".into());
+                    return Err(Error::Mrt("no MRT records".into()));
                 }
                 if d.cols.n > 0 {
                     let c = d.take_batch();
@@ -798,10 +829,10 @@ fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -
             let sub = u16::from_be_bytes([h[6], h[7]]);
             let len = u32::from_be_bytes([h[8], h[9], h[10], h[11]]) as usize;
             if !KNOWN_TYPES.contains(&rtype) || len > MAX_RECORD {
-                return Err(format!(
+                return Err(Error::Mrt(format!(
                     "not an MRT record at byte {} (type {rtype}, length {len})",
                     base + pos as u64
-                ));
+                )));
             }
             if buf.len() - pos < 12 + len {
                 break;
@@ -820,13 +851,13 @@ fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -
     }
 }
 
-fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> Error {
     let what = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_default();
-    format!("internal decoder error: {}", one_line(&what))
+    Error::Internal(format!("internal decoder error: {}", one_line(&what)))
 }
 
 fn start(path: String, batch_rows: usize, bz2_workers: usize) -> Receiver<Msg> {
@@ -961,7 +992,7 @@ impl Reader {
                 Ok(None)
             }
             Ok(Msg::Fail(e)) => {
-                Err(MrtError::new_err(e))
+                Err(MrtError::new_err(e.to_string()))
             }
             Err(_) => {
                 Err(MrtError::new_err("internal decoder error: the decoder thread stopped"))
@@ -982,7 +1013,7 @@ fn _panic_in_thread() -> PyResult<()> {
     thread::spawn(move || {
         let r: R<()> = catch_unwind(AssertUnwindSafe(|| -> R<()> { panic!("self-test panic") }))
             .unwrap_or_else(|p| Err(panic_text(p)));
-        let _ = tx.send(r.err().unwrap_or_default());
+        let _ = tx.send(r.err().map(|e| e.to_string()).unwrap_or_default());
     });
     Err(MrtError::new_err(rx.recv().unwrap_or_default()))
 }
@@ -993,4 +1024,165 @@ fn congruency_mrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_in_thread, m)?)?;
     m.add("MrtError", m.py().get_type::<MrtError>())?;
     Ok(())
+}
+
+// ------------------------------------------------------------------ unit tests (`cargo test`, run by `make test`)
+// Hand-built records, each field written out as RFC 6396 / RFC 8050 / RFC 6793 lay it out,
+// so a decoder change that breaks the wire format fails here before any real file is read.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mrt(typ: u16, sub: u16, body: &[u8]) -> Vec<u8> {
+        let mut out = 1_700_000_000u32.to_be_bytes().to_vec();
+        out.extend(typ.to_be_bytes());
+        out.extend(sub.to_be_bytes());
+        out.extend((body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// PEER_INDEX_TABLE with one IPv4 peer (4-byte ASN).
+    fn peer_index(ip: [u8; 4], asn: u32) -> Vec<u8> {
+        let mut b = vec![192, 0, 2, 1, 0, 0, 0, 1]; // collector BGP ID, empty view name, 1 peer
+        b.push(0b10); // IPv4 address, 4-byte ASN
+        b.extend([10, 0, 0, 1]); // peer BGP ID
+        b.extend(ip);
+        b.extend(asn.to_be_bytes());
+        b
+    }
+
+    fn attr(typ: u8, data: &[u8]) -> Vec<u8> {
+        let mut a = vec![0x40, typ, data.len() as u8];
+        a.extend_from_slice(data);
+        a
+    }
+
+    fn segment(typ: u8, asns: &[u32], w: usize) -> Vec<u8> {
+        let mut s = vec![typ, asns.len() as u8];
+        for a in asns {
+            s.extend_from_slice(&a.to_be_bytes()[4 - w..]);
+        }
+        s
+    }
+
+    /// RIB_IPV4_UNICAST(_ADDPATH) for 192.0.2.0/24 with one entry of peer 0.
+    fn rib_v4(attrs: &[u8], addpath: bool) -> Vec<u8> {
+        let mut b = vec![0, 0, 0, 7, 24, 192, 0, 2, 0, 1]; // sequence, /24, prefix, 1 entry
+        b.extend([0, 0, 0x65, 0x5f, 0x10, 0]); // peer index 0, originated time
+        if addpath {
+            b.extend(42u32.to_be_bytes()); // path identifier (RFC 8050)
+        }
+        b.extend((attrs.len() as u16).to_be_bytes());
+        b.extend_from_slice(attrs);
+        b
+    }
+
+    fn decode(bytes: Vec<u8>) -> (R<Option<Done>>, Vec<Cols>) {
+        let (ctx, crx) = sync_channel::<Chunk>(4);
+        let (btx, brx) = sync_channel::<Msg>(64);
+        ctx.send(Chunk::Data(bytes)).unwrap();
+        ctx.send(Chunk::End { sha256: String::new(), file_bytes: 0 }).unwrap();
+        let r = decode_stream(crx, &btx, 1000);
+        drop(btx);
+        let batches = brx.iter().filter_map(|m| if let Msg::Batch(c) = m { Some(c) } else { None }).collect();
+        (r, batches)
+    }
+
+    fn paths(c: &Cols) -> Vec<Vec<u32>> {
+        (0..c.n).map(|i| c.path_vals[c.path_off[i] as usize..c.path_off[i + 1] as usize].to_vec()).collect()
+    }
+
+    #[test]
+    fn framing_a_record_cut_short_names_it() {
+        let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+        f.extend(&mrt(13, 2, &rib_v4(&attr(2, &segment(2, &[65001, 15169], 4)), false))[..20]);
+        let (r, _) = decode(f);
+        let e = r.err().unwrap();
+        // the peer index record is 12 + 21 bytes; the RIB record's body is 31, of which 8 are there
+        assert_eq!(e, Error::Mrt("MRT record #2 at byte 33 cut short: it announces 31 bytes, the file ends 8 bytes into them".into()));
+    }
+
+    #[test]
+    fn framing_garbage_and_empty_input_are_not_mrt() {
+        let (r, _) = decode(b"this is not an MRT file at all".to_vec());
+        assert_eq!(r.err().unwrap().to_string(), "not an MRT record at byte 0 (type 8297, length 1852797984)"); // " i", "not "
+        let (r, _) = decode(Vec::new());
+        assert_eq!(r.err().unwrap(), Error::Mrt("no MRT records".into()));
+    }
+
+    #[test]
+    fn a_rib_before_the_peer_index_is_an_error() {
+        let (r, _) = decode(mrt(13, 2, &rib_v4(&attr(2, &segment(2, &[1, 2], 4)), false)));
+        assert_eq!(r.err().unwrap().to_string(), "RIB record #1 comes before any PEER_INDEX_TABLE");
+    }
+
+    #[test]
+    fn as_path_segments_in_bgpdump_text() {
+        let mut data = segment(2, &[65001, 3356], 4);
+        data.extend(segment(1, &[64512, 64513], 4)); // AS_SET
+        let (mut segs, mut asns) = (Vec::new(), Vec::new());
+        parse_segments(&data, 4, &mut segs, &mut asns).unwrap();
+        assert_eq!(asns, vec![65001, 3356, 64512, 64513]);
+        assert_eq!(hop_count(&segs), 3); // a set counts one
+        let mut text = Vec::new();
+        bgpdump_text(&segs, &asns, &mut text);
+        assert_eq!(String::from_utf8(text.clone()).unwrap(), "65001 3356 {64512,64513}");
+        let (mut segs, mut asns) = (Vec::new(), Vec::new());
+        let mut confed = segment(3, &[65010, 65011], 2); // AS_CONFED_SEQUENCE, 2-byte ASNs
+        confed.extend(segment(2, &[174], 2));
+        parse_segments(&confed, 2, &mut segs, &mut asns).unwrap();
+        bgpdump_text(&segs, &asns, &mut text);
+        assert_eq!(String::from_utf8(text).unwrap(), "(65010 65011) 174");
+        assert!(parse_segments(&[5, 1, 0, 0, 0, 1], 4, &mut segs, &mut asns).is_none()); // unknown type
+        assert!(parse_segments(&[2, 3, 0, 0, 0, 1], 4, &mut segs, &mut asns).is_none()); // cut off
+    }
+
+    #[test]
+    fn add_path_entries_skip_the_path_identifier() {
+        let attrs = attr(2, &segment(2, &[65001, 15169], 4));
+        for (sub, addpath) in [(2, false), (8, true)] {
+            let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+            f.extend(mrt(13, sub, &rib_v4(&attrs, addpath)));
+            let (r, batches) = decode(f);
+            let done = r.unwrap().unwrap();
+            assert_eq!((done.stats.records, done.stats.entries4), (2, 1));
+            assert_eq!(paths(&batches[0]), vec![vec![65001, 15169]], "subtype {sub}");
+            assert_eq!(&batches[0].prefix[..], b"192.0.2.0/24");
+        }
+        // the same ADD-PATH record read as a plain one misreads its entry: an error, not a row
+        let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+        f.extend(mrt(13, 2, &rib_v4(&attrs, true)));
+        let (r, _) = decode(f);
+        assert!(r.err().unwrap().to_string().starts_with("malformed RIB record #2 ("));
+    }
+
+    /// TABLE_DUMP (v1) IPv4 entry of a 2-byte session: AS_PATH with AS_TRANS, and AS4_PATH.
+    fn rib_v1(attrs: &[u8]) -> Vec<u8> {
+        let mut b = vec![0, 0, 0, 1, 192, 0, 2, 0, 24, 1, 0x65, 0x5f, 0x10, 0]; // view, seq, prefix, /24, status, time
+        b.extend([198, 51, 100, 1, 0xfd, 0xe9]); // peer address, peer AS 65001
+        b.extend((attrs.len() as u16).to_be_bytes());
+        b.extend_from_slice(attrs);
+        b
+    }
+
+    #[test]
+    fn as4_path_replaces_the_as_trans_hops() {
+        let mut attrs = attr(2, &segment(2, &[65001, 23456, 23456], 2));
+        attrs.extend(attr(17, &segment(2, &[196608, 4200000001], 4)));
+        let (r, batches) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        r.unwrap().unwrap();
+        assert_eq!(paths(&batches[0]), vec![vec![65001, 196608, 4200000001]]);
+        // an AS4_PATH longer than the AS_PATH is ignored (RFC 6793 4.2.3)
+        let mut attrs = attr(2, &segment(2, &[65001], 2));
+        attrs.extend(attr(17, &segment(2, &[196608, 4200000001], 4)));
+        let (r, batches) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        r.unwrap().unwrap();
+        assert_eq!(paths(&batches[0]), vec![vec![65001]]);
+        // an attribute twice is malformed
+        let mut attrs = attr(2, &segment(2, &[65001], 2));
+        attrs.extend(attr(2, &segment(2, &[65002], 2)));
+        let (r, _) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        assert_eq!(r.err().unwrap().to_string(), "malformed RIB record #1 (attribute 2 twice)");
+    }
 }
