@@ -35,7 +35,7 @@ $(BIN)/.native: $(BIN)/.installed $(NATIVE_SRC)
 setup: $(BIN)/.native
 
 check-java:
-	@$(BIN)/python -c "from pipeline.spark_session import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
+	@$(BIN)/python -c "from bgp_congruency.pipeline.spark_session import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
 
 # Debian packages the tests use; installed when missing (needs root, as on CI machines).
 # chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py);

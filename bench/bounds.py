@@ -52,10 +52,10 @@ GROUPS = ("SELECT collector AS vp_group, peer_asn AS vp_asn, afi, as_path AS pat
 
 
 def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
-    from common import duck
-    from common.config import Config
-    from common.duck import quote
-    from pipeline.engines.duckdb import _read
+    from bgp_congruency.common import duck
+    from bgp_congruency.common.config import Config
+    from bgp_congruency.common.duck import quote
+    from bgp_congruency.pipeline.engines.duckdb import _read
 
     con = duck.connect(Config())  # the engine's memory and thread caps
     con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src))}")
@@ -74,7 +74,7 @@ def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
 
 
 def spark_bounds(data_dir: Path, month: str, repeat: int, work: Path) -> dict:
-    from pipeline import spark_session as sparkmod
+    from bgp_congruency.pipeline import spark_session as sparkmod
 
     spark = sparkmod.session("local[*]")
     try:

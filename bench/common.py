@@ -433,7 +433,7 @@ def synth_archive(out: Path, params: dict, con=None) -> dict:
     """Generate (or reuse when SYNTH.json matches `params`) a synthetic archive at `out`,
     without ground truth; returns its ground_truth/files.json listing, with "generate_s": the
     generation's wall time (recorded in GENERATED.json beside it, so a reuse still reports it)."""
-    from synth.generate import generate
+    from bgp_congruency.synth.generate import generate
 
     meta, listing = out / "SYNTH.json", out / "ground_truth" / "files.json"
     if meta.is_file() and listing.is_file():

@@ -61,7 +61,7 @@ def spark_floor(spark, data_dir: Path, month: str):
 def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None, engine: str = "spark"):
     from dataclasses import replace
 
-    from common.config import load
+    from bgp_congruency.common.config import load
 
     cfg = load().with_overrides(data_dir=data_dir, spark_conf={**(conf or {})} or None, engine=engine)
     if min_coverage is not None:
@@ -84,7 +84,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
     if kind.startswith("duckdb"):
         return child_duckdb(kind, data_dir, month, min_coverage, result)
     t0 = time.perf_counter()
-    from pipeline import job, spark_session as sparkmod
+    from bgp_congruency.pipeline import job, spark_session as sparkmod
 
     cfg = _cfg(data_dir, min_coverage)
     spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
@@ -94,7 +94,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
                  "parallelism": spark.sparkContext.defaultParallelism}
     try:
         if kind == "job":
-            res = job.run_month(spark, cfg, month)
+            res = job.compare_month(cfg, month, spark=spark)
             out["error"] = res.error
             out["summary"] = res.summary
             t2 = time.perf_counter()
@@ -118,14 +118,14 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
 def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | None, result: str | None) -> int:
     """The DuckDB engine's job, or its floor: the same files, the same settings (memory
     limit, threads) and the same columns, every value decoded, in one query."""
-    from pipeline import job
-    from pipeline.engines.duckdb import _read
+    from bgp_congruency.pipeline import job
+    from bgp_congruency.pipeline.engines.duckdb import _read
 
     out: dict = {"kind": kind, "session_s": 0.0}
     t1 = time.perf_counter()
     if kind == "duckdb-job":
         cfg = _cfg(duckdb_data(data_dir, month), min_coverage, engine="duckdb")
-        [res] = job.run_months(cfg, [month])
+        [res] = job.compare_months(cfg, [month])
         out["error"], out["summary"] = res.error, res.summary
         t2 = time.perf_counter()
         import pyarrow.parquet as pq
@@ -133,7 +133,7 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
         if not res.error:
             out["rows"] = sum(pq.read_table(cfg.data_dir / "cleaning_stats" / f"month={month}")["entries"].to_pylist())
     else:
-        from common import duck
+        from bgp_congruency.common import duck
 
         cfg = _cfg(data_dir, min_coverage, engine="duckdb")
         con = duck.connect(cfg)  # the engine's memory and thread caps
@@ -153,7 +153,7 @@ def check_engines(data_dir: Path, month: str) -> dict:
     (multiset, both directions)."""
     import duckdb
 
-    from pipeline.engines.duckdb import _read
+    from bgp_congruency.pipeline.engines.duckdb import _read
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
@@ -171,7 +171,7 @@ def check_engines(data_dir: Path, month: str) -> dict:
 
 
 def ingest_real(data_dir: Path, con) -> None:
-    cmd = [sys.executable, "-m", "cli.main", "ingest", "--month", REAL_MONTH, "--archive-root",
+    cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "ingest", "--month", REAL_MONTH, "--archive-root",
            str(common.ARCHIVE), "--days", "30", "--times", "14:00", "--backend", "bgpdump",
            "--data-dir", str(data_dir)]
     con.print("ingesting the real 2026-07 pair: " + " ".join(cmd[2:]))
@@ -188,7 +188,7 @@ def synth_data(entries: int, con) -> Path:
     params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=2)
     listing = common.synth_archive(root / "archive", params, con)
     data = root / "data"
-    cmd = [sys.executable, "-m", "cli.main", "ingest", "--month", common.SYNTH_MONTH, "--archive-root",
+    cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "ingest", "--month", common.SYNTH_MONTH, "--archive-root",
            str(root / "archive"), "--days", f"1-{params['snapshots_per_month']}", "--times", "00:00",
            "--collectors", ",".join(sorted({f["collector"] for f in listing["files"]})),
            "--backend", "bgpdump", "--data-dir", str(data)]
@@ -298,7 +298,7 @@ def main(argv=None) -> int:
     if a.child:
         return child(a.child, a.data_dir, a.month, a.min_coverage, a.result)
     con = common.console()
-    from pipeline.spark_session import java_problem
+    from bgp_congruency.pipeline.spark_session import java_problem
 
     if "spark" in a.engines and (problem := java_problem()):
         con.print(f"[red]{problem}[/]")

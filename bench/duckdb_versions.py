@@ -99,7 +99,7 @@ def main() -> int:
     for i in range(a.repeat):
         for v in versions:
             dirs[v] = data_dir_for(src, v)
-            m = common.run_child([pys[v], "-m", "cli.main", "compare", "--month", a.month, "--data-dir", dirs[v],
+            m = common.run_child([pys[v], "-m", "bgp_congruency.cli.main", "compare", "--month", a.month, "--data-dir", dirs[v],
                                   "--config", cfg, "--default-free-share", a.default_free_share],
                                  label=f"duckdb {v}")
             con.print(f"  run {i + 1}/{a.repeat} duckdb {v}: {m.wall_s:.1f} s, peak RSS {common.mib(m.maxrss)}"

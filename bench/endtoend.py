@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
-from common import duck  # noqa: E402
-from common.config import Config  # noqa: E402
+from bgp_congruency.common import duck  # noqa: E402
+from bgp_congruency.common.config import Config  # noqa: E402
 
 
 def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> dict:
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
     data = common.OUT / f"endtoend-{args.scale}-data"
     shutil.rmtree(data, ignore_errors=True)
-    cmd = [sys.executable, "-m", "cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{args.snapshots}", "--times", "00:00",
+    cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{args.snapshots}", "--times", "00:00",
            "--archive-root", str(base / "archive"), "--collectors", collectors, "--data-dir", str(data),
            "--engine", "duckdb", "--min-coverage", "0.5", "--json"]
     staging = data / "_staging"

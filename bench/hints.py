@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT, machine_facts, write_json  # noqa: E402
-from common.duck import quote  # noqa: E402
+from bgp_congruency.common.duck import quote  # noqa: E402
 
 MONTH = "2026-01"
 
@@ -86,10 +86,10 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import duckdb
 import pyarrow.dataset as ds
-from common.config import load
-from common.duck import quote
-from common.tables import HINTS
-from selector.exports import jsonl
+from bgp_congruency.common.config import load
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.tables import HINTS
+from bgp_congruency.selector.exports import jsonl
 mode, data, month, out = sys.argv[2:6]
 src = Path(data) / "hints" / f"month={month}"
 t0 = time.perf_counter()
@@ -147,10 +147,10 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out" / "hints")
     args = ap.parse_args()
 
-    from common import duck
-    from common.config import load
-    from selector.advice import advise
-    from selector.table import publish as publish_hints
+    from bgp_congruency.common import duck
+    from bgp_congruency.common.config import load
+    from bgp_congruency.selector.advice import advise
+    from bgp_congruency.selector.table import publish as publish_hints
 
     res: dict = {"pairs": args.pairs}
     root = args.work / f"month-{args.pairs}"

@@ -33,7 +33,7 @@ BACKENDS = ("native", "bgpdump", "pybgpstream")
 def slot_for(path: Path):
     """The Slot production would have for an archive file (collector, project, month,
     dump time from the path: RouteViews or RIS layout)."""
-    from ingest.discovery import Slot
+    from bgp_congruency.ingest.discovery import Slot
 
     m = re.match(r"^(rib|bview)\.(\d{8})\.(\d{4})(\.bz2|\.gz)?$", path.name)
     if not m:
@@ -51,8 +51,8 @@ def slot_for(path: Path):
 
 def child_decode_only(files: list[Path], result: str | None) -> int:
     """Child mode: the native decoder's batches, counted, not written (the decoder alone)."""
-    from ingest.backends import native
-    from common.config import Config
+    from bgp_congruency.ingest.backends import native
+    from bgp_congruency.common.config import Config
 
     t0 = time.perf_counter()
     entries = 0
@@ -68,10 +68,10 @@ def child_decode_only(files: list[Path], result: str | None) -> int:
 
 def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: str | None) -> int:
     """Child mode: decode every file with one backend into out_dir (production layout)."""
-    from ingest import backends
-    from ingest.run import decode_file
-    from ingest.writer import SnapshotWriter, entries_path
-    from common.config import Config
+    from bgp_congruency.ingest import backends
+    from bgp_congruency.ingest.run import decode_file
+    from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
+    from bgp_congruency.common.config import Config
 
     t0 = time.perf_counter()
     backend = backends.get(backend_name)
@@ -124,7 +124,7 @@ def variants(files: list[Path], backends: list[str], work: Path, keep: dict[str,
 
 
 def count_entries(files: list[Path]) -> int:
-    from ingest import framing
+    from bgp_congruency.ingest import framing
 
     return sum(framing.scan(f).total_entries for f in files)
 
@@ -222,7 +222,7 @@ def main(argv=None) -> int:
         p.error("--repeat: 1..20")
     if a.file and a.synth_entries:
         p.error("--file and --synth-entries are exclusive")
-    from ingest import backends as B
+    from bgp_congruency.ingest import backends as B
 
     wanted = [b.strip() for b in a.backends.split(",") if b.strip()]
     usable = []

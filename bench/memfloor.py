@@ -30,8 +30,8 @@ from bench.common import OUT  # noqa: E402
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})
-from common.config import Config
-from pipeline.engines.duckdb import DuckDBEngine
+from bgp_congruency.common.config import Config
+from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 cfg = Config(data_dir={data!r}, engine="duckdb")
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})

@@ -590,7 +590,7 @@ def main(argv=None) -> int:
         ap.error(f"--stages: unknown {', '.join(sorted(bad))}")
     if not 1 <= a.repeat <= 20:
         ap.error("--repeat: 1..20")
-    from ingest import backends as B
+    from bgp_congruency.ingest import backends as B
 
     backends = []
     for b in [x.strip() for x in a.backends.split(",") if x.strip()]:
@@ -600,7 +600,7 @@ def main(argv=None) -> int:
         except B.BackendUnavailable as exc:
             con.print(f"[yellow]skipping backend {b}: {exc}[/]")
     if "compare" in stages:
-        from pipeline.spark_session import java_problem
+        from bgp_congruency.pipeline.spark_session import java_problem
 
         if problem := java_problem():
             con.print(f"[red]{problem}[/]")

@@ -2,7 +2,7 @@
 """The sensitivity run against one compare of the same month, side by side in this script.
 
 The real 2026-07 route-views2 + route-views6 sample is ingested once; then, alternately,
-one `compare` of the month (pipeline.job.run_months, DuckDB engine, in process) and one
+one `compare` of the month (pipeline.job.compare_months, DuckDB engine, in process) and one
 `sensitivity` run of all its variants (pipeline.sensitivity.run: the entries read once,
 each distinct parameter set computed once, steps before the coverage threshold shared by
 the variants that change only it). The target (issue 19): the sensitivity run under 10x
@@ -36,9 +36,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from common.config import load
-    from ingest import run as ingest_run
-    from pipeline import job, sensitivity
+    from bgp_congruency.common.config import load
+    from bgp_congruency.ingest import run as ingest_run
+    from bgp_congruency.pipeline import job, sensitivity
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-sensitivity-"))
     data = work / "data"
@@ -50,7 +50,7 @@ def main() -> int:
     compare_s, sens_s = [], []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        [res] = job.run_months(cfg, [MONTH])
+        [res] = job.compare_months(cfg, [MONTH])
         compare_s.append(time.perf_counter() - t0)
         assert res.error is None, res.error
         t0 = time.perf_counter()

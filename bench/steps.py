@@ -24,19 +24,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT  # noqa: E402
-from common.config import Config  # noqa: E402
-from pipeline import steps as S  # noqa: E402
+from bgp_congruency.common.config import Config  # noqa: E402
+from bgp_congruency.pipeline import steps as S  # noqa: E402
 
 
 def profile(data_dir: Path, month: str, engine_name: str) -> dict:
     cfg = Config(data_dir=str(data_dir), engine=engine_name)
     if engine_name == "duckdb":
-        from pipeline.engines.duckdb import DuckDBEngine
+        from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
         engine, session_s = DuckDBEngine(cfg.duckdb_memory_limit, None, cfg.duckdb_threads), 0.0
     else:
-        from pipeline.engines.spark import SparkEngine
-        from pipeline.spark_session import session
+        from bgp_congruency.pipeline.engines.spark import SparkEngine
+        from bgp_congruency.pipeline.spark_session import session
 
         t = time.perf_counter()
         engine = SparkEngine(session(cfg.spark_master, cfg.spark_conf), own=True)

@@ -24,7 +24,7 @@ from bench import common  # noqa: E402
 
 
 def one(out: Path, params: dict, workers: int) -> dict:
-    from synth.generate import generate
+    from bgp_congruency.synth.generate import generate
 
     shutil.rmtree(out, ignore_errors=True)
     marks = {}

@@ -26,9 +26,9 @@ QUERIES = {
 def main() -> int:
     import duckdb
 
-    from common.config import load
-    from common.duck import quote
-    from reports import warehouse
+    from bgp_congruency.common.config import load
+    from bgp_congruency.common.duck import quote
+    from bgp_congruency.reports import warehouse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", required=True)

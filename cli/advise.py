@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
-from common import console
-from common.config import Config
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def ask(args: argparse.Namespace, cfg: Config) -> dict:
-    from selector.advice import advise
+    from bgp_congruency.selector.advice import advise
 
     return advise(cfg, args.source, args.to, month=args.month, endpoints=args.endpoints, k=args.k)
 

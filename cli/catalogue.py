@@ -6,12 +6,12 @@ import json
 import sys
 from pathlib import Path
 
-from common import console
-from common.config import Config
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from ingest.catalogue_sources import RIPESTAT_URL, ROUTEVIEWS_URL
+    from bgp_congruency.ingest.catalogue_sources import RIPESTAT_URL, ROUTEVIEWS_URL
 
     p = sub.add_parser(
         "catalogue", parents=parents,
@@ -48,15 +48,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def _observed(cfg: Config) -> dict:
-    from ingest.catalogue_sources import observed_afis
+    from bgp_congruency.ingest.catalogue_sources import observed_afis
 
     d = cfg.data_dir
     return observed_afis(Path(d)) if not isinstance(d, str) and Path(d).is_dir() else {}
 
 
 def list_main(args: argparse.Namespace, cfg: Config) -> int:
-    from common.months import parse_month
-    from ingest import catalogue
+    from bgp_congruency.common.months import parse_month
+    from bgp_congruency.ingest import catalogue
 
     try:
         spec = catalogue.parse_spec(args.collectors) if args.collectors else ("all",)
@@ -117,9 +117,9 @@ def list_main(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def refresh_main(args: argparse.Namespace, cfg: Config) -> int:
-    from common import atomic
-    from ingest import catalogue, download
-    from ingest import catalogue_sources as cs
+    from bgp_congruency.common import atomic
+    from bgp_congruency.ingest import catalogue, download
+    from bgp_congruency.ingest import catalogue_sources as cs
 
     if isinstance(cfg.data_dir, str) and not args.out:
         console.error(f"--out: required when the data dir is not a local folder ({cfg.data_dir})")

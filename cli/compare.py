@@ -5,13 +5,13 @@ import argparse
 import json
 import sys
 
-from common import console
-from common.config import Config
-from common.errors import BadInput
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from pipeline.job import TABLE_ORDER
+    from bgp_congruency.pipeline.job import TABLE_ORDER
 
     p = sub.add_parser(
         "compare",
@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from dataclasses import replace
 
-    from common.months import parse_month
-    from pipeline import job, spark_session
+    from bgp_congruency.common.months import parse_month
+    from bgp_congruency.pipeline import job, spark_session
 
     for m in args.month:
         parse_month(m)
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if engine == "spark" and (problem := spark_session.java_problem()):
         console.error(problem)
         return 2
-    results = job.run_months(cfg, args.month)
+    results = job.compare_months(cfg, args.month)
     rc = 0
     for r in results:
         if r.error:

@@ -5,13 +5,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import atomic, console, duck, layout
-from common.config import Config
-from common.errors import BadInput
+from bgp_congruency.common import atomic, console, duck, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from cli.advise import add_question
+    from bgp_congruency.cli.advise import add_question
 
     p = sub.add_parser(
         "export",
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def _interfaces(args):
-    from selector.exports import local
+    from bgp_congruency.selector.exports import local
 
     if args.interfaces and args.interface:
         raise local.v.ValidationError("--interfaces and --interface: give one of them")
@@ -88,8 +88,8 @@ def _check_server_addresses(hints: list[dict], ifaces, sel) -> None:
 def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     """The text to write, {file: text} for MPT (a file per peer), or None for a month-wide
     JSONL export (streamed by main)."""
-    from cli.advise import ask
-    from selector.exports import jsonl, mpt, mptcp
+    from bgp_congruency.cli.advise import ask
+    from bgp_congruency.selector.exports import jsonl, mpt, mptcp
 
     if args.format == "jsonl" and not args.source:
         if args.to or args.endpoints or args.k:
@@ -125,7 +125,7 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
             notes.append(f"{', '.join(others)} go to other hosts: an MPTCP connection has one peer, so "
                          "each needs its own connection (or carry all of them in one MPT tunnel: --format mpt)")
         return mptcp.render(hint, ifaces, args.role, notes=notes, families=fams)
-    from selector.question import load_endpoints
+    from bgp_congruency.selector.question import load_endpoints
 
     remotes = {d.endpoint: d.tunnel or args.tunnel_remote for d in load_endpoints(args.endpoints)} \
         if args.endpoints else {None: args.tunnel_remote}
@@ -148,8 +148,8 @@ def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from selector import month as hmonth, table as htable
-    from selector.exports import jsonl
+    from bgp_congruency.selector import month as hmonth, table as htable
+    from bgp_congruency.selector.exports import jsonl
 
     text = render(args, cfg)
     if text is None:  # every pair of the month: its published hints table, else built here

@@ -5,10 +5,10 @@ import argparse
 import json
 import sys
 
-from common import console, months
-from ingest import backends, catalogue, discovery
-from common.config import Config
-from common.errors import BadInput
+from bgp_congruency.common import console, months
+from bgp_congruency.ingest import backends, catalogue, discovery
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
 
 COLLECTORS_HELP = ("all, routeviews, ris, or comma-separated collector names (default route-views2,route-views6); "
                    "only those active in the month are fetched, the others are 'inactive' in the manifest "
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from ingest import run as ingest_run
+    from bgp_congruency.ingest import run as ingest_run
 
     overrides = dict(
         archive_root=args.archive_root, backend=args.backend, concurrency=args.concurrency,
@@ -77,7 +77,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         kind, listing = args.source
         if kind != "bgpstream-csv":
             raise BadInput(f"--source: unknown kind {kind!r} (bgpstream-csv)")
-        from ingest import bgpstream_csv
+        from bgp_congruency.ingest import bgpstream_csv
 
         try:
             bgpstream_csv.read(listing)
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     months.check_days([args.month], cfg.days)
     backends.get(cfg.backend)
 
-    from ingest import manifest, policy
+    from bgp_congruency.ingest import manifest, policy
 
     def report(row):
         if row.status not in ("ok", "inactive"):

@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from common import console, layout
-from common.config import ConfigError, load
-from common.errors import CongruencyError
+from bgp_congruency.common import console, layout
+from bgp_congruency.common.config import ConfigError, load
+from bgp_congruency.common.errors import CongruencyError
 
 
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
@@ -61,7 +61,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from pipeline.provenance import method_version, project_version
+        from bgp_congruency.pipeline.provenance import method_version, project_version
 
         print(f"congruency {project_version()} (method {method_version()})")
         parser.exit()
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="the project's and the method's versions, as provenance records them")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
-        mod = importlib.import_module(f"cli.{module}")
+        mod = importlib.import_module(f"bgp_congruency.cli.{module}")
         mod.register(sub, [common] if getattr(mod, "USES_DATA_DIR", True) else [config])
     return parser
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from contextlib import nullcontext
 
-    from common.locks import reading
+    from bgp_congruency.common.locks import reading
 
     try:
         with reading(cfg.data_dir) if args.command in READERS else nullcontext():

@@ -5,9 +5,9 @@ import argparse
 import json
 import sys
 
-from cli.run import add_selection
-from common import console
-from common.config import Config
+from bgp_congruency.cli.run import add_selection
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from cli.run import options
-    from runner import plan as planner
+    from bgp_congruency.cli.run import options
+    from bgp_congruency.runner import plan as planner
 
     cfg, months = options(args, cfg)
     plan = planner.make(cfg, months)
@@ -56,7 +56,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 def _table(plan) -> None:
     from rich.table import Table
 
-    from runner.plan import duration, human
+    from bgp_congruency.runner.plan import duration, human
 
     t = Table(title="plan", title_justify="left")
     for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "time"):

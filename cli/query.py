@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from common import atomic, console
-from common.config import Config
+from bgp_congruency.common import atomic, console
+from bgp_congruency.common.config import Config
 
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from reports import query, warehouse
+    from bgp_congruency.reports import query, warehouse
 
     if args.list:
         for q in query.named().values():

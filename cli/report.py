@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
-from common import console
-from common.config import Config
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -36,9 +36,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from common import published
-    from common.months import parse_month
-    from reports import month_report, trend_report, warehouse
+    from bgp_congruency.common import published
+    from bgp_congruency.common.months import parse_month
+    from bgp_congruency.reports import month_report, trend_report, warehouse
 
     if args.min_pairs is not None and (args.trend or args.min_pairs < 0):
         console.error("--min-pairs: " + ("only for --month" if args.trend else f"expected N >= 0, got {args.min_pairs}"))

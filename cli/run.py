@@ -7,14 +7,14 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from cli.ingest import COLLECTORS_HELP, check_collectors
-from common import console
-from common.config import Config
-from common.errors import BadInput
+from bgp_congruency.cli.ingest import COLLECTORS_HELP, check_collectors
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from runner.state import STEPS
+    from bgp_congruency.runner.state import STEPS
 
     p = sub.add_parser(
         "run",
@@ -79,8 +79,8 @@ def add_selection(p: argparse.ArgumentParser, months_help: str) -> None:
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
     """The config with this command's flags applied and the months; ValueError when bad."""
-    from common.months import check_days, check_not_future, parse_month_range
-    from ingest import catalogue, discovery
+    from bgp_congruency.common.months import check_days, check_not_future, parse_month_range
+    from bgp_congruency.ingest import catalogue, discovery
 
     months = parse_month_range(args.months or args.month, "--months" if args.months else "--month")
     over = {}
@@ -108,8 +108,8 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from runner import month as runner
-    from runner import plan as planner
+    from bgp_congruency.runner import month as runner
+    from bgp_congruency.runner import plan as planner
 
     cfg, months = options(args, cfg)
     runner.steps_to_force(args.force)
@@ -137,10 +137,10 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def status_main(args: argparse.Namespace, cfg: Config) -> int:
-    from runner import month as runner, state
+    from bgp_congruency.runner import month as runner, state
 
     cfg, months = options(args, cfg)
-    from ingest import manifest
+    from bgp_congruency.ingest import manifest
 
     rc = 0
     for m in months:

@@ -5,12 +5,12 @@ import argparse
 import json
 import sys
 
-from common import console
-from common.config import Config
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from pipeline.sensitivity import names
+    from bgp_congruency.pipeline.sensitivity import names
 
     p = sub.add_parser(
         "sensitivity", parents=parents,
@@ -33,14 +33,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from common.months import parse_month
-    from pipeline import sensitivity
-    from reports import sensitivity as page
+    from bgp_congruency.common.months import parse_month
+    from bgp_congruency.pipeline import sensitivity
+    from bgp_congruency.reports import sensitivity as page
 
     parse_month(args.month)
     wanted = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     cfg = cfg.with_overrides(engine=args.engine)
-    sensitivity.plan(cfg.method, wanted)  # names checked before any work
+    sensitivity.variants(cfg.method, wanted)  # names checked before any work
     with console.progress() as prog:
         out = sensitivity.run(cfg, args.month, wanted, progress=prog)
     report = page.write(cfg, args.month)

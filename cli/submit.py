@@ -7,13 +7,21 @@ spark-submit, so --master is not needed.
 """
 import os
 import sys
+import types
 
 # Run as a script, Python puts cli/ first on sys.path, where cli/ingest.py would shadow the
-# ingest package: put the project root there instead.
+# ingest package: take it off. Where the project is not installed (a checkout shipped to the
+# driver), its root is the bgp_congruency namespace.
 _here = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [os.path.dirname(_here)] + [p for p in sys.path if os.path.abspath(p or ".") != _here]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+try:
+    import bgp_congruency.cli  # noqa: F401
+except ModuleNotFoundError:
+    _ns = types.ModuleType("bgp_congruency")
+    _ns.__path__ = [os.path.dirname(_here)]
+    sys.modules["bgp_congruency"] = _ns
 
-from cli.main import main  # noqa: E402
+from bgp_congruency.cli.main import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

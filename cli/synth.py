@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 #: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
 USES_DATA_DIR = False
@@ -54,7 +54,7 @@ def _int(name: str, text: str | None, default: int, lo: int, hi: int) -> int:
 
 def parse_months(text: str) -> list[str]:
     """'2026-07' or '2026-01..2026-06' -> the months, in order (at most 240)."""
-    from common.months import parse_month_range
+    from bgp_congruency.common.months import parse_month_range
 
     months = parse_month_range(text)
     if len(months) > 240:
@@ -66,9 +66,9 @@ def main(args: argparse.Namespace, cfg=None) -> int:
     from dataclasses import replace
     from pathlib import Path
 
-    from common import console
+    from bgp_congruency.common import console
 
-    from synth.generate import default_workers, generate
+    from bgp_congruency.synth.generate import default_workers, generate
 
     if not args.out:
         raise BadInput("--out: required, the archive root to write")

@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
-from common import console
-from common.config import Config
+from bgp_congruency.common import console
+from bgp_congruency.common.config import Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 def main(args: argparse.Namespace, cfg: Config) -> int:
     import duckdb
 
-    from reports import warehouse
+    from bgp_congruency.reports import warehouse
 
     try:
         target = warehouse.refresh(cfg)

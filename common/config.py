@@ -9,9 +9,9 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from common import layout
-from common.errors import BadInput
-from common.params import MethodParams
+from bgp_congruency.common import layout
+from bgp_congruency.common.errors import BadInput
+from bgp_congruency.common.params import MethodParams
 
 
 class ConfigError(BadInput):
@@ -227,7 +227,7 @@ def _collectors(v):
 
 
 def _backend(v):
-    from ingest.backends import NAMES
+    from bgp_congruency.ingest.backends import NAMES
 
     return _text(choices=NAMES)(v)
 
@@ -283,7 +283,7 @@ _METHOD_CHECKS = {
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
     come from congruency/groups.toml unless the file sets [method.groups]."""
-    from common.params import load_groups
+    from bgp_congruency.common.params import load_groups
 
     data: dict = read_toml(path) if path is not None else {}
     method_data = data.pop("method", {})

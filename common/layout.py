@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 #: Hive-style partition folder of a month: `month=YYYY-MM`.
 MONTH = "month="

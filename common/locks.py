@@ -16,8 +16,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from common import layout
-from common.errors import CongruencyError
+from bgp_congruency.common import layout
+from bgp_congruency.common.errors import CongruencyError
 
 
 class LockBusy(CongruencyError, RuntimeError):

@@ -3,7 +3,7 @@ and calendar steps. One place, as ingest, the job, the runner and the reports al
 from __future__ import annotations
 
 import re
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 
 def parse_month(text: str, flag: str = "--month") -> tuple[int, int]:

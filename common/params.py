@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import ClassVar
 from pathlib import Path
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 GROUPS_TOML = Path(__file__).with_name("groups.toml")
 

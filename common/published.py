@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common import layout
-from common.errors import BadInput
+from bgp_congruency.common import layout
+from bgp_congruency.common.errors import BadInput
 
 
 class NoResults(BadInput):

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
+from bgp_congruency.common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
                            RIB_ENTRIES, SENSITIVITY, TRANSITIONS, VPS)
 
 class Col(NamedTuple):

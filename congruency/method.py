@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from common.params import MethodParams
+from bgp_congruency.common.params import MethodParams
 
 DEFAULT_ROUTES = frozenset({"0.0.0.0/0", "::/0"})
 #: Cleaning reasons in precedence order (METHOD.md step 1); `KEPT` counts the survivors.

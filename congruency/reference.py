@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from congruency.method import (
+from bgp_congruency.congruency.method import (
     KEPT,
     clean_path,
     divergence,
@@ -22,8 +22,8 @@ from congruency.method import (
     shared_adjacent,
     shared_asns,
 )
-from common.params import MethodParams
-from common.tables import TABLES
+from bgp_congruency.common.params import MethodParams
+from bgp_congruency.common.tables import TABLES
 
 AFIS = (4, 6)
 

@@ -67,7 +67,7 @@ DEFAULT_ARGS = {
 def _job():
     """The runner's executor and scheduler modules, the run's month and its Config, from the
     context (same code path as the command line)."""
-    from runner import month as runner, schedule
+    from bgp_congruency.runner import month as runner, schedule
 
     ctx = get_current_context()
     params = ctx["params"]

@@ -13,7 +13,7 @@ import csv
 from datetime import datetime, timezone
 from pathlib import Path
 
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 FIELDS = ("path", "project", "type", "collector", "file_time", "time_span", "written")
 

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
 #: Collector sets `--collectors` takes besides names.

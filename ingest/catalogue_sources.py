@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import layout
-from common.errors import CongruencyError
-from ingest import catalogue, download
-from ingest.catalogue import Collector
+from bgp_congruency.common import layout
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.ingest import catalogue, download
+from bgp_congruency.ingest.catalogue import Collector
 
 RIPESTAT_URL = "https://stat.ripe.net/data/rrc-info/data.json"
 ROUTEVIEWS_URL = "https://api.routeviews.org/collector/?format=json"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from common import console
-from common.errors import CongruencyError
+from bgp_congruency.common import console
+from bgp_congruency.common.errors import CongruencyError
 
 __all__ = ["DownloadError", "NotFound", "FetchResult", "fetch", "is_remote",
            "verify_compressed_stream", "list_directory", "exists"]

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.errors import CongruencyError
+from bgp_congruency.common.errors import CongruencyError
 
 CHUNK = 4 << 20
 HEADER = struct.Struct(">IHHI")

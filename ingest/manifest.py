@@ -13,8 +13,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import atomic, layout
-from common.tables import MANIFEST as SCHEMA
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.tables import MANIFEST as SCHEMA
 
 
 
@@ -64,7 +64,7 @@ def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = fr
     """Replace the rows of these slots, remove those of `drop`, keep the others; atomic rename. Safe for concurrent
     writers (one per collector, e.g. Airflow's mapped ingest tasks): the read-merge-write
     holds the month's manifest lock."""
-    from common.locks import month_lock
+    from bgp_congruency.common.locks import month_lock
 
     p = path(data_dir, month)
     with month_lock(data_dir, month, part="manifest", wait_s=300):

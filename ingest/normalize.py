@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.tables import RIB_ENTRIES
+from bgp_congruency.common.tables import RIB_ENTRIES
 
 ASN_LIST = RIB_ENTRIES.field("as_path").type
 _SET_CHARS = r"[{(\[]"

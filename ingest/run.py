@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from common import atomic, console, hooks, layout
-from common.config import Config
-from common.errors import CongruencyError
-from ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
-from ingest.discovery import Slot
-from ingest.writer import SnapshotWriter, entries_path
+from bgp_congruency.common import atomic, console, hooks, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
+from bgp_congruency.ingest.discovery import Slot
+from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
 
 
 class IngestError(CongruencyError):
@@ -43,7 +43,7 @@ def _inactive(col: catalogue.Collector, month: str, t: datetime) -> Slot:
                 error=f"{col.name} not active at {t:%Y-%m-%d %H:%M} (active {life}; {col.source or 'catalogue'})")
 
 
-def plan(cfg: Config, month: str) -> list[Slot]:
+def slots_of(cfg: Config, month: str) -> list[Slot]:
     """One slot per (collector of the selection, target time): those outside the collector's
     lifetime are `inactive` without asking the archive; the others are discovered. Where no
     source gives a collector's start, a month with no folder in the archive is `inactive`."""
@@ -129,7 +129,7 @@ def _not_a_rib(source: str, stats: framing.FrameStats) -> str:
 
 def _framed(local: Path, slot: Slot, backend, batch_rows: int, source: str):
     """A text backend's batches, normalised, with framing.scan running in a thread beside it."""
-    from ingest.normalize import to_entries  # pyarrow.compute: only text backends pay its import
+    from bgp_congruency.ingest.normalize import to_entries  # pyarrow.compute: only text backends pay its import
 
     result: dict = {}
 
@@ -235,7 +235,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     backend = backends.get(cfg.backend)
     # What a killed ingest left (temps of writers that are gone); a live writer's stay.
     atomic.clean_dead_under(layout.month_dir(cfg.data_dir, "rib_entries", month))
-    slots = plan(cfg, month)
+    slots = slots_of(cfg, month)
     previous = manifest.read(cfg.data_dir, month)
     todo, done = [], 0
     for s in slots:

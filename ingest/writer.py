@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import atomic, layout
-from common.tables import FILE_SCHEMA
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.tables import FILE_SCHEMA
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
 # bytes), min/max statistics only on the columns readers filter on: 30% less write time and

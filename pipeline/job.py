@@ -12,12 +12,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import console, hooks, layout
-from common.config import Config
-from common.locks import LockBusy, month_lock
-from common.months import previous_month
-from pipeline.engines import Engine
-from pipeline.steps import JobError
+from bgp_congruency.common import console, hooks, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.locks import LockBusy, month_lock
+from bgp_congruency.common.months import previous_month
+from bgp_congruency.pipeline.engines import Engine
+from bgp_congruency.pipeline.steps import JobError
 
 #: Published together; month_summary last (its folder marks a month published).
 TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
@@ -81,36 +81,34 @@ class _StageTicker:
 def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
-        from pipeline.engines import spark as spark_engine
+        from bgp_congruency.pipeline.engines import spark as spark_engine
 
         own = spark is None
         if own:
-            from pipeline import spark_session as sparkmod
+            from bgp_congruency.pipeline import spark_session as sparkmod
 
             spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
         return spark_engine.SparkEngine(spark, own=own)
-    from pipeline.engines.duckdb import DuckDBEngine
+    from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
     return DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
 
 
-def run_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
+def compare_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
     """Each month on `cfg`'s engine (effective_engine), published on its own."""
     engine = open_engine(cfg, spark)
     try:
-        return [run_with(engine, cfg, m) for m in months]
+        return [compare_with(engine, cfg, m) for m in months]
     finally:
         engine.close()
 
 
-def run_month(spark, cfg: Config, month: str) -> MonthResult:
-    """One month on the Spark engine with the given session."""
-    from pipeline.engines.spark import SparkEngine
-
-    return run_with(SparkEngine(spark), cfg, month)
+def compare_month(cfg: Config, month: str, spark=None) -> MonthResult:
+    """One month on `cfg`'s engine (on Spark with the given session)."""
+    return compare_months(cfg, [month], spark)[0]
 
 
-def run_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
+def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = str(layout.month_dir(root, "rib_entries", month))
@@ -186,7 +184,7 @@ def _wait_previous(root: str, month: str, step) -> None:
     orders months)."""
     if layout.is_cluster(root):
         return
-    from common.locks import lock_path, wait_for
+    from bgp_congruency.common.locks import lock_path, wait_for
 
     pm, base = previous_month(month), Path(root.removeprefix("file://"))
     if lock_path(base, pm).exists():
@@ -213,8 +211,8 @@ def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, l
     if layout.is_cluster(root):
         prev = {t: store.month(t, pm) for t in PREVIOUS_TABLES}
         return (prev if all(store.has_files(p) for p in prev.values()) else None), None
-    from common.locks import reading
-    from common.published import listing
+    from bgp_congruency.common.locks import reading
+    from bgp_congruency.common.published import listing
 
     base = Path(root.removeprefix("file://"))
     into = Path(staged.removeprefix("file://")) / "_prev"
@@ -249,9 +247,9 @@ def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, l
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:
     """The month's provenance row (pipeline/provenance.py), staged beside its tables."""
-    from common.tables import PROVENANCE
-    from ingest.policy import for_config
-    from pipeline import provenance
+    from bgp_congruency.common.tables import PROVENANCE
+    from bgp_congruency.ingest.policy import for_config
+    from bgp_congruency.pipeline import provenance
 
     rows = engine.read_rows(store.month("manifest", month, "manifest.parquet"))
     cov = for_config(rows, cfg).to_dict() if rows else None

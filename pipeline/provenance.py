@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 
-from common.config import Config
+from bgp_congruency.common.config import Config
 
 METHOD_MD = Path(__file__).resolve().parents[1] / "congruency" / "METHOD.md"
 

@@ -19,7 +19,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from common import hooks, layout
+from bgp_congruency.common import hooks, layout
 
 PUBLISH_MARK = "_PUBLISH"
 
@@ -82,7 +82,7 @@ class Store:
     def _swap(self, staged: str, tables: list[str], month: str) -> list[str]:
         """Every table's swap under common.locks.publishing: readers that hold `reading`
         (query, report, advise, export) see all of the month's tables old, or all new."""
-        from common.locks import publishing
+        from bgp_congruency.common.locks import publishing
 
         with publishing(self.root):
             return self._swap_all(staged, tables, month)

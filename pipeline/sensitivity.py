@@ -13,11 +13,11 @@ import json
 import time
 from dataclasses import replace
 
-from common import layout
-from common.config import Config
-from common.errors import BadInput
-from common.locks import month_lock
-from common.params import REPRESENTATIVE, MethodParams
+from bgp_congruency.common import layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
+from bgp_congruency.common.locks import month_lock
+from bgp_congruency.common.params import REPRESENTATIVE, MethodParams
 
 #: choice -> variant -> the change it makes to the month's parameters.
 CHOICES: dict[str, dict[str, dict]] = {
@@ -59,7 +59,7 @@ def month_params(root, month: str, fallback: MethodParams) -> MethodParams:
     return MethodParams(**{k: v for k, v in p.items() if k in MethodParams.__dataclass_fields__})
 
 
-def plan(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str, str, MethodParams]]:
+def variants(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str, str, MethodParams]]:
     """(choice, variant, params) for each wanted `choice=variant` (all by default); a variant
     equal to `base` is named 'default'."""
     out = []
@@ -81,9 +81,9 @@ def plan(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[str,
 def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None, spark=None) -> dict:
     """Compute every wanted variant of the month and publish the `sensitivity` table
     (on `spark`, a session of the caller's, when given)."""
-    from common import published
-    from common.tables import SENSITIVITY
-    from pipeline import job
+    from bgp_congruency.common import published
+    from bgp_congruency.common.tables import SENSITIVITY
+    from bgp_congruency.pipeline import job
 
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     try:
@@ -91,7 +91,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     except published.NoResults as exc:
         raise SensitivityError(str(exc)) from None
     base = month_params(root, month, cfg.method)
-    todo = plan(base, wanted)
+    todo = variants(base, wanted)
     t0 = time.perf_counter()
     engine = job.open_engine(cfg, spark)
     store = staged = None

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from common.duck import quote
-from common.errors import CongruencyError
-from common.params import MethodParams
-from congruency.method import SET_HASH_MOD
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.params import MethodParams
+from bgp_congruency.congruency.method import SET_HASH_MOD
 
 #: Arrow types of the published schemas (common/tables.py) as each dialect names them.
 _SQL_TYPES = {
@@ -86,7 +86,7 @@ def counts(rows) -> tuple[dict[int, int], int]:
 
 
 @dataclass(frozen=True)
-class Step:
+class SqlStep:
     name: str
     kind: str  # view | work | table
     spark: str
@@ -174,8 +174,8 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
             "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
 
 
-def both(name: str, kind: str, sql: str) -> Step:
-    return Step(name, kind, sql, sql)
+def both(name: str, kind: str, sql: str) -> SqlStep:
+    return SqlStep(name, kind, sql, sql)
 
 
 # Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
@@ -195,12 +195,12 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
           [prev[1] + 1]),
       range(0, len(v4_path) + 1))[-1]"""
 
-MONTH_STEPS: tuple[Step, ...] = (
+MONTH_STEPS: tuple[SqlStep, ...] = (
     # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
     # prepending-free path (computed once, then tested). A loop is an ASN whose first
     # position is not its own (cheaper than a distinct set per row on both engines:
     # measured 3.5 vs 4.7 s in Spark, ~2.5 vs ~18 s in DuckDB, at scale 10).
-    Step("rows", "view",
+    SqlStep("rows", "view",
          spark="""
 SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
@@ -229,7 +229,7 @@ FROM (SELECT *, list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) 
     both("by_session", "work", """
 SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries
 FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
-    Step("cleaning_stats", "table",
+    SqlStep("cleaning_stats", "table",
          spark="""
 SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries) AS entries
 FROM by_session GROUP BY afi, coalesce(reason, 'kept')""",
@@ -250,7 +250,7 @@ FROM (SELECT DISTINCT snapshot_time FROM entries WHERE snapshot_time IS NOT NULL
     # (39.9 s for collect_set, 107-121 s for count(DISTINCT)), shuffling once, by path, for
     # both aggregations; DuckDB 3.8 s against 7.1 s for two count(DISTINCT), each of which
     # hashes every row's keys once more.
-    Step("per_path", "work",
+    SqlStep("per_path", "work",
          spark="""
 SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
@@ -273,7 +273,7 @@ GROUP BY vp_group, vp_asn, afi, path{unit_cols}"""),
     # the path array, which forces a sort-based aggregate). dest_asn leads the partition key:
     # Spark sorts on a prefix of the first key, a bigint tells rows apart where vp_group
     # ('route-views...') does not (5.3 -> 4.9 s at scale 10, warm; DuckDB: the same).
-    Step("paths", "table",
+    SqlStep("paths", "table",
          spark="""
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
@@ -295,13 +295,13 @@ SELECT count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS t4,
        count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS t6
 FROM per_path"""),
     # 8. Transit VPs: ASNs seen as an intermediate AS of any cleaned path.
-    Step("transit", "view",
+    SqlStep("transit", "view",
          spark="""
 SELECT DISTINCT vp_asn FROM (SELECT explode(slice(path, 2, greatest(size(path) - 2, 0))) AS vp_asn FROM per_path)""",
          duckdb="""
 SELECT DISTINCT vp_asn FROM (SELECT unnest(path[2:len(path) - 1]) AS vp_asn FROM per_path)"""),
     # 3. Sessions: distinct peer IPs of the kept rows per VP and AFI, ascending.
-    Step("sessions", "view",
+    SqlStep("sessions", "view",
          spark="""
 SELECT vp_group, vp_asn,
        array_sort(collect_set(CASE WHEN afi = 4 THEN peer_ip END)) AS sessions_v4,
@@ -346,7 +346,7 @@ JOIN (SELECT vp_group, vp_asn, dest_asn, count(CASE WHEN afi = 4 THEN 1 END) AS 
   ON n.vp_group = e.vp_group AND n.vp_asn = e.vp_asn AND n.dest_asn = e.dest_asn
 WHERE CAST(e.c AS DOUBLE) >= {share} * n.n4 * n.n6"""),
     # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
-    Step("pairs_base", "work",
+    SqlStep("pairs_base", "work",
          spark="""
 SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a ->
             (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
@@ -380,10 +380,10 @@ FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS
 {any_join}
       WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""),
     # Non-adopters: inner ASes of the IPv4 path on no cleaned IPv6 path of the month.
-    Step("v6_asns", "view",
+    SqlStep("v6_asns", "view",
          spark="SELECT DISTINCT x FROM (SELECT explode(path) AS x FROM per_path WHERE afi = 6)",
          duckdb="SELECT DISTINCT x FROM (SELECT unnest(path) AS x FROM per_path WHERE afi = 6)"),
-    Step("non_adopt", "view",
+    SqlStep("non_adopt", "view",
          spark="""
 SELECT vp_group, vp_asn, dest_asn{na_key}, array_sort(collect_set(x)) AS non_adopters
 FROM (SELECT vp_group, vp_asn, dest_asn{na_key_inner}, explode(slice(v4_path, 2, greatest(size(v4_path) - 2, 0))) AS x
@@ -395,7 +395,7 @@ SELECT vp_group, vp_asn, dest_asn{na_key}, list_sort(list(DISTINCT x)) AS non_ad
 FROM (SELECT vp_group, vp_asn, dest_asn{na_key_inner}, unnest(v4_path[2:len(v4_path) - 1]) AS x FROM pairs_base) i
 ANTI JOIN v6_asns v ON i.x = v.x
 GROUP BY vp_group, vp_asn, dest_asn{na_key}"""),
-    Step("pairs", "table",
+    SqlStep("pairs", "table",
          spark=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
@@ -411,7 +411,7 @@ FROM pairs_base b LEFT JOIN non_adopt n
     # 7b. Divergence of each non-congruent pair. Both paths start at the VP and end at the
     # destination, without loops, so neither is a prefix of the other: the first differing
     # position lies within the shorter one (array_position / list_position finds it).
-    Step("divergence", "table",
+    SqlStep("divergence", "table",
          spark="""
 SELECT vp_group, vp_asn, dest_asn, pre AS common_prefix, suf AS common_suffix,
        element_at(v4_path, pre) AS part_asn, element_at(v4_path, size(v4_path) - suf + 1) AS rejoin_asn,
@@ -445,7 +445,7 @@ FROM vp_base v LEFT JOIN (
   ON p.vp_group = v.vp_group AND p.vp_asn = v.vp_asn"""),
     # The month in one row. Quartiles by linear interpolation: Spark's percentile is
     # DuckDB's quantile_cont.
-    Step("month_summary", "table",
+    SqlStep("month_summary", "table",
          spark="""
 SELECT vps, vps_dual_stacked, vps_default_free, vps_with_pairs, destinations, pairs, noncongruent_pairs,
        CASE WHEN pairs > 0 THEN noncongruent_pairs / pairs END AS noncongruent_fraction,
@@ -539,7 +539,7 @@ def first_changed(engine: str, old: MethodParams | None, new: MethodParams, snap
     return next((i for i, s in enumerate(MONTH_STEPS) if any(c in s.sql(engine) for c in changed)), len(MONTH_STEPS))
 
 
-def render(step: Step, engine: str, params: MethodParams, snapshots: int) -> str:
+def render(step: SqlStep, engine: str, params: MethodParams, snapshots: int) -> str:
     """The step's SELECT in the engine's dialect, with the method's parameters filled in;
     `snapshots`: the month's distinct snapshot times (the size of per_path's masks)."""
     return step.sql(engine).format(**_fill(params, engine, snapshots))

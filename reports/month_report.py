@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from common import layout, published
-from reports import query, warehouse
-from reports.page import (
+from bgp_congruency.common import layout, published
+from bgp_congruency.reports import query, warehouse
+from bgp_congruency.reports.page import (
     Figure,
     ReportError,
     fetch_rows,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from common import atomic
-from common.errors import CongruencyError
-from reports import warehouse
+from bgp_congruency.common import atomic
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.reports import warehouse
 
 #: The kinds of the transitions table and their labels (month and trend reports).
 TRANSITION_KINDS = (

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.errors import CongruencyError
+from bgp_congruency.common.errors import CongruencyError
 
 QUERIES_DIR = Path(__file__).parent / "queries"
 #: Statement kinds `--sql` accepts: reading only (COPY ... TO, SET, ATTACH, CREATE TEMP ... are refused).
@@ -93,7 +93,7 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
             raise BadValue(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
                              if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
         if p.kind == "month":
-            from common.months import parse_month
+            from bgp_congruency.common.months import parse_month
 
             try:
                 parse_month(text)
@@ -112,7 +112,7 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
 
 def check_months(q: Query, values: dict[str, object], root) -> None:
     """Every month parameter must be a published month (common/published.py): NoResults."""
-    from common import published
+    from bgp_congruency.common import published
 
     for k, v in values.items():
         if q.params[k].kind == "month":

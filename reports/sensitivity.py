@@ -6,9 +6,9 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from common import layout
-from reports import warehouse
-from reports.page import Figure, ReportError, fetch_rows, figure_html, page_html, plot_layout, render
+from bgp_congruency.common import layout
+from bgp_congruency.reports import warehouse
+from bgp_congruency.reports.page import Figure, ReportError, fetch_rows, figure_html, page_html, plot_layout, render
 
 #: Headline figures shown: column -> (label, how to compute it from a row).
 FIGURES = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common import layout
-from reports import warehouse
-from reports.page import (
+from bgp_congruency.common import layout
+from bgp_congruency.reports import warehouse
+from bgp_congruency.reports.page import (
     TRANSITION_KINDS,
     Figure,
     ReportError,
@@ -26,7 +26,7 @@ def trend_path(cfg) -> Path:
 
 def _calendar(first: str, last: str) -> list[str]:
     """Every month from first to last: the trend's x axis, so a missing month is a gap."""
-    from common.months import parse_month_range
+    from bgp_congruency.common.months import parse_month_range
 
     return parse_month_range(f"{first}..{last}")
 
@@ -34,7 +34,7 @@ def _calendar(first: str, last: str) -> list[str]:
 def trend_data(con) -> dict:
     """The trend's numbers: per published month its summary, transitions both ways (None
     where the month before was not published: not applicable), and per-VP fractions."""
-    from common.months import previous_month
+    from bgp_congruency.common.months import previous_month
 
     ms = fetch_rows(con, "SELECT month, pairs, noncongruent_fraction, non_adopter_fraction, vps_with_pairs, "
                     "vp_noncongruent_min AS lo, vp_noncongruent_q1 AS q1, vp_noncongruent_median AS med, "
@@ -186,7 +186,7 @@ def trend_html(con) -> str:
 
 def write_trend_report(cfg, out: Path | None = None) -> Path:
     """DATA_DIR/reports/trend.html (or `out`): every published month, offline."""
-    from common import published
+    from bgp_congruency.common import published
 
     if not published.months(warehouse.data_root(cfg)):  # ingested only, or nothing yet
         raise ReportError(f"{warehouse.data_root(cfg)}: no published tables of any month to show a trend of "

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from common import atomic, duck, hooks, layout
-from common.duck import glob_literal, quote
-from common.errors import CongruencyError
-from common.table_docs import DOCS, TableDoc
+from bgp_congruency.common import atomic, duck, hooks, layout
+from bgp_congruency.common.duck import glob_literal, quote
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.table_docs import DOCS, TableDoc
 
 #: Oldest DuckDB release that can open the file: duckdb-cli >= 1.4 and Python duckdb 2.x both do.
 STORAGE_VERSION = "v1.4.0"

@@ -10,11 +10,11 @@ import os
 import time
 from datetime import datetime, timezone
 
-from common import console, layout
-from common.config import Config
-from common.errors import BadInput
-from common.locks import month_lock
-from runner.state import (
+from bgp_congruency.common import console, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
+from bgp_congruency.common.locks import month_lock
+from bgp_congruency.runner.state import (
     READ,
     SHARED_STEPS,
     STEPS,
@@ -30,7 +30,7 @@ from runner.state import (
     read_state,
     state_path,
 )
-from runner.steps import REGISTRY, Step, StepWarning, _cleanup, coverage, do_ingest
+from bgp_congruency.runner.steps import REGISTRY, Step, StepWarning, _cleanup, coverage, do_ingest
 
 
 def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progress=None,
@@ -88,7 +88,7 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
 
 def _one_line(step: str, month: str, exc: Exception, cfg: Config | None = None) -> str:
     """A step's failure as one line: the full-disk message, or the error's first line."""
-    from pipeline.job import no_space
+    from bgp_congruency.pipeline.job import no_space
 
     if cfg is not None and (msg := no_space(str(data_dir(cfg)), month, exc)):
         return msg
@@ -154,7 +154,7 @@ def run_months(cfg: Config, months: list[str], *, force: str | None = None, only
 def planned_collectors(cfg: Config, month: str) -> list[str]:
     """The selection's collectors that may have data in the month (the DAG maps its ingest
     over these; finish_ingest records the others' `inactive` rows)."""
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
     return [n for n, st in catalogue.active(cfg.collectors, month, cfg.catalogue).items() if st != "inactive"]
 
@@ -182,8 +182,8 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
 
 def finish_ingest(cfg: Config, month: str) -> StepResult:
     """After every collector's task: record the ingest step as a whole (the DAG's join)."""
-    from ingest import catalogue, manifest
-    from ingest import run as ingest_run
+    from bgp_congruency.ingest import catalogue, manifest
+    from bgp_congruency.ingest import run as ingest_run
 
     cols = read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
     planned = planned_collectors(cfg, month)
@@ -220,7 +220,7 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     from the data dir itself (so a skipped step reports the same as a fresh one)."""
     import pyarrow.parquet as pq
 
-    from ingest import manifest as mf
+    from bgp_congruency.ingest import manifest as mf
 
     root = data_dir(cfg)
     rows = list(mf.read(root, month).values())

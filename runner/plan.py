@@ -21,9 +21,9 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common import layout
-from common.config import Config, parse_bytes
-from common.errors import CongruencyError
+from bgp_congruency.common import layout
+from bgp_congruency.common.config import Config, parse_bytes
+from bgp_congruency.common.errors import CongruencyError
 
 INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
 COMPARE_ROWS_PER_S = 248_549_835 / 648.5
@@ -80,8 +80,8 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
     (cut samples: ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
     import pyarrow.parquet as pq
 
-    from ingest.writer import address_span
-    from ingest.writer import partial as is_partial
+    from bgp_congruency.ingest.writer import address_span
+    from bgp_congruency.ingest.writer import partial as is_partial
 
     rows: dict[str, list[dict]] = {}
     for p in (layout.manifest_file(data_dir, m) for m in reversed(layout.months_in(data_dir, "manifest"))):  # newest first
@@ -117,7 +117,7 @@ def _du(path: Path) -> int:
 
 
 def make(cfg: Config, months: list[str]) -> Plan:
-    from ingest import catalogue, discovery, manifest
+    from bgp_congruency.ingest import catalogue, discovery, manifest
 
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from common.config import Config
-from runner.state import StepFailed, StepResult, data_dir
+from bgp_congruency.common.config import Config
+from bgp_congruency.runner.state import StepFailed, StepResult, data_dir
 
 
 def month_for(logical_date, explicit: str | None = None) -> str:
     """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
     window closed), so M is the logical date's month; an explicit month wins."""
     if explicit:
-        from common.months import parse_month_range
+        from bgp_congruency.common.months import parse_month_range
 
         (m,) = parse_month_range(explicit, "month")
         return m
@@ -21,8 +21,8 @@ def month_for(logical_date, explicit: str | None = None) -> str:
 
 def config_from_params(params: dict) -> Config:
     """The Config a DAG run's params describe (same fields and defaults as the command line)."""
-    from common.config import load
-    from ingest import discovery
+    from bgp_congruency.common.config import load
+    from bgp_congruency.ingest import discovery
 
     cfg = load(params.get("config") or None)
     over = {

@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from common import atomic, layout
-from common.config import Config
-from common.errors import CongruencyError
-from common.locks import month_lock
-from pipeline.job import TABLE_ORDER
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.locks import month_lock
+from bgp_congruency.pipeline.job import TABLE_ORDER
 
 #: The steps of a month, in order; a step may read what the ones before it wrote.
 STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
@@ -85,8 +85,8 @@ def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
     """Steps recorded done whose inputs from other months' runs changed since: the compare
     whose month before was re-published after it read it, a step whose inputs changed while
     it ran. (The rest of a fingerprint, the run's own selection and method, is the run's.)"""
-    from common.months import previous_month
-    from pipeline.job import PREVIOUS_TABLES
+    from bgp_congruency.common.months import previous_month
+    from bgp_congruency.pipeline.job import PREVIOUS_TABLES
 
     out = {}
     for name, rec in st["steps"].items():
@@ -110,26 +110,26 @@ def _digest(obj) -> str:
 
 def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
     """(path, size, mtime_ns) of every published data file of these tables (and months)."""
-    from common.published import listing
+    from bgp_congruency.common.published import listing
 
     return listing(root, tables, months)
 
 
 def engine(cfg: Config) -> str:
     """The engine the compare job will use (a named Spark cluster implies Spark)."""
-    from pipeline import job
+    from bgp_congruency.pipeline import job
 
     return job.effective_engine(cfg)
 
 
 def _manifest_ok(cfg: Config, month: str) -> list[dict]:
-    from ingest import manifest
+    from bgp_congruency.ingest import manifest
 
     return [r for r in manifest.read(data_dir(cfg), month).values() if r["status"] == "ok"]
 
 
 def _selection(cfg: Config, month: str) -> dict:
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
     cat = catalogue.load(cfg.catalogue)
     cols = {n: [cat[n].active_from, cat[n].active_until, cat[n].evidence_from, cat[n].path, cat[n].legacy_paths]
@@ -151,8 +151,8 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
         return _digest(_selection(cfg, month))
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
-        from common.months import previous_month
-        from pipeline.job import PREVIOUS_TABLES
+        from bgp_congruency.common.months import previous_month
+        from bgp_congruency.pipeline.job import PREVIOUS_TABLES
 
         prev = (read or {}).get("previous")
         if prev is None:

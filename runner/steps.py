@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from common import atomic, console, layout
-from common.config import Config
-from common.errors import CongruencyError
-from runner.state import MONTH_TABLES, READ, StepFailed, _manifest_ok, data_dir, engine
+from bgp_congruency.common import atomic, console, layout
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.runner.state import MONTH_TABLES, READ, StepFailed, _manifest_ok, data_dir, engine
 
 # --- the steps ------------------------------------------------------------------------
 
@@ -23,8 +23,8 @@ def _cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables (finished or removed, see
     pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The
     warehouse and trend report are shared by every month: only temps of dead writers go."""
-    from pipeline.publish import LocalStore
-    from reports import month_report, trend_report, warehouse
+    from bgp_congruency.pipeline.publish import LocalStore
+    from bgp_congruency.reports import month_report, trend_report, warehouse
 
     root = data_dir(cfg)
     LocalStore(root).recover(month)
@@ -39,7 +39,7 @@ def _tunnels_path(cfg: Config, month: str) -> Path:
 def coverage(cfg: Config, month: str, keys: set[str] | None = None):
     """The month's coverage under the config's policy (ingest/policy.py), from the manifest
     rows of the selection's slots (all of the selection's collectors if keys is None)."""
-    from ingest import catalogue, manifest, policy
+    from bgp_congruency.ingest import catalogue, manifest, policy
 
     names = set(catalogue.expand(cfg.collectors, cfg.catalogue))
     rows = [r for k, r in manifest.read(data_dir(cfg), month).items()
@@ -52,7 +52,7 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
     The whole month goes on when its coverage meets the policy; one collector's task fails
     when any of its active snapshots did (the scheduler retries it), the month's join
     (finish_ingest) then applies the policy."""
-    from ingest import run as ingest_run
+    from bgp_congruency.ingest import run as ingest_run
 
     if collector:
         cfg = cfg.with_overrides(collectors=(collector,))
@@ -79,21 +79,21 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
 
 
 def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
-    from pipeline import job
+    from bgp_congruency.pipeline import job
 
     if not _manifest_ok(cfg, month):
         raise StepFailed(f"compare {month}: no snapshot of the month was ingested")
     if engine(cfg) == "spark":
-        from pipeline import spark_session as sparkmod
+        from bgp_congruency.pipeline import spark_session as sparkmod
 
         if problem := sparkmod.java_problem():
             raise StepFailed(problem)
         ctx = {} if ctx is None else ctx
         if ctx.get("spark") is None:
             ctx["spark"] = sparkmod.session(cfg.spark_master, cfg.spark_conf)
-        (res,) = job.run_months(cfg, [month], spark=ctx["spark"])
+        (res,) = job.compare_months(cfg, [month], spark=ctx["spark"])
     else:
-        (res,) = job.run_months(cfg, [month])
+        (res,) = job.compare_months(cfg, [month])
     if res.error:
         raise StepFailed(res.error)
     root = data_dir(cfg)
@@ -104,8 +104,8 @@ def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The sensitivity table and page (config `sensitivity = true`); nothing when off."""
     if not cfg.sensitivity:
         return {}
-    from pipeline import sensitivity
-    from reports import sensitivity as page
+    from bgp_congruency.pipeline import sensitivity
+    from bgp_congruency.reports import sensitivity as page
 
     out = sensitivity.run(cfg, month, progress=progress)
     return {"sensitivity": out["path"], "sensitivity_report": str(page.write(cfg, month))}
@@ -113,8 +113,8 @@ def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The month's hints table, and its JSON Lines export for tunnel tools."""
-    from selector import table as hints
-    from selector.exports import jsonl
+    from bgp_congruency.selector import table as hints
+    from bgp_congruency.selector.exports import jsonl
 
     out = hints.publish(cfg, month, progress=progress)
     export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
@@ -129,7 +129,7 @@ class StepWarning(CongruencyError):
 def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The warehouse file; held open for writing elsewhere (the duckdb client), it is left as
     it is with a warning: the reports read the tables themselves."""
-    from reports import warehouse
+    from bgp_congruency.reports import warehouse
 
     try:
         return {"warehouse": str(warehouse.refresh(cfg))}
@@ -139,8 +139,8 @@ def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """Both reports, holding the tables still (another month may be re-published meanwhile)."""
-    from common.locks import reading
-    from reports import month_report, trend_report
+    from bgp_congruency.common.locks import reading
+    from bgp_congruency.reports import month_report, trend_report
 
     with reading(data_dir(cfg)):
         return {"month_report": str(month_report.write_month_report(cfg, month)),

@@ -4,8 +4,8 @@ this module applies them to a month read by selector/month.py.
 
 Library use:
 
-    from common.config import load
-    from selector.advice import advise
+    from bgp_congruency.common.config import load
+    from bgp_congruency.selector.advice import advise
     answer = advise(load(), "6939", ["2001:db8::1"])      # latest published month
     answer["hints"][0]["hint_class"], answer["hints"][0]["mode"]
 """
@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import duck
-from common.config import Config
-from common.tables import HINTS
-from selector import rules as selector
-from selector.month import Month, lookup_origins, resolve_month
-from selector.question import (MAX_CANDIDATE_PATHS, Destination, HintError, Source, load_endpoints,
+from bgp_congruency.common import duck
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.tables import HINTS
+from bgp_congruency.selector import rules as selector
+from bgp_congruency.selector.month import Month, lookup_origins, resolve_month
+from bgp_congruency.selector.question import (MAX_CANDIDATE_PATHS, Destination, HintError, Source, load_endpoints,
                                parse_destination, parse_source)
 
 

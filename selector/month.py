@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from common import duck, layout, published
-from common.duck import quote
-from common.config import Config
-from selector.question import HintError
+from bgp_congruency.common import duck, layout, published
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.config import Config
+from bgp_congruency.selector.question import HintError
 
 
 def local_root(cfg: Config) -> Path:
@@ -19,7 +19,7 @@ def local_root(cfg: Config) -> Path:
 
 def resolve_month(cfg: Config, month: str | None) -> str:
     """The month asked for (it must be published), or the latest published one."""
-    from common.months import parse_month
+    from bgp_congruency.common.months import parse_month
 
     if month is None:
         months = published.months(local_root(cfg))

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.config import ConfigError, read_toml
-from common.errors import BadInput
+from bgp_congruency.common.config import ConfigError, read_toml
+from bgp_congruency.common.errors import BadInput
 
 ASN_RE = re.compile(r"(?:AS|as)?(\d{1,10})")
 VP_RE = re.compile(r"([A-Za-z0-9_.-]{1,64}):(?:AS|as)?(\d{1,10})")

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 import functools
 from dataclasses import dataclass, fields
 
-from congruency.method import shared_adjacent, shared_asns
+from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 
 CLASSES = ("disjoint", "shared-edge", "shared-core", "congruent", "unknown")
 MODES = ("aggregate", "backup", "single-path")

@@ -8,13 +8,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import duck
-from common.duck import quote
-from common.config import Config
-from common.tables import HINTS
-from pipeline.steps import sql_type
-from selector import rules as selector
-from selector.month import local_root, month_snapshots, resolve_month, table_glob
+from bgp_congruency.common import duck
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.tables import HINTS
+from bgp_congruency.pipeline.steps import sql_type
+from bgp_congruency.selector import rules as selector
+from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month, table_glob
 
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
@@ -117,8 +117,8 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     class, path, seconds. `progress`: the caller's rich Progress (one display), else its own."""
     from contextlib import nullcontext
 
-    from common import console
-    from pipeline.publish import LocalStore
+    from bgp_congruency.common import console
+    from bgp_congruency.pipeline.publish import LocalStore
 
     t0 = time.perf_counter()
     month = resolve_month(cfg, month)

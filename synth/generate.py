@@ -293,7 +293,7 @@ def _write_ground_truth(out: Path, month: str, result: dict) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from common.tables import TABLES
+    from bgp_congruency.common.tables import TABLES
 
     d = out / "ground_truth" / f"month={month}"
     d.mkdir(parents=True, exist_ok=True)
@@ -365,7 +365,7 @@ def _write_parallel(out: Path, month: str, fams, vplist, jobs, workers: int, pro
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from common import atomic
+    from bgp_congruency.common import atomic
 
     done = []
     _WRITER.update(out=out, month=month, fams=fams, vps=vplist)
@@ -434,9 +434,9 @@ def generate(
         raise ValueError("workers must be at least 1")
     compute_month = params = None
     if ground_truth:
-        from common.params import load_groups
-        from common.params import MethodParams
-        from congruency.reference import compute_month
+        from bgp_congruency.common.params import load_groups
+        from bgp_congruency.common.params import MethodParams
+        from bgp_congruency.congruency.reference import compute_month
 
         params = method_params or MethodParams(min_coverage=min_coverage, groups=load_groups())
     net = Internet.build(seed, ases)

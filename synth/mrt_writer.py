@@ -14,7 +14,7 @@ import ipaddress
 import struct
 from pathlib import Path
 
-from common import atomic
+from bgp_congruency.common import atomic
 
 TABLE_DUMP_V2 = 13
 PEER_INDEX_TABLE, RIB_IPV4_UNICAST, RIB_IPV6_UNICAST = 1, 2, 4

@@ -22,7 +22,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark():
-    from pipeline import spark_session as sparkmod
+    from bgp_congruency.pipeline import spark_session as sparkmod
 
     problem = sparkmod.java_problem()
     if problem:
@@ -40,7 +40,7 @@ def fast_backend() -> str:
 
 @pytest.fixture(scope="session")
 def config():
-    from common.config import load
+    from bgp_congruency.common.config import load
 
     cfg = load()
     return replace(cfg, method=replace(cfg.method, min_coverage=0.0))
@@ -51,7 +51,7 @@ def ingested_2026(tmp_path_factory, config):
     """A data dir holding the real 2026-07-30 14:00 route-views2 + route-views6 RIB entries."""
     if not RV2_2026.is_file():
         pytest.skip("shared data not present")
-    from ingest import run as ingest_run
+    from bgp_congruency.ingest import run as ingest_run
     from tests.support.data import ARCHIVE
 
     data = tmp_path_factory.mktemp("data-2026-07")

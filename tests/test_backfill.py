@@ -22,10 +22,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from common.months import parse_month_range, previous_month
-from common.params import MethodParams, load_groups
-from congruency import reference
-from synth.generate import generate
+from bgp_congruency.common.months import parse_month_range, previous_month
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.congruency import reference
+from bgp_congruency.synth.generate import generate
 from tests.support.data import ARCHIVE, needs_data
 from tests.support.month import canon, compute_reference, published
 
@@ -92,7 +92,7 @@ def expected(month: str) -> dict[str, str]:
 
 
 def _run(data: Path, archive: Path, cfg: Path, *more: str) -> list[dict]:
-    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--months", f"{MONTHS[0]}..{MONTHS[-1]}",
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--months", f"{MONTHS[0]}..{MONTHS[-1]}",
                         "--collectors", "all", "--days", "1-2", "--times", "00:00", "--archive-root", str(archive),
                         "--data-dir", str(data), "--config", str(cfg), "--min-coverage", "0.5", "--json", *more],
                        capture_output=True, text=True, timeout=900)
@@ -176,9 +176,9 @@ def test_real_sample_with_every_collector(tmp_path):
     """2026-07 with --collectors all on the shared archive: route-views2 + route-views6 are
     ok, every other collector is inactive or missing as the shipped catalogue says, and the
     pairs are the 2,167 of the two-collector run (make demo)."""
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
-    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
                         "14:00", "--collectors", "all", "--tolerate-failures", "--archive-root", str(ARCHIVE),
                         "--data-dir", str(tmp_path / "data"), "--min-coverage", "0", "--json"],
                        capture_output=True, text=True, timeout=600, env={**os.environ, "CONGRUENCY_PAUSE": ""})
@@ -218,7 +218,7 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
         data = mnt / "data"
 
         def run(months_arg: str):
-            return subprocess.run([sys.executable, "-m", "cli.main", "run", "--months", months_arg, "--days", "1",
+            return subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--months", months_arg, "--days", "1",
                                    "--collectors", "all", "--archive-root", str(archive), "--data-dir", str(data),
                                    "--config", str(tmp_path / "cfg.toml"), "--min-coverage", "0.5", "--json"],
                                   capture_output=True, text=True, timeout=600)
@@ -255,9 +255,9 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
 def test_the_dag_maps_only_collectors_active_in_its_month():
     """The DAG's `plan` task (runner.planned_collectors): the catchup from 2009 maps the
     collectors running then, the same planning as `run` and `plan`."""
-    from ingest import catalogue
-    from runner.month import planned_collectors
-    from runner.schedule import config_from_params
+    from bgp_congruency.ingest import catalogue
+    from bgp_congruency.runner.month import planned_collectors
+    from bgp_congruency.runner.schedule import config_from_params
 
     cfg = config_from_params({"collectors": ["all"]})
     got = planned_collectors(cfg, "2009-06")
@@ -279,7 +279,7 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
     from tests.support.data import RV2_2026, RV6_2026
 
     data = tmp_path / "data"
-    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
                         "14:00", "--collectors", "route-views2,route-views6,rrc00", "--tolerate-failures",
                         "--archive-root", str(ARCHIVE), "--data-dir", str(data), "--min-coverage", "0"],
                        capture_output=True, text=True, timeout=600)
@@ -307,7 +307,7 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
 @needs_data
 def test_only_one_step_succeeds_when_that_step_does(tmp_path):
     """`run --only ingest --json`: ok and exit 0 once ingest is done, though nothing is compared yet."""
-    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
                         "14:00", "--archive-root", str(ARCHIVE), "--data-dir", str(tmp_path / "data"),
                         "--only", "ingest", "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

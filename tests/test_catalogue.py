@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from cli.main import main as cli
-from ingest import catalogue
-from ingest import catalogue_sources as cs
-from ingest.policy import assess
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.ingest import catalogue
+from bgp_congruency.ingest import catalogue_sources as cs
+from bgp_congruency.ingest.policy import assess
 from tests.support.archive_server import serve
 from tests.support.data import DATA
 
@@ -151,7 +151,7 @@ def test_observed_families_fill_in_unknown_ones(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from common.tables import MANIFEST
+    from bgp_congruency.common.tables import MANIFEST
 
     d = tmp_path / "data" / "manifest" / "month=2026-07"
     d.mkdir(parents=True)

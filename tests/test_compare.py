@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from common.params import MethodParams
-from common.tables import TABLES
-from pipeline import job
+from bgp_congruency.common.params import MethodParams
+from bgp_congruency.common.tables import TABLES
+from bgp_congruency.pipeline import job
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
 from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
@@ -39,7 +39,7 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
     """The DuckDB engine on the same rib_entries (in a data dir of its own, months run in the
     same order) gives the Spark engine's tables, transitions included: same rows, same
     column order and types, both those of common/tables.py."""
-    from common.tables import TRANSITIONS
+    from bgp_congruency.common.tables import TRANSITIONS
 
     duck = spark_data.parent / f"{spark_data.name}-duckdb"
     (duck / "rib_entries").mkdir(parents=True, exist_ok=True)
@@ -51,7 +51,7 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
         (duck / "manifest").mkdir(exist_ok=True)
         (duck / "manifest" / f"month={month}").symlink_to(manifest.resolve())
     cfg = replace(config.with_overrides(data_dir=duck, engine="duckdb"), method=params)
-    [res] = job.run_months(cfg, [month])
+    [res] = job.compare_months(cfg, [month])
     assert res.error is None, res.error
     for table in (*TABLES, "transitions"):
         schema = TRANSITIONS if table == "transitions" else TABLES[table]
@@ -60,7 +60,7 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
         assert file_schema(spark_data, table, month) == want, table
         assert canon(published(duck, table, month)) == canon(published(spark_data, table, month)), table
     # Provenance: the same schema on both engines, the same row but for when and by which engine.
-    from common.tables import PROVENANCE
+    from bgp_congruency.common.tables import PROVENANCE
 
     want = [(f.name, str(f.type)) for f in PROVENANCE if f.name != "month"]
     assert file_schema(duck, "provenance", month) == want == file_schema(spark_data, "provenance", month)
@@ -75,7 +75,7 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
 # ------------------------------------------------------------------ real data
 def test_real_pair_matches_reference(spark, config, ingested_2026):
     cfg = config.with_overrides(data_dir=ingested_2026)
-    res = job.run_month(spark, cfg, "2026-07")
+    res = job.compare_month(cfg, "2026-07", spark=spark)
     assert res.error is None, res.error
     ref = assert_same_as_reference(ingested_2026, "2026-07", cfg.method)
     assert_engines_agree(ingested_2026, config, "2026-07", cfg.method)
@@ -114,7 +114,7 @@ def test_variant_cases_match_reference(spark, config, tmp_path):
     for month, (make, change) in VARIANT_CASES.items():
         write_entries(tmp_path, month, make())
         cfg = replace(config.with_overrides(data_dir=tmp_path), method=replace(config.method, **change))
-        res = job.run_month(spark, cfg, month)
+        res = job.compare_month(cfg, month, spark=spark)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
 
@@ -124,7 +124,7 @@ def test_hand_made_cases_match_reference(spark, config, tmp_path):
         write_entries(tmp_path, month, make())
     for month, (make, cov) in HAND_CASES.items():
         cfg = replace(config.with_overrides(data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
-        res = job.run_month(spark, cfg, month)
+        res = job.compare_month(cfg, month, spark=spark)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
         assert_engines_agree(tmp_path, config, month, cfg.method)
@@ -134,7 +134,7 @@ def test_group_names_are_literals_in_both_dialects(spark):
     """A VP group or collector name with a quote or a backslash maps the same on both engines."""
     import duckdb
 
-    from pipeline import steps as S
+    from bgp_congruency.pipeline import steps as S
 
     groups = {"it's": "a\\b'c", "plain": "g"}
     step = S.both("g", "view", "SELECT {group} AS g FROM t ORDER BY collector")
@@ -153,10 +153,10 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_p
     write_entries(tmp_path, "2024-01", cases.full_month_rows())
     write_entries(tmp_path, "2024-03", cases.quartile_rows())
     cfg = config.with_overrides(data_dir=tmp_path)
-    assert job.run_month(spark, cfg, "2024-03").error is None
+    assert job.compare_month(cfg, "2024-03", spark=spark).error is None
     other = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}
-    first = job.run_month(spark, cfg, "2024-01")
-    again = job.run_month(spark, cfg, "2024-01")
+    first = job.compare_month(cfg, "2024-01", spark=spark)
+    again = job.compare_month(cfg, "2024-01", spark=spark)
     assert first.error is None and again.error is None and first.summary == again.summary
     assert len(published(tmp_path, "pairs", "2024-01")) == first.summary["pairs"]  # no duplicates
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()} == other
@@ -167,29 +167,29 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(spark, config, tmp_p
 def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
     write_entries(tmp_path, "2024-01", cases.full_month_rows())
     cfg = config.with_overrides(data_dir=tmp_path)
-    assert job.run_month(spark, cfg, "2024-01").error is None
+    assert job.compare_month(cfg, "2024-01", spark=spark).error is None
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
 
     # The same one-line messages as the DuckDB engine's (test_engines.py): one flow, pipeline/job.py.
     src = f"{tmp_path}/rib_entries/month="
-    r = job.run_month(spark, cfg, "2023-12")
+    r = job.compare_month(cfg, "2023-12", spark=spark)
     assert r.error == f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
 
     v4_only = [x for x in cases.full_month_rows() if x["afi"] == 4]
     write_entries(tmp_path, "2024-04", v4_only)
-    r = job.run_month(spark, cfg, "2024-04")
+    r = job.compare_month(cfg, "2024-04", spark=spark)
     assert r.error == f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
 
     bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
     bad.parent.mkdir(parents=True)
     pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
-    r = job.run_month(spark, cfg, "2024-05")
+    r = job.compare_month(cfg, "2024-05", spark=spark)
     assert r.error == f"{src}2024-05: column 'snapshot_time' is missing (not a rib_entries table?)"
     wrong = tmp_path / "rib_entries" / "month=2024-06" / "collector=x" / "x.parquet"
     wrong.parent.mkdir(parents=True)
     rows = pq.read_table(next((tmp_path / "rib_entries" / "month=2024-01").rglob("*.parquet")))
     pq.write_table(rows.set_column(rows.schema.get_field_index("afi"), "afi", rows["afi"].cast(pa.string())), wrong)
-    r = job.run_month(spark, cfg, "2024-06")
+    r = job.compare_month(cfg, "2024-06", spark=spark)
     assert r.error == f"{src}2024-06: column 'afi' is string, expected tinyint"
     after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p in before}
     assert after == before
@@ -199,10 +199,10 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
 
 def test_cli_compare_exit_codes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-13",
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2024-13",
                         "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and p.stderr.strip() == "error: --month: expected YYYY-MM, got '2024-13'"
-    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01",
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2024-01",
                         "--data-dir", str(tmp_path), "--min-coverage", "1.5"], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "--min-coverage" in p.stderr
 
@@ -270,7 +270,7 @@ def test_standalone_cluster_gives_the_same_results(standalone_cluster, config, i
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2026-07",
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2026-07",
                         "--data-dir", str(data), "--min-coverage", "0", "--master", master,
                         "--conf", "spark.executor.memory=2g", "--json"],
                        capture_output=True, text=True, env=env, timeout=900)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from common.config import Config, ConfigError, load
+from bgp_congruency.common.config import Config, ConfigError, load
 from tests.support.data import ROOT
 
 
@@ -61,7 +61,7 @@ def test_remote_data_dir_stays_a_url(tmp_path):
 
 
 def test_method_choices_out_of_their_set_are_one_line(tmp_path):
-    from common.config import ConfigError, load
+    from bgp_congruency.common.config import ConfigError, load
 
     f = tmp_path / "c.toml"
     f.write_text('[method]\nrepresentative = "most"\n')

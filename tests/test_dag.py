@@ -108,7 +108,7 @@ def test_structure(dag):
     # the first scheduled run covers 2009-01, and fires once its five-day window is over
     from airflow.serialization.encoders import coerce_to_core_timetable
 
-    from runner.schedule import month_for
+    from bgp_congruency.runner.schedule import month_for
 
     first = coerce_to_core_timetable(dag.timetable).next_dagrun_info(
         last_automated_data_interval=None, restriction=_restriction(dag))
@@ -149,7 +149,7 @@ def test_month_through_airflow_equals_run(dag, tmp_path):
     assert states[("compare", -1)] == "success" and states[("compare_on_cluster", -1)] == "skipped"
     # the same month by the command line, same settings, another data dir
     by_cli = tmp_path / "cli"
-    r = subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", MONTH, "--days", "30",
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", MONTH, "--days", "30",
                         "--times", "14:00", "--min-coverage", "0", "--archive-root", str(ARCHIVE),
                         "--data-dir", str(by_cli), "--config", conf["config"], "--json"],
                        capture_output=True, text=True, timeout=300)
@@ -163,8 +163,8 @@ def test_month_through_airflow_equals_run(dag, tmp_path):
     assert rows(data) == rows(by_cli)
     vps = {json.loads(x)["vp_asn"] for x in rows(data)}
     assert vps == PEERS_IN_BOTH_2026
-    from runner.month import summary
-    from runner.schedule import config_from_params
+    from bgp_congruency.runner.month import summary
+    from bgp_congruency.runner.schedule import config_from_params
 
     s = summary(config_from_params(conf), MONTH)
     assert s["ok"] and s["entries"] == ENTRIES and set(s["steps"]["ingest"]["collectors"]) == {
@@ -191,7 +191,7 @@ def test_one_truncated_collector_fails_only_its_task(dag, tmp_path):
     assert states[("ingest_done", -1)] == "failed"
     assert states[("compare", -1)] == "upstream_failed"
     # the month's status says which collector, and why, in one line
-    r = subprocess.run([sys.executable, "-m", "cli.main", "status", "--month", MONTH, "--data-dir", str(data),
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "status", "--month", MONTH, "--data-dir", str(data),
                         "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     st = json.loads(r.stdout)["steps"]["ingest"]
@@ -222,8 +222,8 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     states = _states(dr)
     assert states[("compare_on_cluster", -1)] == "success" and states[("compare", -1)] == "skipped", states
     assert str(getattr(dr.state, "value", dr.state)) == "success", states
-    from runner.schedule import config_from_params
-    from runner.state import read_state
+    from bgp_congruency.runner.schedule import config_from_params
+    from bgp_congruency.runner.state import read_state
 
     assert read_state(config_from_params(conf), MONTH)["steps"]["compare"]["status"] == "done"
     pairs = pq.read_table(data / "pairs" / f"month={MONTH}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.download import (
+from bgp_congruency.ingest.download import (
     DownloadError,
     FetchResult,
     NotFound,

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from common import duck as caps
-from common.config import ConfigError, load
-from congruency import reference
-from pipeline import job
-from pipeline.publish import LocalStore
+from bgp_congruency.common import duck as caps
+from bgp_congruency.common.config import ConfigError, load
+from bgp_congruency.congruency import reference
+from bgp_congruency.pipeline import job
+from bgp_congruency.pipeline.publish import LocalStore
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT
 from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, published, write_entries
@@ -32,7 +32,7 @@ def duck(cfg, **kw):
 
 
 def run(cfg, month: str) -> job.MonthResult:
-    [res] = job.run_months(cfg, [month])
+    [res] = job.compare_months(cfg, [month])
     return res
 
 
@@ -74,7 +74,7 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
     assert run(cfg, "2024-03").error is None
     files = lambda: {p: p.read_bytes() for p in tmp_path.glob("*/month=2024-03/**/*") if p.is_file()}  # noqa: E731
     other = files()
-    first, again = job.run_months(cfg, ["2024-01", "2024-01"])
+    first, again = job.compare_months(cfg, ["2024-01", "2024-01"])
     assert first.error is None and again.error is None and first.summary == again.summary
     assert len(published(tmp_path, "pairs", "2024-01")) == first.summary["pairs"]
     assert files() == other
@@ -145,7 +145,7 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
 def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingested_2026, tmp_path, monkeypatch):
     """At a memory_limit below what the month needs, DuckDB spills to the staging folder
     (seen in duckdb_temporary_files after a step) and the tables are still the reference's."""
-    from pipeline.engines import duckdb as duckdb_engine
+    from bgp_congruency.pipeline.engines import duckdb as duckdb_engine
 
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)
@@ -208,7 +208,7 @@ def test_cli_default_engine_needs_no_java(tmp_path):
     bindir.mkdir()
     (bindir / "python").symlink_to(sys.executable)
     env = {"PATH": str(bindir), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
-    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
                         "--min-coverage", "0", "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
@@ -218,7 +218,7 @@ def test_cli_default_engine_needs_no_java(tmp_path):
     assert out["summary"]["pairs"] == ref["month_summary"][0]["pairs"] > 0
     assert out["engine"] == "duckdb"
 
-    p = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2024-01", "--data-dir", str(tmp_path),
                         "--engine", "duckdb", "--master", "spark://head:7077"], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2

@@ -12,14 +12,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from common.config import load
-from common.tables import HINTS
-from selector.advice import advise
-from selector.exports import jsonl, mpt, mptcp
-from selector.exports import validate as v
-from selector.exports.local import Interface
-from selector.table import publish as publish_hints
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.config import load
+from bgp_congruency.common.tables import HINTS
+from bgp_congruency.selector.advice import advise
+from bgp_congruency.selector.exports import jsonl, mpt, mptcp
+from bgp_congruency.selector.exports import validate as v
+from bgp_congruency.selector.exports.local import Interface
+from bgp_congruency.selector.table import publish as publish_hints
 from tests.support import hintdata
 from tests.support.hintdata import MONTH
 
@@ -237,9 +237,9 @@ def test_mptcp_script_text(data, tmp_path):
     assert "ip mptcp endpoint add 10.1.0.2 dev veth0 id 1 signal &&" in lines
     assert "ip mptcp endpoint add 2001:db8:1::2 dev veth1 id 2 signal; }; then" in lines
     assert lines[-1].startswith("echo 'Servers need MPTCP listening sockets: run them under mptcpize")
-    backup = mptcp.plan(advise_one(data, "300"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
+    backup = mptcp.endpoints_for(advise_one(data, "300"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
     assert [e.flags for e in backup.endpoints] == ["subflow", "subflow backup"]
-    congruent = mptcp.plan(advise_one(data, "400"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
+    congruent = mptcp.endpoints_for(advise_one(data, "400"), [Interface("a", "192.0.2.1"), Interface("b", "2001:db8::1")])
     assert [(e.address, e.flags) for e in congruent.endpoints] == [("192.0.2.1", "subflow")]
     assert (congruent.subflows, congruent.add_addr_accepted) == (2, 2)
 
@@ -348,7 +348,7 @@ def test_jsonl_into_a_closed_pipe_ends_quietly(data):
 
     r, w = os.pipe()
     os.close(r)
-    p = subprocess.run([sys.executable, "-m", "cli.main", "export", "--format", "jsonl", "--data-dir", str(data)],
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "export", "--format", "jsonl", "--data-dir", str(data)],
                        stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
     os.close(w)
     assert (p.returncode, p.stderr) == (141, "")

@@ -18,14 +18,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from synth.generate import generate
+from bgp_congruency.synth.generate import generate
 
 BOUND_S = 180
 SYNTH_MONTHS = ("2026-01", "2026-02")
 
 
 def congruency(*args: str, env: dict | None = None, timeout: float = BOUND_S, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, env=env, **kw)
 
 
@@ -90,7 +90,7 @@ def test_parallel_months_wait_for_the_month_before(synth, sequential, tmp_path):
     issue 30 it compared against nothing and recorded done with 0 transitions."""
     data = tmp_path / "data"
     flag = tmp_path / "paused"
-    jan = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-01")],
+    jan = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(synth, data, "2026-01")],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=_env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
                                     CONGRUENCY_PAUSE_S="4"))
@@ -113,7 +113,7 @@ def test_republish_during_compare_is_redone(synth, sequential, tmp_path):
     for m in SYNTH_MONTHS:
         assert congruency(*_run_args(synth, data, m), env=_env()).returncode == 0
     flag = tmp_path / "paused"
-    feb = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-02", "--force", "compare")],
+    feb = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(synth, data, "2026-02", "--force", "compare")],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=_env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
                                     CONGRUENCY_PAUSE_S="6"))
@@ -153,7 +153,7 @@ def _readonly(data: Path, *args: str) -> subprocess.CompletedProcess:
     """`congruency ARGS` in a mount namespace where the data dir is a read-only bind mount
     (as an NFS export mounted read-only or a `:ro` volume is: writes fail with EROFS)."""
     script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
-    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(data), sys.executable, "-m", "cli.main",
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(data), sys.executable, "-m", "bgp_congruency.cli.main",
                            *args, "--data-dir", str(data)], capture_output=True, text=True, timeout=BOUND_S,
                           env=_env())
 
@@ -200,15 +200,15 @@ def test_writer_on_a_read_only_mount_says_so(readonly_ok, sequential):
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, ingested_2026, config):
     """The real 2026-07 sample compared (DuckDB) and its hints published."""
-    from pipeline import job
-    from selector.table import publish as publish_hints
+    from bgp_congruency.pipeline import job
+    from bgp_congruency.selector.table import publish as publish_hints
 
     data = tmp_path_factory.mktemp("sample") / "data"
     (data / "rib_entries").mkdir(parents=True)
     for sub in ("rib_entries", "manifest"):  # copies: the warehouse reads only inside its data dir
         shutil.copytree(ingested_2026 / sub / "month=2026-07", data / sub / "month=2026-07")
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
-    [res] = job.run_months(cfg, ["2026-07"])
+    [res] = job.compare_months(cfg, ["2026-07"])
     assert res.error is None, res.error
     publish_hints(cfg)
     return cfg
@@ -218,7 +218,7 @@ def sample(tmp_path_factory, ingested_2026, config):
 def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
     """1403 -> 8.8.8.8 has an IPv4 path (1403 15169); the host's IPv6 address, which no
     IPv6 prefix of the month covers, must not drop it (before issue 30: v4_path None)."""
-    from selector.advice import advise
+    from bgp_congruency.selector.advice import advise
 
     [v4only] = advise(sample, "1403", "8.8.8.8")["hints"]
     assert v4only["v4_path"] == [1403, 15169]
@@ -249,9 +249,9 @@ def test_export_configures_what_advise_says(sample, tmp_path):
 def test_advise_and_export_agree_on_every_hint(sample):
     """Over every hint of the sample month: the MPTCP plan configures exactly the families
     the advice gives subflow flags, with those flags; a hint with no path is refused."""
-    from selector.exports import mptcp
-    from selector.exports.local import Interface
-    from selector.exports.validate import Unanswerable
+    from bgp_congruency.selector.exports import mptcp
+    from bgp_congruency.selector.exports.local import Interface
+    from bgp_congruency.selector.exports.validate import Unanswerable
 
     rows = pq.read_table(Path(sample.data_dir) / "hints" / "month=2026-07").to_pylist()
     ifaces = [Interface("eth0", "192.0.2.10", None, 24), Interface("eth1", "2001:db8::10", None, 64)]
@@ -261,9 +261,9 @@ def test_advise_and_export_agree_on_every_hint(sample):
         flags = {f: h[f"mptcp_flags_v{f}"] for f in (4, 6) if h[f"mptcp_flags_v{f}"] is not None}
         if not flags:
             with pytest.raises(Unanswerable):
-                mptcp.plan(h, ifaces)
+                mptcp.endpoints_for(h, ifaces)
             continue
-        plan = mptcp.plan(h, ifaces)
+        plan = mptcp.endpoints_for(h, ifaces)
         got = {4 if ":" not in e.address else 6: e.flags for e in plan.endpoints}
         assert got == flags, h
         assert (len(got) == 1) == (h["mode"] == "single-path"), h
@@ -313,7 +313,7 @@ def test_a_bad_config_value_is_one_line_naming_file_and_key(tmp_path, text, mess
 def test_config_values_in_a_friendly_spelling_are_read_as_meant(tmp_path):
     """A text names one collector (or several with commas, as on the command line): before
     issue 30 `collectors = "route-views2"` was read letter by letter ("unknown collector 'r'")."""
-    from common.config import load
+    from bgp_congruency.common.config import load
 
     for text, want in (('collectors = "route-views2"', ("route-views2",)),
                        ('collectors = "route-views2, rrc00"', ("route-views2", "rrc00")),
@@ -376,8 +376,8 @@ def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp
     """The same month compared on Spark in `run[1]{a,b}`: the tables DuckDB publishes elsewhere."""
     from dataclasses import replace
 
-    from common.config import load
-    from pipeline import job
+    from bgp_congruency.common.config import load
+    from bgp_congruency.pipeline import job
 
     data = tmp_path / "run[1]{a,b}"
     (data / "rib_entries").mkdir(parents=True)
@@ -386,7 +386,7 @@ def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp
         os.symlink(sequential / sub / "month=2026-01", data / sub / "month=2026-01")
     cfg = load(synth / "cfg.toml").with_overrides(data_dir=data, engine="spark")
     cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.5))
-    [res] = job.run_months(cfg, ["2026-01"], spark=spark)
+    [res] = job.compare_months(cfg, ["2026-01"], spark=spark)
     assert res.error is None, res.error
     for table in ("pairs", "paths", "vps", "divergence", "month_summary"):
         assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01"), table
@@ -401,7 +401,7 @@ def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, 
     works: one line, exit 130, the step recorded `interrupted` (not failed), `status` exit 0,
     and the next run finishes the month with the tables a run without interruption gives."""
     data, flag = tmp_path / "data", tmp_path / "paused"
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", *_run_args(synth, data, "2026-01")],
+    proc = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(synth, data, "2026-01")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=_env(CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(flag), CONGRUENCY_PAUSE_S="3"))
     try:
@@ -455,7 +455,7 @@ def _peak_rss_mb(*args: str) -> tuple[int, subprocess.CompletedProcess]:
     code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
             "stderr=subprocess.PIPE, text=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
             "r.returncode); sys.stderr.write(r.stderr)")
-    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "cli.main", *args], capture_output=True,
+    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True,
                        text=True, timeout=BOUND_S, env=_env())
     mb, rc = map(int, r.stdout.split())
     return mb, subprocess.CompletedProcess(args, rc, "", r.stderr)
@@ -611,7 +611,7 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
     """The sample RIBs are the first 1-2 MiB of full dumps (MANIFEST.md): IPv4 up to
     23.105.0.0/20, IPv6 up to 2001:da8:7035::/48. Ingest keeps each file's address span
     in its footer; plan sizes such collectors by its assumption, not by 15 MB a month."""
-    from ingest.writer import address_span, partial
+    from bgp_congruency.ingest.writer import address_span, partial
 
     files = sorted((ingested_2026 / "rib_entries" / "month=2026-07").rglob("*.parquet"))
     spans = {f.parent.name: address_span(f) for f in files}
@@ -632,7 +632,7 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
 # --- 12. small things ------------------------------------------------------------------------
 
 def test_version_is_the_provenance_version():
-    from pipeline.provenance import method_version, project_version
+    from bgp_congruency.pipeline.provenance import method_version, project_version
 
     r = congruency("--version", env=_env())
     assert (r.returncode, r.stdout) == (0, f"congruency {project_version()} (method {method_version()})\n")
@@ -646,7 +646,7 @@ def test_query_list_gives_whole_sentences():
 
 
 def test_compare_help_names_every_table_it_publishes():
-    from pipeline.job import TABLE_ORDER
+    from bgp_congruency.pipeline.job import TABLE_ORDER
 
     text = " ".join(congruency("compare", "--help", env=_env()).stdout.split())
     assert f"Publishes {', '.join(TABLE_ORDER)} " in text
@@ -726,11 +726,11 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
     # the examples a newcomer tries right after `make demo` are among them
     assert {"status", "advise", "query", "report", "export", "sensitivity"} <= {w[1] for w in lines}
     # `make demo` leaves the warehouse too (the fixture ran compare and hints only)
-    r = subprocess.run([sys.executable, "-m", "cli.main", "warehouse", "--data-dir", str(demo)], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "warehouse", "--data-dir", str(demo)], capture_output=True,
                        text=True, cwd=tmp_path, timeout=BOUND_S, env=_env(PYTHONPATH=str(root)))
     assert r.returncode == 0, r.stderr
     for words in lines:
         args = [w.replace("data/demo", str(demo)).replace("../shared/data", str(DATA)) for w in words[1:]]
-        r = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, cwd=tmp_path,
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True, text=True, cwd=tmp_path,
                            timeout=BOUND_S, env=_env(PYTHONPATH=str(root)))
         assert r.returncode == 0 and "Traceback" not in r.stderr, (words, r.stderr[-1500:])

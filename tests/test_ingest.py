@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from ingest import backends, discovery, framing, manifest
-from ingest import run as ingest_run
-from ingest.discovery import Slot
-from ingest.writer import SnapshotWriter
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.ingest import backends, discovery, framing, manifest
+from bgp_congruency.ingest import run as ingest_run
+from bgp_congruency.ingest.discovery import Slot
+from bgp_congruency.ingest.writer import SnapshotWriter
 from tests.support.archive_server import serve
 from tests.support.data import (
     ARCHIVE,
@@ -103,7 +103,7 @@ def test_not_mrt_and_cut_records_are_rejected(tmp_path):
     with pytest.raises(framing.FramingError) as exc:
         framing.scan(cut)
     assert str(exc.value) == want
-    from ingest.backends import native
+    from bgp_congruency.ingest.backends import native
 
     with pytest.raises(framing.FramingError) as exc:  # the native decoder names the same record
         for _ in native.decode_checked(cut, 10_000, snapshot_time=None):
@@ -171,7 +171,7 @@ def _tree(tmp_path: Path, files: dict[str, Path | bytes]) -> Path:
 
 
 def test_nearest_dump_stands_in_and_legacy_route_views2_path(tmp_path):
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
     root = _tree(tmp_path, {"bgpdata/2026.07/RIBS/rib.20260730.1400.bz2": RV2_2026})  # legacy only
     with serve(root) as url:
@@ -188,7 +188,7 @@ def test_nearest_dump_stands_in_and_legacy_route_views2_path(tmp_path):
 
 def test_an_archive_that_cannot_be_listed_is_failed_not_missing(tmp_path):
     """No such folder (HTTP 404, missing local folder): missing. No answer at all: failed."""
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
     col, t = catalogue.get("route-views6"), datetime(2026, 7, 30, 14, 0, tzinfo=timezone.utc)
     [s] = discovery.discover(col, "2026-07", [t], root=str(tmp_path / "nowhere"))
@@ -345,7 +345,7 @@ def test_decode_edge_files_through_the_writer(tmp_path):
 
 
 def test_default_roots_are_the_public_archives():
-    from ingest import catalogue
+    from bgp_congruency.ingest import catalogue
 
     rv2, rv6, rrc = (catalogue.get(n) for n in ("route-views2", "route-views6", "rrc00"))
     assert discovery.month_dirs(rv2, rv2.project.root, 2026, 7) == [

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from common.params import MethodParams, load_groups
-from common.tables import TABLES
-from congruency.method import (
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.common.tables import TABLES
+from bgp_congruency.congruency.method import (
     clean_path,
     cleaning_reason,
     edit_distance,
@@ -17,7 +17,7 @@ from congruency.method import (
     shared_asns,
     strip_prepending,
 )
-from congruency.reference import compute_month, to_arrow
+from bgp_congruency.congruency.reference import compute_month, to_arrow
 from tests.support.cases import (
     R,
     cleaning_rows,
@@ -446,7 +446,7 @@ def test_to_arrow_schemas_and_values():
 
 # ---------------------------------------------------------------- divergence (METHOD.md 7b)
 def test_divergence_by_hand():
-    from congruency.method import divergence
+    from bgp_congruency.congruency.method import divergence
 
     # Part right after the VP, rejoin only at the destination.
     assert divergence((1, 2, 3, 9), (1, 5, 9)) == dict(
@@ -474,7 +474,7 @@ def test_first_as_rule_off_keeps_route_server_paths():
 def test_set_hop_path():
     """as_set "hop": each AS_SET one hop, its id worked out by hand here; confederations and
     paths ending in a set stay out."""
-    from congruency.method import SET_HASH_MOD, set_hop_path
+    from bgp_congruency.congruency.method import SET_HASH_MOD, set_hop_path
 
     assert SET_HASH_MOD == 2**61 - 1
     # {65001,64512} sorted: (0 * 1000003 + 64512) * 1000003 + 65001 = 64512258537 -> id -64512258538

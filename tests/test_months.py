@@ -1,7 +1,7 @@
 """common/months.py: the month names every package parses, and their calendar steps."""
 import pytest
 
-from common.months import parse_month, parse_month_range, previous_month
+from bgp_congruency.common.months import parse_month, parse_month_range, previous_month
 
 
 def test_parse_month():

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from common.config import load
-from selector.advice import advise
-from selector.exports import mptcp
-from selector.exports.local import Interface
+from bgp_congruency.common.config import load
+from bgp_congruency.selector.advice import advise
+from bgp_congruency.selector.exports import mptcp
+from bgp_congruency.selector.exports.local import Interface
 from tests.support import hintdata
 
 TIMEOUT = 20  # seconds, for every wait
@@ -102,7 +102,7 @@ def read_back(ns: str) -> tuple[tuple[int, int], list[tuple]]:
     return (int(lim.get("subflows", lim.get("subflow"))), int(lim["add_addr_accepted"])), sorted(eps)
 
 
-def expected(plan: mptcp.Plan):
+def expected(plan: mptcp.EndpointSet):
     return (plan.subflows, plan.add_addr_accepted), sorted(
         (e.address, e.id, " ".join(sorted(e.flags.split())), e.dev) for e in plan.endpoints)
 
@@ -126,7 +126,7 @@ def test_script_applied_in_a_fresh_namespace_reads_back(hint_data, tmp_path, des
     ifaces = [Interface("veth4", "10.77.0.1"), Interface("veth6", "fd77::1")]
     script = tmp_path / "mptcp.sh"
     script.write_text(mptcp.render(h, ifaces))
-    plan = mptcp.plan(h, ifaces)
+    plan = mptcp.endpoints_for(h, ifaces)
     with Netns("a") as ns:
         a = ns["a"]
         sh("ip", "link", "add", "veth4", "type", "veth", "peer", "name", "peer4", ns=a)
@@ -228,7 +228,7 @@ def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
                    "latency", "50ms", ns=c)
             sh("sh", str(tmp_path / "server.sh"), ns=s)
             sh("sh", str(tmp_path / "client.sh"), ns=c)
-            assert read_back(c) == expected(mptcp.plan(h, client_ifaces))
+            assert read_back(c) == expected(mptcp.endpoints_for(h, client_ifaces))
             assert read_back(s)[1] == [("fd11::2", 1, "signal", "s6")]
             server = subprocess.Popen(["ip", "netns", "exec", s, sys.executable, "-c", SERVER, str(port)],
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -322,7 +322,7 @@ def test_a_failure_while_applying_restores_what_was_found(hint_data, tmp_path):
         r = subprocess.run(["ip", "netns", "exec", ns["a"], "sh", str(script)], capture_output=True, text=True,
                            timeout=TIMEOUT)
         assert r.returncode == 0 and r.stderr == "", r.stderr
-        assert read_back(ns["a"]) == expected(mptcp.plan(hint_data("100"), ifaces))
+        assert read_back(ns["a"]) == expected(mptcp.endpoints_for(hint_data("100"), ifaces))
         assert "Applications need MPTCP sockets: run them under mptcpize (mptcpize run CMD)" in r.stdout
 
 

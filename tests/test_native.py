@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import main as cli
-from ingest import download, framing
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.ingest import download, framing
 from tests.fuzz.native_fuzz import boundaries, check, decode, seeds
 from tests.fuzz.native_fuzz import run as fuzz_run
 from tests.support.archive_server import serve

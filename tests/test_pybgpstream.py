@@ -27,7 +27,7 @@ ADDPATH = {EDGE / "lab.rib.ipv4-addpath.gz", EDGE / "lab.rib.ipv6-addpath.gz"}
 
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    from ingest.backends import pybgpstream
+    from bgp_congruency.ingest.backends import pybgpstream
 
     why = pybgpstream.available()
     if why:  # no skip: `make test` builds it (make bgpstream); a missing build is a failure
@@ -64,7 +64,7 @@ def test_libbgpstreams_blind_spots_are_one_clear_line(tmp_path):
     nopeer = FAULTY / "bview.20140112.1600.no-peer-index.bz2"
     assert decode_file(nopeer, "pybgpstream", tmp_path) == \
         f"{nopeer}: RIB record #1 comes before any PEER_INDEX_TABLE"
-    from ingest.backends import pybgpstream
+    from bgp_congruency.ingest.backends import pybgpstream
 
     for f in sorted(ADDPATH):
         assert list(pybgpstream.decode(f)) == []  # libbgpstream alone: nothing, no error
@@ -75,7 +75,7 @@ def test_libbgpstreams_blind_spots_are_one_clear_line(tmp_path):
 
 def _run(data, *more, config: str = ""):
     (data.parent / f"{data.name}.toml").write_text(config)
-    return subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+    return subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
                            "14:00", "--data-dir", str(data), "--min-coverage", "0", "--json",
                            "--config", str(data.parent / f"{data.name}.toml"), *more],
                           capture_output=True, text=True, timeout=600)
@@ -101,7 +101,7 @@ def test_a_month_through_run_equals_the_native_run(tmp_path):
 def test_a_bgpstream_csvfile_listing_as_the_source(tmp_path, capsys):
     """A lab's BGPStream index of the sample archive (libbgpstream's csvfile format, paths
     relative to the listing): the month's RIBs come from it, updates lines are ignored."""
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     listing = tmp_path / "mirror" / "index.csv"
     listing.parent.mkdir()

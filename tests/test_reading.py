@@ -27,7 +27,7 @@ SQL = ("SELECT (SELECT count(*) FROM pairs WHERE month = '2026-07') AS n, "
 READER = textwrap.dedent('''
     import io, json, sys, time, contextlib
     from pathlib import Path
-    from cli.main import main
+    from bgp_congruency.cli.main import main
     data, stop, out = sys.argv[1], Path(sys.argv[2]), open(sys.argv[3], "w")
     deadline = time.monotonic() + 400
     while not stop.exists() and time.monotonic() < deadline:
@@ -42,7 +42,7 @@ READER = textwrap.dedent('''
 @pytest.mark.slow
 def test_readers_see_each_month_whole_through_24_republishes(tmp_path):
     data = tmp_path / "data"
-    base = [sys.executable, "-m", "cli.main"]
+    base = [sys.executable, "-m", "bgp_congruency.cli.main"]
     r = subprocess.run(base + ["run", "--month", "2026-07", "--days", "30", "--times", "14:00", "--archive-root",
                                str(ARCHIVE), "--data-dir", str(data), "--min-coverage", "0"],
                        capture_output=True, text=True, timeout=300)

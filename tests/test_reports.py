@@ -14,8 +14,8 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from common.table_docs import DOCS
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.table_docs import DOCS
 from tests.support.chromium import Chromium, check_page, shot_dir
 from tests.support.warehouse import MONTHS, published_multi_month
 
@@ -84,7 +84,7 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     cls = Counter(r["vp_class"] for r in vps)
     assert list(figs) == ["fig-cdf", "fig-hops", "fig-hops-share", "fig-shared", "fig-nonadopter", "fig-divergence"]
     # the CDF leaves out VPs with fewer than MIN_PAIRS pairs and names them; hover has the counts
-    from reports.month_report import MIN_PAIRS, TOP_ASES
+    from bgp_congruency.reports.month_report import MIN_PAIRS, TOP_ASES
 
     few = [r for r in vps if r["pairs"] < MIN_PAIRS]
     big = Counter(r["vp_class"] for r in vps if r["pairs"] >= MIN_PAIRS)

@@ -1,6 +1,6 @@
 """`congruency run` as a user runs it: real processes, real SIGKILLs, a real lock, a real full disk.
 
-Every run here is a separate `python -m cli.main run` process on the real 2026-07-30 sample
+Every run here is a separate `python -m bgp_congruency.cli.main run` process on the real 2026-07-30 sample
 (route-views2 + route-views6), on the DuckDB engine. Evidence: the entry counts are
 bgpdump's (shared data MANIFEST.md), the pair VPs are the 13 peer ASes of MANIFEST.md, and
 an interrupted month's tables are compared row for row with an uninterrupted run's.
@@ -41,7 +41,7 @@ def _env(**extra) -> dict:
 
 def _cmd(data: Path, archive: str, *more: str) -> list[str]:
     month = [] if "--months" in more else ["--month", MONTH]
-    return [sys.executable, "-m", "cli.main", "run", *month, *SELECT,
+    return [sys.executable, "-m", "bgp_congruency.cli.main", "run", *month, *SELECT,
             "--archive-root", archive, "--data-dir", str(data), "--config", str(data.parent / "cfg.toml"), *more]
 
 
@@ -178,7 +178,7 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
     assert (july["month"], july["ok"], july["steps"]["compare"]["status"]) == ("2026-07", True, "skipped")
     # bad arguments: one line, exit 2
     for bad in (["--force", "nonsense"], ["--months", "2026-07..2026-01"]):
-        p = subprocess.run([sys.executable, "-m", "cli.main", "run", "--data-dir", str(data),
+        p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--data-dir", str(data),
                             *(["--month", MONTH] if bad[0] == "--force" else []), *bad],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: "), p.stderr
@@ -220,7 +220,7 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     assert second.returncode == 1, second.stderr
     err = [line for line in second.stderr.splitlines() if line.startswith("error:")]
     assert len(err) == 1 and f"month {MONTH} is being run by another process (pid {p.pid})" in err[0]
-    alone = subprocess.run([sys.executable, "-m", "cli.main", "compare", "--month", MONTH, "--data-dir", str(data),
+    alone = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", MONTH, "--data-dir", str(data),
                             "--min-coverage", "0"], capture_output=True, text=True, timeout=60)
     assert alone.returncode == 1 and "is being run by another process" in alone.stderr, alone.stderr
     kill(p)
@@ -306,9 +306,9 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     for p in procs:
         _, err = p.communicate(timeout=BOUND_S)
         assert p.returncode == 0, err
-    from ingest import manifest
-    from runner import month as r
-    from runner import schedule, state
+    from bgp_congruency.ingest import manifest
+    from bgp_congruency.runner import month as r
+    from bgp_congruency.runner import schedule, state
 
     m = manifest.read(data, MONTH)
     assert sorted((v["collector"], v["status"]) for v in m.values()) == [("route-views2", "ok"), ("route-views6", "ok")]
@@ -321,25 +321,25 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
 
 def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsys):
     """An ImportError in a step's module is that step's failure (one line, exit 1), not 'unavailable'."""
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     _config(tmp_path)
     data = tmp_path / "data"
     shutil.copytree(reference["first"], data)
-    monkeypatch.setitem(sys.modules, "selector.exports", None)  # `from selector.exports import jsonl` raises ImportError
+    monkeypatch.setitem(sys.modules, "bgp_congruency.selector.exports", None)  # `from bgp_congruency.selector.exports import jsonl` raises ImportError
     rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
               "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
     out, err = capsys.readouterr()
     s = json.loads(out)
     assert rc == 1 and not s["ok"] and s["steps"]["hints"]["status"] == "failed", err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "hints" in errors[0] and "selector.exports" in errors[0], err
+    assert len(errors) == 1 and "hints" in errors[0] and "bgp_congruency.selector.exports" in errors[0], err
 
 
 def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     """A data dir that is a file: exit 2; a month never run: exit 1; an OSError: one line,
     exit 1; a closed stdout (`| head`): quiet exit 141, no traceback."""
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     for cmd in (["status", "--month", MONTH], ["run", "--month", MONTH, *SELECT]):
         assert cli([*cmd, "--data-dir", "/etc/passwd"]) == 2
@@ -365,7 +365,7 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     assert not out and err.startswith("error: month 2026-05: never run") and err.count("\n") == 1, err
     r, w = os.pipe()
     os.close(r)  # the reader is gone before anything is written
-    p = subprocess.run([sys.executable, "-m", "cli.main", "status", "--month", MONTH, "--json",
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "status", "--month", MONTH, "--json",
                         "--data-dir", str(data)], stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
     os.close(w)
     assert (p.returncode, p.stderr) == (141, "")
@@ -380,7 +380,7 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
 def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_path):
     """SIGKILL while the warehouse file is written under its temp name: the next run of the
     month removes it (its writer is dead) and finishes; a live writer's temp file is kept."""
-    from common import atomic
+    from bgp_congruency.common import atomic
 
     _config(tmp_path)
     data = tmp_path / "data"
@@ -402,7 +402,7 @@ def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_
 
 
 def test_atomic_write_keeps_the_old_file_and_cleans_only_dead_writers(tmp_path):
-    from common import atomic
+    from bgp_congruency.common import atomic
 
     f = tmp_path / "a.txt"
     atomic.write_text(f, "old")
@@ -429,10 +429,10 @@ def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
     and an older file under the final name is kept."""
     import pyarrow as pa
 
-    from common import atomic
-    from common.tables import FILE_SCHEMA
-    from ingest.writer import SnapshotWriter
-    from synth.mrt_writer import MrtWriter
+    from bgp_congruency.common import atomic
+    from bgp_congruency.common.tables import FILE_SCHEMA
+    from bgp_congruency.ingest.writer import SnapshotWriter
+    from bgp_congruency.synth.mrt_writer import MrtWriter
 
     final = tmp_path / "rib.parquet"
     final.write_text("older")

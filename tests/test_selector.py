@@ -11,14 +11,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from common.config import load
-from common.tables import HINTS
-from selector import rules as selector
-from selector.advice import advise
-from selector.month import resolve_month
-from selector.rules import Candidate, choose_k, rank, selection_key
-from selector.table import publish as publish_hints
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.config import load
+from bgp_congruency.common.tables import HINTS
+from bgp_congruency.selector import rules as selector
+from bgp_congruency.selector.advice import advise
+from bgp_congruency.selector.month import resolve_month
+from bgp_congruency.selector.rules import Candidate, choose_k, rank, selection_key
+from bgp_congruency.selector.table import publish as publish_hints
 from tests.support import hintdata
 from tests.support.data import needs_data
 from tests.support.hintdata import CLASSES, MONTH, PATHS
@@ -351,13 +351,13 @@ def test_no_published_month(tmp_path, capsys):
 @needs_data
 def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory):
     """The compare job (DuckDB engine) publishes the real month, then the selector reads it."""
-    from pipeline import job
+    from bgp_congruency.pipeline import job
 
     data = tmp_path_factory.mktemp("hints-real")
     (data / "rib_entries").mkdir()
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
-    [res] = job.run_months(cfg, ["2026-07"])
+    [res] = job.compare_months(cfg, ["2026-07"])
     assert res.error is None, res.error
     assert resolve_month(cfg, None) == "2026-07"  # the latest published month
     summary = publish_hints(cfg)

@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from common.params import MethodParams, load_groups
-from congruency import reference
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.congruency import reference
 from tests.support.cases import R
 from tests.support.data import needs_data
 from tests.support.month import write_entries
@@ -106,14 +106,14 @@ def _published(tmp_path, engine: str):
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
 def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     if engine == "spark":  # on the suite's session (a command of its own would stop it when done)
-        from common.config import load
-        from pipeline import job, sensitivity
+        from bgp_congruency.common.config import load
+        from bgp_congruency.pipeline import job, sensitivity
 
         spark = request.getfixturevalue("spark")
         write_entries(tmp_path, M, hand_rows())
         cfg = load().with_overrides(data_dir=tmp_path, engine="spark")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.0))
-        assert job.run_month(spark, cfg, M).error is None
+        assert job.compare_month(cfg, M, spark=spark).error is None
         out = sensitivity.run(cfg, M, spark=spark)
     else:
         cfg = _published(tmp_path, engine)
@@ -124,13 +124,13 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
     assert got == BY_HAND
     # every variant's figures are the pure-Python reference's under the same parameters
-    from pipeline.sensitivity import plan
+    from bgp_congruency.pipeline.sensitivity import variants
 
     base = MethodParams(min_coverage=0.0, groups=load_groups())
     hand = [dict(r, snapshot_time=datetime.fromtimestamp(1_700_000_000 + r["snapshot_time"] * 3600, timezone.utc))
             for r in hand_rows()]
     by = {(r["choice"], r["variant"]): r for r in rows}
-    for choice, variant, params in plan(base):
+    for choice, variant, params in variants(base):
         [ref] = reference.compute_month(hand, M, params)["month_summary"]
         got = by[(choice, variant)]
         for k, v in ref.items():  # quartiles interpolate: equal up to the last bit

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from common.params import MethodParams, load_groups
-from congruency.method import strip_prepending
-from synth import generate
-from synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.congruency.method import strip_prepending
+from bgp_congruency.synth import generate
+from bgp_congruency.synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
 from tests.support.data import require_tool
 
 SEED, ASES, VPS, MONTHS = 7, 60, 6, ("2026-06", "2026-07")
@@ -34,7 +34,7 @@ def archive(tmp_path_factory):
 @pytest.fixture(scope="module")
 def decoded(archive):
     """Every file read back with the native decoder (not the generator's code), as rib_entries rows (+ month)."""
-    from ingest.backends import native
+    from bgp_congruency.ingest.backends import native
 
     out, _ = archive
     rows = []
@@ -115,9 +115,9 @@ def test_a_dead_writer_stops_the_month_and_leaves_no_temp_file(tmp_path, monkeyp
     import importlib
     import signal
 
-    from common import atomic
+    from bgp_congruency.common import atomic
 
-    gen = importlib.import_module("synth.generate")
+    gen = importlib.import_module("bgp_congruency.synth.generate")
     real = gen.write_file
 
     def dying(path, c, snap, *args, **kw):  # runs in the forked child
@@ -162,7 +162,7 @@ def test_native_decoder_reads_every_entry(archive, decoded):
 
 def test_ground_truth_is_the_reference_on_the_files(archive, decoded):
     """The rows fed to the reference while writing are exactly what the files decode to."""
-    from congruency.reference import compute_month
+    from bgp_congruency.congruency.reference import compute_month
 
     out, _ = archive
     params = MethodParams(min_coverage=0.9, groups=load_groups())
@@ -287,7 +287,7 @@ def test_ipv6_adoption_grows_and_relationships_differ(archive):
     (["--min-coverage", "1.5"], "--min-coverage"),
 ])
 def test_cli_bad_arguments(tmp_path, capsys, bad, name):
-    from cli.main import main
+    from bgp_congruency.cli.main import main
 
     assert main(["synth", "--out", str(tmp_path), *bad]) == 2
     err = capsys.readouterr().err.strip()
@@ -296,7 +296,7 @@ def test_cli_bad_arguments(tmp_path, capsys, bad, name):
 
 
 def test_cli_json(tmp_path, capsys):
-    from cli.main import build_parser, main
+    from bgp_congruency.cli.main import build_parser, main
 
     synth_help = build_parser()._subparsers._group_actions[0].choices["synth"].format_help()
     assert "--data-dir" not in synth_help and "--config" in synth_help  # synth writes --out, no data dir

@@ -9,10 +9,10 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from congruency import reference
-from pipeline import job
-from synth.generate import generate
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.congruency import reference
+from bgp_congruency.pipeline import job
+from bgp_congruency.synth.generate import generate
 from tests.support.month import canon, published
 
 MONTHS = ("2026-07", "2026-08")
@@ -34,7 +34,7 @@ def test_generated_archive_through_ingest_and_compare_equals_ground_truth(engine
     assert ingested == summary["entries"]
 
     cfg = replace(config.with_overrides(data_dir=data, engine=engine), method=replace(config.method, min_coverage=0.5))
-    for month, res in zip(MONTHS, job.run_months(cfg, list(MONTHS), spark=spark)):
+    for month, res in zip(MONTHS, job.compare_months(cfg, list(MONTHS), spark=spark)):
         assert res.error is None, res.error
         for table in ("pairs", "vps", "month_summary", "cleaning_stats"):
             truth = pq.read_table(archive / "ground_truth" / f"month={month}" / f"{table}.parquet").to_pylist()

@@ -18,7 +18,7 @@ pytestmark = needs_data
 
 
 def _run(data, *more):
-    return subprocess.run([sys.executable, "-m", "cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
+    return subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
                            "14:00", "--archive-root", str(ARCHIVE), "--data-dir", str(data), "--min-coverage", "0",
                            "--json", *more], capture_output=True, text=True, timeout=600)
 
@@ -63,7 +63,7 @@ def test_a_warehouse_held_open_for_writing_is_one_warning_and_the_reports_still_
 
 
 def test_a_copied_data_dir_says_to_rebuild_its_warehouse(month, tmp_path, capsys):
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     copy = tmp_path / "copy"
     shutil.copytree(month, copy, symlinks=True)
@@ -82,7 +82,7 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
     same JSON text in both; NULL and '' apart; a large double without an exponent."""
     import json
 
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     sql = ("SELECT slot, skipped, NULL AS nothing, '' AS empty, 1234567.0::DOUBLE AS big FROM manifest "
            "ORDER BY slot")
@@ -112,7 +112,7 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
 def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int], float]:
     """The non-VP rule of selector/rules.py recomputed from the paths table alone:
     (class, proxies, agreement)."""
-    from congruency.method import shared_adjacent, shared_asns
+    from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 
     by = {(r["vp_group"], r["vp_asn"], r["afi"]): tuple(r["path"]) for r in paths if r["dest_asn"] == dest}
     vps = sorted({(g, a) for g, a, _ in by})
@@ -155,7 +155,7 @@ def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
 
     paths = pq.read_table(month / "paths" / "month=2026-07").to_pylist()
     for src in (577, 3356):
-        r = subprocess.run([sys.executable, "-m", "cli.main", "advise", "--data-dir", str(month), "--from", str(src),
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "advise", "--data-dir", str(month), "--from", str(src),
                             "--to", "812", "--json"], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         [h] = json.loads(r.stdout)["hints"]
@@ -166,7 +166,7 @@ def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
 
 
 def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(month, capsys):
-    from cli.main import main as cli
+    from bgp_congruency.cli.main import main as cli
 
     for name in ("selector_input", "divergence_ases"):
         assert cli(["query", name, "--data-dir", str(month), "--month", "2026-07", "--vp", "99999"]) == 2

@@ -17,9 +17,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cli.main import main as cli
-from common.config import Config
-from common.table_docs import DOCS
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.config import Config
+from bgp_congruency.common.table_docs import DOCS
 from tests.support.warehouse import MONTHS, published_multi_month
 
 
@@ -68,9 +68,9 @@ def wh(multi_month) -> Path:
 
 # ---------------------------------------------------------------------------------- the schema doc
 def test_schema_doc_is_generated_from_tables():
-    from reports import schema_doc
+    from bgp_congruency.reports import schema_doc
 
-    assert schema_doc.DOC_PATH.read_text() == schema_doc.render(), "run python -m reports.schema_doc"
+    assert schema_doc.DOC_PATH.read_text() == schema_doc.render(), "run python -m bgp_congruency.reports.schema_doc"
     text = schema_doc.render()
     for name, doc in DOCS.items():
         assert f"## {name}" in text
@@ -83,7 +83,7 @@ def test_schema_doc_is_generated_from_tables():
 def test_views_equal_the_parquet(wh, capsys):
     import duckdb
 
-    from reports import schema_doc
+    from bgp_congruency.reports import schema_doc
 
     con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
@@ -246,7 +246,7 @@ def test_named_queries_against_the_parquet(wh, capsys):
 
 
 def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
-    from reports.query import named
+    from bgp_congruency.reports.query import named
 
     rc, out, _ = _cli(capsys, "query", "--list")
     assert rc == 0 and len(out.splitlines()) == len(named()) >= 6
@@ -308,7 +308,7 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     rc, out, _ = _cli(capsys, "query", "--sql", "EXPLAIN ANALYZE SELECT count(*) FROM pairs", *D)
     assert rc == 0 and "analyzed" in out.lower()
     # Even a statement that got past the check could not write or change the settings.
-    from reports import warehouse
+    from bgp_congruency.reports import warehouse
     con = warehouse.connect(Config(data_dir=str(data)))
     for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", f"ATTACH '{tmp_path}/y.duckdb'", "SET enable_external_access = true"):
         with pytest.raises(duckdb.Error):

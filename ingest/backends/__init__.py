@@ -19,7 +19,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 RAW_SCHEMA = pa.schema(
     [
@@ -55,7 +55,7 @@ def get(name: str) -> Backend:
     """The backend module `name`, or BackendUnavailable with the reason in one line."""
     if name not in NAMES:
         raise BackendUnavailable(f"unknown backend {name!r} (choose from {', '.join(NAMES)})")
-    mod = importlib.import_module(f"ingest.backends.{name}")
+    mod = importlib.import_module(f"bgp_congruency.ingest.backends.{name}")
     why = mod.available()
     if why:
         raise BackendUnavailable(f"backend {name!r} is not usable here: {why}")

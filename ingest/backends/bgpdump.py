@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from ingest.backends import RAW_SCHEMA
+from bgp_congruency.ingest.backends import RAW_SCHEMA
 
 NAME = "bgpdump"
 SELF_CHECKING = False

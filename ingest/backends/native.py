@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from common.tables import RIB_ENTRIES
-from ingest.framing import FrameStats, FramingError
+from bgp_congruency.common.tables import RIB_ENTRIES
+from bgp_congruency.ingest.framing import FrameStats, FramingError
 
 NAME = "native"
 SELF_CHECKING = True

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ingest.backends import batches
+from bgp_congruency.ingest.backends import batches
 
 NAME = "pybgpstream"
 SELF_CHECKING = False

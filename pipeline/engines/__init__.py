@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from pipeline.publish import Store
+from bgp_congruency.pipeline.publish import Store
 
 
 class Engine(Protocol):

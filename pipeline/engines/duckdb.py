@@ -14,11 +14,11 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common import duck, layout
-from common.duck import quote
-from common.tables import TABLES, TRANSITIONS
-from pipeline import steps as S
-from pipeline.publish import LocalStore
+from bgp_congruency.common import duck, layout
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.tables import TABLES, TRANSITIONS
+from bgp_congruency.pipeline import steps as S
+from bgp_congruency.pipeline.publish import LocalStore
 
 _SCALAR = {
     "VARCHAR": "string", "BIGINT": "bigint", "UINTEGER": "bigint", "INTEGER": "int", "USMALLINT": "int",
@@ -37,7 +37,7 @@ def spark_type(t: str) -> str:
 
 def _files(folder: str) -> list[str]:
     """Parquet files under a folder, skipping hidden and temp names as Spark does."""
-    from common.published import data_files
+    from bgp_congruency.common.published import data_files
 
     return [f for f in data_files(folder) if f.endswith(".parquet")]
 
@@ -121,11 +121,11 @@ class DuckDBEngine:
     #: the columns it never reads (the edit distance, the divergence) are never computed.
     LAZY_IN_VARIANTS = ("pairs", "divergence")
 
-    def _kind(self, s: S.Step) -> str:
+    def _kind(self, s: S.SqlStep) -> str:
         lazy = self.only is not None and s.name in self.LAZY_IN_VARIANTS
         return "VIEW" if s.kind == "view" or lazy else "TABLE"
 
-    def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
+    def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         kind = self._kind(s)
         self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
         if s.kind == "table" and (self.only is None or s.name in self.only):

@@ -8,8 +8,8 @@ executor loss.
 """
 from __future__ import annotations
 
-from pipeline import steps as S
-from pipeline.publish import HadoopStore
+from bgp_congruency.pipeline import steps as S
+from bgp_congruency.pipeline.publish import HadoopStore
 
 #: Output tables written as one file (they are small); the others keep Spark's partitions.
 SMALL = {"cleaning_stats", "vps", "month_summary", "transitions", "provenance"}
@@ -54,7 +54,7 @@ class SparkEngine:
             self._run_step(s, S.render(s, "spark", params, self.snapshots), staged)
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
-            from common.tables import TRANSITIONS
+            from bgp_congruency.common.tables import TRANSITIONS
 
             cols = ", ".join(f"CAST(NULL AS {S.sql_type(f.type, 'spark')}) AS {f.name}"
                              for f in TRANSITIONS if f.name != "month")
@@ -64,7 +64,7 @@ class SparkEngine:
             self.spark.read.parquet(literal(path)).createOrReplaceTempView(f"prev_{t}")
         self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
 
-    def _run_step(self, s: S.Step, sql: str, staged: str) -> None:
+    def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)
         if s.kind != "view":
             df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)

@@ -28,9 +28,9 @@ from typing import IO
 
 import pyarrow as pa
 
-from common import atomic, layout
-from common.duck import quote
-from common.tables import HINTS
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.tables import HINTS
 
 SCHEMA = "congruency.hints/1"
 
@@ -38,7 +38,7 @@ SCHEMA = "congruency.hints/1"
 def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
     """Record batches of at most BATCH rows (of a Config's published month, a table, a
     reader or an iterable of batches), or the dicts of an iterable as they are."""
-    from common.config import Config
+    from bgp_congruency.common.config import Config
 
     if isinstance(source, Config):
         import pyarrow.dataset as ds
@@ -120,8 +120,8 @@ def dump(source, fp: IO[str], month: str | None = None) -> int:
 
     import duckdb
 
-    from common import duck
-    from common.config import Config
+    from bgp_congruency.common import duck
+    from bgp_congruency.common.config import Config
 
     # A batch's UTF-8 bytes go straight to the file's buffer when the file is UTF-8.
     raw = getattr(fp, "buffer", None)

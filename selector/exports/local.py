@@ -12,8 +12,8 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.config import ConfigError, read_toml
-from selector.exports import validate as v
+from bgp_congruency.common.config import ConfigError, read_toml
+from bgp_congruency.selector.exports import validate as v
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from selector.exports import validate as v
-from selector.exports.local import Interface, check, interface
+from bgp_congruency.selector.exports import validate as v
+from bgp_congruency.selector.exports.local import Interface, check, interface
 
 KEEPALIVE_S = 5  # MPT's example configuration
 DEAD_S = 11

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from common.errors import BadInput
+from bgp_congruency.common.errors import BadInput
 
 #: Linux interface names: at most 15 bytes (IFNAMSIZ - 1); this subset never needs quoting.
 IFNAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}")

@@ -32,7 +32,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest import framing
+from bgp_congruency.ingest import framing
 from tests.support.data import ARCHIVE, EDGE, RV2_2026, RV6_2026
 
 T0 = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -87,8 +87,8 @@ def decode(path: Path):
     """(table, FrameStats) or the MrtError/FramingError message."""
     import pyarrow as pa
 
-    from common.tables import RIB_ENTRIES
-    from ingest.backends import native
+    from bgp_congruency.common.tables import RIB_ENTRIES
+    from bgp_congruency.ingest.backends import native
 
     gen = native.decode_checked(path, 64, snapshot_time=T0)
     batches = []

@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.tables import RIB_ENTRIES
-from ingest import backends
-from ingest import run as ingest_run
-from ingest.discovery import Slot
-from ingest.normalize import to_entries
-from ingest.writer import SnapshotWriter
+from bgp_congruency.common.tables import RIB_ENTRIES
+from bgp_congruency.ingest import backends
+from bgp_congruency.ingest import run as ingest_run
+from bgp_congruency.ingest.discovery import Slot
+from bgp_congruency.ingest.normalize import to_entries
+from bgp_congruency.ingest.writer import SnapshotWriter
 from tests.fuzz.native_fuzz import boundaries
 from tests.support.data import RV6_2026
 

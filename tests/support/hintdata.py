@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.params import MethodParams, load_groups
-from common.tables import FILE_SCHEMA, TABLES
-from congruency import reference
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.common.tables import FILE_SCHEMA, TABLES
+from bgp_congruency.congruency import reference
 
 MONTH = "2026-03"
 P0 = MethodParams(min_coverage=0.0, groups=load_groups())

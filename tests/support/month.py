@@ -9,13 +9,13 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from common.tables import FILE_SCHEMA, TABLES
-from congruency import reference
+from bgp_congruency.common.tables import FILE_SCHEMA, TABLES
+from bgp_congruency.congruency import reference
 from tests.support import cases
 
 
 def published(data: Path, table: str, month: str) -> list[dict]:
-    from common.tables import TRANSITIONS
+    from bgp_congruency.common.tables import TRANSITIONS
 
     rows = pq.read_table(data / table / f"month={month}").to_pylist()
     schema = TRANSITIONS if table == "transitions" else TABLES[table]

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from cli.main import main as cli
-from common.tables import TABLES, TRANSITIONS
+from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common.tables import TABLES, TRANSITIONS
 from tests.support.month import ENTRY_COLS
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
@@ -18,8 +18,8 @@ def build_published(root: Path, months=MONTHS, seed: int = 7, ases: int = 150, v
     """A data dir with `months` of a synthetic archive (growing IPv6 adoption) ingested and compared."""
     from dataclasses import replace
 
-    from common.config import load
-    from synth.generate import generate
+    from bgp_congruency.common.config import load
+    from bgp_congruency.synth.generate import generate
 
     archive, data = root / "archive", root / "data"
     generate(archive, seed=seed, ases=ases, vps=vps, months=months, snapshots_per_month=1,
@@ -50,8 +50,8 @@ _BUILT: dict[str, Path] = {}
 def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
     """The reference's tables of `month` from its ingested rib_entries, written as the job
     publishes them (`<table>/month=M/part-0.parquet`, month only in the directory name)."""
-    from common.months import previous_month
-    from congruency import reference
+    from bgp_congruency.common.months import previous_month
+    from bgp_congruency.congruency import reference
 
     d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
     rows = (r for b in d.to_batches(columns=ENTRY_COLS) for r in b.to_pylist())
