@@ -32,6 +32,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 OUT = BENCH / "out"
+
+
+def pythonpath() -> str:
+    """PYTHONPATH for a child run by another interpreter (a venv of another DuckDB version)
+    where the project is not installed: the root (for `bench`) and a folder whose
+    `bgp_congruency` links to the root (the project's import namespace)."""
+    ns = OUT / "pythonpath"
+    link = ns / "bgp_congruency"
+    if not link.is_symlink():
+        ns.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(ROOT, target_is_directory=True)
+    return f"{ROOT}{os.pathsep}{ns}"
 SHARED = ROOT.parent / "shared" / "data"
 ARCHIVE = SHARED / "archive"
 DEFAULT_RIB = ARCHIVE / "route-views2/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
@@ -228,7 +240,7 @@ def run_child(cmd: list[str], *, label: str = "", timeout_s: float = 3600, stdou
     JSON file the command writes its own figures to, returned as Measure.result."""
     import tempfile
 
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": pythonpath(), **(env or {})}
     if result_path is not None:
         Path(result_path).unlink(missing_ok=True)
     fd, usage_path = tempfile.mkstemp(prefix="bench-usage-", suffix=".json")

@@ -175,7 +175,7 @@ def ingest_real(data_dir: Path, con) -> None:
            str(common.ARCHIVE), "--days", "30", "--times", "14:00", "--backend", "bgpdump",
            "--data-dir", str(data_dir)]
     con.print("ingesting the real 2026-07 pair: " + " ".join(cmd[2:]))
-    r = subprocess.run(cmd, cwd=common.ROOT, env={**__import__("os").environ, "PYTHONPATH": str(common.ROOT)},
+    r = subprocess.run(cmd, cwd=common.ROOT, env={**__import__("os").environ, "PYTHONPATH": common.pythonpath()},
                        stdout=subprocess.DEVNULL, timeout=1800)
     if r.returncode != 0:
         raise SystemExit(f"ingest failed (exit {r.returncode})")
@@ -193,7 +193,7 @@ def synth_data(entries: int, con) -> Path:
            "--collectors", ",".join(sorted({f["collector"] for f in listing["files"]})),
            "--backend", "bgpdump", "--data-dir", str(data)]
     con.print("ingesting: " + " ".join(cmd[2:]))
-    r = subprocess.run(cmd, cwd=common.ROOT, env={**__import__("os").environ, "PYTHONPATH": str(common.ROOT)},
+    r = subprocess.run(cmd, cwd=common.ROOT, env={**__import__("os").environ, "PYTHONPATH": common.pythonpath()},
                        stdout=subprocess.DEVNULL, timeout=7200)
     if r.returncode != 0:
         raise SystemExit(f"ingest failed (exit {r.returncode})")

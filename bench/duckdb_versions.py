@@ -125,7 +125,7 @@ def main() -> int:
         for v in sorted(versions, key=lambda v: pys[v] == sys.executable):
             r = subprocess.run([pys[v], str(Path(__file__).with_name("steps.py")), "--data-dir", str(src),
                                 "--month", a.month, "--engine", "duckdb", "--json"], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": str(common.ROOT)})
+                               env={**os.environ, "PYTHONPATH": common.pythonpath()})
             if r.returncode == 0:
                 prof = json.loads(r.stdout)
                 out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
