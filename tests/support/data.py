@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the project root (tests/support/data.py)
 DATA = Path(os.environ.get("CONGRUENCY_SHARED_DATA", ROOT.parent / "shared" / "data"))
 ARCHIVE = DATA / "archive"
 FAULTY = DATA / "faulty"
