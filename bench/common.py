@@ -32,6 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 OUT = BENCH / "out"
+SHARED = ROOT.parent / "shared" / "data"
+ARCHIVE = SHARED / "archive"
+DEFAULT_RIB = ARCHIVE / "route-views2/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PR_SET_CHILD_SUBREAPER = 36
+SAMPLE_S = 0.1
+MiB = 1 << 20
 
 
 def pythonpath() -> str:
@@ -44,13 +51,6 @@ def pythonpath() -> str:
         ns.mkdir(parents=True, exist_ok=True)
         link.symlink_to(ROOT, target_is_directory=True)
     return f"{ROOT}{os.pathsep}{ns}"
-SHARED = ROOT.parent / "shared" / "data"
-ARCHIVE = SHARED / "archive"
-DEFAULT_RIB = ARCHIVE / "route-views2/bgpdata/2026.07/RIBS/rib.20260730.1400.bz2"
-PAGE = os.sysconf("SC_PAGE_SIZE")
-PR_SET_CHILD_SUBREAPER = 36
-SAMPLE_S = 0.1
-MiB = 1 << 20
 
 
 def console():

@@ -223,6 +223,7 @@ def render_md(doc: dict) -> str:
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
     lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
     lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
+    lines += _multipath_section(real.get("multipath") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -364,6 +365,43 @@ def _versions_section(runs: list[dict]) -> list[str]:
         out += [f"Step by step ({r['name']}, `--steps`): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
                 f"{pb['total_s']:.1f} s; the steps that differ most: "
                 + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
+    return out
+
+
+def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
+    """min / median / max of a spread (bench/multipath.py)."""
+    return " / ".join(fmt.format(x[k]) for k in ("min", "median", "max"))
+
+
+def _multipath_section(runs: list[dict]) -> list[str]:
+    """bench/multipath.py: one MPTCP connection over IPv4 + IPv6 against single-path TCP."""
+    if not runs:
+        return []
+    intro = ["`bench/multipath.py` (root; network namespaces, `tc tbf` bottlenecks, no netem in this kernel):",
+             "one MPTCP connection with an IPv4 and an IPv6 subflow, configured by the project's own",
+             "`congruency export --format mptcp` script for an `aggregate` hint, against single-path TCP on the",
+             "better family. *disjoint*: IPv4 limited to R4 and IPv6 to R6 on separate links; *shared*: both",
+             "families through one router whose link to the server is limited to R. Goodput is what the server",
+             "received per second after the warm-up; min / median / max over the runs. *Share*: two flows",
+             "started together through the shared bottleneck, the first one's part of their sum (MPTCP against",
+             "TCP; the control, TCP against TCP). The selector's rationales cite these medians",
+             "(selector/measured_gain.json, written by `--advice`)."]
+    rows = []
+    for r in runs:
+        for c in r["cases"]:
+            cap = (f"R4 {c['r4_mbit']:g} + R6 {c['r6_mbit']:g}" if c["topology"] == "disjoint"
+                   else f"R {c['r_mbit']:g}")
+            share = (f"{_mmm(c['mptcp_share_against_tcp'])} (TCP: {_mmm(c['tcp_share_against_tcp'])})"
+                     if "mptcp_share_against_tcp" in c else "-")
+            rows.append([c["topology"], cap, "+".join(c["subflow_families"]), _mmm(c["mptcp_mbit"], "{:.1f}"),
+                         _mmm(c["mptcp_vs_capacity"]), f"IPv{c['better_family']} " + _mmm(c["tcp_mbit"], "{:.1f}"),
+                         _mmm(c["mptcp_vs_tcp"]), share])
+    out = _section("Multipath gain: MPTCP over IPv4 + IPv6 (bench/multipath.py)", intro,
+                   ["paths", "rates Mbit/s", "subflows", "MPTCP Mbit/s", "MPTCP / capacity", "TCP Mbit/s",
+                    "MPTCP / TCP", "share against TCP"], rows, align="lllrrrrr")
+    for r in runs:
+        out += [f"`{r['command']}` ({r['date']}, kernel {r['kernel']}, {r['runs']} runs of {r['seconds']:g} s, "
+                f"{r['warmup']:g} s warm-up, load before {r['load_before']}; {r.get('cpu')}).", ""]
     return out
 
 
@@ -656,7 +694,8 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
             real[key] = json.loads(path.read_text())
     for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
                          ("generate", "generate-*.json"), ("hints", "hints-*.json"),
-                         ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json")):
+                         ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json"),
+                         ("multipath", "multipath.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:
             new = [json.loads(p.read_text()) for p in files]

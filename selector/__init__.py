@@ -5,5 +5,6 @@
 - month.py: reading a published month and the longest-prefix match of addresses.
 - advice.py: `advise` (one question) and `select` (k of the endpoints' paths).
 - table.py: the month's `hints` table, built and published.
+- gain.py: what the multipath testbed measured (bench/multipath.py), cited by the rationales.
 - exports/: the hints rendered for tools (JSON Lines, Linux MPTCP script, MPT files).
 """

@@ -4,7 +4,8 @@ choice of k underlay paths that share the fewest ASes.
 Path logic (shared ASes, adjacency) comes from congruency/method.py, the functions the
 reference and the compare job's tests use; nothing here re-derives it. I/O (reading a month,
 address lookups, publishing the `hints` table) is in selector/; rendering to
-tunnel configurations is in tunnels/.
+tunnel configurations is in selector/exports/. Each mode's rationale ends with what the
+multipath testbed measured for it (selector/gain.py, from bench/multipath.py).
 
 Class (from one IPv4 path and one IPv6 path from the same source AS):
 - `congruent`: the two paths are identical (METHOD.md step 7).
@@ -43,6 +44,7 @@ import functools
 from dataclasses import dataclass, fields
 
 from bgp_congruency.congruency.method import shared_adjacent, shared_asns
+from bgp_congruency.selector import gain
 
 CLASSES = ("disjoint", "shared-edge", "shared-core", "congruent", "unknown")
 MODES = ("aggregate", "backup", "single-path")
@@ -246,6 +248,7 @@ def advice(cls: str, primary: int | None, cautious: str | None = None) -> Advice
                       if primary else "There is no path in either family."))
     else:
         raise ValueError(f"unknown hint class {cls!r}")
+    rationale += gain.sentence(mode, cls)
     return Advice(mode, pm, cc, transport, rationale, flags[4], flags[6], weight[4], weight[6],
                   status[4], status[6])
 

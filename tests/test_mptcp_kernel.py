@@ -26,6 +26,7 @@ from bgp_congruency.selector.advice import advise
 from bgp_congruency.selector.exports import mptcp
 from bgp_congruency.selector.exports.local import Interface
 from tests.support import hintdata
+from tests.support.netns import Netns, sh, veth
 
 TIMEOUT = 20  # seconds, for every wait
 
@@ -54,40 +55,6 @@ if WHY:
 def _ci_fails_loudly():
     if WHY and os.environ.get("CI"):
         pytest.fail(f"CI must be able to run the MPTCP kernel tests: {WHY}")
-
-
-def sh(*args, ns: str | None = None, check=True, input=None) -> str:
-    cmd = (["ip", "netns", "exec", ns] if ns else []) + list(args)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT, input=input)
-    if check and r.returncode:
-        raise AssertionError(f"{' '.join(cmd)}: exit {r.returncode}: {r.stderr.strip()}")
-    return r.stdout
-
-
-class Netns:
-    """Fresh namespaces, deleted on exit whatever happens (their veths go with them)."""
-
-    def __init__(self, *roles: str):
-        tag = uuid.uuid4().hex[:6]
-        self.names = {r: f"t11{r}{tag}" for r in roles}
-
-    def __enter__(self):
-        for n in self.names.values():
-            sh("ip", "netns", "add", n)
-            sh("ip", "link", "set", "lo", "up", ns=n)
-        return self.names
-
-    def __exit__(self, *exc):
-        for n in self.names.values():
-            subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=TIMEOUT)
-
-
-def veth(a_ns, a_if, a_addr, b_ns, b_if, b_addr):
-    sh("ip", "link", "add", a_if, "netns", a_ns, "type", "veth", "peer", "name", b_if, "netns", b_ns)
-    for ns, ifn, addr in ((a_ns, a_if, a_addr), (b_ns, b_if, b_addr)):
-        extra = ["nodad"] if ":" in addr else []
-        sh("ip", "addr", "add", addr, "dev", ifn, *extra, ns=ns)
-        sh("ip", "link", "set", ifn, "up", ns=ns)
 
 
 def read_back(ns: str) -> tuple[tuple[int, int], list[tuple]]:

@@ -76,6 +76,45 @@ def test_advice_is_true_for_the_targets():
     assert selector.advice("congruent", 4).mptcp_flags_v6 is None
 
 
+def test_rationales_cite_the_measured_gain_and_only_it(monkeypatch, tmp_path):
+    """The figures a rationale quotes are bench/multipath.py's medians as bench/results.json
+    holds them (recomputed here from the runs' cases, independently of the bench's code);
+    without the file a rationale claims nothing measured."""
+    import statistics
+
+    from bgp_congruency.selector import gain
+
+    results = json.loads((Path(__file__).parents[1] / "bench" / "results.json").read_text())
+    (run,) = results["real"]["multipath"]
+    dis = [c for c in run["cases"] if c["topology"] == "disjoint"]
+    sha = [c for c in run["cases"] if c["topology"] == "shared"]
+    assert {c["better_family"] for c in dis} and all(c["subflow_families"] == ["v4", "v6"] for c in run["cases"])
+    want = {"disjoint_vs_capacity": statistics.median(c["mptcp_vs_capacity"]["median"] for c in dis),
+            "disjoint_vs_tcp_low": min(c["mptcp_vs_tcp"]["median"] for c in dis),
+            "disjoint_vs_tcp_high": max(c["mptcp_vs_tcp"]["median"] for c in dis),
+            "shared_vs_capacity": statistics.median(c["mptcp_vs_capacity"]["median"] for c in sha),
+            "shared_share_against_tcp": statistics.median(c["mptcp_share_against_tcp"]["median"] for c in sha),
+            "tcp_share_against_tcp": statistics.median(c["tcp_share_against_tcp"]["median"] for c in sha)}
+    fig = gain.figures()
+    assert fig is not None and {k: fig[k] for k in want} == pytest.approx(want, abs=1e-9)
+    agg = selector.advice("disjoint", 4).rationale
+    assert (f"carried {want['disjoint_vs_capacity']:.0%} of their sum, {want['disjoint_vs_tcp_low']:.2f}x to "
+            f"{want['disjoint_vs_tcp_high']:.2f}x single-path TCP") in agg
+    assert f"took {want['shared_share_against_tcp']:.0%} from a competing TCP flow" in agg
+    assert f"took {want['shared_share_against_tcp']:.0%}" in selector.advice("shared-core", 4).rationale
+    assert f"carried {want['shared_vs_capacity']:.0%} of it" in selector.advice("congruent", 6).rationale
+    assert "Measured" not in selector.advice("unknown", 4).rationale  # one family: nothing measured applies
+    monkeypatch.setattr(gain, "FILE", tmp_path / "missing.json")
+    gain.figures.cache_clear()
+    selector.advice.cache_clear()
+    try:
+        assert all("Measured" not in selector.advice(c, 4).rationale for c in selector.CLASSES)
+    finally:
+        monkeypatch.undo()
+        gain.figures.cache_clear()
+        selector.advice.cache_clear()
+
+
 def test_confidence_and_primary():
     assert selector.confidence(1.0, 0.5, 2, 2) == 0.5
     assert selector.confidence(1.0, 1.0, 1, 4) == 0.25
