@@ -39,7 +39,8 @@ check-java:
 
 # Debian packages the tests use; installed when missing (needs root, as on CI machines).
 # chromium: the report tests load the HTML reports in headless Chromium (tests/test_reports.py);
-# shellcheck: the generated MPTCP scripts are checked with it (tests/test_mptcp_kernel.py).
+# shellcheck: the generated MPTCP scripts are checked with it (tests/test_mptcp_kernel.py);
+# scamper: `congruency trace` runs it and reads its warts files (tests/test_trace.py).
 system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
 	command -v bzip2 >/dev/null || missing="$$missing bzip2"; \
@@ -48,6 +49,7 @@ system-deps:
 	command -v ip >/dev/null && command -v ss >/dev/null || missing="$$missing iproute2"; \
 	command -v sysctl >/dev/null || missing="$$missing procps"; \
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
+	command -v scamper >/dev/null && command -v sc_warts2json >/dev/null || missing="$$missing scamper"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \

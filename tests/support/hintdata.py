@@ -49,7 +49,7 @@ CLASSES = {
 }
 
 
-def _row(peer, afi, path, prefix, t):
+def row(peer, afi, path, prefix, t):
     ip = f"192.0.2.{peer}" if afi == 4 else f"2001:db8::{peer:x}"
     return dict(collector="rrc00", project="test", snapshot_time=t, peer_asn=peer, peer_ip=ip, afi=afi,
                 prefix=prefix, as_path=list(path), has_as_set=False, as_path_raw=None,
@@ -60,16 +60,16 @@ def synthetic_rows() -> list[dict]:
     rows = []
     for (vp, origin), (p4, p6) in PATHS.items():
         for t in (T0, T1):
-            rows.append(_row(vp, 4, p4, v4(origin), t))
+            rows.append(row(vp, 4, p4, v4(origin), t))
             if p6:
-                rows.append(_row(vp, 6, p6, v6(origin), t))
+                rows.append(row(vp, 6, p6, v6(origin), t))
     # A second IPv4 prefix of AS100 seen once over another path: stability 2/3 for (10, 100, 4).
-    rows.append(_row(10, 4, [10, 3, 100], "10.1.100.0/24", T1))
+    rows.append(row(10, 4, [10, 3, 100], "10.1.100.0/24", T1))
     # A covering /16 from AS200 (it holds AS100's 10.0.100.0/24).
-    rows += [_row(10, 4, [10, 1, 3, 200], "10.0.0.0/16", t) for t in (T0, T1)]
+    rows += [row(10, 4, [10, 1, 3, 200], "10.0.0.0/16", t) for t in (T0, T1)]
     # A prefix with two origins: AS300 on two entries, AS400 on one.
-    rows += [_row(10, 4, [10, 1, 5, 6, 300], "10.9.0.0/24", t) for t in (T0, T1)]
-    rows.append(_row(20, 4, [20, 2, 400], "10.9.0.0/24", T0))
+    rows += [row(10, 4, [10, 1, 5, 6, 300], "10.9.0.0/24", t) for t in (T0, T1)]
+    rows.append(row(20, 4, [20, 2, 400], "10.9.0.0/24", T0))
     return rows
 
 
@@ -89,8 +89,9 @@ def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
         pq.write_table(t, d / "part-0.parquet")
 
 
-def publish_synthetic(data: Path, month: str = MONTH) -> dict[str, list[dict]]:
-    rows = synthetic_rows()
+def publish_synthetic(data: Path, month: str = MONTH, extra_rows: list[dict] = ()) -> dict[str, list[dict]]:
+    """The month of synthetic_rows() (and `extra_rows`, e.g. router prefixes) published in `data`."""
+    rows = synthetic_rows() + list(extra_rows)
     write_entries(data, month, rows)
     tables = reference.compute_month(rows, month, P0)
     write_tables(data, month, tables)
