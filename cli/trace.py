@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--month", metavar="YYYY-MM", help="month of published results (default: the latest)")
     p.add_argument("--aliases", metavar="FILE",
                    help="router aliases: one router per line, its addresses separated by spaces")
+    p.add_argument("--store", action="store_true",
+                   help="keep the answer with the month: one row per family in DATA_DIR/traces (docs/SCHEMA.md)")
     p.add_argument("--json", action="store_true", help="print the answer as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -79,6 +81,11 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         got += T.run_scamper(args.live, args.method, args.count, Path(args.keep) if args.keep else None)
     answer = analyse(cfg, got, source=args.source, to=args.to, month=args.month,
                      aliases=read_aliases(args.aliases) if args.aliases else None)
+    if args.store:
+        from bgp_congruency.common import console
+        from bgp_congruency.dataplane.table import store
+
+        console.note(f"stored in {store(cfg.data_dir, answer)}")
     if args.json:
         json.dump(answer, sys.stdout, indent=1)
         print()
@@ -103,6 +110,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         r = c["router_level"]
         print(f"IPv4 vs IPv6: AS level {c['as_level']}{shared}; router level "
               f"{len(r['shared_routers'])} shared router(s): {r['note']}")
+    for line in answer["missing"]:
+        print(line)
     a = answer["advise"]
     print(f"advise: {a['hint_class']}, {a['mode']}" + (f" ({a['reason']})" if a.get("reason") else ""))
     return 0

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from bgp_congruency.common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
-                           RIB_ENTRIES, SENSITIVITY, TRANSITIONS, VPS)
+                           RIB_ENTRIES, SENSITIVITY, TRACES, TRANSITIONS, VPS)
 
 class Col(NamedTuple):
     meaning: str
@@ -304,4 +304,31 @@ document(
     mpt_status_v6=("MPT status of the IPv6 path: 0 in use, 255 disabled (backup)", "MPT status code", _SEL + ": advice"),
     notes=("caveats of this hint: proxy use, split origins, several origins of a prefix", "-", _SEL),
     caveat=("AS-level disjointness is a lower bound (the same sentence on every hint)", "-", _SEL),
+)
+
+_TR = "congruency trace (dataplane/)"
+document(
+    "traces", TRACES,
+    "Traceroutes toward a destination checked against the month's BGP paths: one row per run of "
+    "`congruency trace --store` and family.",
+    "traces/month=YYYY-MM/*.parquet",
+    month=("the month whose RIB prefixes and paths the traces were checked against", "YYYY-MM", _TR),
+    traced_at=("when the run was stored", "UTC time", _TR),
+    source_asn=("the traces' source AS (--from, else the AS of their source address)", "ASN", _TR),
+    destination=("the destination address traced in this family", "IP address", _TR),
+    afi=("address family: 4 or 6", "-", _TR),
+    dest_asn=("AS of the destination address by longest-prefix match; null when no prefix covers it", "ASN", _TR),
+    traces=("traceroutes of this family read", "traces", _TR),
+    methods=("probing methods of those traces (e.g. icmp-paris)", "-", _TR),
+    stable=("a hop sequence holds at least 70% of the traces", "-", _TR),
+    stable_share=("share of the traces that hold the most common hop sequence", "fraction 0-1", _TR),
+    hop_addresses=("per TTL of that sequence, its addresses joined by '|' (load-balanced hop), '' for no answer", "-", _TR),
+    hop_asns=("per TTL, the AS of the hop (null: no answer, private, unmapped or several ASes)", "list of ASNs", _TR),
+    as_path=("the source AS and the hops' ASes in order, repeats folded", "list of ASNs", _TR),
+    bgp_path=("the path `advise` gives for the source and destination in this family; null without one", "list of ASNs", _TR),
+    agreement=("as_path against bgp_path: equal, consistent (in order, some ASes unseen), differs, no BGP path, no stable path", "-", _TR),
+    as_level=("IPv4 against IPv6 stable AS paths: congruent, shared or disjoint; null without both", "-", _TR),
+    shared_asns=("ASes on both families' AS paths besides the ends", "list of ASNs", _TR),
+    shared_routers=("routers (alias sets) with an address on both families' paths; null without both", "routers", _TR),
+    aliases_known=("alias data was given (--aliases); without it shared_routers is a lower bound", "-", _TR),
 )

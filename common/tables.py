@@ -268,6 +268,31 @@ PROVENANCE = pa.schema(
 SENSITIVITY = pa.schema([("month", pa.string()), ("choice", pa.string()), ("variant", pa.string())]
                         + [f for f in MONTH_SUMMARY if f.name != "month"])
 
+#: `congruency trace --store`: one row per (run, family) toward a destination (dataplane/).
+TRACES = pa.schema(
+    [
+        ("month", pa.string()),
+        ("traced_at", pa.timestamp("s", tz="UTC")),
+        ("source_asn", ASN),
+        ("destination", pa.string()),
+        ("afi", pa.int8()),
+        ("dest_asn", ASN),
+        ("traces", pa.int32()),
+        ("methods", STR_LIST),
+        ("stable", pa.bool_()),
+        ("stable_share", pa.float64()),
+        ("hop_addresses", STR_LIST),
+        ("hop_asns", ASN_LIST),
+        ("as_path", ASN_LIST),
+        ("bgp_path", ASN_LIST),
+        ("agreement", pa.string()),
+        ("as_level", pa.string()),
+        ("shared_asns", ASN_LIST),
+        ("shared_routers", pa.int32()),
+        ("aliases_known", pa.bool_()),
+    ]
+)
+
 #: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
     "cleaning_stats": CLEANING_STATS,

@@ -151,5 +151,7 @@ def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, 
             "note": ("with the given aliases" if aliases is not None else
                      "no alias data: an IPv4 and an IPv6 address are never equal, so 0 shared routers "
                      "is a lower bound (give --aliases)")}
-    return {"month": month, "source_asn": int(source), "families": fams, "comparison": comparison,
+    missing = [f"IPv{f}: no traceroute toward the destination's IPv{f} address, so the families are not "
+               f"compared (give one: --atlas/--warts results or --live ADDR, and --to)" for f in (4, 6) if f not in groups]
+    return {"month": month, "source_asn": int(source), "families": fams, "comparison": comparison, "missing": missing,
             "advise": {k: hint.get(k) for k in ("hint_class", "mode", "confidence", "reason")}}

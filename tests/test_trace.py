@@ -180,9 +180,42 @@ def test_a_trace_that_leaves_the_bgp_path_differs(month, tmp_path, capsys):
     hops = ["10.0.10.1", "10.0.2.1", H100[0]]  # through AS2 over IPv4, where BGP says AS1
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], hops, 4)] * 3)
     rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f), "--json")
-    v4 = json.loads(out)["families"]["4"]
-    assert rc == 0 and v4["as_path"] == [10, 2, 100] and v4["agreement"] == "differs"
-    assert json.loads(out)["comparison"]["as_level"] is None  # one family only
+    a = json.loads(out)
+    assert rc == 0 and a["families"]["4"]["as_path"] == [10, 2, 100] and a["families"]["4"]["agreement"] == "differs"
+    assert a["comparison"]["as_level"] is None and a["missing"][0].startswith("IPv6: no traceroute toward")
+    rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f))
+    assert rc == 0 and "IPv6: no traceroute toward the destination's IPv6 address" in out
+
+
+def test_stored_runs_are_a_table_the_warehouse_joins(tmp_path, capsys):
+    import shutil as sh_
+
+    data = tmp_path / "data"
+    extra = [hintdata.row(20, afi, [20, asn], ROUTERS[asn][afi == 6], t)
+             for asn in ROUTERS for afi in (4, 6) for t in (hintdata.T0, hintdata.T1)]
+    hintdata.publish_synthetic(data, extra_rows=extra)
+    f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 3
+                    + [atlas_result("2001:db8:a::9", H100[1], V6_100, 6)] * 3)
+    for _ in range(2):
+        rc, out, err = run(capsys, "--data-dir", str(data), "--atlas", str(f), "--store")
+        assert rc == 0 and "stored in " in err
+    files = sorted((data / "traces" / f"month={hintdata.MONTH}").iterdir())
+    assert len(files) == 2 and all(p.suffix == ".parquet" and not p.name.startswith(".") for p in files)
+    assert cli(["warehouse", "--data-dir", str(data)]) == 0
+    capsys.readouterr()
+    rc = cli(["query", "--data-dir", str(data), "--format", "json", "--sql",
+              "SELECT t.afi, t.as_path, t.hop_addresses, t.hop_asns, t.agreement, t.as_level, t.shared_routers, "
+              "p.congruent FROM traces t JOIN pairs p ON p.month = t.month AND p.vp_asn = t.source_asn "
+              "AND p.dest_asn = t.dest_asn ORDER BY t.traced_at, t.afi"])
+    out = capsys.readouterr().out
+    got = [json.loads(line) for line in out.splitlines()] if not out.lstrip().startswith("[") else json.loads(out)
+    assert rc == 0 and len(got) == 4
+    v4, v6 = (next(r for r in got if r["afi"] == f) for f in (4, 6))
+    assert [r["afi"] for r in got].count(4) == 2 and v4["as_path"] == [10, 1, 100] and v6["as_path"] == [10, 2, 100]
+    assert v4["hop_addresses"] == ["10.0.10.1", "10.0.1.1", "", "10.0.1.2", H100[0]]
+    assert v4["hop_asns"] == [10, 1, None, 1, 100] and v4["agreement"] == "equal"
+    assert (v4["as_level"], v4["shared_routers"], v4["congruent"]) == ("disjoint", 0, False)
+    sh_.rmtree(data)
 
 
 @pytest.mark.parametrize("content, message", [

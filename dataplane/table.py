@@ -1,0 +1,45 @@
+"""The `traces` table: `congruency trace --store` keeps a run's answer with its month, one row
+per family, so the warehouse joins it with `pairs` and `hints` (docs/SCHEMA.md). Each run adds
+one file under DATA_DIR/traces/month=M/, written beside its final name and renamed into place:
+a reader never sees half a file, and runs never overwrite each other."""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.tables import TRACES
+
+
+def rows(answer: dict, traced_at: datetime) -> list[dict]:
+    """The answer of dataplane.analysis.analyse as the table's rows (one per family)."""
+    c = answer["comparison"]
+    routers = c["router_level"]
+    out = []
+    for fam, f in sorted(answer["families"].items()):
+        out.append({
+            "month": answer["month"], "traced_at": traced_at, "source_asn": answer["source_asn"],
+            "destination": f["destination"], "afi": int(fam), "dest_asn": f["destination_asn"],
+            "traces": f["traces"], "methods": f["methods"], "stable": f["stable"], "stable_share": f["stable_share"],
+            "hop_addresses": ["|".join(h["addresses"]) for h in f["hops"]],
+            "hop_asns": [h["asn"] for h in f["hops"]], "as_path": f["as_path"], "bgp_path": f["bgp_path"],
+            "agreement": f["agreement"], "as_level": c["as_level"], "shared_asns": c["shared_asns"],
+            "shared_routers": len(routers["shared_routers"]) if routers else None,
+            "aliases_known": routers["aliases_known"] if routers else None})
+    return out
+
+
+def store(data_dir, answer: dict) -> Path:
+    """Add the answer's rows to the month's `traces` table; returns the file written."""
+    root = layout.local(data_dir, "congruency trace --store")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    table = pa.Table.from_pylist(rows(answer, now), schema=TRACES).drop_columns(["month"])
+    final = Path(layout.month_dir(root, "traces", answer["month"])) / f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.replacing(final) as tmp:
+        pq.write_table(table, tmp)
+    return final
