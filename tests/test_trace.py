@@ -114,13 +114,17 @@ def atlas_result(src: str, dst: str, hops: list, af: int) -> dict:
                                    for i, a in enumerate(hops, 1)]}
 
 
-@pytest.fixture(scope="module")
-def month(tmp_path_factory):
-    data = tmp_path_factory.mktemp("trace-month")
+def publish_month(data: Path) -> Path:
+    """The selector's hand-made month with the routers' prefixes, seen from VP 20."""
     extra = [hintdata.row(20, afi, [20, asn], ROUTERS[asn][afi == 6], t)
              for asn in ROUTERS for afi in (4, 6) for t in (hintdata.T0, hintdata.T1)]
     hintdata.publish_synthetic(data, extra_rows=extra)
     return data
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory):
+    return publish_month(tmp_path_factory.mktemp("trace-month"))
 
 
 def write_atlas(path: Path, results: list[dict]) -> Path:
@@ -188,12 +192,7 @@ def test_a_trace_that_leaves_the_bgp_path_differs(month, tmp_path, capsys):
 
 
 def test_stored_runs_are_a_table_the_warehouse_joins(tmp_path, capsys):
-    import shutil as sh_
-
-    data = tmp_path / "data"
-    extra = [hintdata.row(20, afi, [20, asn], ROUTERS[asn][afi == 6], t)
-             for asn in ROUTERS for afi in (4, 6) for t in (hintdata.T0, hintdata.T1)]
-    hintdata.publish_synthetic(data, extra_rows=extra)
+    data = publish_month(tmp_path / "data")  # its own: the warehouse is written into it
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 3
                     + [atlas_result("2001:db8:a::9", H100[1], V6_100, 6)] * 3)
     for _ in range(2):
@@ -215,7 +214,6 @@ def test_stored_runs_are_a_table_the_warehouse_joins(tmp_path, capsys):
     assert v4["hop_addresses"] == ["10.0.10.1", "10.0.1.1", "", "10.0.1.2", H100[0]]
     assert v4["hop_asns"] == [10, 1, None, 1, 100] and v4["agreement"] == "equal"
     assert (v4["as_level"], v4["shared_routers"], v4["congruent"]) == ("disjoint", 0, False)
-    sh_.rmtree(data)
 
 
 @pytest.mark.parametrize("content, message", [
