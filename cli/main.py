@@ -20,11 +20,13 @@ from bgp_congruency.common.errors import CongruencyError
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
 #: Commands that read published tables: they hold common.locks.reading, so a month being
 #: re-published meanwhile is seen whole (all its tables old, or all new).
-READERS = ("query", "report", "advise", "export", "trace")
+READERS = ("query", "report", "advise", "export", "trace",
+            "evaluate")
 #: Commands that only read what an earlier one wrote: a data dir that does not exist is a
 #: misspelling, said the same way by each (the others create it).
-NEEDS_DATA = (*READERS, "compare", "sensitivity", "warehouse")
-COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export", "trace")
+NEEDS_DATA = (*READERS, "compare", "sensitivity", "warehouse", "evaluate")
+COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export", "trace",
+            "evaluate")
 
 
 class _Help(argparse.HelpFormatter):

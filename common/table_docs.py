@@ -12,7 +12,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from bgp_congruency.common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
-                           RIB_ENTRIES, SENSITIVITY, TRACES, TRANSITIONS, VPS)
+                           RIB_ENTRIES, SELECTOR_EVAL, SENSITIVITY, TRACES, TRANSITIONS, VPS)
 
 class Col(NamedTuple):
     meaning: str
@@ -331,4 +331,28 @@ document(
     shared_asns=("ASes on both families' AS paths besides the ends", "list of ASNs", _TR),
     shared_routers=("routers (alias sets) with an address on both families' paths; null without both", "routers", _TR),
     aliases_known=("alias data was given (--aliases); without it shared_routers is a lower bound", "-", _TR),
+)
+
+_EV = "congruency evaluate (selector/evaluate.py)"
+document(
+    "selector_eval", SELECTOR_EVAL,
+    "The path selector held out: for every pair, the answer for the pair's VP AS with all of that AS's VPs "
+    "hidden, against the pair's own observation.",
+    "selector_eval/month=YYYY-MM/*.parquet",
+    month=_MONTH,
+    **_VP,
+    dest_asn=("the pair's destination AS", "ASN", "6. Dual-stacked destinations"),
+    rule=("where the answer came from: through (a VP whose path crosses the source), upstream (a VP the source "
+          "hands traffic to, the source put in front), none (no VP stands in)", "-", _EV),
+    proxies=("proxy VPs the answer considered", "VPs", _EV),
+    observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),
+    predicted_class=("the selector's class with the VP held out (unknown: no answer)", "-", _EV),
+    correct=("predicted_class = observed_class; null when the answer is unknown", "-", _EV),
+    confidence=("the confidence the selector states for its answer", "fraction 0-1", _EV),
+    observed_mode=("the advice's mode for the observed class", "-", _EV),
+    predicted_mode=("the advice's mode of the answer", "-", _EV),
+    v4_exact=("the predicted IPv4 path equals the observed one; null without a predicted path", "-", _EV),
+    v6_exact=("the predicted IPv6 path equals the observed one; null without a predicted path", "-", _EV),
+    v4_hop_distance=("edit distance between the predicted and the observed IPv4 path; null without one", "AS hops", _EV),
+    v6_hop_distance=("edit distance between the predicted and the observed IPv6 path; null without one", "AS hops", _EV),
 )

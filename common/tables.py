@@ -293,6 +293,28 @@ TRACES = pa.schema(
     ]
 )
 
+#: `congruency evaluate`: the selector's answer for each pair with the pair's VP held out (selector/evaluate.py).
+SELECTOR_EVAL = pa.schema(
+    [
+        ("month", pa.string()),
+        ("vp_group", pa.string()),
+        ("vp_asn", ASN),
+        ("dest_asn", ASN),
+        ("rule", pa.string()),
+        ("proxies", pa.int32()),
+        ("observed_class", pa.string()),
+        ("predicted_class", pa.string()),
+        ("correct", pa.bool_()),
+        ("confidence", pa.float64()),
+        ("observed_mode", pa.string()),
+        ("predicted_mode", pa.string()),
+        ("v4_exact", pa.bool_()),
+        ("v6_exact", pa.bool_()),
+        ("v4_hop_distance", pa.int32()),
+        ("v6_hop_distance", pa.int32()),
+    ]
+)
+
 #: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
     "cleaning_stats": CLEANING_STATS,

@@ -123,6 +123,12 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
 def _proxy_hint(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
     """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
     VPs whose paths cross it first; only when none shows both families, its upstream VPs."""
+    return proxy_answer(m, src, d4, d6, notes)[0]
+
+
+def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
+    """_proxy_hint's hint and the kind of proxy it came from ("through", "upstream"; None
+    when no VP stands in): the held-out evaluation scores each rule on its own."""
     tried = []
     dests = {d for d in (d4, d6) if d is not None}
     for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
@@ -137,7 +143,7 @@ def _proxy_hint(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
         h = _empty_hint(m.month, src)
         h.update(dest_asn=d4, dest_asn_v6=d6)
         return _unknown(h, f"AS{src} is not a vantage point in {m.month}, no vantage point's path to "
-                           "the destination crosses it and none is seen right after it on the month's paths")
+                           "the destination crosses it and none is seen right after it on the month's paths"), None
     known = [c for c in cands if c["hint_class"] != "unknown"]
     cls, agree = selector.combine_proxies([c["hint_class"] for c in known])
     pick = [c for c in known if c["hint_class"] == cls] or cands
@@ -157,7 +163,7 @@ def _proxy_hint(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
                  + (f"{len(known)} of {len(cands)} proxy VP(s) give a class ({split}): the most cautious "
                     f"is used, {agree:.0%} agree; lower confidence" if known else
                     f"none of its {len(cands)} proxy VP(s) shows both families"))
-    return best
+    return best, kind
 
 
 def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,

@@ -98,26 +98,32 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
 
 
 class Month:
-    """The month's paths and VPs, read once per question with DuckDB."""
+    """The month's paths and VPs, read once per question with DuckDB.
 
-    def __init__(self, con, cfg: Config, month: str):
+    `hidden`: ASNs whose VPs the selector must not see (the held-out evaluation,
+    selector/evaluate.py, asks as if each were an AS no collector peers with); `paths`: a
+    relation holding the month's paths table where a caller has it at hand already."""
+
+    def __init__(self, con, cfg: Config, month: str, hidden: frozenset[int] = frozenset(), paths: str | None = None):
         self.con, self.cfg, self.month = con, cfg, month
-        self.paths = table_glob(cfg, "paths", month)
+        src = paths or f"read_parquet({quote(table_glob(cfg, 'paths', month))})"
+        keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
+        self.paths = f"(SELECT * FROM {src}{keep})"
         self.snapshots = month_snapshots(con, cfg, month)
         self.vps = {(g, int(a)) for g, a in con.execute(
-            f"SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})").fetchall()}
+            f"SELECT DISTINCT vp_group, vp_asn FROM {self.paths}").fetchall()}
 
     def seen(self, asn: int) -> tuple[bool, bool]:
         """(on any path of the month, origin of any path of the month)."""
         on, origin = self.con.execute(
-            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM read_parquet({quote(self.paths)})",
+            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM {self.paths}",
             [asn, asn]).fetchall()[0]
         return bool(on), bool(origin)
 
     def through_vps(self, asn: int, dests: set[int]) -> list[tuple[str, int]]:
         """VPs whose path to one of `dests` crosses `asn`: they show its own route."""
         return sorted((g, int(a)) for g, a in self.con.execute(f"""
-            SELECT DISTINCT vp_group, vp_asn FROM read_parquet({quote(self.paths)})
+            SELECT DISTINCT vp_group, vp_asn FROM {self.paths}
             WHERE dest_asn IN ({",".join(str(int(d)) for d in dests)}) AND list_position(path, ?::BIGINT) > 1""",
             [asn]).fetchall())
 
@@ -125,7 +131,7 @@ class Month:
         """VPs seen right after `asn` on the month's paths: `asn` hands traffic to them, so
         each is its provider or peer (a VP seen right before it routes through it instead)."""
         ups = {int(r[0]) for r in self.con.execute(f"""
-            SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM read_parquet({quote(self.paths)})
+            SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM {self.paths}
             WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
         return sorted(vp for vp in self.vps if vp[1] in ups)
 
@@ -137,7 +143,7 @@ class Month:
         self.con.register("q_vps", vp_t)
         rows = self.con.execute(f"""
             SELECT p.vp_group, p.vp_asn, p.dest_asn, p.afi, p.path, p.stability, p.snapshots
-            FROM read_parquet({quote(self.paths)}) p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
+            FROM {self.paths} p JOIN q_vps v ON p.vp_group = v.g AND p.vp_asn = v.a
             WHERE p.dest_asn IN ({",".join(str(int(d)) for d in dests)})""").fetchall()
         self.con.unregister("q_vps")
         return {(g, int(a), int(d), int(afi)): (tuple(int(x) for x in p), s, n) for g, a, d, afi, p, s, n in rows}
