@@ -14,6 +14,7 @@ from bgp_congruency.congruency import reference
 from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 from bgp_congruency.selector import evaluate as E
 from tests.support import hintdata
+from tests.support.month import compare_real
 
 MONTH = hintdata.MONTH
 # (vp, destination) -> (IPv4 path, IPv6 path or None). VP 30 reaches AS100 and AS400 through
@@ -129,14 +130,8 @@ def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int]
 
 @pytest.mark.slow
 def test_real_sample_through_rule_recomputed_from_the_tables(ingested_2026, config, tmp_path_factory):
-    from bgp_congruency.pipeline import job
-
     data = tmp_path_factory.mktemp("eval-real")
-    (data / "rib_entries").mkdir()
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    cfg = config.with_overrides(data_dir=data, engine="duckdb")
-    [res] = job.compare_months(cfg, ["2026-07"])
-    assert res.error is None, res.error
+    cfg = compare_real(data, ingested_2026, config)
     month, rows = E.held_out(cfg)
     s = E.summary(rows)
     pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()

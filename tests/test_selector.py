@@ -390,14 +390,10 @@ def test_no_published_month(tmp_path, capsys):
 @needs_data
 def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory):
     """The compare job (DuckDB engine) publishes the real month, then the selector reads it."""
-    from bgp_congruency.pipeline import job
+    from tests.support.month import compare_real
 
     data = tmp_path_factory.mktemp("hints-real")
-    (data / "rib_entries").mkdir()
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    cfg = config.with_overrides(data_dir=data, engine="duckdb")
-    [res] = job.compare_months(cfg, ["2026-07"])
-    assert res.error is None, res.error
+    cfg = compare_real(data, ingested_2026, config)
     assert resolve_month(cfg, None) == "2026-07"  # the latest published month
     summary = publish_hints(cfg)
     rows = pq.read_table(data / "hints" / "month=2026-07").to_pylist()

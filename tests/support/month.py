@@ -104,3 +104,16 @@ def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
     if key not in _REFERENCE:
         _REFERENCE[key] = compute_reference(src, month, params)
     return _REFERENCE[key]
+
+
+def compare_real(data: Path, ingested: Path, config):
+    """The real 2026-07 sample (`ingested`: the ingested_2026 fixture) compared with the DuckDB
+    engine into `data`, its rib_entries linked in; returns the data dir's config."""
+    from bgp_congruency.pipeline import job
+
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested / "rib_entries" / "month=2026-07")
+    cfg = config.with_overrides(data_dir=data, engine="duckdb")
+    [res] = job.compare_months(cfg, ["2026-07"])
+    assert res.error is None, res.error
+    return cfg
