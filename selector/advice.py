@@ -108,8 +108,10 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
         best = min(known or cands, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
         if len(vps) > 1:
             notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
+        best["rule"] = "vp"
     else:
-        best = _proxy_hint(m, src.asn, d4, d6, notes)
+        best, kind = proxy_answer(m, src.asn, d4, d6, notes)
+        best["rule"] = kind or "none"
     for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
         best[k] = h[k]
     if uncovered and best["hint_class"] == "unknown":
@@ -206,12 +208,30 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
         nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
         origins = lookup_origins(con, cfg, month, nets)
         hints = [_hint(m, src, d, origins) for d in dests]
+        held_out = rule_accuracy(con, cfg, month)
     finally:
         con.close()
+    for h in hints:  # how often this rule was right with the VPs held out (congruency evaluate)
+        h["rule_accuracy"] = held_out.get(h.get("rule"))
     selection = None
     if endpoints is not None:
         selection = select(hints, k or 2, src.asn)
     return {"month": month, "hints": hints, "selection": selection}
+
+
+def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:
+    """rule -> the share of its answers that were right in the month's held-out evaluation
+    (the selector_eval table of `congruency evaluate`); empty before it ran. A VP's own
+    answer (rule `vp`) is its observation, not a prediction: not in it."""
+    from bgp_congruency.common import layout
+    from bgp_congruency.common.duck import glob_literal, quote
+
+    d = layout.month_dir(layout.local(cfg.data_dir, "the path selector"), "selector_eval", month)
+    if not any(Path(d).glob("*.parquet")):
+        return {}
+    rows = con.execute(f"""SELECT rule, avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) FROM
+        read_parquet({quote(glob_literal(d) + "/*.parquet")}) WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
+    return {r: float(a) for r, a in rows}
 
 
 def select(hints: list[dict], k: int, src: int) -> dict:

@@ -4,6 +4,7 @@ through-proxy rule's answers are recomputed from the pairs and paths tables alon
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 
 import pyarrow.parquet as pq
@@ -140,3 +141,19 @@ def test_real_sample_through_rule_recomputed_from_the_tables(ingested_2026, conf
     through = [r for r in rows if r["rule"] == "through" and r["correct"] is not None]
     assert (len(through), sum(r["correct"] for r in through)) == _through_recomputed(pairs, paths)
     assert s["rules"]["through"]["accuracy"] > 0.95  # the crossing suffix is the VP's own path (issue 31)
+
+
+def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
+    from bgp_congruency.common.config import load
+    from bgp_congruency.selector.advice import advise
+
+    cfg = load().with_overrides(data_dir=month)
+    shutil.rmtree(month / "selector_eval", ignore_errors=True)  # as before the month's evaluation
+    before = advise(cfg, "1", "100")["hints"][0]  # AS1 is no VP: VP 30's and 10's paths cross it
+    assert (before["rule"], before["rule_accuracy"]) == ("through", None)
+    assert cli(["evaluate", "--data-dir", str(month)]) == 0
+    capsys.readouterr()
+    after = advise(cfg, "1", "100")["hints"][0]
+    assert (after["rule"], after["rule_accuracy"]) == ("through", 0.5)  # 1 of the 2 through answers right
+    vp = advise(cfg, "10", "100")["hints"][0]
+    assert (vp["rule"], vp["rule_accuracy"]) == ("vp", None)

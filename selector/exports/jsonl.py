@@ -7,7 +7,7 @@ One JSON object per line, one line per hint. Keys, in this order:
   common.table_docs.DOCS["hints"]): month, source_asn, vp_group, vp_asn, via_proxy, proxies,
   dest_asn, dest_asn_v6, query, endpoint, addr_v4, addr_v6, prefix_v4, prefix_v6, v4_path,
   v6_path, hint_class, reason, shared_asns, stability_v4, stability_v6, snapshots,
-  confidence, primary_afi, mode, path_manager, congestion_control, transport, rationale,
+  confidence, rule, rule_accuracy, primary_afi, mode, path_manager, congestion_control, transport, rationale,
   mptcp_flags_v4, mptcp_flags_v6, mpt_weight_v4, mpt_weight_v6, mpt_status_v4,
   mpt_status_v6, notes, caveat. ASNs are integers, paths lists of integers, absent values null;
 - `selected` (only when candidate endpoints were ranked): the families of this endpoint
