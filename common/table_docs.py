@@ -290,10 +290,6 @@ document(
     snapshots=("the fewer of the two paths' snapshot counts", "snapshots", "4. Representative path"),
     confidence=("min stability x snapshot share x proxy factor (0.5) x proxy agreement; 0 when unknown",
                 "fraction 0-1", _SEL + ": confidence"),
-    rule=("where the answer came from: vp (the source's own VP paths), through (a VP whose path crosses the source), "
-          "upstream (a VP the source hands traffic to, the source put in front), none", "-", _SEL),
-    rule_accuracy=("share of that rule's answers that were right with the VPs held out (congruency evaluate); "
-                   "null before the month's evaluation and for vp", "fraction 0-1", _SEL),
     primary_afi=("family kept when only one is used: more stable, then shorter, IPv4 on ties", "4 | 6", _SEL),
     mode=("aggregate | backup | single-path", "-", _SEL + ": advice"),
     path_manager=("Linux MPTCP in-kernel path manager endpoint flags to use", "-", _SEL + ": advice"),

@@ -182,8 +182,6 @@ HINTS = pa.schema(
         ("stability_v6", pa.float64()),
         ("snapshots", pa.int64()),
         ("confidence", pa.float64()),
-        ("rule", pa.string()),
-        ("rule_accuracy", pa.float64()),
         ("primary_afi", pa.int8()),
         ("mode", pa.string()),
         ("path_manager", pa.string()),

@@ -283,6 +283,50 @@ def _provenance(con, month: str) -> str:
             f"{html.escape(when(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
 
 
+def _selector_section(con, month: str) -> list[str]:
+    """How often the path selector is right, each VP held out (selector_eval, `congruency
+    evaluate`): coverage and accuracy per rule, and the reliability diagram (stated
+    confidence against observed accuracy); a note where the month has no evaluation."""
+    import plotly.graph_objects as go
+
+    head = "<h2 id='selector'>How often the path selector is right</h2>"
+    if "selector_eval" not in warehouse.views(con) or not fetch_rows(
+            con, "SELECT 1 AS x FROM selector_eval WHERE month = $month LIMIT 1", {"month": month}):
+        return [head, "<p class='note'>Not evaluated for this month: <code>congruency evaluate --month "
+                f"{html.escape(month)}</code>, then <code>congruency report</code>.</p>"]
+    p = {"month": month}
+    rules = fetch_rows(con, """
+        SELECT coalesce(rule, 'all') AS rule, count(*) AS pairs, count(correct) AS answered,
+               count(*) FILTER (WHERE correct) AS correct
+        FROM selector_eval WHERE month = $month GROUP BY ROLLUP (rule) ORDER BY rule = 'all', rule""", p)
+    bins = fetch_rows(con, """
+        SELECT least(floor(confidence * 10), 9) AS b, count(*) AS n, avg(confidence) AS conf,
+               avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
+        FROM selector_eval WHERE month = $month AND correct IS NOT NULL GROUP BY 1 ORDER BY 1""", p)
+    f = go.Figure()
+    f.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="stated = observed",
+                           line=dict(color="#999999", dash="dot"), hovertemplate="perfect calibration<extra></extra>"))
+    f.add_trace(go.Scatter(x=[r["conf"] for r in bins], y=[r["acc"] for r in bins], mode="markers+lines",
+                           name="answers per confidence bin", customdata=[r["n"] for r in bins],
+                           marker=dict(size=[8 + min(30, r["n"] ** 0.5) for r in bins], color="#1f77b4"),
+                           hovertemplate="stated %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
+    plot_layout(f, f"Reliability of the selector's confidence, {month} (VPs held out)", "stated confidence",
+                "observed accuracy", xaxis_range=[0, 1], yaxis_range=[0, 1.02])
+    fig = Figure("fig-reliability", f, "Each VP AS held out in turn, the selector answers for it from proxy VPs; "
+                 "each point is one confidence bin of those answers: the mean confidence stated against the share "
+                 "whose class was right (marker size: answers). Points above the diagonal: the confidence "
+                 "understates; below: it overstates.")
+    table = table_html("selector-rules", ["rule", "pairs", "answered", "coverage", "right", "accuracy"],
+                       [[r["rule"], f"{r['pairs']:,}", f"{r['answered']:,}", share(r["answered"], r["pairs"]),
+                         f"{r['correct']:,}", share(r["correct"], r["answered"]) if r["answered"] else "n/a"]
+                        for r in rules], numeric={1, 2, 3, 4, 5})
+    return [head, "<p class='note'>Operators are rarely vantage points: for every VP AS of the month, all of its "
+            "VPs are hidden and the selector asked for it to each destination it has a pair for; the answer is "
+            "compared with the pair as observed (<code>congruency evaluate</code>, table <code>selector_eval</code>). "
+            "Rules: <i>through</i>, a VP whose path crosses the source; <i>upstream</i>, a VP the source hands "
+            "traffic to, the source put in front; <i>none</i>, no VP stands in.</p>", table, figure_html(fig)]
+
+
 def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
     summary, vps, figs = month_figures(con, month, min_pairs)
     by = {f.id: f for f in figs}
@@ -301,6 +345,7 @@ def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
         "<h2>Cleaning</h2><p class='note'>RIB entries each rule of METHOD.md step 1 drops, in the order the "
         "rules apply; kept entries are what the comparison uses.</p>", _cleaning_table(con, month),
         "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
+        *_selector_section(con, month),
     ]
     reached = fetch_rows(con, "SELECT count(DISTINCT dest_asn) AS n FROM pairs WHERE month = $month", {"month": month})[0]["n"]
     intro = (f"{summary['vps_with_pairs']} vantage points with pairs, {summary['pairs']:,} pairs to {reached:,} "

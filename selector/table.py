@@ -84,8 +84,6 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
             expr = f"i.{f.name}"
         elif f.name == "via_proxy":
             expr = "false"
-        elif f.name == "rule":  # every row is a VP's own pair (selector/evaluate.py scores the proxy rules)
-            expr = "'vp'"
         elif f.name in ("proxies", "notes"):
             expr = "[]"
         elif f.name in derived.column_names:

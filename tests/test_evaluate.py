@@ -129,11 +129,20 @@ def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int]
     return answered, right
 
 
-@pytest.mark.slow
-def test_real_sample_through_rule_recomputed_from_the_tables(ingested_2026, config, tmp_path_factory):
+@pytest.fixture(scope="module")
+def real_eval(ingested_2026, config, tmp_path_factory):
+    """The real 2026-07 sample compared, then evaluated (rows published as selector_eval)."""
     data = tmp_path_factory.mktemp("eval-real")
-    cfg = compare_real(data, ingested_2026, config)
+    cfg = compare_real(data, ingested_2026, config, copy=True)
     month, rows = E.held_out(cfg)
+    E.publish(cfg, month, rows)
+    return cfg, month, rows
+
+
+@pytest.mark.slow
+def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
+    cfg, month, rows = real_eval
+    data = cfg.data_dir
     s = E.summary(rows)
     pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()
     paths = pq.read_table(data / "paths" / "month=2026-07").to_pylist()
@@ -141,6 +150,40 @@ def test_real_sample_through_rule_recomputed_from_the_tables(ingested_2026, conf
     through = [r for r in rows if r["rule"] == "through" and r["correct"] is not None]
     assert (len(through), sum(r["correct"] for r in through)) == _through_recomputed(pairs, paths)
     assert s["rules"]["through"]["accuracy"] > 0.95  # the crossing suffix is the VP's own path (issue 31)
+
+
+@pytest.mark.slow
+def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
+    """The section in headless Chromium: the rules table says the summary's numbers and the
+    reliability diagram draws one point per confidence bin with answers."""
+    from tests.support.chromium import Chromium, shot_dir
+
+    cfg, month, rows = real_eval
+    s = E.summary(rows)
+    assert cli(["warehouse", "--data-dir", str(cfg.data_dir)]) == 0
+    assert cli(["report", "--month", month, "--data-dir", str(cfg.data_dir)]) == 0
+    page = cfg.data_dir / "reports" / f"month={month}" / "report.html"
+    b = Chromium(tmp_path)
+    try:
+        b.open(page)
+        got = b.eval("""new Promise(function (ok) { setTimeout(function () {
+            var d = document.getElementById('fig-reliability');
+            ok({rows: Array.prototype.map.call(document.querySelectorAll('#selector-rules tbody tr'),
+                     function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
+                points: d.data[1].x.length, drawn: d.querySelectorAll('g.trace').length,
+                title: (d.querySelector('.gtitle') || {}).textContent}); }, 300); })""")
+        assert b.problems(page) == {"errors": [], "requests": []}
+        b.eval("document.getElementById('selector').scrollIntoView()")
+        b.screenshot(shot_dir(tmp_path) / "month-2026-07-selector.png")
+    finally:
+        b.close()
+    by_rule = {r[0]: r for r in got["rows"]}
+    assert set(by_rule) == {"through", "upstream", "none", "all"}
+    for rule, r in s["rules"].items():
+        assert by_rule[rule][1:3] == [f"{r['pairs']:,}", f"{r['answered']:,}"] and by_rule[rule][4] == f"{r['correct']:,}"
+    assert by_rule["all"][2] == f"{s['answered']:,}"
+    assert got["points"] == sum(1 for x in s["bins"] if x["answers"]) and got["drawn"] == 2
+    assert got["title"].startswith("Reliability of the selector's confidence, 2026-07")
 
 
 def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):

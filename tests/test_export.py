@@ -124,7 +124,8 @@ def test_jsonl_of_a_question_with_endpoints(data, tmp_path, capsys):
     assert [x["endpoint"] for x in lines] == ["e100", "e300"]
     chosen = {(r["endpoint"], r["afi"]) for r in ans["selection"]["chosen"]}
     assert [x["selected"] for x in lines] == [sorted(a for e, a in chosen if e == n) for n in ("e100", "e300")]
-    assert [{k: x[k] for k in HINTS.names} for x in lines] == ans["hints"]
+    assert [{k: x[k] for k in HINTS.names} for x in lines] == [{k: h[k] for k in HINTS.names} for h in ans["hints"]]
+    assert [(x["rule"], x["rule_accuracy"]) for x in lines] == [("vp", None)] * 2  # advise's own keys, kept
 
 
 # ------------------------------------------------------------------ MPT

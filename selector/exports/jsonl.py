@@ -7,11 +7,14 @@ One JSON object per line, one line per hint. Keys, in this order:
   common.table_docs.DOCS["hints"]): month, source_asn, vp_group, vp_asn, via_proxy, proxies,
   dest_asn, dest_asn_v6, query, endpoint, addr_v4, addr_v6, prefix_v4, prefix_v6, v4_path,
   v6_path, hint_class, reason, shared_asns, stability_v4, stability_v6, snapshots,
-  confidence, rule, rule_accuracy, primary_afi, mode, path_manager, congestion_control, transport, rationale,
+  confidence, primary_afi, mode, path_manager, congestion_control, transport, rationale,
   mptcp_flags_v4, mptcp_flags_v6, mpt_weight_v4, mpt_weight_v6, mpt_status_v4,
   mpt_status_v6, notes, caveat. ASNs are integers, paths lists of integers, absent values null;
 - `selected` (only when candidate endpoints were ranked): the families of this endpoint
-  among the k chosen underlay paths, e.g. [4, 6] or [].
+  among the k chosen underlay paths, e.g. [4, 6] or [];
+- `rule` and `rule_accuracy` (only in answers of `advise`, not in the month's table, whose
+  rows are all VPs' own pairs): where the answer came from (vp, through, upstream, none) and
+  how often that rule was right with the VPs held out (`congruency evaluate`; null before).
 
 The text is UTF-8 (characters outside ASCII are written as themselves, not escaped); a line
 ends with "\n" only, so split on that (a string may hold U+2028, which str.splitlines
@@ -97,10 +100,14 @@ def _joined(arr: pa.Array) -> memoryview:
     return memoryview(arr.buffers()[2])[offsets[arr.offset]:offsets[arr.offset + len(arr)]]
 
 
+#: Keys an answer of `advise` may carry beyond the table's columns, written after them.
+OPTIONAL = ("rule", "rule_accuracy", "selected")
+
+
 def _check(names) -> None:
-    """Hint rows carry every column of HINTS and nothing else (but `selected`)."""
+    """Hint rows carry every column of HINTS and nothing else (but OPTIONAL)."""
     missing = [k for k in HINTS.names if k not in names]
-    extra = set(names) - set(HINTS.names) - {"selected"}
+    extra = set(names) - set(HINTS.names) - set(OPTIONAL)
     if missing or extra:
         raise ValueError(f"hint row: missing {missing}, unexpected {sorted(extra)}")
 
@@ -108,9 +115,7 @@ def _check(names) -> None:
 def line(row: Mapping) -> str:
     """One hint as its JSON line (no newline)."""
     _check(row)
-    obj = {"schema": SCHEMA, **{k: row[k] for k in HINTS.names}}
-    if "selected" in row:
-        obj["selected"] = row["selected"]
+    obj = {"schema": SCHEMA, **{k: row[k] for k in HINTS.names}, **{k: row[k] for k in OPTIONAL if k in row}}
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 

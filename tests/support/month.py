@@ -106,13 +106,20 @@ def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
     return _REFERENCE[key]
 
 
-def compare_real(data: Path, ingested: Path, config):
+def compare_real(data: Path, ingested: Path, config, copy: bool = False):
     """The real 2026-07 sample (`ingested`: the ingested_2026 fixture) compared with the DuckDB
-    engine into `data`, its rib_entries linked in; returns the data dir's config."""
+    engine into `data`, its rib_entries linked in (`copy`: copied, with the manifest, for the
+    warehouse, which reads only inside its data dir); returns the data dir's config."""
+    import shutil
+
     from bgp_congruency.pipeline import job
 
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested / "rib_entries" / "month=2026-07")
+    if copy:
+        for sub in ("rib_entries", "manifest"):
+            shutil.copytree(ingested / sub / "month=2026-07", data / sub / "month=2026-07")
+    else:
+        (data / "rib_entries").mkdir(parents=True)
+        (data / "rib_entries" / "month=2026-07").symlink_to(ingested / "rib_entries" / "month=2026-07")
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
     [res] = job.compare_months(cfg, ["2026-07"])
     assert res.error is None, res.error
