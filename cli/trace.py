@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--to", action="append", metavar="ADDR",
                    help="the destination's address in a family (give it twice for both); only the families "
                         "named are compared (default: every family whose traces go to one destination)")
+    p.add_argument("--source", dest="source_addr", action="append", metavar="ADDR",
+                   help="the traces' source address in a family, where they come from several (one stable path "
+                        "is one source's)")
     p.add_argument("--month", metavar="YYYY-MM", help="month of published results (default: the latest)")
     p.add_argument("--aliases", metavar="FILE",
                    help="router aliases: one router per line, its addresses separated by spaces")
@@ -58,6 +61,8 @@ def read_aliases(path: str) -> list[list[str]]:
         lines = Path(path).read_text().splitlines()
     except OSError as exc:
         raise TraceError(f"--aliases {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"--aliases {path}: not text (one router a line, its addresses separated by spaces)") from None
     for n, line in enumerate(lines, 1):
         words = line.split("#")[0].split()
         for w in words:
@@ -79,7 +84,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     got = [t for f in args.atlas for t in T.read_atlas(f)] + [t for f in args.warts for t in T.read_warts(f)]
     if args.live:
         got += T.run_scamper(args.live, args.method, args.count, Path(args.keep) if args.keep else None)
-    answer = analyse(cfg, got, source=args.source, to=args.to, month=args.month,
+    answer = analyse(cfg, got, source=args.source, to=args.to, month=args.month, sources=args.source_addr,
                      aliases=read_aliases(args.aliases) if args.aliases else None)
     if args.store:
         from bgp_congruency.common import console

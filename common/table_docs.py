@@ -327,7 +327,8 @@ document(
     as_path=("the source AS and the hops' ASes in order, repeats folded", "list of ASNs", _TR),
     bgp_path=("the path `advise` gives for the source and destination in this family; null without one", "list of ASNs", _TR),
     agreement=("as_path against bgp_path: equal, consistent (in order, some ASes unseen), differs, no BGP path, no stable path", "-", _TR),
-    as_level=("IPv4 against IPv6 stable AS paths: congruent, shared or disjoint; null without both", "-", _TR),
+    as_level=("IPv4 against IPv6 stable AS paths, as the selector classes a pair (congruent, disjoint, shared-edge, "
+              "shared-core); null unless both reach the destination", "-", _TR),
     shared_asns=("ASes on both families' AS paths besides the ends", "list of ASNs", _TR),
     shared_routers=("routers (alias sets) with an address on both families' paths; null without both", "routers", _TR),
     aliases_known=("alias data was given (--aliases); without it shared_routers is a lower bound", "-", _TR),

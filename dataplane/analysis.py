@@ -12,7 +12,10 @@ Choices, named:
 - The trace's AS path: the source AS, then the hops' ASes in order, repeats folded,
   unmapped and `*` hops skipped (a trace shows no hop inside its own host). Against the BGP path: `equal`; `consistent` (the trace's ASes appear on the
   BGP path in the same order, some unseen: no answer or unmapped); else `differs`.
-- Across families, at AS level as the method compares paths (congruency/method.py); at
+- Across families, only where both stable paths reach the destination (the destination
+  answered at their last hop: a path cut short is not the whole path), at AS level as the
+  selector classes a pair (selector/rules.classify: congruent, disjoint, shared-edge,
+  shared-core); traces of several sources are never merged (--source picks one); at
   router level, an IPv4 and an IPv6 address are never the same address, so shared routers
   need alias data (`aliases`: each entry the addresses of one router); without it the
   router-level answer is a lower bound (0 shared routers known).
@@ -24,15 +27,25 @@ from collections.abc import Sequence
 
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
-from bgp_congruency.congruency.method import shared_asns
 from bgp_congruency.dataplane.stable import StablePath, stable_path
+from bgp_congruency.selector.rules import classify
 from bgp_congruency.dataplane.traces import Trace, TraceError
 
 
-def select(traces: Sequence[Trace], to: Sequence[str] | None) -> dict[int, list[Trace]]:
-    """The traces of each family toward one destination: per family the only one, or with
-    `to` the family's address there (a family `to` does not name is left out)."""
-    wanted = {str(ipaddress.ip_address(a)) for a in to or ()}
+def _addr(text: str, flag: str) -> str:
+    try:
+        return str(ipaddress.ip_address(str(text).strip()))
+    except ValueError:
+        raise TraceError(f"{flag}: {text!r} is not an IP address") from None
+
+
+def select(traces: Sequence[Trace], to: Sequence[str] | None, sources: Sequence[str] | None = None
+           ) -> dict[int, list[Trace]]:
+    """The traces of each family from one source toward one destination: per family the only
+    one, or with `to` (`sources`) the family's address there (a family `to` does not name is
+    left out). Traces of several sources are never merged into one stable path."""
+    wanted = {_addr(a, "--to") for a in to or ()}
+    froms = {_addr(a, "--source") for a in sources or ()}
     out: dict[int, list[Trace]] = {}
     for fam in (4, 6):
         ts = [t for t in traces if t.family == fam]
@@ -42,10 +55,21 @@ def select(traces: Sequence[Trace], to: Sequence[str] | None) -> dict[int, list[
         if len(pick) > 1:
             raise TraceError(f"IPv{fam} traces go to {len(pick)} destinations ({', '.join(pick[:4])}): "
                              "choose one with --to ADDR")
-        if pick:
-            out[fam] = [t for t in ts if str(ipaddress.ip_address(t.dst)) == pick[0]]
+        if not pick:
+            continue
+        ts = [t for t in ts if str(ipaddress.ip_address(t.dst)) == pick[0]]
+        own = {a for a in froms if ipaddress.ip_address(a).version == fam}
+        srcs = sorted({t.src or "?" for t in ts})
+        if own:
+            ts = [t for t in ts if t.src in own]
+        elif len(srcs) > 1:
+            raise TraceError(f"IPv{fam} traces to {pick[0]} come from {len(srcs)} sources ({', '.join(srcs[:4])}): "
+                             "one stable path is one source's; choose it with --source ADDR")
+        if ts:
+            out[fam] = ts
     if not out:
-        raise TraceError("no traceroute toward " + (", ".join(sorted(wanted)) if wanted else "any destination"))
+        raise TraceError("no traceroute toward " + (", ".join(sorted(wanted)) if wanted else "any destination")
+                         + (" from " + ", ".join(sorted(froms)) if froms else ""))
     return out
 
 
@@ -97,25 +121,29 @@ def _map(cfg: Config, month: str, addrs: set[str]) -> dict[str, tuple[str, int |
 
 
 def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, to: Sequence[str] | None = None,
-            month: str | None = None, aliases: Sequence[Sequence[str]] | None = None) -> dict:
+            month: str | None = None, aliases: Sequence[Sequence[str]] | None = None,
+            sources: Sequence[str] | None = None) -> dict:
     """The answer for one destination (both families where traces reach it), as a dict (--json)."""
     from bgp_congruency.selector.advice import advise
     from bgp_congruency.selector.month import resolve_month
+    from bgp_congruency.selector.question import parse_source
 
     month = resolve_month(cfg, month)
-    groups = select(traces, to)
+    src_asn = parse_source(source).asn if source is not None else None  # ASN, AS6939 or GROUP:ASN
+    groups = select(traces, to, sources)
     paths: dict[int, StablePath] = {f: stable_path([t.hops for t in ts]) for f, ts in groups.items()}
     addrs = {a for sp in paths.values() for h in sp.hops for a in h.addresses}
     srcs = {t.src for ts in groups.values() for t in ts if t.src}
     dsts = {f: groups[f][0].dst for f in groups}
     mapping = _map(cfg, month, addrs | srcs | set(dsts.values()))
-    if source is None:
+    if src_asn is None:
         found = sorted({mapping[s][1] for s in srcs if mapping[s][1] is not None})
         if len(found) != 1:
             raise TraceError("--from: the traces' source addresses map to "
                              + (f"{len(found)} ASes ({', '.join(map(str, found))})" if found else "no AS")
                              + f" in {month}; give the source AS")
-        source = str(found[0])
+        src_asn = found[0]
+        source = str(src_asn)
     hint = advise(cfg, source, [dsts[f] for f in sorted(dsts)], month=month)["hints"][0]
     fams, stable_as = {}, {}
     for f, sp in sorted(paths.items()):
@@ -128,30 +156,34 @@ def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, 
                          "kind": "no answer" if not h.addresses else
                          ("mapped" if asns else "private" if all(k[0] == "private" for k in kinds) else "unmapped"),
                          "prefix": next((k[2] for k in kinds if k[2]), None)})
-        path = as_path([int(source), *(h["asn"] for h in hops)])
+        path = as_path([src_asn, *(h["asn"] for h in hops)])
+        # The destination answered on the stable path: only then is it the whole path.
+        reached = bool(sp.hops) and dsts[f] in {str(ipaddress.ip_address(a)) for a in sp.hops[-1].addresses}
         bgp = hint.get(f"v{f}_path")
         fams[str(f)] = {"destination": dsts[f], "destination_asn": mapping[dsts[f]][1], "traces": sp.traces,
                         "methods": sorted({t.method for t in groups[f]}), "stable": sp.stable,
-                        "stable_support": sp.support, "stable_share": round(sp.share, 3), "hops": hops, "as_path": path,
-                        "bgp_path": list(bgp) if bgp else None,
+                        "stable_support": sp.support, "stable_share": round(sp.share, 3), "reached": reached,
+                        "hops": hops, "as_path": path, "bgp_path": list(bgp) if bgp else None,
                         "agreement": agreement(path, bgp) if sp.stable else "no stable path"}
-        if sp.stable:
+        if sp.stable and reached:
             stable_as[f] = path
     comparison = {"as_level": None, "shared_asns": None, "router_level": None}
-    if len(stable_as) == 2:
+    if len(stable_as) == 2:  # both families' stable paths reach the destination
         v4, v6 = stable_as[4], stable_as[6]
-        shared = shared_asns(v4, v6, int(source), v4[-1] if v4 else -1)
-        comparison["as_level"] = "congruent" if v4 == v6 else ("shared" if shared else "disjoint")
-        comparison["shared_asns"] = shared
+        d4, d6 = mapping[dsts[4]][1], mapping[dsts[6]][1]
+        cls, shared = classify(v4, v6, src_asn, d4 if d4 is not None else v4[-1], d6 if d6 is not None else v6[-1])
+        comparison["as_level"], comparison["shared_asns"] = cls, shared
         on = {f: {a for h in fams[str(f)]["hops"] for a in h["addresses"]} for f in (4, 6)}
         routers = shared_routers(on[4], on[6], aliases)
         comparison["router_level"] = {
             "shared_routers": routers, "aliases_known": aliases is not None,
-            "disjoint": not routers,
+            "disjoint": not routers if aliases is not None else None,  # unknown without alias data
             "note": ("with the given aliases" if aliases is not None else
                      "no alias data: an IPv4 and an IPv6 address are never equal, so 0 shared routers "
                      "is a lower bound (give --aliases)")}
     missing = [f"IPv{f}: no traceroute toward the destination's IPv{f} address, so the families are not "
                f"compared (give one: --atlas/--warts results or --live ADDR, and --to)" for f in (4, 6) if f not in groups]
-    return {"month": month, "source_asn": int(source), "families": fams, "comparison": comparison, "missing": missing,
+    missing += [f"IPv{f}: the stable path does not reach {dsts[f]}, so the families are not compared at AS level"
+                for f, sp in sorted(paths.items()) if sp.stable and f not in stable_as]
+    return {"month": month, "source_asn": src_asn, "families": fams, "comparison": comparison, "missing": missing,
             "advise": {k: hint.get(k) for k in ("hint_class", "mode", "confidence", "reason")}}

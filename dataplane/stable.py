@@ -46,7 +46,8 @@ class StablePath:
 
     @property
     def stable(self) -> bool:
-        return self.traces > 0 and self.share >= STABLE_SHARE
+        """Held by STABLE_SHARE of the traces, and answered somewhere (no answer is no path)."""
+        return self.traces > 0 and any(h.addresses for h in self.hops) and self.share >= STABLE_SHARE
 
 
 def signature(hops: Sequence[Sequence[str | None]]) -> tuple[frozenset, ...]:

@@ -119,7 +119,10 @@ def read_warts(path: str | Path) -> list[Trace]:
     tool = shutil.which("sc_warts2json")
     if tool is None:
         raise TraceError(f"{p}: reading warts needs sc_warts2json from scamper (apt-get install scamper)")
-    r = subprocess.run([tool, str(p)], capture_output=True, text=True, timeout=LIVE_TIMEOUT_S)
+    try:
+        r = subprocess.run([tool, str(p)], capture_output=True, text=True, timeout=LIVE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise TraceError(f"{p}: sc_warts2json did not finish in {LIVE_TIMEOUT_S} s") from None
     err = r.stderr.strip()
     if r.returncode or err:
         first = err.splitlines()[0] if err else f"exit {r.returncode}"
@@ -160,8 +163,12 @@ def run_scamper(targets: list[str], method: str = "icmp-paris", count: int = 5, 
     with tempfile.TemporaryDirectory(prefix="congruency-trace-") as tmp:
         warts = Path(out) if out else Path(tmp) / "live.warts"
         cmds = [a for t in targets for _ in range(count) for a in ("-I", f"trace -P {method} -w 1 -q 1 {t}")]
-        r = subprocess.run([tool, "-O", "warts", "-o", str(warts), *cmds], capture_output=True, text=True,
-                           timeout=LIVE_TIMEOUT_S)
+        try:
+            r = subprocess.run([tool, "-O", "warts", "-o", str(warts), *cmds], capture_output=True, text=True,
+                               timeout=LIVE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:  # run() has killed scamper
+            raise TraceError(f"scamper did not finish {len(cmds) // 2} traceroute(s) in {LIVE_TIMEOUT_S} s; "
+                             "try fewer (--count) or another --method") from None
         if r.returncode:
             raise TraceError(f"scamper failed (exit {r.returncode}): {(r.stderr.strip().splitlines() or ['?'])[0]}")
         return read_warts(warts)

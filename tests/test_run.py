@@ -297,7 +297,7 @@ def test_full_disk_while_publishing(reference, tmp_path):
 def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     """The DAG's mapped ingest tasks: one process per collector, at the same time, merging
     into one manifest (its own lock); the month's ingest is then complete."""
-    code = ("import sys; from runner import month as r, schedule; cfg = schedule.config_from_params({'days': '30', "
+    code = ("import sys; from bgp_congruency.runner import month as r, schedule; cfg = schedule.config_from_params({'days': '30', "
             "'times': '14:00', 'archive_root': sys.argv[1], 'data_dir': sys.argv[2]}); "
             "r.ingest_collector(cfg, '2026-07', sys.argv[3])")
     data = tmp_path / "data"

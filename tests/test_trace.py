@@ -44,7 +44,7 @@ def test_real_atlas_results_parse_as_their_json_says():
     assert sum(t.family == 4 for t in got) == 13 and sum(t.family == 6 for t in got) == 6  # the data's README
     for t, raw in zip(got, raws):
         assert (t.family, t.dst) == (raw["af"], raw["dst_addr"])
-        assert t.src == raw.get("from") or raw.get("src_addr")
+        assert t.src == (raw.get("from") or raw.get("src_addr"))
         assert t.hops == _raw_hops(raw), t.origin
         assert t.method.startswith(raw["proto"].lower())
 
@@ -155,6 +155,7 @@ def test_disjoint_destination_equals_its_bgp_paths(month, tmp_path, capsys):
     c = a["comparison"]
     assert (c["as_level"], c["shared_asns"]) == ("disjoint", [])
     assert c["router_level"]["aliases_known"] is False and "lower bound" in c["router_level"]["note"]
+    assert c["router_level"]["disjoint"] is None  # unknown without alias data
     assert a["advise"]["hint_class"] == "disjoint" and a["advise"]["mode"] == "aggregate"
     # the source's own router answers in both families: with aliases it is the one shared router
     al = tmp_path / "aliases.txt"
@@ -253,6 +254,44 @@ def test_bad_warts_and_missing_scamper(month, tmp_path, capsys):
                                                             "(Debian), or give --atlas/--warts files")
 
 
+def test_a_family_cut_short_or_silent_is_not_compared(month, tmp_path, capsys):
+    """IPv4 stops inside AS1 (the destination never answers); IPv6 got no answer at all: no
+    stable IPv6 path, and no AS-level comparison from paths that are not whole."""
+    f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100[:2], 4)] * 3
+                    + [atlas_result("2001:db8:a::9", H100[1], [None, None, None], 6)] * 3)
+    rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f), "--json")
+    a = json.loads(out)
+    v4, v6 = a["families"]["4"], a["families"]["6"]
+    assert rc == 0 and v4["stable"] and not v4["reached"] and v4["agreement"] == "consistent"
+    assert not v6["stable"] and v6["hops"] == [] and v6["agreement"] == "no stable path"
+    assert a["comparison"] == {"as_level": None, "shared_asns": None, "router_level": None}
+    assert any("IPv4: the stable path does not reach 10.0.100.1" in m for m in a["missing"])
+
+
+def test_traces_of_several_sources_are_not_merged(month, tmp_path, capsys):
+    f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 3
+                    + [atlas_result("10.0.10.8", H100[0], V4_100[:1] + ["10.0.2.1"] + V4_100[2:], 4)] * 3)
+    rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f))
+    assert rc == 2 and "IPv4 traces to 10.0.100.1 come from 2 sources (10.0.10.8, 10.0.10.9)" in err
+    rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f), "--source", "10.0.10.8", "--from", "AS10",
+                       "--json")
+    v4 = json.loads(out)["families"]["4"]
+    assert rc == 0 and v4["traces"] == 3 and v4["as_path"] == [10, 2, 1, 100]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--to", "not-an-ip"], "--to: 'not-an-ip' is not an IP address"),
+    (["--from", "AS10x"], "--from"),
+    (["--aliases", "BINARY"], "--aliases"),
+])
+def test_bad_arguments_are_one_line(month, tmp_path, capsys, args, message):
+    f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)])
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00garbage")
+    args = [str(tmp_path / "bin.txt") if a == "BINARY" else a for a in args]
+    rc, out, err = run(capsys, "--data-dir", str(month), "--atlas", str(f), *args)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err, err
+
+
 def test_several_destinations_need_to(month, tmp_path, capsys):
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4),
                                            atlas_result("10.0.10.9", H400[0], V4_400, 4)])
@@ -316,7 +355,7 @@ def test_live_scamper_in_a_namespace_testbed(month, tmp_path, shared):
         r = subprocess.run(["ip", "netns", "exec", ns["h"], sys.executable, "-m", "bgp_congruency.cli.main", "trace",
                             "--data-dir", str(month), "--live", dst[0], "--live", dst[1], "--count", "3",
                             "--from", "10", "--aliases", str(al), "--keep", str(tmp_path / "live.warts"), "--json"],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=400)  # above scamper's own bound (300 s)
     assert r.returncode == 0, r.stderr
     a = json.loads(r.stdout)
     v4, v6 = a["families"]["4"], a["families"]["6"]

@@ -26,9 +26,13 @@ class Netns:
         self.names = {r: f"{prefix}{r}{tag}" for r in roles}
 
     def __enter__(self):
-        for n in self.names.values():
-            sh("ip", "netns", "add", n)
-            sh("ip", "link", "set", "lo", "up", ns=n)
+        try:
+            for n in self.names.values():
+                sh("ip", "netns", "add", n)
+                sh("ip", "link", "set", "lo", "up", ns=n)
+        except BaseException:
+            self.__exit__(None, None, None)  # the ones already made go too
+            raise
         return self.names
 
     def __exit__(self, *exc):
