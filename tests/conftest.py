@@ -5,7 +5,8 @@ and the markers that make the fast loop: a test is marked from what it uses, so
 
 runs everything that needs no JVM, no network namespaces or mounts and no Chromium, and
 adding `and not slow` (tests marked by hand that take over a second: a real month end to
-end) leaves the loop of under two minutes a change is checked with first."""
+end, and every test using a fixture that runs months, _SLOW_FIXTURES) leaves the loop of
+under two minutes a change is checked with first."""
 from __future__ import annotations
 
 import inspect
@@ -70,6 +71,11 @@ _USES = {
 }
 
 
+#: Fixtures that run months end to end (tests/test_backfill.py's multi-month backfill, 20 s;
+#: tests/test_run.py's real month, 8 s): a test using one is `slow`, whichever test runs it first.
+_SLOW_FIXTURES = {"backfill", "reference"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fn = getattr(item, "function", None)
@@ -81,3 +87,5 @@ def pytest_collection_modifyitems(config, items):
         for marker, needles in _USES.items():
             if item.get_closest_marker(marker) is None and (marker in names or any(n in src for n in needles)):
                 item.add_marker(marker)
+        if names & _SLOW_FIXTURES and item.get_closest_marker("slow") is None:
+            item.add_marker("slow")
