@@ -262,6 +262,14 @@ def spread(xs: list[float]) -> dict:
             "all": [round(x, 3) for x in xs]}
 
 
+def goodput(mptcp: list[float], tcp: list[float], capacity: float) -> dict:
+    """The runs' goodputs (Mbit/s), against the capacity and MPTCP against TCP, run by run."""
+    return {"mptcp_mbit": spread(mptcp), "tcp_mbit": spread(tcp),
+            "mptcp_vs_capacity": spread([x / capacity for x in mptcp]),
+            "tcp_vs_capacity": spread([x / capacity for x in tcp]),
+            "mptcp_vs_tcp": spread([a / b for a, b in zip(mptcp, tcp)])}
+
+
 def measure(args, con) -> dict:
     cases = []
     tmp = common.OUT / "multipath"
@@ -281,10 +289,7 @@ def measure(args, con) -> dict:
                           f"TCP over IPv{better} {rows['tcp'][-1]:.1f} Mbit/s (subflows {'+'.join(m['families'])})")
         cases.append({"topology": "disjoint", "r4_mbit": r4, "r6_mbit": r6, "capacity_mbit": r4 + r6,
                       "better_family": better, "subflow_families": sorted(fams),
-                      "mptcp_mbit": spread(rows["mptcp"]), "tcp_mbit": spread(rows["tcp"]),
-                      "mptcp_vs_capacity": spread([x / (r4 + r6) for x in rows["mptcp"]]),
-                      "tcp_vs_capacity": spread([x / (r4 + r6) for x in rows["tcp"]]),
-                      "mptcp_vs_tcp": spread([a / b for a, b in zip(rows["mptcp"], rows["tcp"])])})
+                      **goodput(rows["mptcp"], rows["tcp"], r4 + r6)})
     for r in args.shared:
         rows = {"mptcp": [], "tcp": [], "share_mptcp": [], "share_tcp": []}
         fams = set()
@@ -303,11 +308,7 @@ def measure(args, con) -> dict:
                           f"{rows['tcp'][-1]:.1f} Mbit/s; MPTCP's share against TCP {rows['share_mptcp'][-1]:.2f}, "
                           f"TCP's against TCP {rows['share_tcp'][-1]:.2f}")
         cases.append({"topology": "shared", "r_mbit": r, "capacity_mbit": r, "better_family": 4,
-                      "subflow_families": sorted(fams),
-                      "mptcp_mbit": spread(rows["mptcp"]), "tcp_mbit": spread(rows["tcp"]),
-                      "mptcp_vs_capacity": spread([x / r for x in rows["mptcp"]]),
-                      "tcp_vs_capacity": spread([x / r for x in rows["tcp"]]),
-                      "mptcp_vs_tcp": spread([a / b for a, b in zip(rows["mptcp"], rows["tcp"])]),
+                      "subflow_families": sorted(fams), **goodput(rows["mptcp"], rows["tcp"], r),
                       "mptcp_share_against_tcp": spread(rows["share_mptcp"]),
                       "tcp_share_against_tcp": spread(rows["share_tcp"])})
     return {"command": " ".join(["bench/multipath.py", *sys.argv[1:]]),

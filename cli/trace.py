@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def read_aliases(path: str) -> list[list[str]]:
-    import ipaddress
+    from bgp_congruency.dataplane.traces import address
 
     out = []
     try:
@@ -64,12 +64,7 @@ def read_aliases(path: str) -> list[list[str]]:
     except UnicodeDecodeError:
         raise TraceError(f"--aliases {path}: not text (one router a line, its addresses separated by spaces)") from None
     for n, line in enumerate(lines, 1):
-        words = line.split("#")[0].split()
-        for w in words:
-            try:
-                ipaddress.ip_address(w)
-            except ValueError:
-                raise TraceError(f"--aliases {path} line {n}: {w!r} is not an IP address") from None
+        words = [address(w, f"--aliases {path} line {n}")[0] for w in line.split("#")[0].split()]
         if words:
             out.append(words)
     return out

@@ -64,3 +64,19 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
                     continue
                 out.append((os.path.relpath(f, root), st.st_size, st.st_mtime_ns))
     return out
+
+
+def write_rows(root: str | Path, table: str, month: str, name: str, rows: list[dict], schema) -> Path:
+    """A few rows of a documented table (`schema`, common/tables.py) as the file `name` of its
+    month folder, written beside it and renamed into place: readers see the old file or the
+    new one, never half of one. `month` lives in the folder name, not in the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bgp_congruency.common import atomic
+
+    final = Path(layout.month_dir(root, table, month)) / name
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.replacing(final) as tmp:
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema).drop_columns(["month"]), tmp)
+    return final

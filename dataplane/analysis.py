@@ -29,14 +29,7 @@ from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.dataplane.stable import StablePath, stable_path
 from bgp_congruency.selector.rules import classify
-from bgp_congruency.dataplane.traces import Trace, TraceError
-
-
-def _addr(text: str, flag: str) -> str:
-    try:
-        return str(ipaddress.ip_address(str(text).strip()))
-    except ValueError:
-        raise TraceError(f"{flag}: {text!r} is not an IP address") from None
+from bgp_congruency.dataplane.traces import Trace, TraceError, address
 
 
 def select(traces: Sequence[Trace], to: Sequence[str] | None, sources: Sequence[str] | None = None
@@ -44,21 +37,21 @@ def select(traces: Sequence[Trace], to: Sequence[str] | None, sources: Sequence[
     """The traces of each family from one source toward one destination: per family the only
     one, or with `to` (`sources`) the family's address there (a family `to` does not name is
     left out). Traces of several sources are never merged into one stable path."""
-    wanted = {_addr(a, "--to") for a in to or ()}
-    froms = {_addr(a, "--source") for a in sources or ()}
+    wanted = dict(address(a, "--to") for a in to or ())  # canonical address -> family
+    froms = dict(address(a, "--source") for a in sources or ())
     out: dict[int, list[Trace]] = {}
     for fam in (4, 6):
         ts = [t for t in traces if t.family == fam]
-        dsts = sorted({str(ipaddress.ip_address(t.dst)) for t in ts})
-        mine = {a for a in wanted if ipaddress.ip_address(a).version == fam}
-        pick = [d for d in dsts if d in mine] if mine or wanted else dsts  # --to names the families wanted
+        dsts = sorted({t.dst for t in ts})
+        mine = {a for a, v in wanted.items() if v == fam}
+        pick = [d for d in dsts if d in mine] if wanted else dsts  # --to names the families wanted
         if len(pick) > 1:
             raise TraceError(f"IPv{fam} traces go to {len(pick)} destinations ({', '.join(pick[:4])}): "
                              "choose one with --to ADDR")
         if not pick:
             continue
-        ts = [t for t in ts if str(ipaddress.ip_address(t.dst)) == pick[0]]
-        own = {a for a in froms if ipaddress.ip_address(a).version == fam}
+        ts = [t for t in ts if t.dst == pick[0]]
+        own = {a for a, v in froms.items() if v == fam}
         srcs = sorted({t.src or "?" for t in ts})
         if own:
             ts = [t for t in ts if t.src in own]
@@ -158,7 +151,7 @@ def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, 
                          "prefix": next((k[2] for k in kinds if k[2]), None)})
         path = as_path([src_asn, *(h["asn"] for h in hops)])
         # The destination answered on the stable path: only then is it the whole path.
-        reached = bool(sp.hops) and dsts[f] in {str(ipaddress.ip_address(a)) for a in sp.hops[-1].addresses}
+        reached = bool(sp.hops) and dsts[f] in sp.hops[-1].addresses
         bgp = hint.get(f"v{f}_path")
         fams[str(f)] = {"destination": dsts[f], "destination_asn": mapping[dsts[f]][1], "traces": sp.traces,
                         "methods": sorted({t.method for t in groups[f]}), "stable": sp.stable,

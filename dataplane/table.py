@@ -8,10 +8,7 @@ import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import layout, published
 from bgp_congruency.common.tables import TRACES
 
 
@@ -37,9 +34,5 @@ def store(data_dir, answer: dict) -> Path:
     """Add the answer's rows to the month's `traces` table; returns the file written."""
     root = layout.local(data_dir, "congruency trace --store")
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    table = pa.Table.from_pylist(rows(answer, now), schema=TRACES).drop_columns(["month"])
-    final = Path(layout.month_dir(root, "traces", answer["month"])) / f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with atomic.replacing(final) as tmp:
-        pq.write_table(table, tmp)
-    return final
+    return published.write_rows(root, "traces", answer["month"], f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet",
+                                 rows(answer, now), TRACES)

@@ -45,11 +45,24 @@ class Trace:
     origin: str
 
 
-def _family(addr: str, where: str) -> int:
+def address(addr: str, where: str) -> tuple[str, int]:
+    """(the address in its canonical spelling, its family), or TraceError naming `where`.
+    Every address of a Trace is canonical, so equal addresses compare equal as text."""
     try:
-        return ipaddress.ip_address(addr).version
+        ip = ipaddress.ip_address(str(addr).strip())
     except ValueError:
         raise TraceError(f"{where}: {addr!r} is not an IP address") from None
+    return str(ip), ip.version
+
+
+def _canon(addr: str | None) -> str | None:
+    """An answering address, canonical where it parses (kept as given otherwise)."""
+    if not addr:
+        return None
+    try:
+        return str(ipaddress.ip_address(addr))
+    except ValueError:
+        return addr
 
 
 def _by_ttl(pairs: Iterable[tuple[int, str | None]]) -> tuple[tuple[str | None, ...], ...]:
@@ -57,7 +70,7 @@ def _by_ttl(pairs: Iterable[tuple[int, str | None]]) -> tuple[tuple[str | None, 
     per: dict[int, list[str | None]] = {}
     for ttl, addr in pairs:
         if 1 <= ttl <= 255:
-            per.setdefault(ttl, []).append(addr)
+            per.setdefault(ttl, []).append(_canon(addr))
     last = max((t for t, a in per.items() if any(a)), default=0)
     return tuple(tuple(per.get(t) or (None,)) for t in range(1, last + 1))
 
@@ -97,9 +110,9 @@ def read_atlas(path: str | Path) -> list[Trace]:
                 raise TraceError(f"{where}: not a RIPE Atlas traceroute result ({exc})") from None
             if not r.destination_address:
                 raise TraceError(f"{where}: no destination address (dst_addr)")
-            fam = _family(r.destination_address, where)
+            dst, fam = address(r.destination_address, where)
             hops = _by_ttl((h.index, pk.origin) for h in (r.hops or []) for pk in (h.packets or []))
-            out.append(Trace(fam, r.origin or r.source_address, r.destination_address,
+            out.append(Trace(fam, _canon(r.origin or r.source_address), dst,
                              f"{(r.protocol or '?').lower()}{'-paris' if raw.get('paris_id') else ''}", hops, where))
     finally:
         sagan.level = level
@@ -141,7 +154,8 @@ def read_warts(path: str | Path) -> list[Trace]:
         if not dst:
             raise TraceError(f"{where}: no destination address")
         hops = _by_ttl((h.get("probe_ttl", 0), h.get("addr")) for h in obj.get("hops") or [])
-        out.append(Trace(_family(dst, where), obj.get("src"), dst, obj.get("method", "?"), hops, where))
+        dst, fam = address(dst, where)
+        out.append(Trace(fam, _canon(obj.get("src")), dst, obj.get("method", "?"), hops, where))
     if not out:
         found = ", ".join(sorted(k for k in kinds if k)) or "none"
         raise TraceError(f"{p}: holds no traceroute (record types: {found}); `scamper -c trace` writes them")
@@ -159,7 +173,7 @@ def run_scamper(targets: list[str], method: str = "icmp-paris", count: int = 5, 
     if tool is None:
         raise TraceError("scamper is not installed: apt-get install scamper (Debian), or give --atlas/--warts files")
     for t in targets:
-        _family(t, "--live")
+        address(t, "--live")
     with tempfile.TemporaryDirectory(prefix="congruency-trace-") as tmp:
         warts = Path(out) if out else Path(tmp) / "live.warts"
         cmds = [a for t in targets for _ in range(count) for a in ("-I", f"trace -P {method} -w 1 -q 1 {t}")]

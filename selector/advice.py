@@ -122,15 +122,11 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
     return best
 
 
-def _proxy_hint(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> dict:
-    """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
-    VPs whose paths cross it first; only when none shows both families, its upstream VPs."""
-    return proxy_answer(m, src, d4, d6, notes)[0]
-
-
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
-    """_proxy_hint's hint and the kind of proxy it came from ("through", "upstream"; None
-    when no VP stands in): the held-out evaluation scores each rule on its own."""
+    """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
+    VPs whose paths cross it first; only when none shows both families, its upstream VPs.
+    With it the kind of proxy it came from ("through", "upstream"; None when no VP stands
+    in): advise names it, and the held-out evaluation scores each rule on its own."""
     tried = []
     dests = {d for d in (d4, d6) if d is not None}
     for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
@@ -223,14 +219,14 @@ def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:
     """rule -> the share of its answers that were right in the month's held-out evaluation
     (the selector_eval table of `congruency evaluate`); empty before it ran. A VP's own
     answer (rule `vp`) is its observation, not a prediction: not in it."""
-    from bgp_congruency.common import layout
-    from bgp_congruency.common.duck import glob_literal, quote
+    from bgp_congruency.common import published
+    from bgp_congruency.common.duck import quote
+    from bgp_congruency.selector.month import local_root, table_glob
 
-    d = layout.month_dir(layout.local(cfg.data_dir, "the path selector"), "selector_eval", month)
-    if not any(Path(d).glob("*.parquet")):
+    if month not in published.months(local_root(cfg), "selector_eval"):
         return {}
     rows = con.execute(f"""SELECT rule, avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) FROM
-        read_parquet({quote(glob_literal(d) + "/*.parquet")}) WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
+        read_parquet({quote(table_glob(cfg, "selector_eval", month))}) WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
     return {r: float(a) for r, a in rows}
 
 

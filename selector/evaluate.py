@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bgp_congruency.common import atomic, duck, layout
+from bgp_congruency.common import duck, layout, published
 from bgp_congruency.common.config import Config
 from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.selector import rules
@@ -111,14 +111,7 @@ def summary(rows: list[dict]) -> dict:
 
 def publish(cfg: Config, month: str, rows: list[dict]) -> Path:
     """The month's `selector_eval` table (docs/SCHEMA.md), replaced whole by rename."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from bgp_congruency.common.tables import SELECTOR_EVAL
 
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    final = Path(layout.month_dir(root, "selector_eval", month)) / "part-0.parquet"
-    final.parent.mkdir(parents=True, exist_ok=True)
-    with atomic.replacing(final) as tmp:
-        pq.write_table(pa.Table.from_pylist(rows, schema=SELECTOR_EVAL).drop_columns(["month"]), tmp)
-    return final
+    return published.write_rows(root, "selector_eval", month, "part-0.parquet", rows, SELECTOR_EVAL)

@@ -42,8 +42,11 @@ def table_glob(cfg: Config, table: str, month: str) -> str:
     return f"{base}/*/*.parquet" if table == "rib_entries" else f"{base}/*.parquet"
 
 
-def month_snapshots(con, cfg: Config, month: str) -> int:
-    return con.execute(f"SELECT max(snapshots) FROM read_parquet({quote(table_glob(cfg, 'paths', month))})").fetchall()[0][0] or 0
+def month_snapshots(con, cfg: Config, month: str, paths: str | None = None) -> int:
+    """The month's distinct snapshots (the most any path was seen in), from its published paths
+    or the relation `paths` holding them."""
+    src = paths or f"read_parquet({quote(table_glob(cfg, 'paths', month))})"
+    return con.execute(f"SELECT max(snapshots) FROM {src}").fetchall()[0][0] or 0
 
 
 # ------------------------------------------------------------------ longest-prefix match
@@ -109,7 +112,7 @@ class Month:
         src = paths or f"read_parquet({quote(table_glob(cfg, 'paths', month))})"
         keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
         self.paths = f"(SELECT * FROM {src}{keep})"
-        self.snapshots = month_snapshots(con, cfg, month)
+        self.snapshots = month_snapshots(con, cfg, month, src)  # the month's, hidden VPs included
         self.vps = {(g, int(a)) for g, a in con.execute(
             f"SELECT DISTINCT vp_group, vp_asn FROM {self.paths}").fetchall()}
 
