@@ -32,35 +32,48 @@ import sys
 sys.path.insert(0, {root!r})
 from bgp_congruency.common.config import Config
 from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
-cfg = Config(data_dir={data!r}, engine="duckdb")
+from bgp_congruency.pipeline import job
+cfg = Config(data_dir={data!r}, engine="duckdb", duckdb_memory_limit={limit!r}, compare_partitions={k!r})
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})
-eng.open(store, store.path("rib_entries/month={month}"))
-eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=True))
+src = store.path("rib_entries/month={month}")
+eng.open(store, src)
+k = job.partitions(eng, cfg, src)
+print("PARTITIONS", k, max(eng.partition_sizes(k)), flush=True)
+eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=True), partitions=k)
 """
 
 
-def one(data: Path, month: str, limit: str) -> dict:
+def one(data: Path, month: str, limit: str, k: int | None = None) -> dict:
+    """One run at `limit` in `k` VP partitions (None: as the rule chooses)."""
     work = tempfile.mkdtemp(prefix="memfloor-", dir=str(OUT))
     spill, staged = os.path.join(work, "spill"), os.path.join(work, "staged")
     os.makedirs(spill)
     code = CHILD.format(root=str(Path(__file__).resolve().parents[1]), data=str(data.resolve()), limit=limit,
-                        spill=spill, staged=staged, month=month)
+                        spill=spill, staged=staged, month=month, k=k)
     peak, done = [0], threading.Event()
+
+    rss = [0]
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def watch():
         while not done.wait(0.5):
             peak[0] = max(peak[0], common.du(spill))
+            rss[0] = max(rss[0], common.tree_rss(proc.pid, include_root=True))
 
     threading.Thread(target=watch, daemon=True).start()
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out, err = proc.communicate()
+    proc.stdout, proc.stderr = out, err
     seconds = time.perf_counter() - t
     done.set()
     shutil.rmtree(work, ignore_errors=True)
     steps = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("STEP ")]
     error = next((line for line in reversed(proc.stderr.splitlines()) if "Error" in line), None)
+    parts = next((line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("PARTITIONS ")), None)
     return {"limit": limit, "ok": proc.returncode == 0, "seconds": round(seconds, 1),
+            "partitions": int(parts[0]) if parts else None, "largest_partition": int(parts[1]) if parts else None,
+            "peak_rss_mib": rss[0] >> 20,
             "peak_spill_mib": peak[0] >> 20, "last_step": steps[-1] if steps else None,
             "error": None if proc.returncode == 0 else (error or proc.stderr.strip()[-300:])}
 
@@ -70,6 +83,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's rib_entries")
     ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
     ap.add_argument("--limits", required=True, help="memory limits to try, comma-separated (e.g. 1600MB,2000MB)")
+    ap.add_argument("--partitions", default="auto",
+                    help="VP partitions to try at each limit, comma-separated: a number, or auto (the rule of "
+                         "pipeline/partitions.py); default auto")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
     src = args.data_dir / "rib_entries" / f"month={args.month}"
@@ -81,11 +97,13 @@ def main(argv=None) -> int:
     rows = ds.dataset(str(src), format="parquet").count_rows()
     runs = []
     for limit in args.limits.split(","):
-        r = one(args.data_dir, args.month, limit.strip())
-        runs.append(r)
-        if not args.json:
-            print(f"{r['limit']:>8}: {'ok' if r['ok'] else 'FAILED in ' + str(r['last_step'])} in {r['seconds']} s, "
-                  f"peak spill {r['peak_spill_mib']} MiB" + (f"; {r['error'][:160]}" if r["error"] else ""), flush=True)
+        for k in args.partitions.split(","):
+            r = one(args.data_dir, args.month, limit.strip(), None if k.strip() == "auto" else int(k))
+            runs.append(r)
+            if not args.json:
+                print(f"{r['limit']:>8} K={r['partitions']}: {'ok' if r['ok'] else 'FAILED in ' + str(r['last_step'])} "
+                      f"in {r['seconds']} s, peak RSS {r['peak_rss_mib']} MiB, peak spill {r['peak_spill_mib']} MiB"
+                      + (f"; {r['error'][:160]}" if r["error"] else ""), flush=True)
     res = {"data_dir": str(args.data_dir), "month": args.month, "rows": rows, "runs": runs,
            "command": " ".join(["bench/memfloor.py", *(argv if argv is not None else sys.argv[1:])])}
     (OUT / f"memfloor-{args.data_dir.resolve().name}.json").write_text(json.dumps(res, indent=1) + "\n")

@@ -59,14 +59,16 @@ def _table(plan) -> None:
     from bgp_congruency.runner.plan import duration, human
 
     t = Table(title="plan", title_justify="left")
-    for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "time"):
+    for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "time",
+              "entries", "partitions", "memory"):
         t.add_column(c, justify="left" if c == "month" else "right")
     for m in plan.months:
         t.add_row(m.month, str(len(m.collectors)), str(len(m.probes)), str(m.snapshots), str(m.published), str(m.cached),
-                  str(m.to_fetch), human(m.download_bytes), human(m.parquet_bytes), duration(m.seconds))
+                  str(m.to_fetch), human(m.download_bytes), human(m.parquet_bytes), duration(m.seconds),
+                  f"{m.entries / 1e6:,.0f}M", str(m.partitions), human(m.compare_peak_bytes))
     from rich.console import Console
 
-    Console(file=sys.stdout, width=120).print(t)
+    Console(file=sys.stdout, width=150).print(t)
     budget = human(plan.budget_bytes) if plan.budget_bytes is not None else "none"
     print(f"total: {sum(m.to_fetch for m in plan.months):,} snapshots to fetch, download {human(plan.download_bytes)}, "
           f"disk +{human(plan.disk_bytes)} (DATA_DIR holds {human(plan.used_bytes)}, free {human(plan.free_bytes)}, "
@@ -80,5 +82,7 @@ def _table(plan) -> None:
               f"snapshot of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)"
               + (f"; {', '.join(cut)}: the ingested snapshots cover only the low end of the address space "
                  "(cut samples), so they do not size it" if cut else ""))
+    print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
+          "at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
     print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_rows_per_s']:,} "
           f"rows/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")

@@ -82,6 +82,9 @@ class Config:
     duckdb_temp_dir: str | None = None
     #: DuckDB engine's threads; None = all cores.
     duckdb_threads: int | None = None
+    #: VP partitions of the DuckDB compare; None = from the month's size and
+    #: duckdb_memory_limit (pipeline/partitions.py). Spark runs one.
+    compare_partitions: int | None = None
     #: Spark engine's master: local[*], or spark://host:port, k8s://..., yarn for a cluster.
     spark_master: str = "local[*]"
     #: Extra Spark settings (key = value), added to pipeline/sparkconf's defaults.
@@ -259,6 +262,7 @@ _CHECKS = {
     "duckdb_memory_limit": _size(auto=True),
     "duckdb_temp_dir": _text(optional=True),
     "duckdb_threads": _number(1, integer=True, optional=True),
+    "compare_partitions": _number(1, integer=True, optional=True),
     "spark_master": _text(),
     "spark_conf": _table_of_text,
     "sensitivity": _bool,

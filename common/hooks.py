@@ -4,6 +4,7 @@ A test sets CONGRUENCY_PAUSE_AT (a point name) and CONGRUENCY_PAUSE_FILE (a path
 code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_S seconds,
 default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
 lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
+partition (one VP partition's tables staged, the next not begun: pipeline/engines/duckdb.py),
 publish (between two tables' swaps: pipeline/publish.py), warehouse (the new file written
 under its temp name, not yet renamed: reports/warehouse.py).
 """

@@ -136,11 +136,12 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             for afi in (4, 6):
                 if not per_afi.get(afi):
                     raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")
+            k = partitions(engine, cfg, src)
             prog.advance(steps)
             store.recover(month)  # what a killed run left
             staged = store.staging(month)
             prev, res.previous = _previous(store, root, month, staged)
-            engine.run(cfg.method, staged, prev, step)
+            engine.run(cfg.method, staged, prev, step, partitions=k)
             hooks.pause("compare")
             prog.advance(steps)
             step("publishing")
@@ -169,6 +170,26 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             if staged is not None and store is not None and store.exists(staged):
                 store.delete(staged)
     return res
+
+
+def partitions(engine: Engine, cfg: Config, src: str) -> int:
+    """The VP partitions the month runs in (pipeline/partitions.py), from the engine's month
+    pass; a month that cannot fit (one VP larger than a partition may be) is refused here,
+    before anything is staged."""
+    from bgp_congruency.common.config import parse_bytes
+    from bgp_congruency.common.duck import memory_limit
+    from bgp_congruency.pipeline import partitions as P
+
+    largest = engine.largest_vp()
+    if not largest:  # an engine that does not partition
+        return 1
+    cap = memory_limit(cfg.duckdb_memory_limit)
+    limit = parse_bytes(cap) if cap else None
+    why = None if cfg.compare_partitions else P.unfit(largest, limit)
+    if why:
+        raise JobError(f"{src}: {why}")
+    total = sum(engine.partition_sizes(1))
+    return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions)
 
 
 #: The month before's tables `transitions` reads (pipeline/steps.py: prev_pairs, ...).

@@ -98,7 +98,9 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     try:
         with month_lock(cfg.data_dir, month):
             store = engine.store(root)
-            engine.open(store, store.month("rib_entries", month))
+            src = store.month("rib_entries", month)
+            engine.open(store, src)
+            k = job.partitions(engine, cfg, src)
             engine.pin()
             staged = store.staging(month)
             done: dict[str, dict] = {}
@@ -108,7 +110,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
                 key = repr(p)
                 if key not in done:
                     out = f"{staged}/_v{i}"
-                    engine.run(p, out, None, lambda name: None, keep=True)
+                    engine.run(p, out, None, lambda name: None, keep=True, partitions=k)
                     done[key] = engine.summary(out)  # staged/_v*: removed with the staging folder
                 rows.append({"choice": choice, "variant": variant, **{k: v for k, v in done[key].items() if k != "month"}})
                 if task is not None:

@@ -12,9 +12,16 @@ the tests hold to the same rows (tests/test_engines.py), so the dialects are wri
 
 The pure-Python twin in congruency/reference.py is the independent check of both.
 
+Phases (congruency/METHOD.md "Partitions"): the month pass (MONTH_COUNTS, over
+`month_entries`), then PARTITION_STEPS per VP partition (over `entries`, the partition's
+rows), FACTS once over every partition's outputs (the MONTH_OF names), VP_STEPS per
+partition again, SUMMARY_STEPS once. An engine running one partition (Spark) runs them in
+that order with each MONTH_OF name a view of its step.
+
 Step kinds: `view` (inlined where used), `work` (an intermediate used more than once,
-materialized), `table` (an output table; columns in the order of common/tables.py).
-The input view `entries` has the columns of REQUIRED (ASNs as int64).
+materialized), `fact` (small and month-level: materialized by an engine running several
+partitions, a view otherwise), `table` (an output table; columns in the order of
+common/tables.py). The input views have the columns of REQUIRED (ASNs as int64).
 """
 from __future__ import annotations
 
@@ -75,14 +82,19 @@ def check_columns(have: dict[str, str], where: str) -> None:
             raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
 
 
+#: The month pass, the one scan of every entry before the partitions (and of four narrow
+#: columns): entries per (collector, peer ASN, AFI, snapshot time). The month's shape comes
+#: from it (COUNTS), the partitions' sizes (pipeline/partitions.py), the snapshot numbering
+#: and each collector's first snapshot: the month-level facts that need the whole input.
+
 #: The input's shape: rows per AFI, and the month's distinct snapshot times on every row.
-COUNTS = """SELECT afi, count(*) AS n, (SELECT count(DISTINCT snapshot_time) FROM entries) AS snapshots
-FROM entries GROUP BY afi"""
+COUNTS = """SELECT afi, sum(n) AS n, (SELECT count(DISTINCT snapshot_time) FROM month_counts) AS snapshots
+FROM month_counts GROUP BY afi"""
 
 
 def counts(rows) -> tuple[dict[int, int], int]:
     """COUNTS' rows -> (rows per AFI, distinct snapshot times)."""
-    return {afi: n for afi, n, _ in rows}, max((t for _, _, t in rows), default=0)
+    return {afi: int(n) for afi, n, _ in rows}, max((t for _, _, t in rows), default=0)
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,7 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     first = ""
     if params.snapshots == "first":  # each collector's first snapshot of the month
         first = (f" e {'LEFT SEMI' if engine == 'spark' else 'SEMI'} JOIN (SELECT collector AS fc, "
-                 "min(snapshot_time) AS ft FROM entries GROUP BY collector) f "
+                 "min(snapshot_time) AS ft FROM month_counts GROUP BY collector) f "
                  "ON e.collector = f.fc AND e.snapshot_time = f.ft")
     # as_set "hop": a path whose only segments besides plain ASNs are AS_SETs, and which ends in
     # a plain ASN, is kept with each set as one hop: -1 - (a polynomial hash of its sorted
@@ -178,6 +190,11 @@ def both(name: str, kind: str, sql: str) -> SqlStep:
     return SqlStep(name, kind, sql, sql)
 
 
+MONTH_COUNTS = both("month_counts", "work", """
+SELECT collector, peer_asn, afi, snapshot_time, count(*) AS n
+FROM month_entries GROUP BY collector, peer_asn, afi, snapshot_time""")
+
+
 # Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
 # folded with aggregate / list_reduce; the inner fold builds the next row left to right.
 # Only computed for non-congruent pairs (identical paths are at distance 0).
@@ -195,7 +212,11 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
           [prev[1] + 1]),
       range(0, len(v4_path) + 1))[-1]"""
 
-MONTH_STEPS: tuple[SqlStep, ...] = (
+#: Per partition of the month (a set of VPs), over `entries`, the partition's rows: the cleaning
+#: and the per-path aggregate, the only steps that read every entry. An engine running K
+#: partitions keeps each partition's by_session and per_path apart; the month-level steps read
+#: all of them as month_by_session and month_per_path (MONTH_OF).
+PARTITION_STEPS: tuple[SqlStep, ...] = (
     # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
     # prepending-free path (computed once, then tested). A loop is an ASN whose first
     # position is not its own (cheaper than a distinct set per row on both engines:
@@ -229,18 +250,11 @@ FROM (SELECT *, list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) 
     both("by_session", "work", """
 SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries
 FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
-    SqlStep("cleaning_stats", "table",
-         spark="""
-SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries) AS entries
-FROM by_session GROUP BY afi, coalesce(reason, 'kept')""",
-         duckdb="""
-SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries)::BIGINT AS entries
-FROM by_session GROUP BY afi, coalesce(reason, 'kept')"""),
-    # The month's snapshot times, numbered from 0 (si), for per_path's snapshot masks; as
-    # many as COUNTS counted (no NULL, which Spark would sort first).
+    # The month's snapshot times (all partitions'), numbered from 0 (si), for per_path's
+    # snapshot masks; as many as COUNTS counted (no NULL, which Spark would sort first).
     both("snapshots", "view", """
 SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
-FROM (SELECT DISTINCT snapshot_time FROM entries WHERE snapshot_time IS NOT NULL)"""),
+FROM (SELECT DISTINCT snapshot_time FROM month_counts WHERE snapshot_time IS NOT NULL)"""),
     # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots,
     # in two plain aggregations and no DISTINCT. First per (VP, AFI, path, prefix), OR-ing the
     # bits of the rows' snapshots into a mask ({masks}: one 64-bit word per 64 snapshots);
@@ -267,6 +281,44 @@ FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, count(*) AS n, {mask
       FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
       GROUP BY r.vp_group, r.vp_asn, r.afi, r.path, r.prefix)
 GROUP BY vp_group, vp_asn, afi, path{unit_cols}"""),
+)
+
+#: The month-level facts, from every partition's by_session and per_path (small: one row per
+#: (AFI, reason), per ASN or one row): kind "fact" is materialized once by an engine running
+#: partitions, read in place by one that does not.
+FACTS: tuple[SqlStep, ...] = (
+    SqlStep("cleaning_stats", "table",
+         spark="""
+SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries) AS entries
+FROM month_by_session GROUP BY afi, coalesce(reason, 'kept')""",
+         duckdb="""
+SELECT afi, coalesce(reason, 'kept') AS reason, sum(entries)::BIGINT AS entries
+FROM month_by_session GROUP BY afi, coalesce(reason, 'kept')"""),
+    # 5. Coverage: distinct origins per AFI over the whole month (one row).
+    both("totals", "fact", """
+SELECT count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS t4,
+       count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS t6
+FROM month_per_path"""),
+    # 8. Transit VPs: ASNs seen as an intermediate AS of any cleaned path.
+    SqlStep("transit", "fact",
+         spark="""
+SELECT DISTINCT vp_asn FROM (SELECT explode(slice(path, 2, greatest(size(path) - 2, 0))) AS vp_asn FROM month_per_path)""",
+         duckdb="""
+SELECT DISTINCT vp_asn FROM (SELECT unnest(path[2:len(path) - 1]) AS vp_asn FROM month_per_path)"""),
+    # Non-adopters: inner ASes of the IPv4 path on no cleaned IPv6 path of the month.
+    SqlStep("v6_asns", "fact",
+         spark="SELECT DISTINCT x FROM (SELECT explode(path) AS x FROM month_per_path WHERE afi = 6)",
+         duckdb="SELECT DISTINCT x FROM (SELECT unnest(path) AS x FROM month_per_path WHERE afi = 6)"),
+    # 6. Dual-stacked destinations: origins with a cleaned path in both families (month_summary).
+    both("destinations", "fact", """
+SELECT count(*) AS destinations FROM (
+  SELECT dest_asn FROM month_per_path GROUP BY dest_asn HAVING count(DISTINCT afi) = 2) d"""),
+)
+
+#: Per partition again, with the facts: everything the method does per VP. Output tables are
+#: written a partition at a time; vps and pair_counts are also read by month_summary as
+#: month_vps and month_pair_counts.
+VP_STEPS: tuple[SqlStep, ...] = (
     # 4. The representative path: most observations, then fewer ASes, then the smallest
     # sequence, by a window on both engines (DuckDB: ~3x faster than arg_min over a struct key,
     # as nearly every group has one path; Spark: about 10% faster than min_by over a struct holding
@@ -289,17 +341,6 @@ FROM (SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
              row_number() OVER (w ORDER BY {rep_order}) AS rank
       FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1"""),
-    # 5. Coverage: distinct origins per AFI over the whole month (one row).
-    both("totals", "view", """
-SELECT count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS t4,
-       count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS t6
-FROM per_path"""),
-    # 8. Transit VPs: ASNs seen as an intermediate AS of any cleaned path.
-    SqlStep("transit", "view",
-         spark="""
-SELECT DISTINCT vp_asn FROM (SELECT explode(slice(path, 2, greatest(size(path) - 2, 0))) AS vp_asn FROM per_path)""",
-         duckdb="""
-SELECT DISTINCT vp_asn FROM (SELECT unnest(path[2:len(path) - 1]) AS vp_asn FROM per_path)"""),
     # 3. Sessions: distinct peer IPs of the kept rows per VP and AFI, ascending.
     SqlStep("sessions", "view",
          spark="""
@@ -379,10 +420,6 @@ FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS
         ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
 {any_join}
       WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""),
-    # Non-adopters: inner ASes of the IPv4 path on no cleaned IPv6 path of the month.
-    SqlStep("v6_asns", "view",
-         spark="SELECT DISTINCT x FROM (SELECT explode(path) AS x FROM per_path WHERE afi = 6)",
-         duckdb="SELECT DISTINCT x FROM (SELECT unnest(path) AS x FROM per_path WHERE afi = 6)"),
     SqlStep("non_adopt", "view",
          spark="""
 SELECT vp_group, vp_asn, dest_asn{na_key}, array_sort(collect_set(x)) AS non_adopters
@@ -443,7 +480,38 @@ FROM vp_base v LEFT JOIN (
     SELECT vp_group, vp_asn, count(*) AS pairs, count(CASE WHEN NOT congruent THEN 1 END) AS noncongruent_pairs
     FROM pairs GROUP BY vp_group, vp_asn) p
   ON p.vp_group = v.vp_group AND p.vp_asn = v.vp_asn"""),
-    # The month in one row. Quartiles by linear interpolation: Spark's percentile is
+    # The pair counts of month_summary, one row per partition (summed there).
+    SqlStep("pair_counts", "view",
+         spark="""
+SELECT count(*) AS pairs, count_if(NOT congruent) AS noncongruent_pairs,
+                   count_if(congruent AND hops_v4 = 1) AS congruent_1hop,
+                   count_if(congruent AND hops_v4 = 2) AS congruent_2hop,
+                   count_if(congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
+                   count_if(NOT congruent AND size(shared_asns) = 0) AS noncongruent_shared_0,
+                   count_if(NOT congruent AND size(shared_asns) = 1) AS noncongruent_shared_1,
+                   count_if(NOT congruent AND size(shared_asns) >= 2) AS noncongruent_shared_2plus,
+                   count_if(NOT congruent AND size(shared_asns) >= 1) AS noncongruent_with_shared,
+                   count_if(NOT congruent AND shared_adjacent) AS shared_all_adjacent,
+                   count_if(NOT congruent AND size(non_adopters) > 0) AS noncongruent_with_non_adopter
+            FROM pairs""",
+         duckdb="""
+SELECT count(*) AS pairs, count(*) FILTER (WHERE NOT congruent) AS noncongruent_pairs,
+                   count(*) FILTER (WHERE congruent AND hops_v4 = 1) AS congruent_1hop,
+                   count(*) FILTER (WHERE congruent AND hops_v4 = 2) AS congruent_2hop,
+                   count(*) FILTER (WHERE congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 0) AS noncongruent_shared_0,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 1) AS noncongruent_shared_1,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 2) AS noncongruent_shared_2plus,
+                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 1) AS noncongruent_with_shared,
+                   count(*) FILTER (WHERE NOT congruent AND shared_adjacent) AS shared_all_adjacent,
+                   count(*) FILTER (WHERE NOT congruent AND len(non_adopters) > 0) AS noncongruent_with_non_adopter
+            FROM pairs"""),
+)
+
+#: Once, from every partition's vps and pair_counts and the facts.
+SUMMARY_STEPS: tuple[SqlStep, ...] = (
+    # The month in one row: the VP figures over every partition's vps, the pair counts summed
+    # over their pair_counts. Quartiles by linear interpolation: Spark's percentile is
     # DuckDB's quantile_cont.
     SqlStep("month_summary", "table",
          spark="""
@@ -464,20 +532,20 @@ FROM (SELECT count(*) AS vps, count_if(dual_stacked) AS vps_dual_stacked,
              min(noncongruent_fraction) AS vp_noncongruent_min,
              percentile(noncongruent_fraction, array(0.25, 0.5, 0.75)) AS q,
              max(noncongruent_fraction) AS vp_noncongruent_max
-      FROM vps)
-CROSS JOIN (SELECT count(*) AS pairs, count_if(NOT congruent) AS noncongruent_pairs,
-                   count_if(congruent AND hops_v4 = 1) AS congruent_1hop,
-                   count_if(congruent AND hops_v4 = 2) AS congruent_2hop,
-                   count_if(congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
-                   count_if(NOT congruent AND size(shared_asns) = 0) AS noncongruent_shared_0,
-                   count_if(NOT congruent AND size(shared_asns) = 1) AS noncongruent_shared_1,
-                   count_if(NOT congruent AND size(shared_asns) >= 2) AS noncongruent_shared_2plus,
-                   count_if(NOT congruent AND size(shared_asns) >= 1) AS noncongruent_with_shared,
-                   count_if(NOT congruent AND shared_adjacent) AS shared_all_adjacent,
-                   count_if(NOT congruent AND size(non_adopters) > 0) AS noncongruent_with_non_adopter
-            FROM pairs)
-CROSS JOIN (SELECT count(*) AS destinations FROM (
-              SELECT dest_asn FROM per_path GROUP BY dest_asn HAVING count(DISTINCT afi) = 2))""",
+      FROM month_vps)
+CROSS JOIN (SELECT sum(pairs) AS pairs,
+                   sum(noncongruent_pairs) AS noncongruent_pairs,
+                   sum(congruent_1hop) AS congruent_1hop,
+                   sum(congruent_2hop) AS congruent_2hop,
+                   sum(congruent_3plus_hops) AS congruent_3plus_hops,
+                   sum(noncongruent_shared_0) AS noncongruent_shared_0,
+                   sum(noncongruent_shared_1) AS noncongruent_shared_1,
+                   sum(noncongruent_shared_2plus) AS noncongruent_shared_2plus,
+                   sum(noncongruent_with_shared) AS noncongruent_with_shared,
+                   sum(shared_all_adjacent) AS shared_all_adjacent,
+                   sum(noncongruent_with_non_adopter) AS noncongruent_with_non_adopter
+            FROM month_pair_counts)
+CROSS JOIN destinations""",
          duckdb="""
 SELECT vps, vps_dual_stacked, vps_default_free, vps_with_pairs, destinations, pairs, noncongruent_pairs,
        CASE WHEN pairs > 0 THEN noncongruent_pairs / pairs END AS noncongruent_fraction,
@@ -496,25 +564,34 @@ FROM (SELECT count(*) AS vps, count(*) FILTER (WHERE dual_stacked) AS vps_dual_s
              min(noncongruent_fraction) AS vp_noncongruent_min,
              quantile_cont(noncongruent_fraction, [0.25, 0.5, 0.75]) AS q,
              max(noncongruent_fraction) AS vp_noncongruent_max
-      FROM vps)
-CROSS JOIN (SELECT count(*) AS pairs, count(*) FILTER (WHERE NOT congruent) AS noncongruent_pairs,
-                   count(*) FILTER (WHERE congruent AND hops_v4 = 1) AS congruent_1hop,
-                   count(*) FILTER (WHERE congruent AND hops_v4 = 2) AS congruent_2hop,
-                   count(*) FILTER (WHERE congruent AND hops_v4 >= 3) AS congruent_3plus_hops,
-                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 0) AS noncongruent_shared_0,
-                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) = 1) AS noncongruent_shared_1,
-                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 2) AS noncongruent_shared_2plus,
-                   count(*) FILTER (WHERE NOT congruent AND len(shared_asns) >= 1) AS noncongruent_with_shared,
-                   count(*) FILTER (WHERE NOT congruent AND shared_adjacent) AS shared_all_adjacent,
-                   count(*) FILTER (WHERE NOT congruent AND len(non_adopters) > 0) AS noncongruent_with_non_adopter
-            FROM pairs)
-CROSS JOIN (SELECT count(*) AS destinations FROM (
-              SELECT dest_asn FROM per_path GROUP BY dest_asn HAVING count(DISTINCT afi) = 2))"""),
+      FROM month_vps)
+CROSS JOIN (SELECT sum(pairs)::BIGINT AS pairs,
+                   sum(noncongruent_pairs)::BIGINT AS noncongruent_pairs,
+                   sum(congruent_1hop)::BIGINT AS congruent_1hop,
+                   sum(congruent_2hop)::BIGINT AS congruent_2hop,
+                   sum(congruent_3plus_hops)::BIGINT AS congruent_3plus_hops,
+                   sum(noncongruent_shared_0)::BIGINT AS noncongruent_shared_0,
+                   sum(noncongruent_shared_1)::BIGINT AS noncongruent_shared_1,
+                   sum(noncongruent_shared_2plus)::BIGINT AS noncongruent_shared_2plus,
+                   sum(noncongruent_with_shared)::BIGINT AS noncongruent_with_shared,
+                   sum(shared_all_adjacent)::BIGINT AS shared_all_adjacent,
+                   sum(noncongruent_with_non_adopter)::BIGINT AS noncongruent_with_non_adopter
+            FROM month_pair_counts)
+CROSS JOIN destinations"""),
 )
+
+MONTH_STEPS: tuple[SqlStep, ...] = PARTITION_STEPS + FACTS + VP_STEPS + SUMMARY_STEPS
+
+#: The names the month-level steps read, for the per-partition steps' outputs: an engine running
+#: one partition makes each a view of the other; one running K makes each the union of K.
+MONTH_OF = {"entries": "month_entries", "by_session": "month_by_session", "per_path": "month_per_path",
+            "vps": "month_vps", "pair_counts": "month_pair_counts"}
 
 # Across months: congruent pairs of month M that were not congruent pairs in the month
 # before, for VPs present then. Reads the previous month's published tables as the views
-# prev_pairs, prev_vps, prev_paths.
+# prev_pairs, prev_vps (a partition's VPs), prev_paths (the month's: through the fact
+# prev_v6_dests, the origins the month before reached over IPv6).
+PREV_V6_DESTS = both("prev_v6_dests", "fact", "SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6")
 TRANSITIONS = both("transitions", "table", """
 SELECT p.vp_group, p.vp_asn, p.dest_asn,
        CASE WHEN b.congruent IS NOT NULL THEN 'existing_pair'
@@ -525,18 +602,8 @@ SELECT p.vp_group, p.vp_asn, p.dest_asn,
 FROM pairs p
 JOIN (SELECT DISTINCT vp_group, vp_asn FROM prev_vps) o ON o.vp_group = p.vp_group AND o.vp_asn = p.vp_asn
 LEFT JOIN prev_pairs b ON b.vp_group = p.vp_group AND b.vp_asn = p.vp_asn AND b.dest_asn = p.dest_asn
-LEFT JOIN (SELECT DISTINCT dest_asn FROM prev_paths WHERE afi = 6) h ON h.dest_asn = p.dest_asn
+LEFT JOIN prev_v6_dests h ON h.dest_asn = p.dest_asn
 WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
-
-
-def first_changed(engine: str, old: MethodParams | None, new: MethodParams, snapshots: int) -> int:
-    """The index of the first of MONTH_STEPS whose text differs between two parameter sets:
-    the steps before it can be kept from a run under `old` (the sensitivity variants)."""
-    if old is None:
-        return 0
-    a, b = _fill(old, engine, snapshots), _fill(new, engine, snapshots)
-    changed = {"{" + k + "}" for k in a if a[k] != b[k]}
-    return next((i for i, s in enumerate(MONTH_STEPS) if any(c in s.sql(engine) for c in changed)), len(MONTH_STEPS))
 
 
 def render(step: SqlStep, engine: str, params: MethodParams, snapshots: int) -> str:

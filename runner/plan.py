@@ -52,6 +52,12 @@ class MonthPlan:
     download_bytes: int
     parquet_bytes: int
     seconds: float
+    #: The month's estimated entries (every active snapshot, published or not), the VP
+    #: partitions the DuckDB compare would use for them at the config's memory limit, and
+    #: its estimated peak DuckDB memory (pipeline/partitions.py; an even split assumed).
+    entries: int = 0
+    partitions: int = 1
+    compare_peak_bytes: int = 0
 
 
 @dataclass
@@ -157,6 +163,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
             kind = "rib" if col.project.layout == "routeviews" else "bview"
             for t in live:
                 mp.snapshots += 1
+                mp.entries += ents
                 if f"{n}@{t:%Y%m%dT%H%M}" in done:
                     mp.published += 1
                     continue
@@ -167,6 +174,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
                     mp.to_fetch += 1
                     mp.download_bytes += size
         mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
+        mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.entries)
         mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
                            + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
         plan.months.append(mp)
@@ -184,6 +192,20 @@ def make(cfg: Config, months: list[str]) -> Plan:
     plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
     plan.seconds = round(plan.seconds, 1)
     return plan
+
+
+def _compare_memory(cfg: Config, entries: int) -> tuple[int, int]:
+    """(partitions, peak DuckDB bytes) of the compare of a month of `entries`, by the rule of
+    pipeline/partitions.py with the month split evenly (the run splits by the VPs' hash and
+    their real sizes, so its partitions can be a few more)."""
+    from bgp_congruency.common.duck import memory_limit
+    from bgp_congruency.pipeline import partitions as P
+
+    cap = memory_limit(cfg.duckdb_memory_limit)
+    limit = parse_bytes(cap) if cap else None
+    even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
+    k = P.choose(even, entries, limit, cfg.compare_partitions)
+    return k, P.peak_bytes(-(-entries // k)) if entries else 0
 
 
 def check(plan: Plan, cfg: Config) -> None:

@@ -47,11 +47,31 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
     return derived, pa.Table.from_pylist(rows)
 
 
-def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str | None:
-    """The SELECT giving the month's hints table (columns and types of HINTS), or None when
-    the month has no pairs. Joins each pair with its two paths once (a temp table), then
-    with the derived fields of its key."""
+#: DuckDB memory per pair of a hints partition (its pairs joined with their two paths, and
+#: the partition's sort): the month's pairs are split into as many VP partitions as it takes
+#: to stay under duckdb_memory_limit (as the compare's entries are, pipeline/partitions.py).
+BYTES_PER_PAIR = 2000
+
+
+def partitions(con, cfg: Config, month: str) -> int:
+    """The VP partitions the month's hints are built in: from its pairs (Parquet metadata)."""
+    from bgp_congruency.common.config import parse_bytes
+
+    n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata("
+                    f"{quote(table_glob(cfg, 'pairs', month))})").fetchone()[0]
+    if cfg.compare_partitions:
+        return cfg.compare_partitions
+    cap = duck.memory_limit(cfg.duckdb_memory_limit)
+    return max(1, -(-int(n) * BYTES_PER_PAIR // parse_bytes(cap))) if cap else 1
+
+
+def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tuple[int, int] = (0, 1)) -> str | None:
+    """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
+    partition `part` = (i, K) of K, or None when it has no pairs. Joins each pair with its
+    two paths once (a temp table), then with the derived fields of its key."""
     pairs, paths = table_glob(cfg, "pairs", month), table_glob(cfg, "paths", month)
+    i, k = part
+    only = f"WHERE hash(vp_asn) % {k} = {i}" if k > 1 else ""
     if spill is not None:
         con.execute(f"SET temp_directory = {quote(spill)}")
     con.execute(f"""
@@ -60,10 +80,10 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None) -> str |
                len(p.shared_asns) > 0 AS has_shared, coalesce(p.shared_adjacent::TINYINT, -1) AS adjacent,
                s4.stability AS stability_v4, s6.stability AS stability_v6,
                p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
-        FROM read_parquet({quote(pairs)}) p
-        JOIN read_parquet({quote(paths)}) s4
+        FROM (SELECT * FROM read_parquet({quote(pairs)}) {only}) p
+        JOIN (SELECT * FROM read_parquet({quote(paths)}) {only}) s4
           ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
-        JOIN read_parquet({quote(paths)}) s6
+        JOIN (SELECT * FROM read_parquet({quote(paths)}) {only}) s6
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
     got = _derived(con, month_snapshots(con, cfg, month))
     if got is None:
@@ -128,18 +148,21 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     try:
         with console.progress() if progress is None else nullcontext(progress) as prog:
             task = prog.add_task(f"hints {month}", total=3)
-            out = Path(staged) / "hints" / "part-0.parquet"
-            store.mkdirs(str(out.parent))
-            sql = _hints_sql(con, cfg, month, Path(staged) / ".duckdb-tmp")
+            store.mkdirs(f"{staged}/hints")
+            k = partitions(con, cfg, month)
             prog.advance(task)
-            if sql is None:
-                pq.write_table(HINTS.empty_table(), out, compression="zstd")
-            else:
-                con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
-            if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
-                raise OSError(f"{out}: written schema differs from common.tables.HINTS")
+            for i in range(k):  # a VP partition at a time: memory follows the partition, not the month
+                out = Path(staged) / "hints" / f"part-{i}.parquet"
+                sql = _hints_sql(con, cfg, month, Path(staged) / ".duckdb-tmp", (i, k))
+                if sql is None:
+                    pq.write_table(HINTS.empty_table(), out, compression="zstd")
+                else:
+                    con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
+                if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
+                    raise OSError(f"{out}: written schema differs from common.tables.HINTS")
             prog.advance(task)
-            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({quote(out)}) GROUP BY 1 ORDER BY 1").fetchall()
+            every = quote(f"{duck.glob_literal(Path(staged) / 'hints')}/*.parquet")
+            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({every}) GROUP BY 1 ORDER BY 1").fetchall()
             con.close()
             store.delete(f"{staged}/.duckdb-tmp")
             [final] = store.publish(staged, ["hints"], month)

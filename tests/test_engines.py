@@ -22,7 +22,7 @@ from bgp_congruency.pipeline import job
 from bgp_congruency.pipeline.publish import LocalStore
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT
-from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, published, write_entries
+from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
 
 MONTHS = ("2026-07", "2026-08")
 
@@ -36,32 +36,41 @@ def run(cfg, month: str) -> job.MonthResult:
     return res
 
 
+#: VP partitions the reference tests run the DuckDB compare in: the rule's choice (one, for
+#: these months), two, and seven (some of them empty).
+PARTITIONS = (None, 2, 7)
+
+
 @pytest.mark.slow
-def test_real_pair_matches_reference(config, ingested_2026, tmp_path):
+@pytest.mark.parametrize("k", PARTITIONS)
+def test_real_pair_matches_reference(config, ingested_2026, tmp_path, k):
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    res = run(duck(config, data_dir=data), "2026-07")
+    res = run(duck(config, data_dir=data, compare_partitions=k), "2026-07")
     assert res.error is None, res.error
     ref = assert_same_as_reference(data, "2026-07", config.method)
     assert res.summary == {k: v for k, v in ref["month_summary"][0].items() if k != "month"}
     assert {r["vp_asn"] for r in published(data, "vps", "2026-07") if r["pairs"]} == PEERS_IN_BOTH_2026
 
 
-def test_hand_made_cases_match_reference(config, tmp_path):
+@pytest.mark.parametrize("k", PARTITIONS)
+def test_hand_made_cases_match_reference(config, tmp_path, k):
     for month, (make, cov) in HAND_CASES.items():
         write_entries(tmp_path, month, make())
     for month, (make, cov) in HAND_CASES.items():
-        cfg = replace(duck(config, data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
+        cfg = replace(duck(config, data_dir=tmp_path, compare_partitions=k),
+                      method=replace(config.method, min_coverage=cov))
         res = run(cfg, month)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
 
 
-def test_variant_cases_match_reference(config, tmp_path):
+@pytest.mark.parametrize("k", PARTITIONS)
+def test_variant_cases_match_reference(config, tmp_path, k):
     for month, (make, change) in VARIANT_CASES.items():
         write_entries(tmp_path, month, make())
-        cfg = replace(duck(config, data_dir=tmp_path), method=replace(config.method, **change))
+        cfg = replace(duck(config, data_dir=tmp_path, compare_partitions=k), method=replace(config.method, **change))
         res = run(cfg, month)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
@@ -79,6 +88,106 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
     assert len(published(tmp_path, "pairs", "2024-01")) == first.summary["pairs"]
     assert files() == other
     assert not list((tmp_path / "_staging").glob("*"))
+
+
+def _partition_of(asns, k: int) -> set[int]:
+    """The partitions DuckDB's hash puts these peer ASNs in (pipeline/engines/duckdb.py)."""
+    import duckdb
+
+    con = duckdb.connect()
+    return {p for (p,) in con.execute(f"SELECT DISTINCT hash(a::BIGINT) % {k} FROM unnest(?) t(a)", [list(asns)]).fetchall()}
+
+
+def test_all_vps_in_one_partition_and_empty_partitions(config, tmp_path):
+    """A month whose VPs all hash to one of two partitions (the other empty), and the next
+    month in seven partitions (four or more empty), give the reference's tables; the
+    transitions between them are the hand-worked six."""
+    vps = [a for a in range(1000, 3000) if _partition_of([a], 2) == {0}][:3]
+    dests = (7001, 7002, 7003)
+
+    def rows(v6_odd):  # IPv6 to an odd destination through v6_odd
+        return [r for v in vps for d in dests for r in (
+            cases.R("rrc00", v, 4, [v, 3356, d]), cases.R("rrc00", v, 6, [v, v6_odd if d % 2 else 3356, d]))]
+
+    write_entries(tmp_path, "2024-01", rows(6939))
+    write_entries(tmp_path, "2024-02", rows(3356))
+    for month, k in (("2024-01", 2), ("2024-02", 7)):
+        assert run(duck(config, data_dir=tmp_path, compare_partitions=k), month).error is None
+        assert len(list((tmp_path / "pairs" / f"month={month}").glob("part-*.parquet"))) == k
+        assert_same_as_reference(tmp_path, month, config.method)
+    assert [len(pq.read_table(f)) for f in sorted((tmp_path / "pairs" / "month=2024-01").glob("*.parquet"))] == [9, 0]
+    got = sorted((r["vp_asn"], r["dest_asn"], r["kind"]) for r in published(tmp_path, "transitions", "2024-02"))
+    assert got == sorted((v, d, "existing_pair") for v in vps for d in (7001, 7003))
+
+
+def test_a_killed_run_between_partitions_is_finished_by_the_next(config, tmp_path):
+    """SIGKILL after the first of three partitions was staged: nothing is published; the
+    next run removes what the killed one left and publishes the tables of a run never
+    interrupted."""
+    import signal
+    import time
+
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
+    whole = tmp_path / "whole"
+    write_entries(whole, "2024-01", cases.full_month_rows())
+    assert run(duck(config, data_dir=whole, compare_partitions=3), "2024-01").error is None
+    flag = tmp_path / "paused"
+    code = ("import sys; from bgp_congruency.cli.main import main; sys.exit(main(['compare', '--data-dir', "
+            f"{str(tmp_path)!r}, '--month', '2024-01', '--config', {str(tmp_path / 'k3.toml')!r}]))")
+    (tmp_path / "k3.toml").write_text("compare_partitions = 3\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "CONGRUENCY_PAUSE_AT": "partition", "CONGRUENCY_PAUSE_FILE": str(flag)})
+    for _ in range(600):
+        if flag.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert flag.exists(), "the compare never reached its first partition's end"
+    staged = list((tmp_path / "_staging").glob("2024-01-*/pairs/part-0.parquet"))
+    assert staged and not (tmp_path / "pairs").exists()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert not (tmp_path / "pairs").exists()
+    assert run(duck(config, data_dir=tmp_path, compare_partitions=3), "2024-01").error is None
+    for table in ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary"):
+        assert canon(published(tmp_path, table, "2024-01")) == canon(published(whole, table, "2024-01")), table
+    assert [p.name for p in (tmp_path / "_staging").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_vp_larger_than_a_partition_is_refused_in_one_line(config, tmp_path, monkeypatch):
+    """A memory limit too small for the month's largest VP: one line naming the setting,
+    before anything is staged. (The hand month is tiny: the bytes per entry are raised so
+    that its largest VP exceeds 16MB.)"""
+    from bgp_congruency.pipeline import partitions as P
+
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
+    rows = cases.full_month_rows()
+    largest = max(sum(1 for r in rows if r["peer_asn"] == a) for a in {r["peer_asn"] for r in rows})
+    monkeypatch.setattr(P, "BYTES_PER_ENTRY", 16 * 10**6 // largest + 1)
+    res = run(duck(config, data_dir=tmp_path, duckdb_memory_limit="16MB"), "2024-01")
+    need = largest * P.BYTES_PER_ENTRY
+    assert res.error == (f"{tmp_path}/rib_entries/month=2024-01: one vantage point has {largest:,} entries, more "
+                         f"than one partition can hold at duckdb_memory_limit = 15 MiB (about "
+                         f"{P.BYTES_PER_ENTRY:,} bytes per entry: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
+    assert not (tmp_path / "pairs").exists()
+    assert [p.name for p in (tmp_path / "_staging").iterdir() if not p.name.endswith(".lock")] == []
+    assert run(duck(config, data_dir=tmp_path, duckdb_memory_limit="64MB", compare_partitions=1), "2024-01").error is None
+
+
+def test_partition_rule():
+    """K is the smallest that fits the largest partition, from the even split up."""
+    from bgp_congruency.pipeline import partitions as P
+
+    cap = P.capacity(400 * 10**6)
+    assert cap == 400 * 10**6 // P.BYTES_PER_ENTRY
+    even = lambda total: lambda k: [total // k + (i < total % k) for i in range(k)]  # noqa: E731
+    assert P.choose(even(cap), cap, 400 * 10**6) == 1
+    assert P.choose(even(cap + 1), cap + 1, 400 * 10**6) == 2
+    assert P.choose(even(10 * cap), 10 * cap, 400 * 10**6) == 10
+    skewed = lambda k: [cap + 1 if k < 4 else cap] + [1] * (k - 1)  # noqa: E731
+    assert P.choose(skewed, cap + 1, 400 * 10**6) == 4
+    assert P.choose(even(10**12), 10**12, None) == 1 and P.choose(even(5), 5, 10, fixed=3) == 3
+    assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
+    assert P.unfit(cap, 400 * 10**6) is None and P.unfit(cap + 1, 400 * 10**6)
 
 
 def test_local_store_swaps_a_month_in_and_keeps_others(tmp_path):

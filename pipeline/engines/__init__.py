@@ -23,9 +23,18 @@ class Engine(Protocol):
     def pin(self) -> None:
         """Keep the month's entries for several runs (the sensitivity variants)."""
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
-        """Every step of the month; each output table staged as staged/<table>. `prev`: the
-        month before's pairs/vps/paths folders for transitions (None: an empty table)."""
+    def partition_sizes(self, k: int) -> list[int]:
+        """Entries per VP partition of the month split in k (pipeline/partitions.py); an
+        engine that runs one partition returns []."""
+
+    def largest_vp(self) -> int:
+        """Entries of the month's largest VP (0: the engine does not partition)."""
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+            partitions: int = 1) -> None:
+        """Every step of the month, in `partitions` VP partitions; each output table staged
+        as staged/<table>. `prev`: the month before's pairs/vps/paths folders for
+        transitions (None: an empty table)."""
 
     def summary(self, staged: str) -> dict | None:
         """The staged month_summary row."""

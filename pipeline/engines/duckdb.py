@@ -2,9 +2,12 @@
 
 One connection per month, capped by `duckdb_memory_limit` and spilling to
 `duckdb_temp_dir` (default: the month's staging folder, so a failed run leaves nothing
-behind elsewhere). Intermediates and output tables are DuckDB temp tables (spilled when
-they don't fit); output tables are streamed batch by batch into Parquet with the exact
-Arrow schemas of common/tables.py.
+behind elsewhere). DuckDB does not spill all of a hash aggregate's state, so the month runs
+in K VP partitions (pipeline/partitions.py chooses K): the cleaning and per-path aggregate
+of each partition, then the month-level facts over all of them, then everything per VP a
+partition at a time (pipeline/steps.py's phases). Intermediates are DuckDB temp tables
+(spilled when they don't fit); output tables are streamed batch by batch into Parquet, a
+file per partition, with the exact Arrow schemas of common/tables.py.
 """
 from __future__ import annotations
 
@@ -14,9 +17,10 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck, layout
+from bgp_congruency.common import duck, hooks, layout
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import TABLES, TRANSITIONS
+from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import LocalStore
 
@@ -47,6 +51,16 @@ def _read(folder: str) -> str:
     return f"read_parquet({files}, hive_partitioning = true, hive_types_autocast = false)"
 
 
+def _part(column: str, k: int) -> str:
+    """The partition of a row, by its peer ASN (VP partitions: pipeline/partitions.py)."""
+    return f"hash({column}) % {k}"
+
+
+def _label(name: str, i: int, k: int) -> str:
+    """A step's name for the progress line: with its partition where there are several."""
+    return name if k == 1 else f"{name} ({i + 1}/{k})"
+
+
 class DuckDBEngine:
     name = "duckdb"
 
@@ -74,48 +88,106 @@ class DuckDBEngine:
         S.check_columns(have, src)
         cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
                          else c for c in S.REQUIRED)
-        self.con.execute(f"CREATE VIEW entries AS SELECT {cols} FROM {_read(src)}")
+        self.con.execute(f"CREATE VIEW month_entries AS SELECT {cols} FROM {_read(src)}")
+        self.con.execute(f"CREATE TEMP TABLE month_counts AS {S.MONTH_COUNTS.duckdb}")  # the month pass
         per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
         return per_afi
 
-    def pin(self) -> None:
-        """Read the month's entries once into memory: later runs (the sensitivity
-        variants) share them instead of reading the Parquet again."""
-        self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM entries")
-        self.con.execute("CREATE OR REPLACE VIEW entries AS SELECT * FROM entries_pinned")
+    def partition_sizes(self, k: int) -> list[int]:
+        """Entries per partition when the month is split into k (from the month pass)."""
+        rows = self.con.execute(f"SELECT {_part('peer_asn', k)} AS p, sum(n)::BIGINT FROM month_counts "
+                                "GROUP BY p").fetchall()
+        sizes = [0] * k
+        for p, n in rows:
+            sizes[int(p)] = int(n)
+        return sizes
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
-        """Every step into staged/<table>; `keep`: leave the connection open (and drop the
-        steps' objects) for another run on the same entries."""
-        first = 0
-        if keep:
-            # The steps before the first whose text the new parameters change are kept from
-            # the run before (a variant of min_coverage alone keeps the cleaning and paths).
-            first = min(S.first_changed("duckdb", getattr(self, "_kept", None), params, self.snapshots),
-                        len(S.MONTH_STEPS) - 1)
-            self._kept = params
-            for s in reversed(S.MONTH_STEPS[first:]):
-                self.con.execute(f"DROP {self._kind(s)} IF EXISTS {s.name}")
-            self.only = {"month_summary"}  # a variant's other tables are never read: not written
-        else:
-            self.only, self._kept = None, None
-        if first == 0 and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
+    def largest_vp(self) -> int:
+        """The entries of the month's largest peer ASN (the smallest unit a partition holds)."""
+        return int(self.con.execute("SELECT coalesce(max(n), 0) FROM (SELECT sum(n) AS n FROM month_counts "
+                                    "GROUP BY peer_asn)").fetchone()[0])
+
+    def pin(self) -> None:
+        """Read the month's entries once into DuckDB (spilled past the memory limit): later
+        runs (the sensitivity variants) share them instead of decoding the Parquet again."""
+        self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM month_entries")
+        self.con.execute("CREATE OR REPLACE VIEW month_entries AS SELECT * FROM entries_pinned")
+
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+            partitions: int = 1) -> None:
+        """Every step into staged/<table> (one file per partition); `keep`: leave the
+        connection open for another run on the same entries (the sensitivity variants),
+        keeping the partitions' cleaning and per-path aggregates where the new parameters
+        render them the same (a variant of min_coverage alone keeps them)."""
+        k = partitions
+        part_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.PARTITION_STEPS]
+        reuse = keep and self._kept == (part_sql, k)
+        for name in ("month_vps", "month_pair_counts", *(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
+            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        if not reuse:
+            self._drop_partitions()
+        self._kept = (part_sql, k) if keep else None
+        self.only = {"month_summary"} if keep else None  # a variant's other tables are never read
+        if not reuse and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
             spill = self.temp_dir or os.path.join(staged, "_spill")
             os.makedirs(spill, exist_ok=True)
             self.con.execute(f"SET temp_directory = {quote(spill)}")
             self._spill_set = keep
-        for s in S.MONTH_STEPS[first:]:
+        if not reuse:
+            self._parts = k
+            for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
+                self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT * FROM month_entries"
+                                 f"{' WHERE ' + _part('peer_asn', k) + ' = ' + str(i) if k > 1 else ''}")
+                for s, sql in zip(S.PARTITION_STEPS, part_sql):
+                    step(_label(s.name, i, k))
+                    kind = "VIEW" if s.kind == "view" else "TABLE"
+                    name = s.name if s.kind == "view" else f"{s.name}_{i}"
+                    self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {sql}")
+        for name in ("by_session", "per_path"):
+            self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
+                             + " UNION ALL ".join(f"SELECT * FROM {name}_{i}" for i in range(k)))
+        for s in S.FACTS:
             step(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
-        step("transitions")
-        if prev is None:
+        if prev is not None:
+            self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_read(prev['paths'])}")
+            self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.duckdb, staged)
+        for i in range(k):  # everything per VP, a partition at a time
+            for name in ("by_session", "per_path"):
+                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_{i}")
+            for s in S.VP_STEPS:
+                step(_label(s.name, i, k))
+                self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged, part=i)
+            if prev is not None and self.only is None:
+                step(_label("transitions", i, k))
+                only = f" WHERE {_part('vp_asn', k)} = {i}" if k > 1 else ""
+                for t in ("pairs", "vps"):
+                    self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_read(prev[t])}{only}")
+                self._run_step(S.TRANSITIONS, S.TRANSITIONS.duckdb, staged, part=i)
+                self.con.execute("DROP TABLE transitions")
+            for name in ("vps", "pair_counts"):
+                into = S.MONTH_OF[name]
+                self.con.execute(f"INSERT INTO {into} SELECT * FROM {name}" if i else
+                                 f"CREATE TEMP TABLE {into} AS SELECT * FROM {name}")
+            for s in reversed(S.VP_STEPS):
+                self.con.execute(f"DROP {self._kind(s)} IF EXISTS {s.name}")
+            if i + 1 < k:
+                hooks.pause("partition")
+        if prev is None and self.only is None:
             self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
-        else:
-            for t, path in prev.items():
-                self.con.execute(f"CREATE VIEW prev_{t} AS SELECT * FROM {_read(path)}")
-            self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "duckdb", params, self.snapshots), staged)
+        for s in S.SUMMARY_STEPS:
+            step(s.name)
+            self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
+            self.con.execute(f"DROP TABLE {s.name}")
         if not keep:
             self.end_month()  # every table is written; closing releases the spill files
+
+    def _drop_partitions(self) -> None:
+        for i in range(getattr(self, "_parts", 0)):
+            for s in S.PARTITION_STEPS:
+                if s.kind != "view":
+                    self.con.execute(f"DROP TABLE IF EXISTS {s.name}_{i}")
+        self._parts = 0
 
     #: In a variant run only month_summary is written: these tables become views there, so
     #: the columns it never reads (the edit distance, the divergence) are never computed.
@@ -125,21 +197,21 @@ class DuckDBEngine:
         lazy = self.only is not None and s.name in self.LAZY_IN_VARIANTS
         return "VIEW" if s.kind == "view" or lazy else "TABLE"
 
-    def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
+    def _run_step(self, s: S.SqlStep, sql: str, staged: str, part: int = 0) -> None:
         kind = self._kind(s)
-        self.con.execute(f"CREATE TEMP {kind} {s.name} AS {sql}")
+        self.con.execute(f"CREATE OR REPLACE TEMP {kind} {s.name} AS {sql}")
         if s.kind == "table" and (self.only is None or s.name in self.only):
             schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
             reader = self.con.sql(f"SELECT * FROM {s.name}").to_arrow_reader(200_000)
-            self._write_arrow(reader, schema, staged, s.name)
+            self._write_arrow(reader, schema, staged, s.name, part)
 
     @staticmethod
-    def _write_arrow(batches, schema: pa.Schema, staged: str, name: str) -> None:
-        """Batches -> staged/<name>/part-0.parquet with the table's schema (minus `month`,
-        which lives in the folder name), column for column."""
+    def _write_arrow(batches, schema: pa.Schema, staged: str, name: str, part: int = 0) -> None:
+        """Batches -> staged/<name>/part-<partition>.parquet with the table's schema (minus
+        `month`, which lives in the folder name), column for column."""
         file_schema = pa.schema([f for f in schema if f.name != "month"])
         os.makedirs(f"{staged}/{name}", exist_ok=True)
-        with pq.ParquetWriter(f"{staged}/{name}/part-0.parquet", file_schema, compression="zstd") as w:
+        with pq.ParquetWriter(f"{staged}/{name}/part-{part}.parquet", file_schema, compression="zstd") as w:
             for b in batches:
                 if b.schema.names != file_schema.names:
                     raise S.JobError(f"{name}: columns {b.schema.names} differ from {file_schema.names}")
@@ -167,8 +239,9 @@ class DuckDBEngine:
         first = re.sub(r"\s+", " ", str(exc)).strip().split(" Possible solutions:")[0]
         if isinstance(exc, duckdb.OutOfMemoryException) or "No space left" in first or "temp_directory" in first:
             return (f"{src}: DuckDB ran out of memory or disk (memory_limit {self.memory_limit}, "
-                    f"spilling to {self.temp_dir or 'the staging folder'}; the compare needs about 2 GB of "
-                    f"memory per 100M entries of the month: raise duckdb_memory_limit): {first}")
+                    f"spilling to {self.temp_dir or 'the staging folder'}; the compare needs about "
+                    f"{P.BYTES_PER_ENTRY} bytes of memory per entry of a VP partition: raise duckdb_memory_limit "
+                    f"or compare_partitions): {first}")
         return f"{src}: DuckDB failed: {first}"
 
     def end_month(self) -> None:

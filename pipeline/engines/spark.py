@@ -39,19 +39,33 @@ class SparkEngine:
         snapshot times, for the steps)."""
         df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(literal(src))
         S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
-        df.select(*S.REQUIRED).createOrReplaceTempView("entries")
+        df.select(*S.REQUIRED).createOrReplaceTempView("month_entries")
+        self.spark.sql(S.MONTH_COUNTS.spark).createOrReplaceTempView("month_counts")  # run() writes it
         per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
         return per_afi
 
+    def partition_sizes(self, k: int) -> list[int]:
+        """Spark runs the month as one partition (its aggregates and shuffles spill on their own)."""
+        return []
+
+    def largest_vp(self) -> int:
+        return 0
+
     def pin(self) -> None:
         """Cache the month's entries: later runs (the sensitivity variants) share them."""
-        self.spark.table("entries").cache().createOrReplaceTempView("entries")
+        self.spark.table("month_entries").cache().createOrReplaceTempView("month_entries")
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False) -> None:
-        """Every step; output tables end up as Parquet folders staged/<table>."""
+    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+            partitions: int = 1) -> None:
+        """Every step, as one partition: each name the month-level steps read (MONTH_OF) is a
+        view of the step's own output; output tables end up as Parquet folders staged/<table>."""
+        self._run_step(S.MONTH_COUNTS, S.MONTH_COUNTS.spark, staged)
+        self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s in S.MONTH_STEPS:
             step(s.name)
             self._run_step(s, S.render(s, "spark", params, self.snapshots), staged)
+            if s.name in S.MONTH_OF:
+                self.spark.table(s.name).createOrReplaceTempView(S.MONTH_OF[s.name])
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
             from bgp_congruency.common.tables import TRANSITIONS
@@ -62,11 +76,12 @@ class SparkEngine:
             return
         for t, path in prev.items():
             self.spark.read.parquet(literal(path)).createOrReplaceTempView(f"prev_{t}")
+        self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.spark, staged)
         self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)
-        if s.kind != "view":
+        if s.kind in ("work", "table"):  # a fact is small and read once here: a view
             df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
         df.createOrReplaceTempView(s.name)
 

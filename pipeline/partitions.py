@@ -1,0 +1,63 @@
+"""How many VP partitions the DuckDB compare splits a month into (congruency/METHOD.md
+"Partitions"), from the month pass's entry counts and the memory limit: pure functions.
+
+A partition is the set of VPs whose peer ASN hashes to it (`hash(peer_asn) % K`), so a VP's
+rows, whatever its group, never span two. The compare holds per partition about
+BYTES_PER_ENTRY bytes of DuckDB memory per entry of the partition (its hash aggregates do not
+spill all their state), so K is the smallest number whose largest partition fits:
+entries(largest) * BYTES_PER_ENTRY <= the limit. A single VP larger than that cannot be split:
+the month is refused before anything is staged (`unfit`).
+
+Spark keeps one partition: its aggregates and shuffles spill on their own.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+#: DuckDB memory per entry of a partition, measured (bench/partitions.py, bench/RESULTS.md
+#: "DuckDB engine: the memory the compare needs"): a 99.4M-entry month fails at 1.6 GB in
+#: one partition and finishes at 2.0 GB, 25M-entry quarters finish at 500 MB; 20 bytes keeps
+#: a margin over the largest that finished.
+BYTES_PER_ENTRY = 20
+#: Above this many entries a partition is split even when memory would allow it: the need
+#: grows faster than the entries (bench/partitions.py), and smaller partitions cost little.
+MAX_PARTITION_ENTRIES = 60_000_000
+#: The most partitions the rule tries before calling the month unfit (a month of 10^10
+#: entries at 4 GB needs ~170).
+MAX_PARTITIONS = 4096
+
+
+def capacity(limit_bytes: int) -> int:
+    """Entries one partition may hold under `limit_bytes` of DuckDB memory."""
+    return max(1, min(limit_bytes // BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
+
+
+def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None) -> int:
+    """The number of partitions: `fixed` when the config sets one, else the smallest K whose
+    largest partition (`sizes(K)`: entries per partition) fits `capacity(limit_bytes)`,
+    starting from the even split. No limit (None): one partition."""
+    if fixed:
+        return fixed
+    if limit_bytes is None or total <= 0:
+        return 1
+    cap = capacity(limit_bytes)
+    k = max(1, -(-total // cap))
+    while k < MAX_PARTITIONS and max(sizes(k), default=0) > cap:
+        k = k + max(1, k // 8)
+    return min(k, MAX_PARTITIONS)
+
+
+def unfit(largest_vp: int, limit_bytes: int | None) -> str | None:
+    """Why the month cannot run at this limit (one VP alone is larger than a partition may
+    be), or None."""
+    if limit_bytes is None or largest_vp * BYTES_PER_ENTRY <= limit_bytes:
+        return None
+    need = largest_vp * BYTES_PER_ENTRY
+    return (f"one vantage point has {largest_vp:,} entries, more than one partition can hold at "
+            f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (about {BYTES_PER_ENTRY:,} bytes per "
+            f"entry: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
+
+
+def peak_bytes(partition_entries: int) -> int:
+    """The compare's estimated DuckDB memory for a partition of this many entries."""
+    return partition_entries * BYTES_PER_ENTRY
