@@ -409,13 +409,20 @@ def _memfloor_section(runs: list[dict]) -> list[str]:
     """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
     if not runs:
         return []
-    intro = ["`bench/memfloor.py --data-dir D --limits ...`: the whole DuckDB compare job on one month, once",
-             "per memory limit, each in a fresh process. Below some limit DuckDB fails instead of spilling",
-             "(its hash aggregates do not spill all their state)."]
-    rows = [[f"{r['rows']:,}", x["limit"], "yes" if x["ok"] else f"**no** (in {x['last_step']})", _s(x["seconds"]),
-             f"{x['peak_spill_mib']:,} MiB"] for r in runs for x in r["runs"]]
+    intro = ["`bench/memfloor.py --data-dir D --limits ... [--partitions K,auto]`: the whole DuckDB compare job",
+             "on one month, once per memory limit and number of VP partitions, each in a fresh process. DuckDB",
+             "does not spill all of a hash aggregate's state, so one partition of a large month fails instead of",
+             "spilling; the rule of pipeline/partitions.py (auto) splits the month until a partition fits.",
+             "Peak RSS: the process tree, DuckDB's cap plus Python, Arrow and the Parquet writer."]
+    rows = [[f"{r['rows']:,}", x["limit"], str(x.get("partitions") or "-"),
+             f"{x['largest_partition']:,}" if x.get("largest_partition") else "-",
+             "yes" if x["ok"] else f"**no** (in {x['last_step']})", _s(x["seconds"]),
+             f"{x['peak_rss_mib']:,} MiB" if x.get("peak_rss_mib") else "-", f"{x['peak_spill_mib']:,} MiB",
+             f"`{r['command']}`" if i == 0 else ""]
+            for r in runs for i, x in enumerate(r["runs"])]
     return _section("DuckDB engine: the memory the compare needs", intro,
-                    ["entries", "memory_limit", "finished", "seconds", "peak spill"], rows, "rrlrr")
+                    ["entries", "memory_limit", "partitions", "largest partition", "finished", "seconds", "peak RSS",
+                     "peak spill", "command"], rows, "rrrrlrrrl")
 
 
 #: The paper-scale month of the cost model: ~60 collectors x 5 daily RIB snapshots.
@@ -476,9 +483,11 @@ def cost_model(doc: dict) -> list[str]:
                       f"about {PAPER_ENTRIES / per['compare'] / 64 / 3600:,.1f} h if the compare's rate held per core "
                       "and in spills 40x larger (estimated, not measured: DuckDB's aggregates and joins spill "
                       "to disk past its memory limit, and 1e10 rows need ~1-2 TB of local disk for Parquet and spill). "
-                      "Not all of the compare spills: it needs about 2 GB of memory per 100M entries (section "
-                      "\"DuckDB engine: the memory the compare needs\"), so such a machine needs about "
-                      f"{PAPER_ENTRIES / 1e8 * 2:,.0f} GB of memory for DuckDB; below that, the Spark cluster."]
+                      "The compare runs in VP partitions of at most 60M entries and about 20 bytes of memory per "
+                      "entry of a partition (section \"DuckDB engine: the memory the compare needs\", "
+                      "pipeline/partitions.py), so its memory no longer grows with the month: such a month runs in "
+                      f"about {PAPER_ENTRIES / 60e6:,.0f} partitions at a 1.2 GB limit or more (the partitions run one "
+                      "after another; the disk for Parquet and spill is what grows)."]
     lines += [
         f"- Ingest + Spark job: about {total:,.0f} core-hours a month; ingest parallelises per snapshot file "
         "(300 files), so it fills the cluster; the Spark job's rate is assumed to hold per core on a cluster.",

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "published) together under "
             "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Two engines give the "
             "same tables: duckdb (the default: in-process, no Java, for one machine; memory capped by "
-            "duckdb_memory_limit, spilling to disk) and spark (local mode, or a cluster). A cluster named "
+            "duckdb_memory_limit, spilling to disk, the month in as many VP partitions as the cap needs: "
+            "compare_partitions) and spark (local mode, or a cluster). A cluster named "
             "by --master (spark://, k8s://, yarn), an hdfs:// or s3a:// data dir, or spark-submit implies spark."
         ),
     )
