@@ -261,8 +261,8 @@ def test_a_month_larger_than_memory_spills_and_matches_reference(config, ingeste
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
     spilled, run_step = [], duckdb_engine.DuckDBEngine._run_step
 
-    def step_and_look(self, *a):
-        run_step(self, *a)
+    def step_and_look(self, *a, **kw):
+        run_step(self, *a, **kw)
         spilled.append(self.con.execute("SELECT coalesce(sum(size), 0) FROM duckdb_temporary_files()").fetchone()[0])
 
     monkeypatch.setattr(duckdb_engine.DuckDBEngine, "_run_step", step_and_look)
