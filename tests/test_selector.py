@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import duckdb
 import pytest
 
 from bgp_congruency.cli.main import main as cli
@@ -206,6 +207,25 @@ def test_hints_table_of_synthetic_month(synth):
     assert [(t.description, t.completed) for t in prog.tasks] == [(f"hints {MONTH}", 3)]
     assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
+
+
+def test_hints_in_vp_partitions_are_the_hints_of_the_whole_month(synth):
+    """The hints built a VP partition at a time (a file each) are row for row those built at
+    once; three partitions of this month's VPs leave none empty or all of them in one."""
+    from bgp_congruency.selector.table import partitions
+
+    data, tables = synth
+    read = lambda: sorted(map(repr, pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()))  # noqa: E731
+    cfg = cfg_for(data)
+    assert partitions(duckdb.connect(), cfg, MONTH) == 1
+    assert publish_hints(cfg, MONTH)["rows"] == len(tables["pairs"])
+    whole = read()
+    publish_hints(cfg.with_overrides(compare_partitions=3), MONTH)
+    files = sorted((data / "hints" / f"month={MONTH}").glob("*.parquet"))
+    assert [f.name for f in files] == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
+    assert sum(pq.read_metadata(f).num_rows > 0 for f in files) > 1
+    assert read() == whole
+    publish_hints(cfg, MONTH)
 
 
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
