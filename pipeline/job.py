@@ -189,7 +189,7 @@ def partitions(engine: Engine, cfg: Config, src: str) -> int:
     if why:
         raise JobError(f"{src}: {why}")
     total = sum(engine.partition_sizes(1))
-    return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions)
+    return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions, largest)
 
 
 #: The month before's tables `transitions` reads (pipeline/steps.py: prev_pairs, ...).

@@ -32,15 +32,18 @@ def capacity(limit_bytes: int) -> int:
     return max(1, min(limit_bytes // BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
 
 
-def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None) -> int:
+def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None,
+           largest_vp: int = 0) -> int:
     """The number of partitions: `fixed` when the config sets one, else the smallest K whose
     largest partition (`sizes(K)`: entries per partition) fits `capacity(limit_bytes)`,
-    starting from the even split. No limit (None): one partition."""
+    starting from the even split. No limit (None): one partition. A VP larger than
+    MAX_PARTITION_ENTRIES that fits the limit (`unfit` is None) raises the cap to its size:
+    the cap on entries is a preference, and no K splits a VP."""
     if fixed:
         return fixed
     if limit_bytes is None or total <= 0:
         return 1
-    cap = capacity(limit_bytes)
+    cap = max(capacity(limit_bytes), largest_vp)
     k = max(1, -(-total // cap))
     while k < MAX_PARTITIONS and max(sizes(k), default=0) > cap:
         k = k + max(1, k // 8)

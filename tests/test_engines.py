@@ -188,6 +188,11 @@ def test_partition_rule():
     assert P.choose(even(10**12), 10**12, None) == 1 and P.choose(even(5), 5, 10, fixed=3) == 3
     assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
     assert P.unfit(cap, 400 * 10**6) is None and P.unfit(cap + 1, 400 * 10**6)
+    # one VP above the 60M preference but within the limit: the cap becomes its size (no K
+    # could split it), not MAX_PARTITIONS
+    big = P.MAX_PARTITION_ENTRIES + 1
+    one_big = lambda k: [big] + [1] * (k - 1)  # noqa: E731
+    assert P.choose(one_big, big, 10**10, largest_vp=big) == 1
 
 
 def test_local_store_swaps_a_month_in_and_keeps_others(tmp_path):

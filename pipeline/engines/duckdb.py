@@ -126,7 +126,7 @@ class DuckDBEngine:
             self.con.execute(f"DROP TABLE IF EXISTS {name}")
         if not reuse:
             self._drop_partitions()
-        self._kept = (part_sql, k) if keep else None
+        self._kept = None  # set once every partition's aggregates exist
         self.only = {"month_summary"} if keep else None  # a variant's other tables are never read
         if not reuse and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
             spill = self.temp_dir or os.path.join(staged, "_spill")
@@ -143,6 +143,7 @@ class DuckDBEngine:
                     kind = "VIEW" if s.kind == "view" else "TABLE"
                     name = s.name if s.kind == "view" else f"{s.name}_{i}"
                     self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {sql}")
+        self._kept = (part_sql, k) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
                              + " UNION ALL ".join(f"SELECT * FROM {name}_{i}" for i in range(k)))
