@@ -180,7 +180,10 @@ def render_md(doc: dict) -> str:
         for name, v in (s["stages"].get("duckdb") or {}).items():
             if not isinstance(v, dict) or "work_s" not in v or "time_vs_floor" not in v:
                 continue  # the pairs-only query of earlier runs
-            job = (s["stages"].get("compare") or {}).get("spark job", {}).get("work_s")
+            # a ratio to the Spark job only where one run measured both (a partial run merges its stages)
+            meta = s.get("stage_runs") or {}
+            same = meta.get("compare") == meta.get("duckdb")
+            job = (s["stages"].get("compare") or {}).get("spark job", {}).get("work_s") if same else None
             rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
                          _ratio(v["time_vs_floor"]), _ratio(v["work_s"] / job if job and v["work_s"] and name == "duckdb job" else None),
                          _s(v.get("cpu_s"), 0), mib(v["maxrss_bytes"]),

@@ -176,15 +176,12 @@ def partitions(engine: Engine, cfg: Config, src: str) -> int:
     """The VP partitions the month runs in (pipeline/partitions.py), from the engine's month
     pass; a month that cannot fit (one VP larger than a partition may be) is refused here,
     before anything is staged."""
-    from bgp_congruency.common.config import parse_bytes
-    from bgp_congruency.common.duck import memory_limit
     from bgp_congruency.pipeline import partitions as P
 
     largest = engine.largest_vp()
     if not largest:  # an engine that does not partition
         return 1
-    cap = memory_limit(cfg.duckdb_memory_limit)
-    limit = parse_bytes(cap) if cap else None
+    limit = P.limit_bytes(cfg)
     why = None if cfg.compare_partitions else P.unfit(largest, limit)
     if why:
         raise JobError(f"{src}: {why}")

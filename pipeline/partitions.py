@@ -14,17 +14,27 @@ from __future__ import annotations
 
 from typing import Callable
 
-#: DuckDB memory per entry of a partition, measured (bench/partitions.py, bench/RESULTS.md
+#: DuckDB memory per entry of a partition, measured (bench/memfloor.py, bench/RESULTS.md
 #: "DuckDB engine: the memory the compare needs"): a 99.4M-entry month fails at 1.6 GB in
 #: one partition and finishes at 2.0 GB, 25M-entry quarters finish at 500 MB; 20 bytes keeps
 #: a margin over the largest that finished.
 BYTES_PER_ENTRY = 20
 #: Above this many entries a partition is split even when memory would allow it: the need
-#: grows faster than the entries (bench/partitions.py), and smaller partitions cost little.
+#: grows faster than the entries (bench/memfloor.py: 99.4M entries fail at 1.6 GB, 52M finish
+#: at 400 MB).
 MAX_PARTITION_ENTRIES = 60_000_000
 #: The most partitions the rule tries before calling the month unfit (a month of 10^10
 #: entries at 4 GB needs ~170).
 MAX_PARTITIONS = 4096
+
+
+def limit_bytes(cfg) -> int | None:
+    """The config's duckdb_memory_limit in bytes ("auto" resolved), or None for no cap."""
+    from bgp_congruency.common.config import parse_bytes
+    from bgp_congruency.common.duck import memory_limit
+
+    cap = memory_limit(cfg.duckdb_memory_limit)
+    return parse_bytes(cap) if cap else None
 
 
 def capacity(limit_bytes: int) -> int:

@@ -82,12 +82,8 @@ def check_columns(have: dict[str, str], where: str) -> None:
             raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
 
 
-#: The month pass, the one scan of every entry before the partitions (and of four narrow
-#: columns): entries per (collector, peer ASN, AFI, snapshot time). The month's shape comes
-#: from it (COUNTS), the partitions' sizes (pipeline/partitions.py), the snapshot numbering
-#: and each collector's first snapshot: the month-level facts that need the whole input.
-
-#: The input's shape: rows per AFI, and the month's distinct snapshot times on every row.
+#: The input's shape from the month pass (MONTH_COUNTS): rows per AFI, and the month's
+#: distinct snapshot times on every row.
 COUNTS = """SELECT afi, sum(n) AS n, (SELECT count(DISTINCT snapshot_time) FROM month_counts) AS snapshots
 FROM month_counts GROUP BY afi"""
 
@@ -190,6 +186,10 @@ def both(name: str, kind: str, sql: str) -> SqlStep:
     return SqlStep(name, kind, sql, sql)
 
 
+#: The month pass, the one scan of every entry before the partitions (and of four narrow
+#: columns): entries per (collector, peer ASN, AFI, snapshot time). The month's shape comes
+#: from it (COUNTS), the partitions' sizes (pipeline/partitions.py), the snapshot numbering
+#: and each collector's first snapshot: the month-level facts that need the whole input.
 MONTH_COUNTS = both("month_counts", "work", """
 SELECT collector, peer_asn, afi, snapshot_time, count(*) AS n
 FROM month_entries GROUP BY collector, peer_asn, afi, snapshot_time""")

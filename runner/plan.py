@@ -198,11 +198,9 @@ def _compare_memory(cfg: Config, entries: int) -> tuple[int, int]:
     """(partitions, peak DuckDB bytes) of the compare of a month of `entries`, by the rule of
     pipeline/partitions.py with the month split evenly (the run splits by the VPs' hash and
     their real sizes, so its partitions can be a few more)."""
-    from bgp_congruency.common.duck import memory_limit
     from bgp_congruency.pipeline import partitions as P
 
-    cap = memory_limit(cfg.duckdb_memory_limit)
-    limit = parse_bytes(cap) if cap else None
+    limit = P.limit_bytes(cfg)
     even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
     k = P.choose(even, entries, limit, cfg.compare_partitions)
     return k, P.peak_bytes(-(-entries // k)) if entries else 0

@@ -55,14 +55,14 @@ BYTES_PER_PAIR = 2000
 
 def partitions(con, cfg: Config, month: str) -> int:
     """The VP partitions the month's hints are built in: from its pairs (Parquet metadata)."""
-    from bgp_congruency.common.config import parse_bytes
+    from bgp_congruency.pipeline.partitions import limit_bytes
 
     n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata("
                     f"{quote(table_glob(cfg, 'pairs', month))})").fetchone()[0]
     if cfg.compare_partitions:
         return cfg.compare_partitions
-    cap = duck.memory_limit(cfg.duckdb_memory_limit)
-    return max(1, -(-int(n) * BYTES_PER_PAIR // parse_bytes(cap))) if cap else 1
+    limit = limit_bytes(cfg)
+    return max(1, -(-int(n) * BYTES_PER_PAIR // limit)) if limit else 1
 
 
 def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tuple[int, int] = (0, 1)) -> str | None:
