@@ -59,7 +59,7 @@ system-deps:
 
 # The main job end to end on the sample archive: the month 2026-07 from the 2026-07-30 14:00
 # route-views2 + route-views6 RIBs (coverage threshold 0: the samples are truncated):
-# ingest, compare (DuckDB, no Java), hints, warehouse and reports. Re-running it skips
+# ingest, compare (DuckDB, no Java), hints, the catalog's upkeep and reports. Re-running it skips
 # what is done.
 demo: setup
 	$(BIN)/congruency run --month 2026-07 --days 30 --times 14:00 \

@@ -100,7 +100,9 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
             t2 = time.perf_counter()
             from pyspark.sql import functions as F
 
-            cs = spark.read.parquet(str(data_dir.resolve() / "cleaning_stats" / f"month={month}"))
+            from bgp_congruency.common import published
+
+            cs = spark.read.parquet(*published.files(data_dir.resolve(), ["cleaning_stats"], month)["cleaning_stats"])
             out["rows"] = cs.agg(F.sum("entries")).collect()[0][0]
         else:
             row = spark_floor(spark, data_dir, month)
@@ -128,10 +130,10 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
         [res] = job.compare_months(cfg, [month])
         out["error"], out["summary"] = res.error, res.summary
         t2 = time.perf_counter()
-        import pyarrow.parquet as pq
+        from bgp_congruency.common import published
 
         if not res.error:
-            out["rows"] = sum(pq.read_table(cfg.data_dir / "cleaning_stats" / f"month={month}")["entries"].to_pylist())
+            out["rows"] = sum(published.read(cfg.data_dir, "cleaning_stats", month)["entries"].to_pylist())
     else:
         from bgp_congruency.common import duck
 
@@ -153,14 +155,18 @@ def check_engines(data_dir: Path, month: str) -> dict:
     (multiset, both directions)."""
     import duckdb
 
+    from bgp_congruency.common import published
+    from bgp_congruency.common.tables import TABLES, TRANSITIONS
     from bgp_congruency.pipeline.engines.duckdb import _read
+    from bgp_congruency.pipeline.steps import empty_select
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     out = {"identical": True, "tables": {}}
     for t in ("cleaning_stats", "paths", "vps", "pairs", "month_summary", "transitions"):
-        a = _read(str(data_dir.resolve() / t / f"month={month}"))
-        b = _read(str(duckdb_data(data_dir, month) / t / f"month={month}"))
+        a, b = (_read(published.files(d, [t], month)[t]) if published.files(d, [t], month)[t] else
+                f"({empty_select(TABLES[t] if t in TABLES else TRANSITIONS, 'duckdb')})"
+                for d in (data_dir.resolve(), duckdb_data(data_dir, month)))
         cols = ", ".join(c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {a}").fetchall() if c != "month")
         n_a, n_b = (con.execute(f"SELECT count(*) FROM {x}").fetchone()[0] for x in (a, b))
         diff = con.execute(f"SELECT (SELECT count(*) FROM (SELECT {cols} FROM {a} EXCEPT ALL SELECT {cols} FROM {b})) + "

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""The DuckDB compare on two DuckDB versions, side by side on the same month: today's (the
-project venv's) and the one DuckLake's extension wheels serve (issue 28: 1.5.5; DuckDB 2.0
-downloads the extension, which this machine cannot). Each version runs the whole
-`congruency compare` (pipeline/steps.py, the DuckDB engine) in a fresh process, the
-versions interleaved round-robin, best of --repeat; same memory limit and threads. Untimed,
-the published tables of the two versions are compared row for row.
+"""The DuckDB compare on two DuckDB versions, side by side on the same month: the project
+venv's (1.5.5, the one DuckLake's extension wheels serve) and another (2.0.1, which the
+project used before the catalog; DuckDB 2.0 downloads the ducklake extension, which this
+machine cannot, so it could not publish). Each version runs the compare's steps through the
+DuckDB engine (bench/steps.py: pipeline/steps.py, the month pass, the VP partitions; not the
+publish, which 2.0.1 cannot do here) in a fresh process, the versions interleaved
+round-robin, best of --repeat; same memory limit and threads. Untimed, the tables the two
+versions computed are compared row for row, and the best run's step profile says where the
+time differs.
 
     .venv/bin/python bench/duckdb_versions.py --data-dir bench/out/synth-10/data --month 2026-07 \\
         --versions 2.0.1,1.5.5 --limit 4GB --repeat 3 [--json]
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -53,20 +55,10 @@ def interpreter(ver: str, con) -> str:
     return str(py)
 
 
-def data_dir_for(src: Path, ver: str) -> Path:
-    """A data dir of the version's own, the month's rib_entries and manifest linked in."""
-    d = OUT / f"duckdb-versions-{src.parent.name if src.name == 'data' else src.name}-{ver}"
-    shutil.rmtree(d, ignore_errors=True)
-    d.mkdir(parents=True)
-    for sub in ("rib_entries", "manifest"):
-        (d / sub).symlink_to((src / sub).resolve())
-    return d
-
-
-def rows(d: Path, table: str, month: str) -> list[str]:
+def rows(d: Path, table: str) -> list[str]:
     import pyarrow.parquet as pq
 
-    t = pq.read_table(d / table / f"month={month}")
+    t = pq.read_table(d / table)
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.to_pylist())
 
 
@@ -77,10 +69,7 @@ def main() -> int:
     ap.add_argument("--versions", default=f"{version('duckdb')},1.5.5", help="comma-separated DuckDB versions")
     ap.add_argument("--limit", default="4GB", help="duckdb_memory_limit for every run (default 4GB)")
     ap.add_argument("--threads", type=int, default=None, help="duckdb_threads (default: all cores)")
-    ap.add_argument("--default-free-share", type=float, default=0.9, help="the method's threshold (default 0.9)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--steps", action="store_true",
-                    help="also time the job step by step on each version (bench/steps.py), to say where they differ")
     ap.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     a = ap.parse_args()
     con = common.console()
@@ -91,20 +80,21 @@ def main() -> int:
         return 2
     versions = [v.strip() for v in a.versions.split(",") if v.strip()]
     pys = {v: interpreter(v, con) for v in versions}
-    cfg = OUT / "duckdb-versions.toml"
-    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{a.limit}"\n'
-                   + (f"duckdb_threads = {a.threads}\n" if a.threads else ""))
     runs: dict[str, list] = {v: [] for v in versions}
-    dirs = {}
+    profiles: dict[str, list] = {v: [] for v in versions}
+    dirs = {v: OUT / f"duckdb-versions-{name}-{v}" for v in versions}
     for i in range(a.repeat):
         for v in versions:
-            dirs[v] = data_dir_for(src, v)
-            m = common.run_child([pys[v], "-m", "bgp_congruency.cli.main", "compare", "--month", a.month, "--data-dir", dirs[v],
-                                  "--config", cfg, "--default-free-share", a.default_free_share],
-                                 label=f"duckdb {v}")
+            prof = OUT / f"duckdb-versions-{name}-{v}.profile.json"
+            m = common.run_child([pys[v], str(Path(__file__).with_name("steps.py")), "--data-dir", src, "--month", a.month,
+                                  "--engine", "duckdb", "--limit", a.limit, "--keep", dirs[v], "--json",
+                                  *(["--threads", a.threads] if a.threads else [])],
+                                 label=f"duckdb {v}", stdout=prof)
             con.print(f"  run {i + 1}/{a.repeat} duckdb {v}: {m.wall_s:.1f} s, peak RSS {common.mib(m.maxrss)}"
                       + ("" if m.rc == 0 else f" [red]exit {m.rc}[/]"))
             runs[v].append(m)
+            profiles[v].append(json.loads(prof.read_text()) if m.rc == 0 else None)
+            prof.unlink(missing_ok=True)
     out = {"data_dir": str(src), "name": name, "month": a.month, "limit": a.limit, "threads": a.threads,
            "repeat": a.repeat, "command": " ".join(sys.argv), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "load_after": common.load_now(), "cpu": common.machine_facts().get("cpu"), "versions": {}}
@@ -116,21 +106,14 @@ def main() -> int:
     for v in versions[1:]:
         out["versions"][v]["vs_" + base] = round(out["versions"][v]["seconds"] / out["versions"][base]["seconds"], 3)
     if all(r["ok"] for r in out["versions"].values()):
-        out["identical"] = {t: all(rows(dirs[v], t, a.month) == rows(dirs[base], t, a.month) for v in versions[1:])
-                            for t in TABLES}
+        out["identical"] = {t: all(rows(dirs[v], t) == rows(dirs[base], t) for v in versions[1:]) for t in TABLES}
+        out["steps"] = {}
+        for v in versions:  # the best run's profile: where the versions differ
+            best = min(range(a.repeat), key=lambda i: runs[v][i].wall_s)
+            prof = profiles[v][best]
+            out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
     for d in dirs.values():
         shutil.rmtree(d, ignore_errors=True)
-    if a.steps:  # the project's own version last: its bench/out/steps-*.json is the one kept
-        out["steps"] = {}
-        for v in sorted(versions, key=lambda v: pys[v] == sys.executable):
-            r = subprocess.run([pys[v], str(Path(__file__).with_name("steps.py")), "--data-dir", str(src),
-                                "--month", a.month, "--engine", "duckdb", "--json"], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": common.pythonpath()})
-            if r.returncode == 0:
-                prof = json.loads(r.stdout)
-                out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
-            else:
-                con.print(f"[red]steps on duckdb {v} failed: {r.stderr.strip().splitlines()[-1:]}[/]")
     common.write_json(out, OUT / f"duckdb-versions-{name}.json", stdout=a.json)
     for v, r in out["versions"].items():
         con.print(f"duckdb {v}: best {r['seconds']:.1f} s of {r['all_seconds']}, peak RSS {common.mib(r['maxrss_bytes'])}"

@@ -339,10 +339,12 @@ def _versions_section(runs: list[dict]) -> list[str]:
     """bench/duckdb_versions.py: the DuckDB compare on two DuckDB versions, side by side."""
     if not runs:
         return []
-    intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the whole `congruency compare`",
-             "(DuckDB engine) on one month, each DuckDB version in a fresh process, interleaved, best of",
-             "--repeat; the same checkout, memory limit and threads; the published tables compared row for row.",
-             "1.5.5 is the newest DuckDB whose DuckLake extension wheels exist (issue 28)."]
+    intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the compare's steps (DuckDB",
+             "engine, `bench/steps.py`: everything but the publish, which DuckDB 2.0.1 cannot do here) on one month,",
+             "each DuckDB version in a fresh process, interleaved, best of --repeat; the same checkout, memory limit",
+             "and threads; the tables compared row for row. 1.5.5 is the newest DuckDB whose DuckLake extension",
+             "wheels exist (issue 28), and the project's pin since the catalog. Runs before 2026-11-26 timed the whole",
+             "`congruency compare` instead."]
     rows = []
     for r in runs:
         vs = list(r["versions"])
@@ -359,13 +361,13 @@ def _versions_section(runs: list[dict]) -> list[str]:
     out = _section("DuckDB engine on two DuckDB versions", intro,
                    ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
                     "command"], rows, align="lllrrlrrll")
-    for r in runs:  # --steps: where the versions differ, step by step (bench/steps.py on each)
+    for r in runs:  # where the versions differ, step by step (the best run's profile of each)
         st = r.get("steps") or {}
         if len(st) < 2:
             continue
         (a, pa), (b, pb) = list(st.items())[:2]
         diff = sorted(((pa.get(k, 0) - pb.get(k, 0), k) for k in pb if k != "total_s"), reverse=True)
-        out += [f"Step by step ({r['name']}, `--steps`): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
+        out += [f"Step by step ({r['name']}): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
                 f"{pb['total_s']:.1f} s; the steps that differ most: "
                 + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
     return out

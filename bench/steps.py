@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Where the compare job's time goes: one engine over one published month, timed step by step.
+"""Where the compare job's time goes: one engine over one ingested month, timed step by step.
 
 Runs the job's own steps (pipeline/steps.py) through the engine's own `run`, as `congruency
-compare` does, into a throwaway staging folder, and reports the wall time from each step's
+compare` does, into a throwaway staging folder (no publish; `--keep DIR` keeps the tables), and reports the wall time from each step's
 start to the next step's start (also into bench/out/steps-NAME-ENGINE.json, which
 bench/run.py renders into RESULTS.md). A view costs nothing where it is defined: its work is timed
 in the first step that materializes it (the next "work" or "table" step that reads it), so
@@ -29,10 +29,11 @@ from bgp_congruency.pipeline import steps as S  # noqa: E402
 
 
 def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = None,
-            partitions: int | None = None) -> dict:
+            partitions: int | None = None, keep: Path | None = None, threads: int | None = None) -> dict:
     """Per step, summed over the VP partitions; `limit` and `partitions` (DuckDB): the
-    memory limit (default the config's) and the partitions (default the rule's)."""
-    cfg = Config(data_dir=str(data_dir), engine=engine_name, compare_partitions=partitions,
+    memory limit (default the config's) and the partitions (default the rule's); `keep`: a
+    folder to move the staged tables to (else they are deleted)."""
+    cfg = Config(data_dir=str(data_dir), engine=engine_name, compare_partitions=partitions, duckdb_threads=threads,
                  **({"duckdb_memory_limit": limit} if limit else {}))
     if engine_name == "duckdb":
         from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
@@ -59,6 +60,9 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
         engine.run(cfg.method, staged, None, lambda name: marks.append((name.split(" (")[0], time.perf_counter())),
                    partitions=k)
         end = time.perf_counter()
+        if keep is not None:
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.move(staged, keep)
     finally:
         engine.close()
         shutil.rmtree(staged, ignore_errors=True)
@@ -95,12 +99,14 @@ def main(argv=None) -> int:
     ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     ap.add_argument("--limit", help="DuckDB: duckdb_memory_limit (default the config's)")
     ap.add_argument("--partitions", type=int, help="DuckDB: VP partitions (default pipeline/partitions.py's rule)")
+    ap.add_argument("--threads", type=int, help="DuckDB: duckdb_threads (default all cores)")
+    ap.add_argument("--keep", type=Path, metavar="DIR", help="keep the staged tables in DIR (<table>/*.parquet)")
     ap.add_argument("--json", action="store_true", help="print the profile as JSON")
     args = ap.parse_args(argv)
     if not (args.data_dir / "rib_entries" / f"month={args.month}").is_dir():
         print(f"error: --data-dir {args.data_dir}: no rib_entries for {args.month}", file=sys.stderr)
         return 2
-    res = profile(args.data_dir, args.month, args.engine, args.limit, args.partitions)
+    res = profile(args.data_dir, args.month, args.engine, args.limit, args.partitions, args.keep, args.threads)
     res["command"] = " ".join(["bench/steps.py", *(argv if argv is not None else sys.argv[1:])])
     res["rows"] = _rows(args.data_dir, args.month)
     # bench/run.py renders every bench/out/steps-*.json into RESULTS.md.

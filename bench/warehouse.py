@@ -1,6 +1,6 @@
-"""What the warehouse's rib_entries view costs over a bare read_parquet of the same files.
+"""What the rib_entries view costs over a bare read_parquet of the same files.
 
-The view keeps only the files the manifest lists as ingested `ok` (reports/warehouse.py);
+The view (lake.connect, lake/views.py) keeps only the files the manifest lists as ingested `ok`;
 this runs each query through the view and through a bare glob, interleaved in one process
 on the same files, and prints the median times and their ratio.
 
@@ -24,20 +24,17 @@ QUERIES = {
 
 
 def main() -> int:
-    import duckdb
-
-    from bgp_congruency.common.config import load
+    from bgp_congruency import lake
     from bgp_congruency.common.duck import quote
-    from bgp_congruency.reports import warehouse
+    from bgp_congruency.lake import views
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", required=True)
     p.add_argument("--repeats", type=int, default=7)
     args = p.parse_args()
-    cfg = load().with_overrides(data_dir=Path(args.data_dir))
-    path = warehouse.refresh(cfg)
-    con = duckdb.connect(str(path), read_only=True)
-    glob = warehouse.published(warehouse.data_root(cfg))["rib_entries"]
+    root = Path(args.data_dir).resolve()
+    con = lake.connect(root)
+    glob = views.ingest_globs(root)["rib_entries"]
     bare = f"read_parquet({quote(glob)}, hive_partitioning = true)"
     print(f"{'query':<14} {'view ms':>9} {'bare ms':>9} {'ratio':>6}")
     for name, q in QUERIES.items():

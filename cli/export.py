@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bgp_congruency.common import atomic, console, duck, layout
+from bgp_congruency.common import atomic, console, duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import BadInput
 
@@ -154,7 +154,10 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     text = render(args, cfg)
     if text is None:  # every pair of the month: its published hints table, else built here
         month = hmonth.resolve_month(cfg, args.month)
-        con = None if layout.month_dir(cfg.data_dir, "hints", month).is_dir() else duck.connect(cfg)
+        from bgp_congruency.common import published
+
+        have = month in published.months(hmonth.local_root(cfg), "hints")
+        con = None if have else duck.connect(cfg)
         try:
             source = cfg if con is None else htable.build(con, cfg, month)
             if args.out:

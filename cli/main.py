@@ -18,14 +18,14 @@ from bgp_congruency.common.errors import CongruencyError
 
 
 #: Subcommand modules of cli/, in --help order; each has register(sub, parents).
-#: Commands that read published tables: they hold common.locks.reading, so a month being
-#: re-published meanwhile is seen whole (all its tables old, or all new).
+#: Commands that read published tables: they read one snapshot of the catalog throughout
+#: (lake/catalog.pinned), so a month re-published meanwhile is seen whole, old or new.
 READERS = ("query", "report", "advise", "export", "trace",
             "evaluate")
 #: Commands that only read what an earlier one wrote: a data dir that does not exist is a
 #: misspelling, said the same way by each (the others create it).
-NEEDS_DATA = (*READERS, "compare", "sensitivity", "warehouse", "evaluate")
-COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "warehouse", "query", "report", "advise", "export", "trace",
+NEEDS_DATA = (*READERS, "compare", "sensitivity", "sql", "lake", "evaluate")
+COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "sql", "query", "lake", "report", "advise", "export", "trace",
             "evaluate")
 
 
@@ -115,10 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from contextlib import nullcontext
 
-    from bgp_congruency.common.locks import reading
+    from bgp_congruency.lake.catalog import pinned
 
     try:
-        with reading(cfg.data_dir) if args.command in READERS else nullcontext():
+        with pinned(cfg.data_dir) if args.command in READERS and local else nullcontext():
             rc = args.func(args, cfg)
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return rc

@@ -1,4 +1,4 @@
-"""`congruency query` command line: named queries and the analyst's own SQL on the warehouse."""
+"""`congruency query` command line: named queries and the analyst's own SQL on the published tables."""
 from __future__ import annotations
 
 import argparse
@@ -16,11 +16,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "query",
         parents=parents,
-        help="run a named query (reports/queries/NAME.sql) or your own SQL on the warehouse",
+        help="run a named query (reports/queries/NAME.sql) or your own SQL on the published tables",
         description=(
-            "Run a named query from reports/queries/ with bound parameters, or --sql on a "
-            "read-only connection to DATA_DIR/warehouse.duckdb (run `congruency warehouse` "
-            "first). --list shows the named queries and their parameters."
+            "Run a named query from reports/queries/ with bound parameters, or --sql, on a "
+            "read-only connection to the published tables (the catalog's snapshot current when it "
+            "starts, or --as-of SNAPSHOT: the answer as it was then). --list shows the named "
+            "queries and their parameters."
         ),
     )
     p.add_argument("name", nargs="?", help="named query (see --list)")
@@ -34,10 +35,14 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help=f"output format (default table: the first {TABLE_ROWS} rows and how many there are; "
                         "csv, json and parquet give every row, streamed a batch at a time)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for parquet)")
+    p.add_argument("--as-of", type=int, metavar="SNAPSHOT", dest="as_of",
+                   help="read the tables as this catalog snapshot had them (congruency lake snapshots; "
+                        "provenance.catalog_snapshot names the one that published each month)")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
+    from bgp_congruency.lake.catalog import pinned
     from bgp_congruency.reports import query, warehouse
 
     if args.list:
@@ -63,8 +68,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             raise query.BadValue("--sql takes no parameters (they are for named queries)")
     else:
         q = query.get(args.name)
-        query.check_months(q, query.bind(q, given), warehouse.data_root(cfg))
-    con = warehouse.connect(cfg)
+        with pinned(warehouse.data_root(cfg), args.as_of):
+            query.check_months(q, query.bind(q, given), warehouse.data_root(cfg))
+    con = warehouse.connect(cfg, args.as_of)
     import duckdb
     import pyarrow as pa
 

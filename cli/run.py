@@ -19,10 +19,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "run",
         parents=parents,
-        help="run every step of a month (ingest, compare, hints, warehouse, reports); resumable",
+        help="run every step of a month (ingest, compare, hints, lake, reports); resumable",
         description=(
             "Run a month end to end: ingest its RIB snapshots, the congruency job, then the "
-            "hints export, the warehouse refresh and the reports. "
+            "hints export, the catalog's upkeep (lake: expire old snapshots) and the reports. "
             "Each step's completion is recorded with its inputs in "
             "DATA_DIR/_runs/month=YYYY-MM/state.json; a re-run skips what is complete and "
             "still valid and redoes what changed. One run per month at a time (a lock); what "

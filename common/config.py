@@ -91,6 +91,17 @@ class Config:
     spark_conf: dict[str, str] = field(default_factory=dict)
     #: `congruency run` computes the sensitivity table and page after compare (off by default).
     sensitivity: bool = False
+    #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
+    #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq
+    #: conninfo), for a data dir several hosts publish to or read. The first compare records
+    #: it in DATA_DIR/catalog.url, where every reader finds it (lake/catalog.py).
+    catalog: str | None = None
+    #: Catalog snapshots `congruency run` keeps (its `lake` step expires older ones once there
+    #: are more; lake/catalog.vacuum). Time travel reaches back this many publishes.
+    lake_keep_snapshots: int = 100
+    #: Seconds a file no kept snapshot needs stays on disk before vacuum deletes it (a reader
+    #: that began before the expiry may still be reading it).
+    lake_vacuum_grace_s: int = 3600
     #: The method's parameters: the [method] table.
     method: MethodParams = field(default_factory=MethodParams)
 
@@ -266,6 +277,9 @@ _CHECKS = {
     "spark_master": _text(),
     "spark_conf": _table_of_text,
     "sensitivity": _bool,
+    "catalog": _text(optional=True),
+    "lake_keep_snapshots": _number(1, integer=True),
+    "lake_vacuum_grace_s": _number(0, integer=True),
 }
 
 

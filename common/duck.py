@@ -1,7 +1,7 @@
 """One way to give DuckDB the config's resource caps, to quote a DuckDB string literal, and to
 name paths so DuckDB takes them literally (glob_literal, writable_db).
 
-Every in-process DuckDB (the compare engine, the warehouse, the path selector) scans Parquet
+Every in-process DuckDB (the compare engine, the readers of the tables, the path selector) scans Parquet
 that can be larger than memory: each is capped by `duckdb_memory_limit` and
 `duckdb_threads` of the one Config, so a user sets them once.
 """

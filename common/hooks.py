@@ -5,8 +5,11 @@ code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_
 default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
 lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
 partition (one VP partition's tables staged, the next not begun: pipeline/engines/duckdb.py),
-publish (between two tables' swaps: pipeline/publish.py), warehouse (the new file written
-under its temp name, not yet renamed: reports/warehouse.py).
+publish (between two tables' moves to their publish folders, nothing committed:
+pipeline/publish.py), commit (the catalog transaction open, every table registered, not yet
+committed: lake/catalog.py), published (committed, the staging folder not yet removed:
+pipeline/publish.py), report (a page written under its temp name, not yet renamed:
+reports/page.py).
 """
 from __future__ import annotations
 

@@ -3,13 +3,15 @@
     DATA_DIR/
       rib_entries/month=M/collector=C/<dump>.parquet   ingest: one file per RIB dump
       manifest/month=M/manifest.parquet                ingest: what was read, from where
-      <table>/month=M/*.parquet                        published tables (common/tables.py)
-      _staging/<M>-<id>/<table>/                       a month being computed, then swapped in
-      _staging/<M>.lock, _staging/.reading.lock ...    locks (common/locks.py)
+      <table>/month=M/<M>-<id>/*.parquet               published tables (common/tables.py), one
+                                                       folder per publish; which are current:
+      catalog.sqlite                                   the DuckLake catalog (lake/catalog.py), or
+      catalog.url                                      where it is (PostgreSQL: the config's `catalog`)
+      _staging/<M>-<id>/<table>/                       a month being computed, then published
+      _staging/<M>.lock                                the month's lock (common/locks.py)
       _runs/month=M/state.json, _runs/shared.json      the monthly run's steps (runner/)
       exports/month=M/tunnels.jsonl                    the hints for tunnel tools
       reports/month=M/report.html, sensitivity.html    offline pages; reports/trend.html
-      warehouse.duckdb                                 views over the published tables
 
 A data dir is a local folder, or (Spark only) a URL such as hdfs://... or s3a://...; every
 function here takes either and returns the same kind: a Path for a local folder, a string
@@ -25,7 +27,7 @@ from bgp_congruency.common.errors import BadInput
 #: Hive-style partition folder of a month: `month=YYYY-MM`.
 MONTH = "month="
 STAGING, RUNS = "_staging", "_runs"
-WAREHOUSE = "warehouse.duckdb"
+CATALOG, CATALOG_POINTER = "catalog.sqlite", "catalog.url"
 
 
 class NotLocal(BadInput):
@@ -97,8 +99,19 @@ def report_file(root, month: str | None, name: str = "report.html"):
     return _join(root, "reports", "trend.html") if month is None else _join(root, "reports", month_part(month), name)
 
 
-def warehouse_file(root):
-    return _join(root, WAREHOUSE)
+def catalog_file(root):
+    """The DuckLake catalog of the published tables (lake/catalog.py): local data dirs only."""
+    return Path(root) / CATALOG
+
+
+def catalog_pointer(root):
+    """Where a data dir's catalog is when not in catalog_file (the config's `catalog`)."""
+    return Path(root) / CATALOG_POINTER
+
+
+def publish_dir(root, table: str, month: str, publish_id: str):
+    """One publish of a table's month: its files, registered in the catalog by that publish."""
+    return _join(root, table, month_part(month), publish_id)
 
 
 def months_in(root, table: str) -> list[str]:

@@ -1,7 +1,7 @@
 """The documentation of every published table: for each column its meaning, unit and the
 method step that makes it, and where the table lives under DATA_DIR. reports/schema_doc.py
-renders it to docs/SCHEMA.md and the warehouse exposes every table listed here that has
-data, so a new table is documented and queryable by adding its schema (common/tables.py)
+renders it to docs/SCHEMA.md and lake/ makes every table listed here a catalog table and a
+view, so a new table is documented and queryable by adding its schema (common/tables.py)
 and one `document(...)` call here; `document` refuses a table whose columns and
 documentation disagree."""
 from __future__ import annotations
@@ -25,7 +25,7 @@ class TableDoc:
     name: str
     schema: pa.Schema
     about: str
-    layout: str  # path under DATA_DIR; month=M directories are swapped in whole
+    layout: str  # path under DATA_DIR (a published table: one folder per publish below month=M)
     columns: dict[str, Col]
 
 
@@ -95,7 +95,7 @@ document(
 document(
     "cleaning_stats", CLEANING_STATS,
     "RIB entries per address family dropped by each cleaning rule, and kept.",
-    "cleaning_stats/month=YYYY-MM/*.parquet",
+    "cleaning_stats/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     afi=("address family: 4 or 6", "-", "1. Cleaning"),
     reason=("first rule that applied: default_route, as_set, first_as_not_peer, reserved_asn, "
@@ -106,7 +106,7 @@ document(
 document(
     "paths", PATHS,
     "The representative path of every (VP, origin, address family) triple.",
-    "paths/month=YYYY-MM/*.parquet",
+    "paths/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("origin AS: last AS of the cleaned path", "ASN", "4. Representative path"),
@@ -123,7 +123,7 @@ document(
 document(
     "vps", VPS,
     "Every vantage point of the month: sessions, coverage, class and its congruency.",
-    "vps/month=YYYY-MM/*.parquet",
+    "vps/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     sessions_v4=("distinct IPv4 peer IPs of the VP, ascending (string order)", "-", "3. Vantage points"),
@@ -143,7 +143,7 @@ document(
 document(
     "pairs", PAIRS,
     "One row per (default-free VP, dual-stacked destination) with a path in both families.",
-    "pairs/month=YYYY-MM/*.parquet",
+    "pairs/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("dual-stacked destination (origin) AS", "ASN", "6. Dual-stacked destinations"),
@@ -164,7 +164,7 @@ _MS = "7. Pairs; Outputs: month_summary"
 document(
     "month_summary", MONTH_SUMMARY,
     "One row per month: the study's section III figures over the month's pairs.",
-    "month_summary/month=YYYY-MM/*.parquet",
+    "month_summary/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     vps=("VPs seen", "VPs", "3. Vantage points"),
     vps_dual_stacked=("dual-stacked VPs", "VPs", "5. Coverage"),
@@ -196,7 +196,7 @@ _DV = "7b. Divergence"
 document(
     "divergence", DIVERGENCE,
     "One row per non-congruent pair: where its IPv4 and IPv6 paths part and rejoin, and the ASes on one path only.",
-    "divergence/month=YYYY-MM/*.parquet",
+    "divergence/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("destination AS", "ASN", "6. Dual-stacked destinations"),
@@ -213,7 +213,7 @@ document(
     "sensitivity", SENSITIVITY,
     "The month's month_summary figures recomputed under each variant of each open choice of the method, "
     "one choice at a time against the month's own parameters (variant 'default').",
-    "sensitivity/month=YYYY-MM/*.parquet",
+    "sensitivity/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     choice=("the open choice varied: min_coverage, first_as_rule, reserved_asns, grouping, representative, comparison, snapshots, as_set, destination", "-", _SN),
     variant=("its value in this row; 'default' where it equals the month's own parameters", "-", _SN),
@@ -225,7 +225,7 @@ _PV = "compare: publishing (pipeline/provenance.py)"
 document(
     "provenance", PROVENANCE,
     "One row per published month: the snapshots and method that produced it, published with its tables.",
-    "provenance/month=YYYY-MM/*.parquet",
+    "provenance/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     published_at=("when the month's tables were staged for publishing (ISO 8601, UTC; text: the same on both engines' files)",
                   "YYYY-MM-DDTHH:MM:SSZ", _PV),
@@ -250,7 +250,7 @@ _TR = "Across months: transitions"
 document(
     "transitions", TRANSITIONS,
     "Pairs congruent in the month that were not a congruent pair the month before.",
-    "transitions/month=YYYY-MM/*.parquet",
+    "transitions/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("destination AS", "ASN", _TR),
@@ -265,7 +265,7 @@ _SEL = "path selector (selector/rules.py)"
 document(
     "hints", HINTS,
     "Path selector advice for every pair of the month: class, confidence and tunnel settings.",
-    "hints/month=YYYY-MM/*.parquet",
+    "hints/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     source_asn=("AS the traffic leaves from (the VP's ASN in the table)", "ASN", _SEL),
     vp_group=("collector group of the VP whose paths are used (the source or its proxy)", "-", "3. Vantage points"),
@@ -311,7 +311,7 @@ document(
     "traces", TRACES,
     "Traceroutes toward a destination checked against the month's BGP paths: one row per run of "
     "`congruency trace --store` and family.",
-    "traces/month=YYYY-MM/*.parquet",
+    "traces/month=YYYY-MM/PUBLISH/*.parquet",
     month=("the month whose RIB prefixes and paths the traces were checked against", "YYYY-MM", _TR),
     traced_at=("when the run was stored", "UTC time", _TR),
     source_asn=("the traces' source AS (--from, else the AS of their source address)", "ASN", _TR),
@@ -339,7 +339,7 @@ document(
     "selector_eval", SELECTOR_EVAL,
     "The path selector held out: for every pair, the answer for the pair's VP AS with all of that AS's VPs "
     "hidden, against the pair's own observation.",
-    "selector_eval/month=YYYY-MM/*.parquet",
+    "selector_eval/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("the pair's destination AS", "ASN", "6. Dual-stacked destinations"),

@@ -1,5 +1,5 @@
 """Every table the pipeline publishes, as Arrow schemas: the one source of truth that
-ingest, both compare engines, the reference, the warehouse and its documentation share.
+ingest, both compare engines, the reference, the catalog and its documentation share.
 
 Column names are a contract with analysts and downstream tools: change them only with a
 version bump of the method (congruency/METHOD.md).

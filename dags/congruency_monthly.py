@@ -8,7 +8,7 @@ series starts in 2009-01); `airflow backfill create --dag-id congruency_monthly
 
 Tasks: plan -> ingest (mapped per collector, in the `congruency_downloads` pool) ->
 ingest_done -> compare (in the worker, or through spark-submit on a cluster; the
-`compare_on` param picks) -> hints -> warehouse -> reports. Every task calls a function
+`compare_on` param picks) -> hints -> lake -> reports. Every task calls a function
 of runner/month.py; nothing here decides anything the command line does not.
 
 Environment read when the file is parsed: CONGRUENCY_SPARK_CONN (the Airflow connection
@@ -134,4 +134,4 @@ with DAG(
     branches = [compare(), ClusterCompare(task_id="compare_on_cluster", conn_id=SPARK_CONN,
                                           application=SUBMIT, name="congruency-compare")]
     joined >> compare_where() >> branches
-    branches >> later("sensitivity") >> later("hints") >> later("warehouse") >> later("reports")
+    branches >> later("sensitivity") >> later("hints") >> later("lake") >> later("reports")

@@ -1,10 +1,9 @@
 """The `traces` table: `congruency trace --store` keeps a run's answer with its month, one row
-per family, so the warehouse joins it with `pairs` and `hints` (docs/SCHEMA.md). Each run adds
-one file under DATA_DIR/traces/month=M/, written beside its final name and renamed into place:
-a reader never sees half a file, and runs never overwrite each other."""
+per family, so queries join it with `pairs` and `hints` (docs/SCHEMA.md). Each run adds its
+rows in a catalog commit of its own (common/published.write_rows, appended): a reader sees a
+run's rows whole or not at all, and runs never overwrite each other."""
 from __future__ import annotations
 
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -34,5 +33,4 @@ def store(data_dir, answer: dict) -> Path:
     """Add the answer's rows to the month's `traces` table; returns the file written."""
     root = layout.local(data_dir, "congruency trace --store")
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    return published.write_rows(root, "traces", answer["month"], f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}.parquet",
-                                 rows(answer, now), TRACES)
+    return published.write_rows(root, "traces", answer["month"], rows(answer, now), TRACES, replace=False)

@@ -273,7 +273,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
                 manifest.merge_write(cfg.data_dir, month, done_rows)
             raise
     # Failures of slots the selection no longer has (other days, times) are dropped: they
-    # would be listed by `status` and the warehouse forever. Their collectors only: the DAG's
+    # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.
     keys, cols = {s.key for s in slots}, {s.collector for s in slots}
     stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in cols and k not in keys}

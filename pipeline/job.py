@@ -7,7 +7,6 @@ gives the same one-line errors on both and a month is published completely or no
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,10 @@ from bgp_congruency.pipeline.steps import JobError
 
 #: Published together; month_summary last (its folder marks a month published).
 TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
+#: Tables computed later from a month's published tables (the hints, the sensitivity variants,
+#: the selector's evaluation): a re-publish of the month retires their rows in its own
+#: transaction, so no reader joins new pairs with hints of the old ones; `run` computes them again.
+DERIVED_TABLES = ("hints", "sensitivity", "selector_eval")
 ENGINES = ("duckdb", "spark")
 
 
@@ -42,7 +45,7 @@ class MonthResult:
     published: list[str] = field(default_factory=list)
     error: str | None = None
     #: The month before's published files this compare read (transitions), as
-    #: common.published.listing gives them; None on cluster storage (not snapshotted).
+    #: common.published.listing gives them; None on cluster storage (no catalog there).
     previous: list | None = None
 
 
@@ -96,6 +99,10 @@ def open_engine(cfg: Config, spark=None) -> Engine:
 
 def compare_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
     """Each month on `cfg`'s engine (effective_engine), published on its own."""
+    from bgp_congruency.lake import catalog
+
+    # The catalog (and the data dir it needs) before anything is computed.
+    catalog.configure(layout.local(cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
     engine = open_engine(cfg, spark)
     try:
         return [compare_with(engine, cfg, m) for m in months]
@@ -140,17 +147,17 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             prog.advance(steps)
             store.recover(month)  # what a killed run left
             staged = store.staging(month)
-            prev, res.previous = _previous(store, root, month, staged)
+            prev, res.previous = _previous(root, month)
             engine.run(cfg.method, staged, prev, step, partitions=k)
             hooks.pause("compare")
             prog.advance(steps)
             step("publishing")
-            for scratch in ("_work", "_spill", "_prev"):
+            for scratch in ("_work", "_spill"):
                 store.delete(f"{staged}/{scratch}")
             step("provenance")
             _stage_provenance(engine, store, cfg, month, staged)
             res.summary = engine.summary(staged)
-            res.published = store.publish(staged, list(TABLE_ORDER), month)
+            res.published = store.publish(staged, list(TABLE_ORDER), month, retire=DERIVED_TABLES)
             staged = None
             prog.advance(steps)
         except JobError as exc:
@@ -191,6 +198,8 @@ def partitions(engine: Engine, cfg: Config, src: str) -> int:
 
 #: The month before's tables `transitions` reads (pipeline/steps.py: prev_pairs, ...).
 PREVIOUS_TABLES = ("pairs", "vps", "paths")
+#: What the compare reads of the month before: those, and month_summary (is it published?).
+PREVIOUS_READ = (*PREVIOUS_TABLES, "month_summary")
 #: How long a compare waits for a run of the month before that is in flight.
 PREVIOUS_WAIT_S = 24 * 3600.0
 
@@ -210,57 +219,21 @@ def _wait_previous(root: str, month: str, step) -> None:
         wait_for(base, pm, PREVIOUS_WAIT_S)
 
 
-#: Tries at a consistent copy of the month before where hard links are refused.
-COPY_TRIES = 3
-
-
-def _previous(store, root: str, month: str, staged: str) -> tuple[dict | None, list | None]:
-    """The month before's tables as this compare reads them, and the listing of what it read.
-
-    On a local data dir its published files are hard-linked into the staging folder while
-    the reading gate is held (common/locks.py: milliseconds), so a re-publish of that month
-    during this compare can neither tear what it reads nor go unnoticed: the runner
-    fingerprints exactly these files. Where links are refused (another file system, another
-    owner's files under fs.protected_hardlinks) they are copied outside the gate and kept
-    only if the listing is unchanged afterwards. A month before that is published only in
-    part (some of the tables) is read as absent, and recorded as it is (so it is redone once
-    whole). On cluster storage the folders are read in place."""
+def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
+    """The month before's tables as this compare reads them (table -> its files, all of one
+    catalog snapshot), and the listing of what it read, for the runner's fingerprint. The
+    files stay in place until a vacuum expires their snapshot, however often that month is
+    re-published meanwhile (lake/catalog.py): a publish commits all of a month's tables at once."""
     pm = previous_month(month)
     if layout.is_cluster(root):
-        prev = {t: store.month(t, pm) for t in PREVIOUS_TABLES}
-        return (prev if all(store.has_files(p) for p in prev.values()) else None), None
-    from bgp_congruency.common.locks import reading
-    from bgp_congruency.common.published import listing
+        return None, None  # no catalog there (lake/catalog.py): compared without transitions
+    from bgp_congruency.common.published import files
 
-    base = Path(root.removeprefix("file://"))
-    into = Path(staged.removeprefix("file://")) / "_prev"
-    prev = {t: f"{staged}/_prev/{t}/{layout.month_part(pm)}" for t in PREVIOUS_TABLES}
-    if not listing(base, PREVIOUS_TABLES, [pm]):
-        return None, []  # nothing published to read (a later publish makes this compare stale)
-    for _ in range(COPY_TRIES):
-        shutil.rmtree(into, ignore_errors=True)
-        with reading(base):
-            files = listing(base, PREVIOUS_TABLES, [pm])
-            if not all(any(f[0].startswith(f"{t}/") for f in files) for t in PREVIOUS_TABLES):
-                return None, files
-            try:
-                for rel, _size, _mtime in files:
-                    (into / rel).parent.mkdir(parents=True, exist_ok=True)
-                    os.link(base / rel, into / rel)
-                return prev, files
-            except OSError:
-                pass  # copy below, outside the gate: publishers must not wait for a copy
-        try:
-            for rel, _size, _mtime in files:
-                (into / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(base / rel, into / rel)
-        except FileNotFoundError:
-            continue  # re-published meanwhile
-        with reading(base):
-            if listing(base, PREVIOUS_TABLES, [pm]) == files:
-                return prev, files
-    raise JobError(f"{base}: the month before, {pm}, was re-published {COPY_TRIES} times while this compare "
-                   "copied it; run again")
+    base = Path(root.removeprefix("file://")).resolve()
+    got = files(base, PREVIOUS_READ, pm)  # one snapshot
+    read = [[os.path.relpath(f, base)] for t in got for f in got[t]]
+    # Published: its month_summary row is there (a table with no rows has no file).
+    return ({t: got[t] for t in PREVIOUS_TABLES} if got["month_summary"] else None), read
 
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:

@@ -1,27 +1,24 @@
-"""Atomic month publishing: one Store interface, on the local disk or through Hadoop's FileSystem API.
+"""Month publishing: one Store interface, on the local disk or through Hadoop's FileSystem API.
 
 A month's tables are staged completely under DATA_DIR/_staging/<month>-<id>/, then each
-`<table>/month=M` is swapped in by rename: readers see the old month or the new one, never a
-half-written one, and other months are never touched. `LocalStore` needs no JVM (the DuckDB
-engine); `HadoopStore` serves every URL Spark can write (local, hdfs://, s3a://).
+staged table folder is moved (a rename) to `<table>/month=M/<month>-<id>/`, a name no other
+publish uses, and the catalog registers them all in one transaction (lake/catalog.py):
+readers see the old month or the new one, never a half-written one or a mix of tables, and
+other months are never touched. `LocalStore` needs no JVM (the DuckDB engine); `HadoopStore`
+is Spark's (its staged folders hold Spark's own marker files, which the catalog skips).
 
-A run killed mid-way leaves its `_staging/<month>-<id>/`; `recover(month)`, called under the
-month lock before the next attempt, deals with it: a folder marked `_PUBLISH` holds complete
-tables whose swap had begun, and the swap is rolled forward (each staged table carries an
-empty `_from-<id>` folder until the swap is over, so a table already swapped in is
-recognised); any other folder is a half-computed month and is deleted.
+A run killed mid-way leaves its `_staging/<month>-<id>/`, or moved folders the catalog never
+registered; `recover(month)`, called under the month lock before the next attempt, deletes
+both (the month is computed again).
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import uuid
 from pathlib import Path
 
 from bgp_congruency.common import hooks, layout
-
-PUBLISH_MARK = "_PUBLISH"
 
 
 class Store:
@@ -52,13 +49,6 @@ class Store:
     def delete(self, p: str) -> None:
         raise NotImplementedError
 
-    def swap(self, staged: str, target: str, trash: str) -> None:
-        """Put `staged` in place of `target` (which may exist); the old one goes to `trash`."""
-        if self.exists(target) and not self.rename(target, trash):
-            raise OSError(f"could not move aside {target}")
-        if not self.rename(staged, target):
-            raise OSError(f"could not publish {target}")
-
     def has_files(self, p: str, suffix: str = ".parquet") -> bool:
         return any(n.endswith(suffix) and not n.startswith((".", "_")) for n in self.files(p))
 
@@ -69,63 +59,50 @@ class Store:
         """Names of the entries directly under p (empty when p does not exist)."""
         raise NotImplementedError
 
-    def publish(self, staged: str, tables: list[str], month: str) -> list[str]:
-        """Swap every staged table of `month` into place; returns the published paths."""
+    def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
+                retire: tuple[str, ...] = ()) -> list[str]:
+        """Move every staged table of `month` to its publish folder and register them in the
+        catalog in one transaction (`replace`: instead of the month's rows so far, else beside
+        them; `retire`: tables derived from them whose rows of the month go in the same
+        transaction); returns the published folders."""
+        from bgp_congruency.lake import catalog
+
         sid = staged.rstrip("/").rsplit("/", 1)[-1]
         for t in tables:
             if not self.exists(f"{staged}/{t}"):
                 raise OSError(f"could not publish {t}: {staged}/{t} was not staged")
-            self.mkdirs(f"{staged}/{t}/_from-{sid}")
-        self.mkdirs(f"{staged}/{PUBLISH_MARK}")
-        return self._swap(staged, tables, month)
-
-    def _swap(self, staged: str, tables: list[str], month: str) -> list[str]:
-        """Every table's swap under common.locks.publishing: readers that hold `reading`
-        (query, report, advise, export) see all of the month's tables old, or all new."""
-        from bgp_congruency.common.locks import publishing
-
-        with publishing(self.root):
-            return self._swap_all(staged, tables, month)
-
-    def _swap_all(self, staged: str, tables: list[str], month: str) -> list[str]:
-        sid = staged.rstrip("/").rsplit("/", 1)[-1]
-        out = []
-        trash = f"{staged}/_replaced"
-        self.mkdirs(trash)
+        root = layout.local(self.root, "the catalog of the published tables")
+        out = {}
         for i, t in enumerate(tables):
-            target = self.path(t, layout.month_part(month))
-            out.append(target)
-            if self.exists(f"{target}/_from-{sid}"):  # swapped in before a kill
-                continue
             if i:
                 hooks.pause("publish")
-            self.mkdirs(self.path(t))
-            self.delete(f"{trash}/{t}")
-            self.swap(f"{staged}/{t}", target, f"{trash}/{t}")
-        self.delete(staged)  # done: from here on nothing needs the markers
-        for target in out:
-            self.delete(f"{target}/_from-{sid}")
-        return out
+            out[t] = self.month(t, month, sid)
+            self.mkdirs(self.month(t, month))
+            if not self.rename(f"{staged}/{t}", out[t]):
+                raise OSError(f"could not move {staged}/{t} to {out[t]}")
+        catalog.publish(root, month, {t: str(layout.local(p, "the catalog")) for t, p in out.items()},
+                        replace=replace, retire=retire)
+        hooks.pause("published")
+        self.delete(staged)
+        return list(out.values())
 
     def recover(self, month: str) -> list[str]:
-        """Finish or remove what killed runs of `month` left in _staging (see the module
-        docstring); returns the staging folders dealt with. Hold the month lock."""
-        done = []
-        for name in self.children(self.path(layout.STAGING)):
-            if not name.startswith(f"{month}-"):
-                continue
-            staged = self.path(layout.STAGING, name)
-            if self.exists(f"{staged}/{PUBLISH_MARK}"):
-                self._swap(staged, [t for t in self.children(staged) if not t.startswith("_")], month)
-            else:
-                self.delete(staged)
-            done.append(staged)
+        """Delete what killed runs of `month` left: their staging folders, and publish
+        folders the catalog never registered (module docstring); returns them. Hold the
+        month lock."""
+        from bgp_congruency.lake import catalog
+
+        done = [self.path(layout.STAGING, n) for n in self.children(self.path(layout.STAGING))
+                if n.startswith(f"{month}-")]
+        if not layout.is_cluster(self.root):
+            done += [str(p) for p in catalog.orphans(layout.local(self.root, "the catalog"), month)]
+        for p in done:
+            self.delete(p)
         return done
 
 
 class LocalStore(Store):
-    """A local data dir with plain system calls (no JVM). Where the kernel offers it, a
-    month is replaced by one atomic exchange of the two folders (renameat2 RENAME_EXCHANGE)."""
+    """A local data dir with plain system calls (no JVM)."""
 
     def __init__(self, root: str | os.PathLike):
         self.root = str(Path(str(root).removeprefix("file://")).resolve())
@@ -151,26 +128,6 @@ class LocalStore(Store):
 
     def children(self, p: str) -> list[str]:
         return sorted(os.listdir(p)) if os.path.isdir(p) else []
-
-    def swap(self, staged: str, target: str, trash: str) -> None:
-        if os.path.isdir(target) and _exchange(staged, target):
-            os.rename(staged, trash)  # `staged` now holds the old month
-            return
-        super().swap(staged, target, trash)
-
-
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
-
-
-def _exchange(a: str, b: str) -> bool:
-    """Atomically exchange two paths (Linux renameat2); False where unsupported."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    return fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
 class HadoopStore(Store):

@@ -5,7 +5,7 @@ Each variant is a MethodParams value: the month's own parameters (read from its 
 provenance, else the config's) with one field changed. The month's entries are read once
 and kept by the engine (`pin`); each distinct parameter set is computed once on them, and
 its month_summary row becomes a row of the `sensitivity` table, published like the other
-tables (staged, then swapped in under the month's lock).
+tables (staged, then committed to the catalog under the month's lock).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import replace
 
-from bgp_congruency.common import layout
+from bgp_congruency.common import layout, published
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import month_lock
@@ -44,12 +44,9 @@ def names() -> list[str]:
 
 def month_params(root, month: str, fallback: MethodParams) -> MethodParams:
     """The parameters the month was published with (its provenance row), else `fallback`."""
-    import pyarrow.parquet as pq
-
-    d = layout.month_dir(root, "provenance", month)
-    if not d.is_dir():
+    if layout.is_cluster(root):
         return fallback
-    rows = pq.read_table(d).to_pylist()
+    rows = published.read(root, "provenance", month).to_pylist()
     if not rows:
         return fallback
     p = json.loads(rows[0]["method_params"])
@@ -81,7 +78,6 @@ def variants(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[
 def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None, spark=None) -> dict:
     """Compute every wanted variant of the month and publish the `sensitivity` table
     (on `spark`, a session of the caller's, when given)."""
-    from bgp_congruency.common import published
     from bgp_congruency.common.tables import SENSITIVITY
     from bgp_congruency.pipeline import job
 
@@ -122,9 +118,8 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
         if staged is not None and store is not None and store.exists(staged):
             store.delete(staged)
         engine.close()
-    import pyarrow.parquet as pq
 
-    published_row = pq.read_table(str(layout.month_dir(root, "month_summary", month))).to_pylist()[0] \
+    published_row = published.read(root, "month_summary", month).to_pylist()[0] \
         if not layout.is_cluster(root) else None
     return {"month": month, "path": path, "variants": len(rows), "computed": len(done), "published": published_row,
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}

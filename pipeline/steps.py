@@ -55,6 +55,13 @@ def sql_type(t: pa.DataType, dialect: str) -> str:
         return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
     return _SQL_TYPES[dialect][t]
 
+def empty_select(schema: pa.Schema, dialect: str) -> str:
+    """A SELECT of no rows with the columns of `schema` but month, typed: a published table
+    with no rows (the catalog registers no file for it, lake/catalog.py)."""
+    cols = ", ".join(f"CAST(NULL AS {sql_type(f.type, dialect)}) AS {f.name}" for f in schema if f.name != "month")
+    return f"SELECT {cols} FROM range(0)"
+
+
 #: Columns the job reads from rib_entries, with the types it needs (Spark's names).
 REQUIRED = {
     "collector": "string",

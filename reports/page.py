@@ -1,7 +1,7 @@
 """The parts every offline HTML report shares: the page (plotly.js embedded once, no network
 requests), its CSS and table script, figures and tables, and the writer that renders a
-page from the published tables (an in-memory DuckDB over the warehouse's views, so a
-locked or stale warehouse file does not matter) and writes it atomically."""
+page from the published tables (an in-memory DuckDB with a view per table, lake.connect)
+and writes it atomically."""
 from __future__ import annotations
 
 import html
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bgp_congruency.common import atomic
+from bgp_congruency.common import atomic, hooks
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.reports import warehouse
 
@@ -177,6 +177,9 @@ def render(cfg, page, out) -> Path:
     finally:
         con.close()
     try:
-        return atomic.write_text(target, text)
+        with atomic.replacing(target) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+            hooks.pause("report")
+        return target
     except OSError as exc:
         raise ReportError(f"{target}: cannot write the report: {exc.strerror or exc}") from None

@@ -1,4 +1,4 @@
-"""Named queries (reports/queries/NAME.sql) and the analyst's own SQL, on the warehouse.
+"""Named queries (reports/queries/NAME.sql) and the analyst's own SQL, on the published tables.
 
 A named query's header says what it is and which parameters it takes:
 
@@ -171,12 +171,12 @@ def _check_read_only(con, s) -> None:
         kinds = [str(i.type).rsplit(".", 1)[-1] for i in inner]
         if kinds != ["SELECT"]:
             what = f"{kinds[0]} statement" if len(kinds) == 1 else "statement"
-            raise QueryError(f"--sql: refused EXPLAIN of {_article(what)} {what}: the warehouse is read-only "
+            raise QueryError(f"--sql: refused EXPLAIN of {_article(what)} {what}: the tables are read-only "
                              "(SELECT only)")
     elif kind not in READ_ONLY_KINDS:
         first = (s.query.split() or [kind])[0].upper()
         word = first if first.isalpha() and first != kind else kind  # INSTALL parses as a LOAD statement
-        raise QueryError(f"--sql: refused {_article(word)} {word} statement: the warehouse is read-only (SELECT only)")
+        raise QueryError(f"--sql: refused {_article(word)} {word} statement: the tables are read-only (SELECT only)")
 
 
 def _article(word: str) -> str:

@@ -1,2 +1,2 @@
-"""One month as one unit of work (ingest, compare, hints, warehouse, reports), shared by
+"""One month as one unit of work (ingest, compare, hints, lake, reports), shared by
 `congruency run` and the Airflow DAG (dags/congruency_monthly.py)."""

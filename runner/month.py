@@ -218,8 +218,6 @@ def finish_ingest(cfg: Config, month: str) -> StepResult:
 def summary(cfg: Config, month: str, results: list[StepResult] | None = None) -> dict:
     """Files, entries, pairs, the non-congruent fraction and where each output is, read
     from the data dir itself (so a skipped step reports the same as a fresh one)."""
-    import pyarrow.parquet as pq
-
     from bgp_congruency.ingest import manifest as mf
 
     root = data_dir(cfg)
@@ -227,11 +225,10 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     ok = [r for r in rows if r["status"] == "ok"]
     st_ingest = read_state(cfg, month)["steps"].get("ingest", {})
     cov = (st_ingest.get("outputs") or {}).get("coverage")
-    ms_dir = layout.month_dir(root, "month_summary", month)
-    ms = None
-    if any(p.suffix == ".parquet" for p in ms_dir.glob("*.parquet")):
-        t = pq.read_table(ms_dir)
-        ms = t.to_pylist()[0] if t.num_rows else None
+    from bgp_congruency.common import published
+
+    t = published.read(root, "month_summary", month)
+    ms = t.to_pylist()[0] if t.num_rows else None
     st = read_state(cfg, month)
     steps = {name: {k: v for k, v in rec.items() if k in ("status", "at", "error", "seconds", "collectors")}
              for name, rec in st["steps"].items()}

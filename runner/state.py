@@ -7,7 +7,7 @@ steps every month shares. Inputs per step:
 - ingest: the selection (collectors, days, times, tolerance, archive roots);
 - compare: the manifest's sha256s of the month's ingested files, the method parameters,
   the engine, and the month before's published tables (transitions read them);
-- hints, warehouse, reports: the published tables they read.
+- hints, lake, reports: the published tables they read.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from bgp_congruency.common.locks import month_lock
 from bgp_congruency.pipeline.job import TABLE_ORDER
 
 #: The steps of a month, in order; a step may read what the ones before it wrote.
-STEPS = ("ingest", "compare", "sensitivity", "hints", "warehouse", "reports")
+STEPS = ("ingest", "compare", "sensitivity", "hints", "lake", "reports")
 #: Tables the compare step publishes per month: the job's own list (one owner).
 MONTH_TABLES = TABLE_ORDER
 
@@ -86,7 +86,7 @@ def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
     whose month before was re-published after it read it, a step whose inputs changed while
     it ran. (The rest of a fingerprint, the run's own selection and method, is the run's.)"""
     from bgp_congruency.common.months import previous_month
-    from bgp_congruency.pipeline.job import PREVIOUS_TABLES
+    from bgp_congruency.pipeline.job import PREVIOUS_READ
 
     out = {}
     for name, rec in st["steps"].items():
@@ -96,7 +96,7 @@ def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
             out[name] = rec.get("error") or "recorded without its inputs"
         prev = (rec.get(READ) or {}).get("previous")
         if name == "compare" and prev is not None:
-            now = tables_listing(data_dir(cfg), PREVIOUS_TABLES, [previous_month(month)])
+            now = tables_listing(data_dir(cfg), PREVIOUS_READ, [previous_month(month)])
             if [list(f) for f in now] != [list(f) for f in prev]:
                 out[name] = f"{previous_month(month)} was published after this compare read it"
     return out
@@ -109,7 +109,7 @@ def _digest(obj) -> str:
 
 
 def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
-    """(path, size, mtime_ns) of every published data file of these tables (and months)."""
+    """Every published file of these tables (and months), as common.published.listing gives them."""
     from bgp_congruency.common.published import listing
 
     return listing(root, tables, months)
@@ -152,11 +152,11 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
     if step == "compare":
         files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
         from bgp_congruency.common.months import previous_month
-        from bgp_congruency.pipeline.job import PREVIOUS_TABLES
+        from bgp_congruency.pipeline.job import PREVIOUS_READ
 
         prev = (read or {}).get("previous")
         if prev is None:
-            prev = tables_listing(root, PREVIOUS_TABLES, [previous_month(month)])
+            prev = tables_listing(root, PREVIOUS_READ, [previous_month(month)])
         return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
                         "previous": [list(f) for f in prev]})
     if step == "sensitivity":
@@ -164,25 +164,18 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
                         "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
     if step == "hints":
         return _digest(tables_listing(root, months=[month]))
-    if step == "warehouse":
+    if step == "lake":
         return _digest(tables_listing(root, MONTH_TABLES + ("hints",)))
     if step == "reports":
-        return _digest({"tables": tables_listing(root, MONTH_TABLES + ("hints",)),
-                        "warehouse": _outputs_listing(cfg, month, "warehouse")})
+        return _digest({"tables": tables_listing(root, MONTH_TABLES + ("hints",))})
     raise KeyError(step)
 
 
-def _outputs_listing(cfg: Config, month: str, step: str) -> list:
-    outs = read_state(cfg, month)["steps"].get(step, {}).get("outputs", {})
-    return [(k, os.stat(v).st_mtime_ns if os.path.exists(v) else None) for k, v in sorted(outs.items())
-            if isinstance(v, str)]
-
-
-#: Steps whose output is shared by every month (the warehouse, the trend report): their
+#: Steps whose work is shared by every month (the catalog's upkeep, the trend report): their
 #: inputs are every month's tables, so a later month's run changes them. The latest
 #: fingerprint any month recorded is kept in DATA_DIR/_runs/shared.json: a re-run of an
 #: earlier month skips them when that is still current (a backfill's re-run skips everything).
-SHARED_STEPS = ("warehouse", "reports")
+SHARED_STEPS = ("lake", "reports")
 
 
 def _shared_path(cfg: Config) -> Path:

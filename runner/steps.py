@@ -1,4 +1,4 @@
-"""The body of each step of a month (ingest, compare, sensitivity, hints, warehouse,
+"""The body of each step of a month (ingest, compare, sensitivity, hints, lake,
 reports): each calls its room's library and returns the outputs to record; the executor
 (runner/month.py) records them with their inputs' fingerprints (runner/state.py)."""
 from __future__ import annotations
@@ -20,16 +20,16 @@ def _cleanup_ingest(cfg: Config, month: str) -> None:
 
 
 def _cleanup(cfg: Config, month: str) -> None:
-    """What killed runs of the month left: staged tables (finished or removed, see
-    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The
-    warehouse and trend report are shared by every month: only temps of dead writers go."""
+    """What killed runs of the month left: staged tables and publishes never committed (see
+    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The trend
+    report is shared by every month: only temps of dead writers go."""
     from bgp_congruency.pipeline.publish import LocalStore
-    from bgp_congruency.reports import month_report, trend_report, warehouse
+    from bgp_congruency.reports import month_report, trend_report
 
     root = data_dir(cfg)
     LocalStore(root).recover(month)
     _cleanup_ingest(cfg, month)
-    atomic.clean_stale(warehouse.path(cfg), trend_report.trend_path(cfg), month_report.month_path(cfg, month), _tunnels_path(cfg, month))
+    atomic.clean_stale(trend_report.trend_path(cfg), month_report.month_path(cfg, month), _tunnels_path(cfg, month))
 
 
 def _tunnels_path(cfg: Config, month: str) -> Path:
@@ -96,8 +96,9 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
         (res,) = job.compare_months(cfg, [month])
     if res.error:
         raise StepFailed(res.error)
-    root = data_dir(cfg)
-    return {**{t: str(layout.month_dir(root, t, month)) for t in MONTH_TABLES}, READ: {"previous": res.previous}}
+    # The publish's own folders: a later vacuum that deletes them (the month re-published
+    # since) makes this completion stale (runner/state._valid).
+    return {**dict(zip(MONTH_TABLES, res.published)), READ: {"previous": res.previous}}
 
 
 def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
@@ -126,23 +127,29 @@ class StepWarning(CongruencyError):
     the step is redone by the next run (its completion is not recorded)."""
 
 
-def do_warehouse(cfg: Config, month: str, progress=None, ctx=None) -> dict:
-    """The warehouse file; held open for writing elsewhere (the duckdb client), it is left as
-    it is with a warning: the reports read the tables themselves."""
-    from bgp_congruency.reports import warehouse
+def do_lake(cfg: Config, month: str, progress=None, ctx=None) -> dict:
+    """The catalog's upkeep: once it holds more than `lake_keep_snapshots` snapshots, expire
+    the older ones and delete the files none of the rest needs (lake/catalog.vacuum)."""
+    from bgp_congruency.lake import catalog
 
+    root = data_dir(cfg)
+    with catalog.opened(root) as con:
+        have = con.execute(f"SELECT count(*) FROM {catalog.ALIAS}.snapshots()").fetchone()[0]
+    if have <= cfg.lake_keep_snapshots:
+        return {"snapshots": have}
     try:
-        return {"warehouse": str(warehouse.refresh(cfg))}
-    except warehouse.WarehouseLocked as exc:
-        raise StepWarning(f"warehouse {month}: {exc}; not refreshed (the reports do not need it)") from None
+        done = catalog.vacuum(root, cfg.lake_keep_snapshots, cfg.lake_vacuum_grace_s)
+    except catalog.LakeError as exc:  # e.g. another publish holding the catalog: nothing waits for this
+        raise StepWarning(f"lake {month}: {exc}; the next run tries again") from None
+    return {"snapshots": done["snapshots_kept"], "expired": done["snapshots_expired"], "files_deleted": done["files_deleted"]}
 
 
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
-    """Both reports, holding the tables still (another month may be re-published meanwhile)."""
-    from bgp_congruency.common.locks import reading
+    """Both reports, from one snapshot of the catalog (another month may be re-published meanwhile)."""
+    from bgp_congruency.lake.catalog import pinned
     from bgp_congruency.reports import month_report, trend_report
 
-    with reading(data_dir(cfg)):
+    with pinned(data_dir(cfg)):
         return {"month_report": str(month_report.write_month_report(cfg, month)),
                 "trend_report": str(trend_report.write_trend_report(cfg))}
 
@@ -158,6 +165,6 @@ REGISTRY = {
     "compare": Step("compare", do_compare),
     "sensitivity": Step("sensitivity", do_sensitivity),
     "hints": Step("hints", do_hints),
-    "warehouse": Step("warehouse", do_warehouse),
+    "lake": Step("lake", do_lake),
     "reports": Step("reports", do_reports),
 }

@@ -220,13 +220,12 @@ def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:
     (the selector_eval table of `congruency evaluate`); empty before it ran. A VP's own
     answer (rule `vp`) is its observation, not a prediction: not in it."""
     from bgp_congruency.common import published
-    from bgp_congruency.common.duck import quote
-    from bgp_congruency.selector.month import local_root, table_glob
+    from bgp_congruency.selector.month import local_root, table_relation
 
     if month not in published.months(local_root(cfg), "selector_eval"):
         return {}
     rows = con.execute(f"""SELECT rule, avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) FROM
-        read_parquet({quote(table_glob(cfg, "selector_eval", month))}) WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
+        {table_relation(cfg, "selector_eval", month)} WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
     return {r: float(a) for r, a in rows}
 
 

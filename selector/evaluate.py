@@ -25,7 +25,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.selector import rules
 from bgp_congruency.selector.advice import proxy_answer
-from bgp_congruency.selector.month import Month, resolve_month, table_glob
+from bgp_congruency.selector.month import Month, resolve_month, table_relation
 
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
@@ -43,10 +43,10 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
     month = resolve_month(cfg, month)
     con = duck.connect(cfg)
     try:
-        con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM read_parquet({duck.quote(table_glob(cfg, 'paths', month))})")
+        con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
         pairs = con.execute(f"""
             SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
-            FROM read_parquet({duck.quote(table_glob(cfg, 'pairs', month))})
+            FROM {table_relation(cfg, 'pairs', month)}
             ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
         by_asn: dict[int, list] = defaultdict(list)
         for p in pairs:
@@ -114,4 +114,4 @@ def publish(cfg: Config, month: str, rows: list[dict]) -> Path:
     from bgp_congruency.common.tables import SELECTOR_EVAL
 
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    return published.write_rows(root, "selector_eval", month, "part-0.parquet", rows, SELECTOR_EVAL)
+    return published.write_rows(root, "selector_eval", month, rows, SELECTOR_EVAL)

@@ -31,21 +31,28 @@ def resolve_month(cfg: Config, month: str | None) -> str:
         published.require(local_root(cfg), month)
     except ValueError as exc:
         raise HintError(str(exc)) from None
-    for t in ("pairs", "paths", "vps"):
-        if month not in published.months(local_root(cfg), t):
-            raise HintError(f"{layout.month_dir(local_root(cfg), t, month)}: missing; re-run congruency compare for {month}")
     return month
 
 
-def table_glob(cfg: Config, table: str, month: str) -> str:
-    base = duck.glob_literal(layout.month_dir(local_root(cfg), table, month))
-    return f"{base}/*/*.parquet" if table == "rib_entries" else f"{base}/*.parquet"
+def table_relation(cfg: Config, table: str, month: str) -> str:
+    """The month's rows of a published table, as a relation for FROM: the catalog's files
+    (lake/catalog.py; of the snapshot the command reads, catalog.pinned), an empty typed
+    relation where the table has no rows (no file), or for ingest's rib_entries its folder."""
+    if table == "rib_entries":
+        return f"read_parquet({quote(duck.glob_literal(layout.month_dir(local_root(cfg), table, month)) + '/*/*.parquet')})"
+    files = published.files(local_root(cfg), [table], month)[table]
+    if not files:
+        from bgp_congruency.common.table_docs import DOCS
+        from bgp_congruency.pipeline.steps import empty_select
+
+        return f"({empty_select(DOCS[table].schema, 'duckdb')})"
+    return "read_parquet([" + ", ".join(quote(duck.glob_literal(f)) for f in files) + "])"  # names, not patterns
 
 
 def month_snapshots(con, cfg: Config, month: str, paths: str | None = None) -> int:
     """The month's distinct snapshots (the most any path was seen in), from its published paths
     or the relation `paths` holding them."""
-    src = paths or f"read_parquet({quote(table_glob(cfg, 'paths', month))})"
+    src = paths or table_relation(cfg, 'paths', month)
     return con.execute(f"SELECT max(snapshots) FROM {src}").fetchall()[0][0] or 0
 
 
@@ -77,7 +84,7 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
     con.register("lpm_candidates", cand)
     rows = con.execute(f"""
         SELECT c.k, c.plen, e.prefix, e.origin_asn, count(*) AS n
-        FROM read_parquet({quote(table_glob(cfg, 'rib_entries', month))}) e
+        FROM {table_relation(cfg, 'rib_entries', month)} e
         JOIN lpm_candidates c ON e.prefix = c.prefix AND e.afi = c.afi
         WHERE e.origin_asn IS NOT NULL
         GROUP BY ALL
@@ -109,7 +116,7 @@ class Month:
 
     def __init__(self, con, cfg: Config, month: str, hidden: frozenset[int] = frozenset(), paths: str | None = None):
         self.con, self.cfg, self.month = con, cfg, month
-        src = paths or f"read_parquet({quote(table_glob(cfg, 'paths', month))})"
+        src = paths or table_relation(cfg, 'paths', month)
         keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
         self.paths = f"(SELECT * FROM {src}{keep})"
         self.snapshots = month_snapshots(con, cfg, month, src)  # the month's, hidden VPs included

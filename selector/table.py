@@ -14,7 +14,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
 from bgp_congruency.pipeline.steps import sql_type
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month, table_glob
+from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month, table_relation
 
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
@@ -57,8 +57,11 @@ def partitions(con, cfg: Config, month: str) -> int:
     """The VP partitions the month's hints are built in: from its pairs (Parquet metadata)."""
     from bgp_congruency.pipeline.partitions import limit_bytes
 
-    n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata("
-                    f"{quote(table_glob(cfg, 'pairs', month))})").fetchone()[0]
+    from bgp_congruency.common import published
+
+    files = published.files(local_root(cfg), ["pairs"], month)["pairs"]
+    n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
+                    {"f": [duck.glob_literal(f) for f in files]}).fetchone()[0] if files else 0
     if cfg.compare_partitions:
         return cfg.compare_partitions
     limit = limit_bytes(cfg)
@@ -69,7 +72,7 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tu
     """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
     partition `part` = (i, K) of K, or None when it has no pairs. Joins each pair with its
     two paths once (a temp table), then with the derived fields of its key."""
-    pairs, paths = table_glob(cfg, "pairs", month), table_glob(cfg, "paths", month)
+    pairs, paths = table_relation(cfg, "pairs", month), table_relation(cfg, "paths", month)
     i, k = part
     only = f"WHERE hash(vp_asn) % {k} = {i}" if k > 1 else ""
     if spill is not None:
@@ -80,10 +83,10 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tu
                len(p.shared_asns) > 0 AS has_shared, coalesce(p.shared_adjacent::TINYINT, -1) AS adjacent,
                s4.stability AS stability_v4, s6.stability AS stability_v6,
                p.hops_v4, p.hops_v6, least(s4.snapshots, s6.snapshots) AS snapshots
-        FROM (SELECT * FROM read_parquet({quote(pairs)}) {only}) p
-        JOIN (SELECT * FROM read_parquet({quote(paths)}) {only}) s4
+        FROM (SELECT * FROM {pairs} {only}) p
+        JOIN (SELECT * FROM {paths} {only}) s4
           ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
-        JOIN (SELECT * FROM read_parquet({quote(paths)}) {only}) s6
+        JOIN (SELECT * FROM {paths} {only}) s6
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
     got = _derived(con, month_snapshots(con, cfg, month))
     if got is None:
@@ -131,9 +134,9 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
 
 
 def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
-    """Build the month's hints table and publish it as DATA_DIR/hints/month=M like the other
-    tables (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then swapped
-    in; readers see the old month or the new one). Returns a summary: month, rows, rows per
+    """Build the month's hints table and publish it like the other tables
+    (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then committed to the
+    catalog; readers see the old month or the new one). Returns a summary: month, rows, rows per
     class, path, seconds. `progress`: the caller's rich Progress (one display), else its own."""
     from contextlib import nullcontext
 

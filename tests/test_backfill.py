@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from bgp_congruency.common import published as pub
 from bgp_congruency.common.months import parse_month_range, previous_month
 from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.congruency import reference
@@ -156,7 +157,7 @@ def test_transitions_link_consecutive_months(backfill):
     tables. (This archive's routes barely change month to month, so most are empty; the
     non-empty case is tests/test_synth_end_to_end.py's.) Each month's compare also records
     the month before's tables among its inputs."""
-    assert pq.read_table(data / "transitions" / f"month={MONTHS[0]}").num_rows == 0
+    assert pub.read(data, "transitions", MONTHS[0]).num_rows == 0
     for m in MONTHS[1:]:
         prev = {t: published(data, t, previous_month(m)) for t in ("pairs", "vps", "paths")}
         assert prev["pairs"], m
@@ -228,7 +229,11 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
         r = run("2026-01..2026-01")
         assert r.returncode == 0, r.stderr[-2000:]
         tables = ("pairs", "vps", "paths", "month_summary")
-        before = {t: sorted(p.read_bytes() for p in (data / t / "month=2026-01").iterdir()) for t in tables}
+        def published_now():  # the catalog's files of 2026-01, names and bytes
+            got = pub.files(data, tables, "2026-01")
+            return {t: [(f, Path(f).read_bytes()) for f in got[t]] for t in tables}
+
+        before = published_now()
         free = shutil.disk_usage(mnt).free
         with open(mnt / "filler", "wb") as fh:
             fh.write(b"\0" * max(0, free - 3_000_000))
@@ -239,7 +244,7 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
         out = [json.loads(line) for line in r.stdout.splitlines()]
         assert [s["ok"] for s in out] == [True, False, False]
         assert {st["status"] for st in out[2]["steps"].values()} == {"not run"}
-        assert {t: sorted(p.read_bytes() for p in (data / t / "month=2026-01").iterdir()) for t in tables} == before
+        assert published_now() == before and "2026-03" not in pub.months(data)
         assert not [p for p in data.rglob(".*.tmp*")], "temp files left"
         assert not (data / "pairs" / "month=2026-03").exists()
         (mnt / "filler").unlink()
@@ -284,7 +289,7 @@ def test_provenance_says_where_a_month_came_from(tmp_path):
                         "--archive-root", str(ARCHIVE), "--data-dir", str(data), "--min-coverage", "0"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    [p] = pq.read_table(data / "provenance" / "month=2026-07").to_pylist()
+    [p] = pub.read(data, "provenance", "2026-07").to_pylist()
     assert p["snapshots_used"] == ["route-views2@20260730T1400", "route-views6@20260730T1400"]
     assert p["snapshots_missing"] == ["rrc00@20260730T1400"] and p["snapshots_failed"] == []
     assert p["collectors"] == ["route-views2", "route-views6"] and p["entries"] == 679_347 + 164_279

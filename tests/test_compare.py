@@ -23,6 +23,7 @@ from bgp_congruency.pipeline import job
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
 from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
+from tests.support.month import read_published
 
 pytestmark = pytest.mark.spark
 
@@ -64,7 +65,7 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
 
     want = [(f.name, str(f.type)) for f in PROVENANCE if f.name != "month"]
     assert file_schema(duck, "provenance", month) == want == file_schema(spark_data, "provenance", month)
-    [d], [s] = (pq.read_table(x / "provenance" / f"month={month}").to_pylist() for x in (duck, spark_data))
+    [d], [s] = (read_published(x, "provenance", month).to_pylist() for x in (duck, spark_data))
     assert (d.pop("engine"), s.pop("engine")) == ("duckdb", "spark")
     d.pop("published_at"), s.pop("published_at")
     if not d["snapshots_used"]:  # hand-made months have no manifest: nothing to trace

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.data import ARCHIVE, FAULTY, PEERS_IN_BOTH_2026, ROOT, RV2_2026, needs_data
+from tests.support.month import read_published
 
 if importlib.util.find_spec("airflow") is None:
     pytest.skip("Airflow is not installed here (make test runs this file in .venv-airflow)",
@@ -77,13 +78,13 @@ def test_structure(dag):
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
     assert set(dag.task_dict) == {"plan", "ingest", "ingest_done", "compare_where", "compare",
-                                  "compare_on_cluster", "sensitivity", "hints", "warehouse", "reports"}
+                                  "compare_on_cluster", "sensitivity", "hints", "lake", "reports"}
     up = {t: set(dag.task_dict[t].upstream_task_ids) for t in dag.task_dict}
     assert up == {"plan": set(), "ingest": {"plan"}, "ingest_done": {"ingest"},
                   "compare_where": {"ingest_done"}, "compare": {"compare_where"},
                   "compare_on_cluster": {"compare_where"}, "sensitivity": {"compare", "compare_on_cluster"},
                   "hints": {"sensitivity"},
-                  "warehouse": {"hints"}, "reports": {"warehouse"}}
+                  "lake": {"hints"}, "reports": {"lake"}}
     assert dag.timetable.expression == "0 6 6 * *"
     assert dag.catchup and dag.max_active_runs == 1
     assert dag.start_date == datetime(2009, 1, 1, tzinfo=timezone.utc)
@@ -135,8 +136,6 @@ def _states(dr) -> dict:
 
 @needs_data
 def test_month_through_airflow_equals_run(dag, tmp_path):
-    import pyarrow.parquet as pq
-
     from tests.support.archive_server import serve
 
     data = tmp_path / "af"
@@ -157,7 +156,7 @@ def test_month_through_airflow_equals_run(dag, tmp_path):
     assert json.loads(r.stdout)["entries"] == ENTRIES
 
     def rows(d):
-        t = pq.read_table(d / "pairs" / f"month={MONTH}")
+        t = read_published(d, "pairs", MONTH)
         return sorted(json.dumps(x, sort_keys=True, default=str) for x in t.to_pylist())
 
     assert rows(data) == rows(by_cli)
@@ -207,7 +206,6 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     """compare_on=cluster: the provider's SparkSubmitOperator runs cli/submit.py `run --only
     compare` through spark-submit (master local[2] from the Airflow connection); the month's
     pairs equal the DuckDB engine's in the worker."""
-    import pyarrow.parquet as pq
 
     from tests.support.data import require_tool
 
@@ -226,5 +224,5 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     from bgp_congruency.runner.state import read_state
 
     assert read_state(config_from_params(conf), MONTH)["steps"]["compare"]["status"] == "done"
-    pairs = pq.read_table(data / "pairs" / f"month={MONTH}")
+    pairs = read_published(data, "pairs", MONTH)
     assert {r["vp_asn"] for r in pairs.select(["vp_asn"]).to_pylist()} == PEERS_IN_BOTH_2026

@@ -4,10 +4,8 @@ through-proxy rule's answers are recomputed from the pairs and paths tables alon
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 
-import pyarrow.parquet as pq
 import pytest
 
 from bgp_congruency.cli.main import main as cli
@@ -16,6 +14,7 @@ from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 from bgp_congruency.selector import evaluate as E
 from tests.support import hintdata
 from tests.support.month import compare_real
+from tests.support.month import publish_rows, read_published
 
 MONTH = hintdata.MONTH
 # (vp, destination) -> (IPv4 path, IPv6 path or None). VP 30 reaches AS100 and AS400 through
@@ -80,7 +79,7 @@ def test_every_held_out_answer_as_worked_by_hand(month, capsys):
     s = json.loads(out)
     got = {(r["vp_asn"], r["dest_asn"]): (r["rule"], r["observed_class"], r["predicted_class"], r["v4_exact"],
                                           r["v6_exact"], r["v4_hop_distance"], r["v6_hop_distance"])
-           for r in pq.read_table(month / "selector_eval" / f"month={MONTH}").to_pylist()}
+           for r in read_published(month, "selector_eval", MONTH).to_pylist()}
     assert got == WANT
     assert (s["pairs"], s["answered"], s["correct"]) == (6, 3, 1)
     assert s["coverage"] == 0.5 and s["accuracy"] == pytest.approx(1 / 3)
@@ -144,8 +143,8 @@ def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
     cfg, month, rows = real_eval
     data = cfg.data_dir
     s = E.summary(rows)
-    pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()
-    paths = pq.read_table(data / "paths" / "month=2026-07").to_pylist()
+    pairs = read_published(data, "pairs", "2026-07").to_pylist()
+    paths = read_published(data, "paths", "2026-07").to_pylist()
     assert s["pairs"] == len(pairs) == 2167
     through = [r for r in rows if r["rule"] == "through" and r["correct"] is not None]
     assert (len(through), sum(r["correct"] for r in through)) == _through_recomputed(pairs, paths)
@@ -160,7 +159,6 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
 
     cfg, month, rows = real_eval
     s = E.summary(rows)
-    assert cli(["warehouse", "--data-dir", str(cfg.data_dir)]) == 0
     assert cli(["report", "--month", month, "--data-dir", str(cfg.data_dir)]) == 0
     page = cfg.data_dir / "reports" / f"month={month}" / "report.html"
     b = Chromium(tmp_path)
@@ -191,7 +189,7 @@ def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
     from bgp_congruency.selector.advice import advise
 
     cfg = load().with_overrides(data_dir=month)
-    shutil.rmtree(month / "selector_eval", ignore_errors=True)  # as before the month's evaluation
+    publish_rows(month, MONTH, {"selector_eval": []})  # as before the month's evaluation: no answers
     before = advise(cfg, "1", "100")["hints"][0]  # AS1 is no VP: VP 30's and 10's paths cross it
     assert (before["rule"], before["rule_accuracy"]) == ("through", None)
     assert cli(["evaluate", "--data-dir", str(month)]) == 0

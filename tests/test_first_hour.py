@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from bgp_congruency.synth.generate import generate
+from tests.support.month import copy_data_dir
 
 BOUND_S = 180
 SYNTH_MONTHS = ("2026-01", "2026-02")
@@ -52,8 +52,9 @@ def _env(**extra) -> dict:
 
 
 def _table(data: Path, table: str, month: str) -> list[dict]:
-    d = data / table / f"month={month}"
-    rows = pq.read_table(d).to_pylist() if d.is_dir() else []
+    from bgp_congruency.common import published
+
+    rows = published.read(data, table, month).to_pylist() if (data / "catalog.sqlite").is_file() else []
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
@@ -205,7 +206,7 @@ def sample(tmp_path_factory, ingested_2026, config):
 
     data = tmp_path_factory.mktemp("sample") / "data"
     (data / "rib_entries").mkdir(parents=True)
-    for sub in ("rib_entries", "manifest"):  # copies: the warehouse reads only inside its data dir
+    for sub in ("rib_entries", "manifest"):  # copies: a query reads only inside its data dir
         shutil.copytree(ingested_2026 / sub / "month=2026-07", data / sub / "month=2026-07")
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
     [res] = job.compare_months(cfg, ["2026-07"])
@@ -253,7 +254,9 @@ def test_advise_and_export_agree_on_every_hint(sample):
     from bgp_congruency.selector.exports.local import Interface
     from bgp_congruency.selector.exports.validate import Unanswerable
 
-    rows = pq.read_table(Path(sample.data_dir) / "hints" / "month=2026-07").to_pylist()
+    from bgp_congruency.common import published
+
+    rows = published.read(sample.data_dir, "hints", "2026-07").to_pylist()
     ifaces = [Interface("eth0", "192.0.2.10", None, 24), Interface("eth1", "2001:db8::10", None, 64)]
     assert len(rows) == 2167
     seen = set()
@@ -463,8 +466,6 @@ def _peak_rss_mb(*args: str) -> tuple[int, subprocess.CompletedProcess]:
 
 @pytest.fixture(scope="module")
 def sample_wh(sample):
-    r = congruency("warehouse", "--data-dir", str(sample.data_dir), env=_env())
-    assert r.returncode == 0, r.stderr
     return str(sample.data_dir)
 
 
@@ -575,14 +576,14 @@ def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(synth, tmp_
     r = congruency(*[a for a in _run_args(synth, data, "2026-01") if a != "--json"], env=_env(COLUMNS="80"))
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
-    for key in ("pairs", "warehouse", "month_report", "state"):
+    for key in ("pairs", "month_report", "state"):
         [line] = [x for x in lines if x.split()[:1] == [key] and "/" in x]  # the output, not the status
         assert line.split()[1].startswith(str(data)), line
     events = [x for x in lines if re.match(r"\d\d:\d\d:\d\d ", x)]
     assert events and "━" not in r.stderr
     assert [x[:8] for x in events] == sorted(x[:8] for x in events)
     said = [x[9:] for x in events]
-    for step in ("ingest", "compare", "hints", "warehouse", "reports"):
+    for step in ("ingest", "compare", "hints", "lake", "reports"):
         assert f"run 2026-01: {step}" in said
     order = [said.index(x) for x in ("run 2026-01: compare", "compare 2026-01 (duckdb): started",
                                      "compare 2026-01 (duckdb): publishing", "run 2026-01: hints")]
@@ -595,7 +596,7 @@ def test_sensitivity_summary_says_undefined_as_the_page_does(sample, tmp_path):
     """grouping=per_collector on route-views2 + route-views6 leaves no VP dual-stacked: no
     pairs, so the figure is undefined (before issue 30 the summary said +0.0 .. +0.0)."""
     data = tmp_path / "data"
-    shutil.copytree(sample.data_dir, data)
+    copy_data_dir(sample.data_dir, data)
     r = congruency("sensitivity", "--month", "2026-07", "--variants", "grouping,min_coverage=0.5",
                    "--data-dir", str(data), env=_env())
     assert r.returncode == 0, r.stderr
@@ -708,7 +709,7 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     demo = tmp_path / "demo"
-    shutil.copytree(sample.data_dir, demo)
+    copy_data_dir(sample.data_dir, demo)
     text = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
     lines = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
@@ -725,10 +726,6 @@ def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
     assert len(lines) >= 12
     # the examples a newcomer tries right after `make demo` are among them
     assert {"status", "advise", "query", "report", "export", "sensitivity"} <= {w[1] for w in lines}
-    # `make demo` leaves the warehouse too (the fixture ran compare and hints only)
-    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "warehouse", "--data-dir", str(demo)], capture_output=True,
-                       text=True, cwd=tmp_path, timeout=BOUND_S, env=_env(PYTHONPATH=str(root)))
-    assert r.returncode == 0, r.stderr
     for words in lines:
         args = [w.replace("data/demo", str(demo)).replace("../shared/data", str(DATA)) for w in words[1:]]
         r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True, text=True, cwd=tmp_path,

@@ -21,6 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.data import ARCHIVE, PEERS_IN_BOTH_2026, RV2_2026, needs_data
+from bgp_congruency.common import published
+from bgp_congruency.lake import catalog
+from tests.support.month import copy_data_dir, publish_rows
 
 pytestmark = needs_data
 
@@ -80,38 +83,30 @@ def wait_for(cond, what: str, p: subprocess.Popen | None = None, limit: float = 
 
 
 def rows(data: Path, table: str, month: str = MONTH) -> list[dict]:
-    t = pq.read_table(data / table / f"month={month}")
+    t = published.read(data, table, month)
     cols = sorted(c for c in t.column_names if c != "month")
     return sorted((json.dumps({c: r[c] for c in cols}, sort_keys=True, default=str) for r in t.to_pylist()))
-
-
-def digest(d: Path) -> str:
-    """Content hash of every file under d (names and bytes): 'intact' means unchanged."""
-    h = hashlib.sha256()
-    for p in sorted(d.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(d)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def seed_previous(src: Path, dst: Path) -> None:
     """A published 2026-06 (2026-07's tables under the month before, its congruent pairs
     left out): the state a crash must leave intact, and the month `transitions` of 2026-07
     is computed against (so it has rows: the pairs that became congruent)."""
-    import pyarrow.compute as pc
-
-    for t in TABLES:
-        shutil.copytree(src / t / f"month={MONTH}", dst / t / "month=2026-06")
-    for f in (dst / "pairs" / "month=2026-06").glob("*.parquet"):
-        tab = pq.read_table(f)
-        pq.write_table(tab.filter(pc.invert(tab.column("congruent"))), f)
+    tables = {t: published.read(src, t, MONTH).to_pylist() for t in TABLES}
+    tables["pairs"] = [r for r in tables["pairs"] if not r["congruent"]]
+    publish_rows(dst, "2026-06", tables)
 
 
-def previous_state(data: Path) -> str:
+def previous_state(data: Path, month: str = "2026-06") -> str:
+    """What the catalog publishes of a month: its files (names and bytes) and their rows."""
+    got = published.files(data, TABLES, month)
+    h = hashlib.sha256()
     for t in TABLES:  # readable, not only unchanged
-        pq.read_table(data / t / "month=2026-06")
-    return "|".join(digest(data / t / "month=2026-06") for t in TABLES)
+        h.update("|".join(rows(data, t, month)).encode())
+        for f in got[t]:
+            h.update(f.encode())
+            h.update(Path(f).read_bytes())
+    return h.hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +118,7 @@ def reference(tmp_path_factory):
     r = run(first)
     assert r.returncode == 0, r.stderr
     data = tmp / "data"
-    shutil.copytree(first, data)
+    copy_data_dir(first, data)
     seed_previous(first, data)
     r2 = run(data, str(ARCHIVE), "--force", "compare")
     assert r2.returncode == 0, r2.stderr
@@ -137,16 +132,16 @@ def test_run_summary_and_outputs(reference):
     assert [n for n, st in s["steps"].items() if st["status"] == "done"][:2] == ["ingest", "compare"]
     assert s["failed_slots"] == []
     data = reference["first"]
-    ms = pq.read_table(data / "month_summary" / f"month={MONTH}").to_pylist()[0]
-    assert s["pairs"] == ms["pairs"] == pq.read_table(data / "pairs" / f"month={MONTH}").num_rows > 0
+    ms = published.read(data, "month_summary", MONTH).to_pylist()[0]
+    assert s["pairs"] == ms["pairs"] == published.read(data, "pairs", MONTH).num_rows > 0
     assert s["noncongruent_fraction"] == ms["noncongruent_fraction"]
-    vps = {r["vp_asn"] for r in pq.read_table(data / "pairs" / f"month={MONTH}", columns=["vp_asn"]).to_pylist()}
+    vps = {r["vp_asn"] for r in published.read(data, "pairs", MONTH).select(["vp_asn"]).to_pylist()}
     assert vps == PEERS_IN_BOTH_2026
     for t in TABLES:
-        assert Path(s["outputs"][t]) == data / t / f"month={MONTH}"
+        assert Path(s["outputs"][t]).parent == data / t / f"month={MONTH}"  # this publish's folder
     assert Path(s["outputs"]["manifest"]).is_file() and Path(s["outputs"]["state"]).is_file()
     # with the month before published, transitions lists the pairs that became congruent
-    tr = pq.read_table(reference["data"] / "transitions" / f"month={MONTH}")
+    tr = published.read(reference["data"], "transitions", MONTH)
     assert tr.num_rows == sum(1 for r in rows(data, "pairs") if json.loads(r)["congruent"]) > 0
 
 
@@ -154,13 +149,13 @@ def test_run_summary_and_outputs(reference):
 def test_rerun_skips_then_force_redoes(reference, tmp_path):
     _config(tmp_path)
     data = tmp_path / "data"
-    shutil.copytree(reference["first"], data)
-    before = digest(data / "pairs")
+    copy_data_dir(reference["first"], data)
+    before = published.listing(data, ["pairs"])
     r = run(data)
     assert r.returncode == 0, r.stderr
     st = json.loads(r.stdout)["steps"]
     assert st["ingest"]["status"] == st["compare"]["status"] == "skipped"
-    assert digest(data / "pairs") == before  # nothing rewritten
+    assert published.listing(data, ["pairs"]) == before  # nothing re-published
     # other inputs (a method parameter) -> compare is redone, ingest is not
     r = run(data, str(ARCHIVE), "--min-coverage", "0.0001")
     st = json.loads(r.stdout)["steps"]
@@ -228,24 +223,32 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     assert previous_state(data) == prev
     assert all(s.exists() for s in staged)  # left by the kill ...
 
-    p = start(data, CONGRUENCY_PAUSE_AT="publish", CONGRUENCY_PAUSE_FILE=str(pause))
-    wait_for(pause.exists, "the publish pause", p)
-    assert not any(s.exists() for s in staged)  # ... and cleaned by the next run
-    # queues behind the lock; runs only the (skipped) ingest: what it finds is the recovery's
+    # Killed before the commit (tables moved, nothing committed) and in it (the transaction
+    # open): 2026-07 is not published, 2026-06 is intact; the next run removes what they left.
+    for point in ("publish", "commit"):
+        p = start(data, CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(pause))
+        wait_for(pause.exists, f"the {point} pause", p)
+        assert not any(s.exists() for s in staged)  # ... and cleaned by the next run
+        kill(p)
+        pause.unlink()
+        assert previous_state(data) == prev
+        assert published.months(data) == ["2026-06"] and catalog.orphans(data, MONTH)
+    # queues behind the lock; runs only the (skipped) ingest; the month's cleanup goes first
     waiting = start(data, str(ARCHIVE), "--wait", "120", "--only", "ingest")
-    time.sleep(1)
-    assert waiting.poll() is None
-    kill(p)
-    assert previous_state(data) == prev
-    for t in TABLES:  # mid-publish: every published table is whole (old or new), readable
-        if (data / t / f"month={MONTH}").exists():
-            pq.read_table(data / t / f"month={MONTH}")
     out, err = waiting.communicate(timeout=BOUND_S)
     assert waiting.returncode == 0, err
     assert json.loads(out)["steps"]["ingest"]["status"] == "skipped"
-    for t in TABLES:  # the interrupted swap was rolled forward: the whole new month, no recompute
+    assert not catalog.orphans(data, MONTH) and not [p for p in (data / "_staging").iterdir() if p.is_dir()]
+    assert previous_state(data) == prev
+    # Killed after the commit: the new month is published whole, the staging folder is left
+    p = start(data, CONGRUENCY_PAUSE_AT="published", CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause.exists, "the published pause", p)
+    kill(p)
+    pause.unlink()
+    assert published.months(data) == ["2026-06", MONTH]
+    for t in TABLES:
         assert rows(data, t) == rows(reference["data"], t), t
-    assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]
+    assert previous_state(data) == prev
     r = run(data)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
@@ -269,9 +272,9 @@ def test_full_disk_while_publishing(reference, tmp_path):
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}k", "tmpfs", str(mnt)], check=True)
     try:
         data = mnt / "data"
-        shutil.copytree(reference["first"], data)
+        copy_data_dir(reference["first"], data)
         _config(mnt)
-        before = "|".join(digest(data / t / f"month={MONTH}") for t in TABLES)
+        before = previous_state(data, MONTH)
         free = shutil.disk_usage(mnt).free
         filler = mnt / "filler"
         with open(filler, "wb") as fh:  # leave ~200 KiB: the paths table alone needs more
@@ -281,7 +284,7 @@ def test_full_disk_while_publishing(reference, tmp_path):
         assert r.returncode == 1
         err = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert len(err) == 1 and "no space left on device" in err[0], r.stderr
-        assert "|".join(digest(data / t / f"month={MONTH}") for t in TABLES) == before
+        assert previous_state(data, MONTH) == before
         filler.unlink()
         r = run(data)
         assert r.returncode == 0, r.stderr
@@ -325,7 +328,7 @@ def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsy
 
     _config(tmp_path)
     data = tmp_path / "data"
-    shutil.copytree(reference["first"], data)
+    copy_data_dir(reference["first"], data)
     monkeypatch.setitem(sys.modules, "bgp_congruency.selector.exports", None)  # `from bgp_congruency.selector.exports import jsonl` raises ImportError
     rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
               "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
@@ -349,7 +352,7 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     # nothing created under the wrong name
     typo = tmp_path / "dtaa"
     for cmd in (["query", "trend"], ["report", "--month", MONTH], ["advise", "--from", "1", "--to", "2"],
-                ["export", "--format", "jsonl", "--from", "1", "--to", "2"], ["warehouse"],
+                ["export", "--format", "jsonl", "--from", "1", "--to", "2"], ["sql", "--print"], ["lake", "snapshots"],
                 ["sensitivity", "--month", MONTH], ["compare", "--month", MONTH]):
         assert cli([*cmd, "--data-dir", str(typo)]) == 2, cmd
         err = capsys.readouterr().err
@@ -359,7 +362,7 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     assert cli(["query", "--list", "--data-dir", str(typo)]) == 0  # needs no data
     capsys.readouterr()
     data = tmp_path / "data"
-    shutil.copytree(reference["first"], data)
+    copy_data_dir(reference["first"], data)
     assert cli(["status", "--month", "2026-05", "--data-dir", str(data)]) == 1
     out, err = capsys.readouterr()
     assert not out and err.startswith("error: month 2026-05: never run") and err.count("\n") == 1, err
@@ -378,21 +381,22 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
 
 
 def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_path):
-    """SIGKILL while the warehouse file is written under its temp name: the next run of the
+    """SIGKILL while the month's report is written under its temp name: the next run of the
     month removes it (its writer is dead) and finishes; a live writer's temp file is kept."""
     from bgp_congruency.common import atomic
 
     _config(tmp_path)
     data = tmp_path / "data"
-    shutil.copytree(reference["first"], data)
+    copy_data_dir(reference["first"], data)
     pause = tmp_path / "paused"
-    p = start(data, str(ARCHIVE), "--force", "warehouse", CONGRUENCY_PAUSE_AT="warehouse",
+    p = start(data, str(ARCHIVE), "--force", "reports", CONGRUENCY_PAUSE_AT="report",
               CONGRUENCY_PAUSE_FILE=str(pause))
-    wait_for(pause.exists, "the warehouse pause", p)
-    left = [f for f in data.glob(".warehouse.duckdb.*.tmp")]
-    assert left and atomic.stale(data / "warehouse.duckdb") == []  # its writer is alive
+    wait_for(pause.exists, "the report pause", p)
+    page = data / "reports" / f"month={MONTH}" / "report.html"
+    left = list(page.parent.glob(".report.html.*.tmp"))
+    assert left and atomic.stale(page) == []  # its writer is alive
     kill(p)
-    assert atomic.stale(data / "warehouse.duckdb") == left
+    assert atomic.stale(page) == left
     mine = atomic.temp_name(data / "exports" / f"month={MONTH}" / "tunnels.jsonl")
     mine.write_text("")  # a live writer's (this process): kept
     r = run(data)

@@ -22,7 +22,9 @@ from bgp_congruency.selector.rules import Candidate, choose_k, rank, selection_k
 from bgp_congruency.selector.table import publish as publish_hints
 from tests.support import hintdata
 from tests.support.data import needs_data
+from bgp_congruency.common import published
 from tests.support.hintdata import CLASSES, MONTH, PATHS
+from tests.support.month import read_published
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +208,7 @@ def test_hints_table_of_synthetic_month(synth):
         assert publish_hints(cfg, MONTH, progress=prog)["rows"] == len(pairs)
     assert [(t.description, t.completed) for t in prog.tasks] == [(f"hints {MONTH}", 3)]
     assert sorted(p.name for p in (data / "hints").iterdir()) == [f"month={MONTH}"]
+    assert published.months(data, "hints") == [MONTH]
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
 
 
@@ -215,13 +218,14 @@ def test_hints_in_vp_partitions_are_the_hints_of_the_whole_month(synth):
     from bgp_congruency.selector.table import partitions
 
     data, tables = synth
-    read = lambda: sorted(map(repr, pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()))  # noqa: E731
+    read = lambda: sorted(map(repr, read_published(data, "hints", MONTH).to_pylist()))  # noqa: E731
     cfg = cfg_for(data)
     assert partitions(duckdb.connect(), cfg, MONTH) == 1
     assert publish_hints(cfg, MONTH)["rows"] == len(tables["pairs"])
     whole = read()
     publish_hints(cfg.with_overrides(compare_partitions=3), MONTH)
-    files = sorted((data / "hints" / f"month={MONTH}").glob("*.parquet"))
+    folder = Path(published.files(data, ["hints"], MONTH)["hints"][0]).parent  # the publish's files
+    files = sorted(folder.glob("*.parquet"))
     assert [f.name for f in files] == ["part-0.parquet", "part-1.parquet", "part-2.parquet"]
     assert sum(pq.read_metadata(f).num_rows > 0 for f in files) > 1
     assert read() == whole
@@ -230,15 +234,12 @@ def test_hints_in_vp_partitions_are_the_hints_of_the_whole_month(synth):
 
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
-    import shutil
-
-    data, tables = synth
     quoted = tmp_path / "o'brien's data"
-    shutil.copytree(data, quoted, ignore=shutil.ignore_patterns("hints", "_staging"))
+    tables = hintdata.publish_synthetic(quoted)
     cfg = cfg_for(quoted)
     assert publish_hints(cfg, MONTH)["rows"] == len(tables["pairs"])
     got = {(r["vp_asn"], r["dest_asn"]): r["hint_class"]
-           for r in pq.read_table(quoted / "hints" / f"month={MONTH}").to_pylist()}
+           for r in read_published(quoted, "hints", MONTH).to_pylist()}
     assert got == CLASSES
     [h] = advise(cfg, "40", "100")["hints"]  # the proxy path reads paths and vps too
     assert (h["via_proxy"], h["vp_asn"], h["hint_class"]) == (True, 20, "shared-edge")
@@ -416,8 +417,8 @@ def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory)
     cfg = compare_real(data, ingested_2026, config)
     assert resolve_month(cfg, None) == "2026-07"  # the latest published month
     summary = publish_hints(cfg)
-    rows = pq.read_table(data / "hints" / "month=2026-07").to_pylist()
-    pairs = pq.read_table(data / "pairs" / "month=2026-07").to_pylist()
+    rows = read_published(data, "hints", "2026-07").to_pylist()
+    pairs = read_published(data, "pairs", "2026-07").to_pylist()
     assert summary["rows"] == len(rows) == len(pairs) == 2167
     by_key = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in rows}
     for p in pairs:

@@ -7,7 +7,6 @@ import json
 from dataclasses import replace
 from datetime import datetime, timezone
 
-import pyarrow.parquet as pq
 import pytest
 
 from bgp_congruency.cli.main import main as cli
@@ -16,6 +15,7 @@ from bgp_congruency.congruency import reference
 from tests.support.cases import R
 from tests.support.data import needs_data
 from tests.support.month import write_entries
+from tests.support.month import read_published
 
 M = "2024-09"
 
@@ -120,7 +120,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
         capsys.readouterr()
         assert cli(["sensitivity", "--month", M, "--data-dir", str(tmp_path), "--config", str(cfg), "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
-    rows = pq.read_table(tmp_path / "sensitivity" / f"month={M}").to_pylist()
+    rows = read_published(tmp_path, "sensitivity", M).to_pylist()
     got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
     assert got == BY_HAND
     # every variant's figures are the pure-Python reference's under the same parameters
@@ -138,7 +138,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
                 assert got[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), (choice, variant, k)
     assert out["variants"] == 23 and out["computed"] == 16  # the 'default' rows are one computation
     # The default variant is the published month, every figure of it.
-    [ms] = pq.read_table(tmp_path / "month_summary" / f"month={M}").to_pylist()
+    [ms] = read_published(tmp_path, "month_summary", M).to_pylist()
     for r in rows:
         if r["variant"] == "default":
             assert {k: r[k] for k in ms if k != "month"} == {k: v for k, v in ms.items() if k != "month"}
@@ -167,7 +167,8 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     import shutil
 
     data = tmp_path / "data"
-    shutil.copytree(ingested_2026, data)
+    for sub in ("rib_entries", "manifest"):  # ingest's files only: others publish into the fixture
+        shutil.copytree(ingested_2026 / sub, data / sub)
     assert cli(["compare", "--month", "2026-07", "--data-dir", str(data), "--min-coverage", "0"]) == 0
     capsys.readouterr()
     assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json",

@@ -192,16 +192,17 @@ def test_a_trace_that_leaves_the_bgp_path_differs(month, tmp_path, capsys):
     assert rc == 0 and "IPv6: no traceroute toward the destination's IPv6 address" in out
 
 
-def test_stored_runs_are_a_table_the_warehouse_joins(tmp_path, capsys):
-    data = publish_month(tmp_path / "data")  # its own: the warehouse is written into it
+def test_stored_runs_are_a_table_the_published_tables_join(tmp_path, capsys):
+    from bgp_congruency.common import published
+
+    data = publish_month(tmp_path / "data")  # its own: the traces are published into it
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 3
                     + [atlas_result("2001:db8:a::9", H100[1], V6_100, 6)] * 3)
     for _ in range(2):
         rc, out, err = run(capsys, "--data-dir", str(data), "--atlas", str(f), "--store")
         assert rc == 0 and "stored in " in err
-    files = sorted((data / "traces" / f"month={hintdata.MONTH}").iterdir())
-    assert len(files) == 2 and all(p.suffix == ".parquet" and not p.name.startswith(".") for p in files)
-    assert cli(["warehouse", "--data-dir", str(data)]) == 0
+    files = published.files(data, ["traces"], hintdata.MONTH)["traces"]  # appended: a publish each
+    assert len(files) == 2 and len({Path(f).parent for f in files}) == 2
     capsys.readouterr()
     rc = cli(["query", "--data-dir", str(data), "--format", "json", "--sql",
               "SELECT t.afi, t.as_path, t.hop_addresses, t.hop_asns, t.agreement, t.as_level, t.shared_routers, "

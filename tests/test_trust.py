@@ -1,5 +1,5 @@
-"""What an analyst can trust: a warehouse held open elsewhere does not cost the month its
-reports, and a copied data dir's warehouse says so instead of reading the original.
+"""What an analyst can trust: the catalog keeps the snapshots the config says and no more,
+and a copied data dir's catalog says so instead of reading the original's files.
 
 Real processes on the real 2026-07 sample (route-views2 + route-views6), DuckDB engine.
 """
@@ -8,11 +8,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.support.data import ARCHIVE, needs_data
+from tests.support.month import read_published
 
 pytestmark = needs_data
 
@@ -32,49 +32,52 @@ def month(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_a_warehouse_held_open_for_writing_is_one_warning_and_the_reports_still_run(month, tmp_path):
+def test_the_run_keeps_the_snapshots_the_config_says(month, tmp_path):
+    """`lake_keep_snapshots = 3`: each re-publish adds snapshots; the run's lake step expires
+    all but three and deletes the files none of them needs (grace 0); the tables read the same."""
     import json
+
+    from bgp_congruency.common import published
+    from bgp_congruency.lake import catalog
 
     data = tmp_path / "data"
     shutil.copytree(month, data, symlinks=True)
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-                               "print('open', flush=True); time.sleep(60)", str(data / "warehouse.duckdb")],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        report = data / "reports" / "month=2026-07" / "report.html"
-        before = report.stat().st_mtime_ns
-        time.sleep(0.05)
-        r = _run(data, "--force", "warehouse")
+    assert catalog.relocate(data)["paths"] > 0
+    (tmp_path / "c.toml").write_text("lake_keep_snapshots = 3\nlake_vacuum_grace_s = 0\n")
+    before = published.read(data, "pairs", "2026-07")
+    for _ in range(2):
+        r = _run(data, "--force", "compare", "--config", str(tmp_path / "c.toml"))
         assert r.returncode == 0, r.stderr[-2000:]
-        s = json.loads(r.stdout)
-        assert s["steps"]["warehouse"]["status"] == "warning" and s["steps"]["reports"]["status"] == "done"
-        warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
-        assert len(warnings) == 1 and f"(pid {holder.pid})" in warnings[0], r.stderr
-        assert not [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-        assert report.stat().st_mtime_ns > before
-    finally:
-        holder.kill()
-        holder.wait()
-    r = _run(data)  # the holder is gone: the warehouse is refreshed now, the rest skipped
     s = json.loads(r.stdout)
-    assert r.returncode == 0 and s["steps"]["warehouse"]["status"] == "done"
-    assert s["steps"]["compare"]["status"] == "skipped"
+    assert s["steps"]["lake"]["status"] == "done"
+    with catalog.opened(data) as con:
+        kept = [r[0] for r in con.execute("SELECT snapshot_id FROM lake.snapshots()").fetchall()]
+    assert len(kept) == 3
+    needed = set()
+    for k in kept:  # the files of the kept snapshots stay, those of the others are gone
+        with catalog.opened(data, snapshot=k) as con:
+            needed |= set(catalog.files(con, "pairs", "2026-07"))
+    assert {str(p) for p in (data / "pairs" / "month=2026-07").rglob("*.parquet")} == needed
+    assert sorted(map(repr, published.read(data, "pairs", "2026-07").to_pylist())) == \
+        sorted(map(repr, before.to_pylist()))
 
 
-def test_a_copied_data_dir_says_to_rebuild_its_warehouse(month, tmp_path, capsys):
+def test_a_copied_data_dir_says_to_relocate_its_catalog(month, tmp_path, capsys):
     from bgp_congruency.cli.main import main as cli
 
     copy = tmp_path / "copy"
     shutil.copytree(month, copy, symlinks=True)
     assert cli(["query", "--data-dir", str(copy), "--sql", "SELECT count(*) FROM pairs"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: {copy.resolve() / 'warehouse.duckdb'}: its views read {month.resolve()}, not this data "
-                   f"dir (copied or moved?); run congruency warehouse --data-dir {copy.resolve()} to rebuild them"]
-    assert cli(["warehouse", "--data-dir", str(copy)]) == 0
+    assert err == [f"error: {copy / 'catalog.sqlite'}: the catalog of {month.resolve()}, not of {copy.resolve()} "
+                   f"(copied or moved?); run congruency lake relocate --data-dir {copy}"]
+    assert cli(["lake", "relocate", "--data-dir", str(copy)]) == 0
     capsys.readouterr()
     assert cli(["query", "--data-dir", str(copy), "--sql", "SELECT count(*) AS n FROM pairs", "--format", "csv"]) == 0
     assert capsys.readouterr().out.splitlines() == ["\"n\"", "2167"]
+    for f in (copy / "pairs").rglob("*.parquet"):  # the copy reads its own files, not the original's
+        f.unlink()
+    assert cli(["query", "--data-dir", str(copy), "--sql", "SELECT count(*) AS n FROM pairs", "--format", "csv"]) == 1
 
 
 def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsys):
@@ -151,9 +154,7 @@ def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
     aggregate advice while the proxies disagree."""
     import json
 
-    import pyarrow.parquet as pq
-
-    paths = pq.read_table(month / "paths" / "month=2026-07").to_pylist()
+    paths = read_published(month, "paths", "2026-07").to_pylist()
     for src in (577, 3356):
         r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "advise", "--data-dir", str(month), "--from", str(src),
                             "--to", "812", "--json"], capture_output=True, text=True, timeout=300)
@@ -174,9 +175,7 @@ def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(month, capsys)
         assert (out, err) == ("", "error: vp: AS99999 is not a vantage point in 2026-07 (congruency query "
                                   "vp_congruency --month 2026-07 lists them)\n")
     assert cli(["query", "selector_input", "--data-dir", str(month), "--month", "2026-07", "--vp", "1403"]) == 0
-    import pyarrow.parquet as pq
-
-    want = sum(1 for r in pq.read_table(month / "pairs" / "month=2026-07").to_pylist()
+    want = sum(1 for r in read_published(month, "pairs", "2026-07").to_pylist()
                if r["vp_asn"] == 1403 and not r["congruent"] and not r["shared_asns"])
     assert want > 0 and capsys.readouterr().out.splitlines()[-1] == f"({want} rows)"
 

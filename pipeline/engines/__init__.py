@@ -30,11 +30,11 @@ class Engine(Protocol):
     def largest_vp(self) -> int:
         """Entries of the month's largest VP (0: the engine does not partition)."""
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+    def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step of the month, in `partitions` VP partitions; each output table staged
-        as staged/<table>. `prev`: the month before's pairs/vps/paths folders for
-        transitions (None: an empty table)."""
+        as staged/<table>. `prev`: the month before's pairs/vps/paths files (the
+        catalog's) for transitions (None: an empty table)."""
 
     def summary(self, staged: str) -> dict | None:
         """The staged month_summary row."""

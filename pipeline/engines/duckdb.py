@@ -40,15 +40,25 @@ def spark_type(t: str) -> str:
 
 
 def _files(folder: str) -> list[str]:
-    """Parquet files under a folder, skipping hidden and temp names as Spark does."""
-    from bgp_congruency.common.published import data_files
+    """Parquet files under a folder (ingest's rib_entries), skipping hidden (being written)
+    and `_` names at every level as Spark does; sorted."""
+    out = []
+    for dp, dns, names in os.walk(folder):
+        dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
+        out += [os.path.join(dp, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith((".", "_"))]
+    return out
 
-    return [f for f in data_files(folder) if f.endswith(".parquet")]
 
-
-def _read(folder: str) -> str:
-    files = "[" + ", ".join(quote(f) for f in _files(folder)) + "]"
+def _read(src: str | list[str]) -> str:
+    """A folder's Parquet, or a list of files (the month before's, as the catalog lists them)."""
+    # Each name as a glob matching only itself (DuckDB reads every entry as a pattern).
+    files = "[" + ", ".join(quote(duck.glob_literal(f)) for f in (src if isinstance(src, list) else _files(src))) + "]"
     return f"read_parquet({files}, hive_partitioning = true, hive_types_autocast = false)"
+
+
+def _prev(prev: dict[str, list[str]], table: str) -> str:
+    """The month before's table: its files, or none where it has no rows (no file)."""
+    return _read(prev[table]) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
 
 
 def _part(column: str, k: int) -> str:
@@ -113,7 +123,7 @@ class DuckDBEngine:
         self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM month_entries")
         self.con.execute("CREATE OR REPLACE VIEW month_entries AS SELECT * FROM entries_pinned")
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+    def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step into staged/<table> (one file per partition); `keep`: leave the
         connection open for another run on the same entries (the sensitivity variants),
@@ -151,7 +161,7 @@ class DuckDBEngine:
             step(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
         if prev is not None:
-            self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_read(prev['paths'])}")
+            self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_prev(prev, 'paths')}")
             self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.duckdb, staged)
         for i in range(k):  # everything per VP, a partition at a time
             for name in ("by_session", "per_path"):
@@ -163,7 +173,7 @@ class DuckDBEngine:
                 step(_label("transitions", i, k))
                 only = f" WHERE {_part('vp_asn', k)} = {i}" if k > 1 else ""
                 for t in ("pairs", "vps"):
-                    self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_read(prev[t])}{only}")
+                    self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_prev(prev, t)}{only}")
                 self._run_step(S.TRANSITIONS, S.TRANSITIONS.duckdb, staged, part=i)
                 self.con.execute("DROP TABLE transitions")
             for name in ("vps", "pair_counts"):

@@ -55,7 +55,7 @@ class SparkEngine:
         """Cache the month's entries: later runs (the sensitivity variants) share them."""
         self.spark.table("month_entries").cache().createOrReplaceTempView("month_entries")
 
-    def run(self, params, staged: str, prev: dict[str, str] | None, step, keep: bool = False,
+    def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step, as one partition: each name the month-level steps read (MONTH_OF) is a
         view of the step's own output; output tables end up as Parquet folders staged/<table>."""
@@ -70,12 +70,14 @@ class SparkEngine:
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
             from bgp_congruency.common.tables import TRANSITIONS
 
-            cols = ", ".join(f"CAST(NULL AS {S.sql_type(f.type, 'spark')}) AS {f.name}"
-                             for f in TRANSITIONS if f.name != "month")
-            self._write(self.spark.sql(f"SELECT {cols} FROM range(0)"), "transitions", staged)
+            self._write(self.spark.sql(S.empty_select(TRANSITIONS, "spark")), "transitions", staged)
             return
-        for t, path in prev.items():
-            self.spark.read.parquet(literal(path)).createOrReplaceTempView(f"prev_{t}")
+        from bgp_congruency.common.tables import TABLES
+
+        for t, files in prev.items():  # the catalog's files of the month before (pipeline/job.py)
+            df = (self.spark.read.parquet(*[literal(f) for f in files]) if files else
+                  self.spark.sql(S.empty_select(TABLES[t], "spark")))  # a table with no rows has no file
+            df.createOrReplaceTempView(f"prev_{t}")
         self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.spark, staged)
         self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
 

@@ -31,7 +31,7 @@ from typing import IO
 
 import pyarrow as pa
 
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import atomic
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import HINTS
 
@@ -48,11 +48,13 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
 
         if month is None:
             raise ValueError("jsonl.write: month is required when the source is a Config")
-        d = layout.month_dir(source.data_dir, "hints", month)
-        if not d.is_dir():
-            raise FileNotFoundError(f"{d}: no published hints for {month} (run selector.table.publish first)")
+        from bgp_congruency.common import published
+
+        if month not in published.months(source.data_dir, "hints"):
+            raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run selector.table.publish first)")
+        files = published.files(source.data_dir, ["hints"], month)["hints"]
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
-        source = ds.dataset(d, format="parquet", schema=HINTS).to_batches(
+        source = ds.dataset(files, format="parquet", schema=HINTS).to_batches(
             batch_size=BATCH, batch_readahead=0, fragment_readahead=0)
     if isinstance(source, pa.Table):
         source = source.to_batches(BATCH)

@@ -81,12 +81,10 @@ def write_entries(data: Path, month: str, rows: list[dict]) -> None:
 
 
 def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
-    """The reference's tables in the published layout (month in the folder name only)."""
-    for name, schema in TABLES.items():
-        d = data / name / f"month={month}"
-        d.mkdir(parents=True, exist_ok=True)
-        t = pa.Table.from_pylist(tables[name], schema=schema).drop_columns(["month"])
-        pq.write_table(t, d / "part-0.parquet")
+    """The reference's tables, published as the job publishes them."""
+    from tests.support.month import publish_rows
+
+    publish_rows(data, month, {name: tables[name] for name in TABLES})
 
 
 def publish_synthetic(data: Path, month: str = MONTH, extra_rows: list[dict] = ()) -> dict[str, list[dict]]:

@@ -14,10 +14,49 @@ from bgp_congruency.congruency import reference
 from tests.support import cases
 
 
+def read_published(data: Path, table: str, month: str) -> pa.Table:
+    """A published table's rows of `month`, as the catalog has them now (month not a column)."""
+    from bgp_congruency.common import published as pub
+
+    return pub.read(data, table, month)
+
+
+def publish_rows(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
+    """Rows of `month`'s tables published the way the job does it: Parquet files (month only
+    in the folder name) in a publish folder, committed to the catalog in one transaction."""
+    import uuid
+
+    from bgp_congruency.common import layout
+    from bgp_congruency.common.table_docs import DOCS
+    from bgp_congruency.lake import catalog
+
+    pid = f"{month}-{uuid.uuid4().hex[:8]}"
+    folders = {}
+    for name, rows_ in tables.items():
+        d = Path(layout.publish_dir(data, name, month, pid))
+        d.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows_, schema=DOCS[name].schema).drop_columns(["month"]), d / "part-0.parquet")
+        folders[name] = str(d)
+    catalog.publish(data, month, folders)
+
+
+def copy_data_dir(src: Path, dst: Path) -> Path:
+    """A copy of a data dir that reads its own files: copied, then its catalog relocated
+    (`congruency lake relocate`, what a user copying one runs)."""
+    import shutil
+
+    from bgp_congruency.lake import catalog
+
+    shutil.copytree(src, dst, symlinks=True)
+    if (dst / "catalog.sqlite").is_file():
+        catalog.relocate(dst)
+    return dst
+
+
 def published(data: Path, table: str, month: str) -> list[dict]:
     from bgp_congruency.common.tables import TRANSITIONS
 
-    rows = pq.read_table(data / table / f"month={month}").to_pylist()
+    rows = read_published(data, table, month).to_pylist()
     schema = TRANSITIONS if table == "transitions" else TABLES[table]
     assert not rows or set(rows[0]) == set(schema.names) - {"month"}
     return rows

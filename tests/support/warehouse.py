@@ -3,13 +3,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
 from bgp_congruency.cli.main import main as cli
-from bgp_congruency.common.tables import TABLES, TRANSITIONS
-from tests.support.month import ENTRY_COLS
+from bgp_congruency.common import published
+from tests.support.month import ENTRY_COLS, publish_rows, read_published
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
 
@@ -48,8 +46,8 @@ _BUILT: dict[str, Path] = {}
 
 
 def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
-    """The reference's tables of `month` from its ingested rib_entries, written as the job
-    publishes them (`<table>/month=M/part-0.parquet`, month only in the directory name)."""
+    """The reference's tables of `month` from its ingested rib_entries, published as the job
+    publishes them (tests.support.month.publish_rows)."""
     from bgp_congruency.common.months import previous_month
     from bgp_congruency.congruency import reference
 
@@ -57,15 +55,10 @@ def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
     rows = (r for b in d.to_batches(columns=ENTRY_COLS) for r in b.to_pylist())
     out = reference.compute_month(rows, month, params)
     prev = previous_month(month)
-    if (data / "pairs" / f"month={prev}").is_dir():
-        before = {t: pq.read_table(data / t / f"month={prev}").to_pylist() for t in ("pairs", "vps", "paths")}
+    if prev in published.months(data):
+        before = {t: read_published(data, t, prev).to_pylist() for t in ("pairs", "vps", "paths")}
         out["transitions"] = reference.transitions(month, out["pairs"], before["pairs"], before["vps"], before["paths"])
     else:
         out["transitions"] = []
-    for name, rows_ in out.items():
-        schema = TRANSITIONS if name == "transitions" else TABLES[name]
-        t = pa.Table.from_pylist(rows_, schema=schema).drop_columns(["month"])
-        d = data / name / f"month={month}"
-        d.mkdir(parents=True, exist_ok=True)
-        pq.write_table(t, d / "part-0.parquet")
+    publish_rows(data, month, out)
     return out

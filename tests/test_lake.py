@@ -1,7 +1,8 @@
-"""The DuckDB warehouse and the named queries, on real files: a synthetic multi-month archive
-through the real ingest, its tables computed by the pure-Python reference and published in
-the job's layout; numbers checked against the Parquet read back with pyarrow, and the file
-opened by the plain `duckdb` CLI and by Python duckdb read-only."""
+"""The published tables through the DuckLake catalog (lake/), and the named queries, on real
+files: a synthetic multi-month archive through the real ingest, its tables computed by the
+pure-Python reference and published as the job publishes them; numbers checked against the
+Parquet read back with pyarrow, and the tables opened by the plain `duckdb` client
+(`congruency sql`) and from Python (`lake.connect`)."""
 from __future__ import annotations
 
 import json
@@ -17,10 +18,14 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
+from bgp_congruency import lake
 from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common import published
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.table_docs import DOCS
+from tests.support.month import copy_data_dir, publish_rows
 from tests.support.warehouse import MONTHS, published_multi_month
+from tests.support.month import read_published
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +48,7 @@ def _json(capsys, data: Path, *argv) -> list[dict]:
 
 
 def _read(data: Path, table: str, month: str) -> list[dict]:
-    return pq.read_table(data / table / f"month={month}").to_pylist()
+    return published.read(data, table, month).to_pylist()
 
 
 def _one_line_error(err: str, *words: str) -> None:
@@ -54,15 +59,12 @@ def _one_line_error(err: str, *words: str) -> None:
 
 
 def _copy(data: Path, tmp: Path) -> Path:
-    """A private copy of the shared data dir (its warehouse's paths are absolute: refresh it)."""
-    dst = tmp / "data"
-    shutil.copytree(data, dst, ignore=shutil.ignore_patterns("warehouse.duckdb", "reports"))
-    return dst
+    """A private copy of the shared data dir (its catalog relocated, as a user's copy is)."""
+    return copy_data_dir(data, tmp / "data")
 
 
 @pytest.fixture(scope="module")
 def wh(multi_month) -> Path:
-    assert cli(["warehouse", "--data-dir", str(multi_month)]) == 0
     return multi_month
 
 
@@ -81,29 +83,28 @@ def test_schema_doc_is_generated_from_tables():
 # ---------------------------------------------------------------------------------- the warehouse
 @pytest.mark.slow
 def test_views_equal_the_parquet(wh, capsys):
-    import duckdb
-
+    from bgp_congruency.lake import catalog
     from bgp_congruency.reports import schema_doc
 
-    con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
+    con = lake.connect(wh)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    # The reference's tables, published as the job would (provenance comes from the job only).
-    assert views == {"manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "divergence",
-                     "month_summary", "transitions"}
+    # Every table the catalog holds (those no month published yet are empty), and ingest's two.
+    assert views == {"manifest", "rib_entries"} | set(catalog.tables())
     for name in views:
         doc = DOCS[name]
         described = con.execute(f"DESCRIBE {name}").fetchall()
         want = [("month", "VARCHAR")] + [(f.name, schema_doc.type_name(f.type)) for f in doc.schema if f.name != "month"]
+        want += [("catalog_snapshot", "BIGINT")] if name == "provenance" else []
         assert [(r[0], r[1]) for r in described] == want, name
         comments = dict(con.execute("SELECT column_name, comment FROM duckdb_columns() WHERE table_name = ?",
                                     [name]).fetchall())
         assert all(comments[c] and comments[c].startswith(doc.columns[c].meaning) for c in doc.columns), name
         per_month = dict(con.execute(f"SELECT month, count(*) FROM {name} GROUP BY month").fetchall())
         for m in MONTHS:
-            if name == "rib_entries":
+            if name in ("rib_entries", "manifest"):
                 n = ds.dataset(wh / name / f"month={m}", format="parquet", partitioning="hive").count_rows()
             else:
-                n = pq.read_table(wh / name / f"month={m}").num_rows
+                n = published.read(wh, name, m).num_rows
             assert per_month.get(m, 0) == n, (name, m)
     # The manifest's decoded counts equal the rib_entries view per month and family.
     got = con.execute("SELECT month, afi, count(*) FROM rib_entries GROUP BY ALL ORDER BY ALL").fetchall()
@@ -115,46 +116,56 @@ def test_views_equal_the_parquet(wh, capsys):
     con.close()
 
 
-def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path):
-    import duckdb
-
+def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path, capsys):
+    """`congruency sql --print` gives the lines a plain duckdb client needs (LOAD, ATTACH, the
+    views); the client and lake.connect() answer alike from any working directory, read-only."""
     exe = Path(sys.executable).with_name("duckdb")
-    assert exe.is_file(), "the duckdb-cli package ([test] extra) installs the duckdb client"
+    assert exe.is_file(), "the duckdb-cli package installs the duckdb client"
     sql = "SELECT month, sum(noncongruent_pairs)::BIGINT AS nc, count(*) AS vps FROM vps GROUP BY month ORDER BY month"
     want = []
     for m in MONTHS:
         rows = _read(wh, "vps", m)
         want.append({"month": m, "nc": sum(r["noncongruent_pairs"] for r in rows), "vps": len(rows)})
+    rc, lines, err = _cli(capsys, "sql", "--print", "--data-dir", str(wh))
+    assert rc == 0, err
+    assert [ln.split()[0] for ln in lines.splitlines()[:3]] == ["LOAD", "LOAD", "ATTACH"] and "READ_ONLY" in lines
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, check=True).stdout
-    r = subprocess.run([str(exe), "-readonly", "-json", str(wh / "warehouse.duckdb"), "-c", sql],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    r = subprocess.run([str(exe), "-json", "-cmd", lines, "-c", sql], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120)
     assert r.returncode == 0, (version, r.stderr)
     assert json.loads(r.stdout) == want, version
-    con = duckdb.connect(str(wh / "warehouse.duckdb"), read_only=True)
+    # `congruency sql` itself: SQL on standard input, the same answer
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "sql", "--data-dir", str(wh)],
+                       input=f".mode json\n{sql};\n", capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout) == want, r.stderr
+    con = lake.connect(wh)
     os.chdir(tmp_path)  # absolute paths: another working directory sees the same
     try:
         assert [dict(zip(("month", "nc", "vps"), row)) for row in con.execute(sql).fetchall()] == want
-        with pytest.raises(duckdb.Error, match="read-only"):
-            con.execute("CREATE VIEW w AS SELECT 1")
+        with pytest.raises(duckdb.Error, match="read-only|read only"):
+            con.execute("CREATE TABLE lake.w AS SELECT 1")
     finally:
         os.chdir(Path(__file__).parents[1])
         con.close()
 
 
 def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys):
-    import duckdb
-
+    """What is being written, staged, or moved into place but not committed is not read; a
+    commit is seen by a connection held open, at its next query."""
     data = _copy(multi_month, tmp_path)
-    assert cli(["warehouse", "--data-dir", str(data)]) == 0
     count = "SELECT count(*) FROM pairs"
-    con = duckdb.connect(str(data / "warehouse.duckdb"), read_only=True)
+    con = lake.connect(data)
     before = con.execute(count).fetchall()[0][0]
-    one = data / "pairs" / "month=2026-03" / "part-0.parquet"
+    [one] = published.files(data, ["pairs"], "2026-03")["pairs"]
+    one = Path(one)
     shutil.copy(one, one.with_name(".part-1.parquet.tmp"))  # being written (ingest's and the job's temp names)
-    shutil.copy(one, one.with_name(".part-2.parquet"))
+    shutil.copy(one, one.with_name("part-2.parquet"))  # beside a published file: never registered
     staged = data / "_staging" / "2026-07-abcd" / "pairs"
     staged.mkdir(parents=True)
     shutil.copy(one, staged / "part-0.parquet")  # staged, not published
+    moved = data / "pairs" / "month=2026-07" / "2026-07-abcd"
+    moved.mkdir(parents=True)
+    shutil.copy(one, moved / "part-0.parquet")  # moved into place by a publish killed before its commit
     (data / "rib_entries" / "month=2026-07" / "collector=rrc00").mkdir(parents=True)
     shutil.copy(next((data / "rib_entries" / "month=2026-01").rglob("*.parquet")),
                 data / "rib_entries" / "month=2026-07" / "collector=rrc00" / "x.parquet")  # no manifest yet
@@ -165,34 +176,79 @@ def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys
     assert con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0] == entries
     assert con.execute("SELECT count(*) FROM rib_entries WHERE month = '2026-07'").fetchall()[0][0] == 0
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == 0
-    # Publishing is a rename of the whole month folder: visible at once, without a refresh.
-    os.rename(staged, data / "pairs" / "month=2026-07")
+    from bgp_congruency.lake import catalog
+
+    assert catalog.orphans(data, "2026-07") == [moved]
+    # The commit: visible at once to the connection held open.
+    catalog.publish(data, "2026-07", {"pairs": str(moved)})
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == \
         pq.read_table(one).num_rows
+    assert con.execute(count).fetchall()[0][0] == before + pq.read_table(one).num_rows
     con.close()
 
 
-def test_refresh_swaps_the_file_under_an_open_reader(multi_month, tmp_path):
-    import duckdb
+def _summary_rows(data: Path, month: str, pairs: int) -> dict[str, list[dict]]:
+    """A month's month_summary and vps tables saying `pairs` pairs, and that many pairs rows."""
+    pair = {"vp_group": "g", "vp_asn": 1, "dest_asn": 0, "v4_path": [1, 2], "v6_path": [1, 2], "congruent": True,
+            "shared_asns": [], "shared_adjacent": None, "hops_v4": 1, "hops_v6": 1}
+    return {"pairs": [dict(pair, dest_asn=d) for d in range(pairs)],
+            "vps": [{"vp_group": "g", "vp_asn": 1, "pairs": pairs, "noncongruent_pairs": 0}],
+            "month_summary": [{"pairs": pairs}]}
+
+
+def test_a_reader_pinned_to_a_snapshot_gets_the_same_bytes_after_three_republishes(multi_month, tmp_path, capsys):
+    """`congruency query --as-of N` (N: provenance's catalog_snapshot, or `lake snapshots`)
+    answers byte for byte as before three re-publishes of the month; without it, the new."""
+    from bgp_congruency.lake import catalog
 
     data = _copy(multi_month, tmp_path)
-    assert cli(["warehouse", "--data-dir", str(data)]) == 0
-    target = data / "warehouse.duckdb"
-    old = duckdb.connect(str(target), read_only=True)
-    inode = target.stat().st_ino
-    assert old.execute("SELECT count(*) FROM vps").fetchall()[0][0] > 0
-    shutil.rmtree(data / "transitions")  # the next refresh has one view fewer
-    assert cli(["warehouse", "--data-dir", str(data)]) == 0
-    assert target.stat().st_ino != inode  # a new file, swapped in by rename
-    assert old.execute("SELECT count(*) FROM vps").fetchall()[0][0] > 0  # the reader keeps its consistent file
-    # A new process sees the new file (in this one, duckdb would hand back the cached old instance).
-    r = subprocess.run([str(Path(sys.executable).with_name("duckdb")), "-readonly", "-json", str(target), "-c",
-                        "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1"],
-                       capture_output=True, text=True, timeout=120)
-    assert [v["view_name"] for v in json.loads(r.stdout)] == sorted(
-        ["manifest", "rib_entries", "cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary"]), r.stderr
-    assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []  # no temp left
-    old.close()
+    D = ("--data-dir", str(data))
+    with catalog.opened(data) as con:
+        pinned = catalog.current(con)
+    q = ("query", "--format", "csv", "--sql",
+         "SELECT p.month, count(*) AS pairs, any_value(s.pairs) AS summary FROM pairs p JOIN month_summary s "
+         "USING (month) WHERE month = '2026-03' GROUP BY ALL")
+    rc, first, err = _cli(capsys, *q, *D)
+    assert rc == 0, err
+    for n in (3, 4, 5):
+        publish_rows(data, "2026-03", _summary_rows(data, "2026-03", n))
+    for _ in range(2):
+        rc, again, err = _cli(capsys, *q, "--as-of", str(pinned), *D)
+        assert rc == 0 and again == first, err
+    rc, now, _ = _cli(capsys, *q, *D)
+    assert now.splitlines() == ['"month","pairs","summary"', '"2026-03",5,5']
+    con = lake.connect(data, snapshot=pinned)  # the same from Python
+    assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-03'").fetchone()[0] == \
+        int(first.splitlines()[1].split(",")[1])
+    con.close()
+    rc, _, err = _cli(capsys, *q, "--as-of", "999999", *D)
+    assert rc == 1 and "999999" in err
+
+
+def test_migrate_registers_a_data_dir_published_before_the_catalog_in_place(multi_month, tmp_path, capsys):
+    """A data dir in the layout before the catalog (files right in <table>/month=M/): readers
+    say what to run; `congruency lake migrate` registers every month without copying a file."""
+    old = tmp_path / "old"
+    for t in ("rib_entries", "manifest"):
+        shutil.copytree(multi_month / t, old / t)
+    want = {}
+    for m in MONTHS[:2]:
+        for t in ("pairs", "vps", "month_summary"):
+            d = old / t / f"month={m}"
+            d.mkdir(parents=True)
+            shutil.copy(published.files(multi_month, [t], m)[t][0], d / "part-0.parquet")
+        want[m] = _read(multi_month, "pairs", m)
+    before = {p: p.stat().st_ino for p in old.rglob("*.parquet")}
+    rc, _, err = _cli(capsys, "query", "trend", "--data-dir", str(old))
+    assert rc == 1
+    _one_line_error(err, "before the catalog", "congruency lake migrate")
+    rc, out, err = _cli(capsys, "lake", "migrate", "--json", "--data-dir", str(old))
+    assert rc == 0, err
+    assert json.loads(out)["migrated"] == {m: ["vps", "pairs", "month_summary"] for m in MONTHS[:2]}
+    for m in MONTHS[:2]:
+        assert _read(old, "pairs", m) == want[m]
+    assert {p: p.stat().st_ino for p in old.rglob("*.parquet") if p in before} == before  # in place
+    assert _cli(capsys, "lake", "migrate", "--json", "--data-dir", str(old))[1].strip() == '{\n "migrated": {}\n}'
 
 
 # ---------------------------------------------------------------------------------- named queries
@@ -251,7 +307,7 @@ def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
     rc, out, _ = _cli(capsys, "query", "--list")
     assert rc == 0 and len(out.splitlines()) == len(named()) >= 6
     assert all(line.split()[0] in named() for line in out.splitlines())
-    n = sum(pq.read_table(wh / "pairs" / f"month={m}").num_rows for m in MONTHS)
+    n = sum(read_published(wh, "pairs", m).num_rows for m in MONTHS)
     rc, out, _ = _cli(capsys, "query", "--sql", "SELECT count(*) AS n FROM pairs", "--format", "csv", "--data-dir", str(wh))
     assert rc == 0 and out.splitlines() == ['"n"', str(n)]
     rc, out, _ = _cli(capsys, "query", "vp_congruency", "--month", "2026-01", "--data-dir", str(wh))
@@ -271,9 +327,9 @@ def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
 def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, capsys):
     data = _copy(multi_month, tmp_path)
     D = ("--data-dir", str(data))
-    assert cli(["warehouse", *D]) == 0 and cli(["report", "--month", "2026-02", *D]) == 0
-    wh_file, report = data / "warehouse.duckdb", data / "reports" / "month=2026-02" / "report.html"
-    keep = {p: p.read_bytes() for p in (wh_file, report)}
+    assert cli(["report", "--month", "2026-02", *D]) == 0
+    cat, report = data / "catalog.sqlite", data / "reports" / "month=2026-02" / "report.html"
+    keep = {p: p.read_bytes() for p in (cat, report)}
 
     cases = [
         (("query", "--sql", "CREATE TABLE t AS SELECT 1", *D), 1, ("CREATE", "read-only")),
@@ -319,41 +375,24 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     # A data dir with no published tables.
     empty = tmp_path / "empty"
     empty.mkdir()
-    for argv in (("warehouse",), ("report", "--trend")):
+    for argv in (("report", "--trend"), ("query", "trend"), ("sql", "--print")):
         rc, _, err = _cli(capsys, *argv, "--data-dir", str(empty))
-        assert rc == 1
+        assert rc in (1, 2), (argv, err)
         _one_line_error(err, "no published tables")
     rc, _, err = _cli(capsys, "report", "--month", "2026-01", "--data-dir", str(empty))
     assert rc == 2
     _one_line_error(err, "2026-01", "no published results", "published months: none")
-    rc, _, err = _cli(capsys, "query", "trend", "--data-dir", str(empty))
-    assert rc == 1
-    _one_line_error(err, "no warehouse yet", "congruency warehouse")
     assert list(empty.iterdir()) == []
+    assert cat.read_bytes() == keep[cat]  # reading never wrote the catalog
 
-    # A warehouse file locked by a writer in another process.
-    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
-                               "print('ready', flush=True); sys.stdin.read()", str(wh_file)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        for argv, words in ((("warehouse",), ("locked", "left as it is")), (("query", "trend"), ("locked",))):
-            rc, _, err = _cli(capsys, *argv, *D)
-            assert rc == 1, err
-            _one_line_error(err, str(wh_file), *words)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
-    assert wh_file.read_bytes() == keep[wh_file]
-
-    # A corrupt warehouse file: refused, kept as it is; the reports do not depend on it.
-    wh_file.write_bytes(b"not a duckdb file\n" * 100)
-    corrupt = wh_file.read_bytes()
-    for argv in (("warehouse",), ("query", "trend")):
+    # A corrupt catalog file: one line naming it, kept as it is; the page already written stays.
+    cat.write_bytes(b"not a catalog\n" * 100)
+    corrupt = cat.read_bytes()
+    for argv in (("query", "trend"), ("report", "--trend"), ("lake", "snapshots")):
         rc, _, err = _cli(capsys, *argv, *D)
-        assert rc == 1
-        _one_line_error(err, str(wh_file))
-    assert wh_file.read_bytes() == corrupt
+        assert rc == 1, (argv, err)
+        _one_line_error(err, str(cat))
+    assert cat.read_bytes() == corrupt
     assert report.read_bytes() == keep[report]
     assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []
 
@@ -364,10 +403,13 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     data = tmp_path / "data"
     for t in ("rib_entries", "manifest"):  # a copy: other tests publish into the shared fixture
         shutil.copytree(ingested_2026 / t, data / t)
+    from bgp_congruency.lake import views
+
     D = ("--data-dir", str(data))
-    rc, out, err = _cli(capsys, "warehouse", "--json", *D)
-    assert rc == 0, err
-    assert json.loads(out)["views"] == {"manifest": ["2026-07"], "rib_entries": ["2026-07"]}
+    con = lake.connect(data)  # no catalog yet: ingest's two tables
+    assert views.names(con) == {"manifest", "rib_entries"}
+    assert con.execute("SELECT DISTINCT month FROM rib_entries").fetchall() == [("2026-07",)]
+    con.close()
     got = _json(capsys, data, "--sql", "SELECT collector, afi, count(*) AS n, "
                 "count(DISTINCT peer_asn) AS peers FROM rib_entries GROUP BY ALL ORDER BY ALL")
     t = ds.dataset(data / "rib_entries", format="parquet", partitioning="hive").to_table(
