@@ -82,6 +82,9 @@ def main() -> int:
     pys = {v: interpreter(v, con) for v in versions}
     runs: dict[str, list] = {v: [] for v in versions}
     profiles: dict[str, list] = {v: [] for v in versions}
+    # steps.py records its profile for RESULTS.md's step table; these runs are not that one.
+    kept = OUT / f"steps-{name}-duckdb.json"
+    before = kept.read_bytes() if kept.is_file() else None
     dirs = {v: OUT / f"duckdb-versions-{name}-{v}" for v in versions}
     for i in range(a.repeat):
         for v in versions:
@@ -114,6 +117,10 @@ def main() -> int:
             out["steps"][v] = {"total_s": prof["total_s"], **{x["step"]: x["seconds"] for x in prof["steps"]}}
     for d in dirs.values():
         shutil.rmtree(d, ignore_errors=True)
+    if before is None:
+        kept.unlink(missing_ok=True)
+    else:
+        kept.write_bytes(before)
     common.write_json(out, OUT / f"duckdb-versions-{name}.json", stdout=a.json)
     for v, r in out["versions"].items():
         con.print(f"duckdb {v}: best {r['seconds']:.1f} s of {r['all_seconds']}, peak RSS {common.mib(r['maxrss_bytes'])}"
