@@ -150,8 +150,11 @@ def configure(root, value: str | None) -> None:
         try:  # a catalog never created there yet (a mistyped one): the config's replaces it
             with opened(root):
                 pass
-        except (NoCatalog, LakeError):
+        except NoCatalog:
             pass
+        except LakeError as exc:  # not answering is not "never created": nothing is replaced
+            raise BadInput(f"catalog: {root} publishes to {catalog_name(root)}, which cannot be read ({exc}); if "
+                           f"nothing was ever published there, delete {ptr} and run again") from None
         else:
             raise BadInput(f"catalog: {root} publishes to {catalog_name(root)}, not to the config's; set catalog to "
                            f"that, or use another data dir")
