@@ -41,7 +41,7 @@ def statements(root, month: str | None, as_of: int | None) -> list[str]:
         opts = "READ_ONLY" + (f", SNAPSHOT_VERSION {int(as_of)}" if as_of is not None else "")
         out.append(f"ATTACH {quote(catalog.catalog_url(root))} AS {catalog.ALIAS} ({opts});")
         with catalog.opened(root, snapshot=as_of) as con:
-            in_lake = catalog._attached_tables(con)
+            in_lake = catalog.attached_tables(con)
     elif as_of is not None:
         raise catalog.NoCatalog(catalog.no_catalog(root))
     sql, made = views.statements(root, in_lake, month)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from bgp_congruency.common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
-                           RIB_ENTRIES, SELECTOR_EVAL, SENSITIVITY, TRACES, TRANSITIONS, VPS)
+                           RIB_ENTRIES, SELECTOR_EVAL, SENSITIVITY, TRACES, TRANSITIONS, VP_BUCKET, VPS)
 
 class Col(NamedTuple):
     meaning: str
@@ -75,7 +75,7 @@ document(
 )
 
 document(
-    "rib_entries", RIB_ENTRIES,
+    "rib_entries", RIB_ENTRIES.append(VP_BUCKET),
     "One row per observation: a (BGP session, prefix, snapshot) from a RIB dump, as announced.",
     "rib_entries/month=YYYY-MM/collector=NAME/*.parquet",
     collector=("collector name (a partition key, from the directory name)", "-", "ingest"),
@@ -90,6 +90,8 @@ document(
     as_path_raw=("bgpdump-style text of the path, only for has_as_set rows", "-", "ingest: decode"),
     origin_asn=("last ASN of the path; null when it ends in a set or is empty", "ASN", "ingest: decode"),
     source_file=("dump file the row came from", "-", "ingest"),
+    vp_bucket=("bucket of peer_asn's hash (0-31, common/vp_hash.py), so a compare partition reads only its row groups; "
+               "absent in files ingested before 2026-11", "-", "ingest: writer"),
 )
 
 document(

@@ -38,8 +38,16 @@ RIB_ENTRIES = pa.schema(
 
 PARTITION_KEYS = ("month", "collector")
 
-#: Columns stored inside each Parquet file (partition keys live in the path).
-FILE_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KEYS])
+#: The row's VP bucket (common/vp_hash.py), added by ingest's writer, not by the decoders: a
+#: compare partition reads only the row groups of its buckets.
+VP_BUCKET = pa.field("vp_bucket", pa.int8(), nullable=False)
+
+#: The decoders' columns stored inside each Parquet file (partition keys live in the path):
+#: what ingest's writer is given.
+DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KEYS])
+
+#: Columns stored inside each Parquet file: the decoded ones and the VP bucket.
+FILE_SCHEMA = DECODED_SCHEMA.append(VP_BUCKET)
 
 # Spark has no unsigned integers: ASNs (0..2^32-1) are stored as int64, losslessly.
 ASN = pa.int64()

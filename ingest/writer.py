@@ -1,7 +1,9 @@
 """Parquet output of one snapshot, written in batches and published atomically.
 
 The file grows under common/atomic.py's dot-temp name, which Spark, DuckDB globs and pyarrow
-datasets all skip, and is renamed into place only once every entry is in it and checked.
+datasets all skip, and is renamed into place only once every entry is in it and checked. Rows
+are grouped by VP bucket into row groups (common/vp_hash.py), so a compare partition reads
+only its own.
 """
 from __future__ import annotations
 
@@ -10,14 +12,21 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, layout
-from bgp_congruency.common.tables import FILE_SCHEMA
+from bgp_congruency.common import atomic, layout, vp_hash
+from bgp_congruency.common.tables import DECODED_SCHEMA, FILE_SCHEMA
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
 # bytes), min/max statistics only on the columns readers filter on: 30% less write time and
 # an 18% smaller file than pyarrow's defaults (bench/ingest.py, real route-views2 RIB).
 _DICTIONARY = ["project", "peer_ip", "source_file"]
-_STATISTICS = ["snapshot_time", "afi", "peer_asn", "origin_asn"]
+_STATISTICS = ["snapshot_time", "afi", "peer_asn", "origin_asn", vp_hash.COLUMN]
+# A bucket's rows are written as a row group of their own once this many have come
+# (common/vp_hash.py: a compare partition then reads only its buckets' row groups). The
+# writer holds at most BUCKETS x this many rows (about 180 bytes each in Arrow: ~95 MB); the
+# rest of each bucket is written at the end, in bucket order, in row groups this long.
+# The cost is disk: a prefix's rows no longer sit together, so the file is about 2.2x larger
+# (bench/RESULTS.md "Ingest: the VP-bucket layout").
+ROW_GROUP_ROWS = 16384
 
 
 def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
@@ -74,6 +83,8 @@ def partial(span: dict | None) -> bool:
 
 
 class SnapshotWriter:
+    """One snapshot's Parquet file, its rows grouped by VP bucket (common/vp_hash.py)."""
+
     def __init__(self, final: Path):
         self.final = final
         self._file = atomic.Pending(final)
@@ -81,12 +92,39 @@ class SnapshotWriter:
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
         self.span: dict[str, int | None] = {"v4": None, "v6": None}
+        self._held: list[list[pa.RecordBatch]] = [[] for _ in range(vp_hash.BUCKETS)]
+        self._held_rows = [0] * vp_hash.BUCKETS
 
     def write(self, batch: pa.RecordBatch) -> None:
-        batch = batch.select(FILE_SCHEMA.names)
-        self._writer.write_batch(batch)
+        import numpy as np
+
+        batch = batch.select(DECODED_SCHEMA.names)
         self.rows += batch.num_rows
         self._note_span(batch)
+        if not batch.num_rows:
+            return
+        bucket = vp_hash.buckets(batch.column("peer_asn").to_numpy(zero_copy_only=False))
+        order = np.argsort(bucket, kind="stable")
+        ends = np.searchsorted(bucket[order], np.arange(1, vp_hash.BUCKETS + 1))
+        batch = batch.append_column(FILE_SCHEMA.field(vp_hash.COLUMN), pa.array(bucket)).take(pa.array(order))
+        start = 0
+        for b, end in enumerate(ends.tolist()):
+            if end > start:
+                self._held[b].append(batch.slice(start, end - start))
+                self._held_rows[b] += end - start
+                if self._held_rows[b] >= ROW_GROUP_ROWS:
+                    self._flush([b])
+            start = end
+
+    def _flush(self, buckets: list[int]) -> None:
+        """The held rows of these buckets (in this order), as row groups of at least
+        ROW_GROUP_ROWS rows (one group for a single bucket)."""
+        held = [b for i in buckets for b in self._held[i]]
+        if held:
+            size = sum(self._held_rows[i] for i in buckets) if len(buckets) == 1 else ROW_GROUP_ROWS
+            self._writer.write_table(pa.Table.from_batches(held, FILE_SCHEMA), row_group_size=size)
+        for i in buckets:
+            self._held[i], self._held_rows[i] = [], 0
 
     def _note_span(self, batch: pa.RecordBatch) -> None:
         import numpy as np
@@ -105,6 +143,7 @@ class SnapshotWriter:
     def publish(self) -> Path:
         import json
 
+        self._flush(list(range(vp_hash.BUCKETS)))
         if hasattr(self._writer, "add_key_value_metadata"):  # pyarrow >= 17; older: no span kept
             self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})
         self._writer.close()

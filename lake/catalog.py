@@ -326,7 +326,7 @@ def _create_tables(con) -> None:
     ledger, in one transaction (one snapshot)."""
     import pyarrow as pa
 
-    have = _attached_tables(con)
+    have = attached_tables(con)
     todo = [n for n in tables() if n not in have]
     if not todo and _has_ledger(con):
         return
@@ -408,7 +408,7 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
 
 def files(con, table: str, month: str | None = None) -> list[str]:
     """The Parquet files of `table` (of `month`) in the snapshot `con` reads, sorted."""
-    if table not in _attached_tables(con):
+    if table not in attached_tables(con):
         return []
     where = f" WHERE data_file LIKE {quote('%/month=' + month + '/%')}" if month else ""
     rows = con.execute(f"SELECT data_file, delete_file FROM ducklake_list_files({quote(ALIAS)}, {quote(table)}){where}").fetchall()
@@ -432,7 +432,7 @@ def months(con, table: str = "month_summary") -> list[str]:
         f"SELECT DISTINCT month FROM {ALIAS}.{LEDGER} WHERE table_name = ? ORDER BY 1", [table]).fetchall()]
 
 
-def _attached_tables(con) -> set[str]:
+def attached_tables(con) -> set[str]:
     """The published tables of the attached catalog (its `main` schema)."""
     return {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [ALIAS]).fetchall()}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.table_docs import DOCS, TableDoc
-from bgp_congruency.lake.catalog import ALIAS, NOT_IN_LAKE, _attached_tables, tables
+from bgp_congruency.lake.catalog import ALIAS, NOT_IN_LAKE, attached_tables, tables
 
 #: The type of `month` in every view and of the ingest tables' partition keys.
 MONTH_TYPE = "VARCHAR"
@@ -109,7 +109,7 @@ def statements(root: Path, in_lake: set[str], month: str | None = None) -> tuple
 def create(con, root: Path) -> list[str]:
     """Create every view `con` can have (the catalog attached as `lake`, ingest's files under
     `root`); returns their names, in documentation order."""
-    sql, made = statements(root, _attached_tables(con) if _has_lake(con) else set())
+    sql, made = statements(root, attached_tables(con) if _has_lake(con) else set())
     for s in sql:
         con.execute(s)
     return made

@@ -1,7 +1,7 @@
 """How many VP partitions the DuckDB compare splits a month into (congruency/METHOD.md
 "Partitions"), from the month pass's entry counts and the memory limit: pure functions.
 
-A partition is the set of VPs whose peer ASN hashes to it (`hash(peer_asn) % K`), so a VP's
+A partition is the set of VPs whose peer ASN hashes to it (common/vp_hash.py), so a VP's
 rows, whatever its group, never span two. The compare holds per partition about
 BYTES_PER_ENTRY bytes of DuckDB memory per entry of the partition (its hash aggregates do not
 spill all their state), so K is the smallest number whose largest partition fits:

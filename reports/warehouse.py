@@ -8,7 +8,6 @@ meanwhile is seen whole, old or new.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from bgp_congruency.common import duck, layout
@@ -61,16 +60,3 @@ def views(con) -> set[str]:
     from bgp_congruency.lake import views as V
 
     return V.names(con)
-
-
-def _ident(s: str) -> str:
-    if not re.fullmatch(r"[a-z_][a-z0-9_]*", s):
-        raise WarehouseError(f"unexpected table name {s!r}")
-    return s
-
-
-def months(con, table: str = "month_summary") -> list[str]:
-    """Months the view `table` has (empty when it has no view); published months: common/published.py."""
-    if table not in views(con):
-        return []
-    return [r[0] for r in con.execute(f"SELECT DISTINCT month FROM {_ident(table)} ORDER BY 1").fetchall()]

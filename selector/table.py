@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck
+from bgp_congruency.common import duck, vp_hash
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
@@ -74,7 +74,7 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tu
     two paths once (a temp table), then with the derived fields of its key."""
     pairs, paths = table_relation(cfg, "pairs", month), table_relation(cfg, "paths", month)
     i, k = part
-    only = f"WHERE hash(vp_asn) % {k} = {i}" if k > 1 else ""
+    only = f"WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
     if spill is not None:
         con.execute(f"SET temp_directory = {quote(spill)}")
     con.execute(f"""
@@ -141,6 +141,7 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     from contextlib import nullcontext
 
     from bgp_congruency.common import console
+    from bgp_congruency.lake.catalog import pinned
     from bgp_congruency.pipeline.publish import LocalStore
 
     t0 = time.perf_counter()
@@ -148,8 +149,8 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     store = LocalStore(local_root(cfg))
     staged = store.staging(month)
     con = duck.connect(cfg)
-    try:
-        with console.progress() if progress is None else nullcontext(progress) as prog:
+    try:  # every partition reads the pairs and paths of one catalog snapshot
+        with console.progress() if progress is None else nullcontext(progress) as prog, pinned(local_root(cfg)):
             task = prog.add_task(f"hints {month}", total=3)
             store.mkdirs(f"{staged}/hints")
             k = partitions(con, cfg, month)

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -93,11 +94,76 @@ def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
 
 
 def _partition_of(asns, k: int) -> set[int]:
-    """The partitions DuckDB's hash puts these peer ASNs in (pipeline/engines/duckdb.py)."""
-    import duckdb
+    """The partitions these peer ASNs fall in (common/vp_hash.py's Python form)."""
+    from bgp_congruency.common import vp_hash
 
+    return {vp_hash.partition(a, k) for a in asns}
+
+
+def test_the_vp_hash_agrees_in_sql_numpy_and_bucket_ranges():
+    """The partition of an ASN in DuckDB SQL equals the Python form, and its bucket (numpy,
+    as ingest stores it) lies in the partition's bucket range: a partition that skips row
+    groups by bucket loses no row (ASNs at both ends of the space included)."""
+    import duckdb
+    import numpy as np
+
+    from bgp_congruency.common import vp_hash
+
+    asns = [0, 1, 2, 3356, 6939, 65535, 4_200_000_000, 2**32 - 1] + list(range(1000, 1500))
+    bucket = vp_hash.buckets(np.array(asns, dtype=np.uint32)).tolist()
     con = duckdb.connect()
-    return {p for (p,) in con.execute(f"SELECT DISTINCT hash(a::BIGINT) % {k} FROM unnest(?) t(a)", [list(asns)]).fetchall()}
+    for k in (1, 2, 5, 7, 32, 43, 170):
+        got = con.execute(f"SELECT {vp_hash.sql_partition('a', k)}, {vp_hash.sql_bucket('a')} "
+                          "FROM unnest(?::BIGINT[]) WITH ORDINALITY t(a, i) ORDER BY i", [asns]).fetchall()
+        assert [p for p, _ in got] == [vp_hash.partition(a, k) for a in asns]
+        assert [b for _, b in got] == bucket
+        for (p, _), b in zip(got, bucket):
+            lo, hi = vp_hash.bucket_range(p, k)
+            assert lo <= b <= hi
+    assert sorted(set(vp_hash.partition(a, 2) for a in asns)) == [0, 1]
+
+
+def test_ingest_groups_a_files_rows_by_vp_bucket(tmp_path):
+    """Ingest's writer keeps every row and stores its bucket; each row group holds one bucket,
+    except the file's tail, written in bucket order (so min/max statistics prune)."""
+    import numpy as np
+
+    from bgp_congruency.common import vp_hash
+    from bgp_congruency.ingest import writer as W
+    from tests.support.month import write_snapshot
+
+    rows = [dict(project="test", snapshot_time=datetime(2024, 1, 1, tzinfo=timezone.utc), peer_asn=asn, peer_ip="192.0.2.1", afi=4,
+                 prefix=f"10.{i // 256}.{i % 256}.0/24", as_path=[asn, 7000 + i % 5], has_as_set=False,
+                 as_path_raw=None, origin_asn=7000 + i % 5, source_file="hand")
+            for i in range(3 * (W.ROW_GROUP_ROWS + 10) + 40 * 50)  # three ASNs fill a bucket, 40 do not
+            for asn in ((1000 + i % 3) if i < 3 * (W.ROW_GROUP_ROWS + 10) else 2000 + i % 40,)]
+    out = tmp_path / "f.parquet"
+    write_snapshot(out, rows)
+    t = pq.read_table(out)
+    assert t.num_rows == len(rows)
+    assert sorted(zip(t["peer_asn"].to_pylist(), t["prefix"].to_pylist())) == \
+        sorted((r["peer_asn"], r["prefix"]) for r in rows)
+    want = vp_hash.buckets(np.array(t["peer_asn"].to_pylist(), dtype=np.uint32)).tolist()
+    assert t[vp_hash.COLUMN].to_pylist() == want
+    md = pq.ParquetFile(out).metadata
+    spans = [(md.row_group(g).column(md.schema.names.index(vp_hash.COLUMN)).statistics.min,
+              md.row_group(g).column(md.schema.names.index(vp_hash.COLUMN)).statistics.max)
+             for g in range(md.num_row_groups)]
+    pure = [s for s in spans if s[0] == s[1]]
+    assert pure and len(pure) < len(spans)  # full buckets alone; the tail spans several
+    tail = [s for s in spans if s[0] != s[1]]
+    assert tail == sorted(tail) and all(a[1] <= b[0] for a, b in zip(tail, tail[1:]))
+
+
+def test_a_month_ingested_before_the_bucket_layout_compares_the_same(config, tmp_path, capfd):
+    """Files without vp_bucket (ingested before the layout) still compare in partitions, the
+    reference's tables, with one line saying each partition reads the whole month and how to
+    re-ingest."""
+    write_entries(tmp_path, "2024-01", cases.full_month_rows(), bucketed=False)
+    assert run(duck(config, data_dir=tmp_path, compare_partitions=2), "2024-01").error is None
+    assert_same_as_reference(tmp_path, "2024-01", config.method)
+    lines = [ln for ln in capfd.readouterr().err.splitlines() if "VP-bucket layout" in ln]
+    assert len(lines) == 1 and "congruency run --month 2024-01 --force ingest" in lines[0], lines
 
 
 def test_all_vps_in_one_partition_and_empty_partitions(config, tmp_path):

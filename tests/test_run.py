@@ -434,14 +434,14 @@ def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
     import pyarrow as pa
 
     from bgp_congruency.common import atomic
-    from bgp_congruency.common.tables import FILE_SCHEMA
+    from bgp_congruency.common.tables import DECODED_SCHEMA
     from bgp_congruency.ingest.writer import SnapshotWriter
     from bgp_congruency.synth.mrt_writer import MrtWriter
 
     final = tmp_path / "rib.parquet"
     final.write_text("older")
     w = SnapshotWriter(final)
-    w.write(pa.RecordBatch.from_pylist([], schema=FILE_SCHEMA))
+    w.write(pa.RecordBatch.from_pylist([], schema=DECODED_SCHEMA))
     [tmp] = [p for p in tmp_path.iterdir() if p != final]
     assert tmp.name.startswith(f".rib.parquet.{os.getpid()}.") and atomic.stale(final) == []
     w.abort()

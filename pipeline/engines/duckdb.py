@@ -17,7 +17,7 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck, hooks, layout
+from bgp_congruency.common import console, duck, hooks, layout, vp_hash
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import TABLES, TRANSITIONS
 from bgp_congruency.pipeline import partitions as P
@@ -61,9 +61,21 @@ def _prev(prev: dict[str, list[str]], table: str) -> str:
     return _read(prev[table]) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
 
 
-def _part(column: str, k: int) -> str:
-    """The partition of a row, by its peer ASN (VP partitions: pipeline/partitions.py)."""
-    return f"hash({column}) % {k}"
+def _bucketed(files: list[str]) -> bool:
+    """True when every file keeps ingest's VP bucket (files ingested before 2026-11 do not)."""
+    return bool(files) and all(vp_hash.COLUMN in pq.read_schema(f).names for f in files)
+
+
+def _partition_filter(k: int, i: int, bucketed: bool) -> str:
+    """The rows of partition i of k (VP partitions: pipeline/partitions.py); on bucketed files
+    the bucket range lets the Parquet reader skip every other row group."""
+    if k == 1:
+        return ""
+    where = f" WHERE {vp_hash.sql_partition('peer_asn', k)} = {i}"
+    if bucketed:
+        lo, hi = vp_hash.bucket_range(i, k)
+        where += f" AND {vp_hash.COLUMN} BETWEEN {lo} AND {hi}"
+    return where
 
 
 def _label(name: str, i: int, k: int) -> str:
@@ -98,6 +110,9 @@ class DuckDBEngine:
         S.check_columns(have, src)
         cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
                          else c for c in S.REQUIRED)
+        self.bucketed = _bucketed(src if isinstance(src, list) else _files(src))
+        if self.bucketed:
+            cols += f", {vp_hash.COLUMN}"
         self.con.execute(f"CREATE VIEW month_entries AS SELECT {cols} FROM {_read(src)}")
         self.con.execute(f"CREATE TEMP TABLE month_counts AS {S.MONTH_COUNTS.duckdb}")  # the month pass
         per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
@@ -105,7 +120,7 @@ class DuckDBEngine:
 
     def partition_sizes(self, k: int) -> list[int]:
         """Entries per partition when the month is split into k (from the month pass)."""
-        rows = self.con.execute(f"SELECT {_part('peer_asn', k)} AS p, sum(n)::BIGINT FROM month_counts "
+        rows = self.con.execute(f"SELECT {vp_hash.sql_partition('peer_asn', k)} AS p, sum(n)::BIGINT FROM month_counts "
                                 "GROUP BY p").fetchall()
         sizes = [0] * k
         for p, n in rows:
@@ -145,9 +160,16 @@ class DuckDBEngine:
             self._spill_set = keep
         if not reuse:
             self._parts = k
+            if k > 1 and not self.bucketed:
+                month = re.search(r"month=([0-9-]+)", str(self.src))
+                console.warning(f"{self.src}: rib_entries ingested before the VP-bucket layout (no {vp_hash.COLUMN} "
+                                f"column): each of the {k} partitions reads the whole month; re-ingest it "
+                                f"(congruency run --month {month.group(1) if month else 'M'} --force ingest) "
+                                "to read a partition's rows only")
+            only = f" EXCLUDE ({vp_hash.COLUMN})" if self.bucketed else ""
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
-                self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT * FROM month_entries"
-                                 f"{' WHERE ' + _part('peer_asn', k) + ' = ' + str(i) if k > 1 else ''}")
+                self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{only} FROM month_entries"
+                                 f"{_partition_filter(k, i, self.bucketed)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
                     kind = "VIEW" if s.kind == "view" else "TABLE"
@@ -171,7 +193,7 @@ class DuckDBEngine:
                 self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged, part=i)
             if prev is not None and self.only is None:
                 step(_label("transitions", i, k))
-                only = f" WHERE {_part('vp_asn', k)} = {i}" if k > 1 else ""
+                only = f" WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
                 for t in ("pairs", "vps"):
                     self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_prev(prev, t)}{only}")
                 self._run_step(S.TRANSITIONS, S.TRANSITIONS.duckdb, staged, part=i)

@@ -7,12 +7,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from bgp_congruency.common.params import MethodParams, load_groups
-from bgp_congruency.common.tables import FILE_SCHEMA, TABLES
+from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
 from bgp_congruency.congruency import reference
+from tests.support.month import write_snapshot
 
 MONTH = "2026-03"
 P0 = MethodParams(min_coverage=0.0, groups=load_groups())
@@ -76,8 +74,7 @@ def synthetic_rows() -> list[dict]:
 def write_entries(data: Path, month: str, rows: list[dict]) -> None:
     out = data / "rib_entries" / f"month={month}" / "collector=rrc00" / "hand.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([{k: r[k] for k in FILE_SCHEMA.names} for r in rows],
-                                        schema=FILE_SCHEMA), out)
+    write_snapshot(out, [{k: r[k] for k in DECODED_SCHEMA.names} for r in rows])
 
 
 def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:

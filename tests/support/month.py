@@ -9,7 +9,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from bgp_congruency.common.tables import FILE_SCHEMA, TABLES
+from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
+from bgp_congruency.ingest.writer import SnapshotWriter
 from bgp_congruency.congruency import reference
 from tests.support import cases
 
@@ -93,8 +94,9 @@ def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[d
 
 
 # ------------------------------------------------------------------ hand-made cases
-def write_entries(data: Path, month: str, rows: list[dict]) -> None:
-    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector."""
+def write_entries(data: Path, month: str, rows: list[dict], bucketed: bool = True) -> None:
+    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector
+    (`bucketed=False`: as ingest wrote them before the VP-bucket layout)."""
     by_col: dict[str, list[dict]] = {}
     for r in rows:
         by_col.setdefault(r["collector"], []).append(r)
@@ -108,7 +110,20 @@ def write_entries(data: Path, month: str, rows: list[dict]) -> None:
             peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
             as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=r.get("as_path_raw"),
             origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
-        pq.write_table(pa.Table.from_pylist(t, schema=FILE_SCHEMA), out)
+        write_snapshot(out, t, bucketed)
+
+
+def write_snapshot(out: Path, rows: list[dict], bucketed: bool = True) -> None:
+    """Decoded rows -> one snapshot's Parquet file, through ingest's writer (the VP-bucket
+    layout), or as ingest wrote them before that layout (`bucketed=False`: no vp_bucket)."""
+    table = pa.Table.from_pylist(rows, schema=DECODED_SCHEMA)
+    if not bucketed:
+        pq.write_table(table, out)
+        return
+    w = SnapshotWriter(out)
+    for b in table.to_batches():
+        w.write(b)
+    w.publish()
 
 
 HAND_CASES = {

@@ -1,0 +1,58 @@
+"""Which VP partition a row belongs to: one hash of the peer ASN, in the forms its users need
+(numpy for ingest's writer, DuckDB SQL for the compare and the hints, bucket ranges for
+Parquet pruning). Pure functions.
+
+Why one hash with buckets: a partition must read only its rows (congruency/METHOD.md
+"Partitions"). Ingest stores each row's `vp_bucket` (the hash's top BUCKET_BITS bits) and
+writes a bucket's rows together in row groups (ingest/writer.py); partition i of K is the
+hash range [i * 2^32 / K, (i + 1) * 2^32 / K), a contiguous range of buckets, so min/max
+statistics on `vp_bucket` skip every other row group, for any K. Knuth's multiplicative hash
+spreads consecutive ASNs; the partition sizes come from the month's real per-VP counts anyway
+(pipeline/partitions.py).
+"""
+from __future__ import annotations
+
+#: floor(2^32 / golden ratio): Knuth's multiplicative constant.
+MULT = 2654435761
+SPACE = 1 << 32
+BUCKET_BITS = 5
+#: Row groups of ingest's files each hold rows of one bucket (or, for the tail of a file, a
+#: short range of buckets): a partition of K reads about 1/K of the month, down to 1/BUCKETS.
+BUCKETS = 1 << BUCKET_BITS
+COLUMN = "vp_bucket"
+
+
+def sql_hash(column: str) -> str:
+    """The 32-bit hash of an ASN column, in DuckDB SQL (exact: the product fits UBIGINT)."""
+    return f"(({column})::UBIGINT * {MULT}::UBIGINT % {SPACE}::UBIGINT)"
+
+
+def sql_bucket(column: str) -> str:
+    """The bucket of an ASN column, in DuckDB SQL (for files written before the column was kept)."""
+    return f"({sql_hash(column)} >> {32 - BUCKET_BITS})::TINYINT"
+
+
+def sql_partition(column: str, k: int) -> str:
+    """The partition (0..k-1) of an ASN column, in DuckDB SQL."""
+    return f"({sql_hash(column)} * {k} // {SPACE})"
+
+
+def buckets(asns):
+    """The buckets of a numpy array of ASNs (ingest's writer), as int8."""
+    import numpy as np
+
+    h = (asns.astype(np.uint64) * np.uint64(MULT)) % np.uint64(SPACE)
+    return (h >> np.uint64(32 - BUCKET_BITS)).astype(np.int8)
+
+
+def partition(asn: int, k: int) -> int:
+    """The partition of one ASN (tests, and the plan's sizes from per-VP counts)."""
+    return (asn * MULT % SPACE) * k // SPACE
+
+
+def bucket_range(i: int, k: int) -> tuple[int, int]:
+    """The first and last bucket holding rows of partition i of k."""
+    lo = -(-i * SPACE // k)  # the smallest hash h with h * k // SPACE == i
+    hi = -(-(i + 1) * SPACE // k) - 1
+    shift = 32 - BUCKET_BITS
+    return lo >> shift, hi >> shift
