@@ -18,8 +18,9 @@ rows), FACTS once over every partition's outputs (the MONTH_OF names), VP_STEPS 
 partition again, SUMMARY_STEPS once. An engine running one partition (Spark) runs them in
 that order with each MONTH_OF name a view of its step.
 
-Step kinds: `view` (inlined where used), `work` (an intermediate used more than once,
-materialized), `fact` (small and month-level: materialized by an engine running several
+Step kinds: `view` (inlined where used), `scratch` (a partition's intermediate that DuckDB
+materializes for the steps after it and drops at the partition's end; a view in Spark),
+`work` (an intermediate used more than once, materialized), `fact` (small and month-level: materialized by an engine running several
 partitions, a view otherwise), `table` (an output table; columns in the order of
 common/tables.py). The input views have the columns of REQUIRED (ASNs as int64).
 """
@@ -135,6 +136,10 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     bit = "shiftleft(1L, CAST(si - {lo} AS INT))" if engine == "spark" else "(1::UBIGINT << (si - {lo}))"
     masks = ", ".join(f"bit_or(CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
                       f"{bit.format(lo=k * WORD)} END) AS m{k}" for k in words)
+    row_masks = ", ".join(f"CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
+                          f"{bit.format(lo=k * WORD)} END AS m{k}" for k in words)
+    mask_cols = ", ".join(f"m{k}" for k in words)
+    or_masks = ", ".join(f"bit_or(m{k}) AS m{k}" for k in words)
     count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{k})) AS BIGINT), 0)" for k in words)
     on = params.first_as_rule
     size = "size" if engine == "spark" else "len"
@@ -172,7 +177,7 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     anyq = params.comparison != "representative"
     share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
-            "masks": masks, "mask_bits": count, "rep_order": order, "first_snapshot": first,
+            "masks": masks, "row_masks": row_masks, "mask_cols": mask_cols, "or_masks": or_masks, "mask_bits": count, "rep_order": order, "first_snapshot": first,
             "any_join": (" LEFT JOIN any_equal e ON e.vp_group = p4.vp_group AND e.vp_asn = p4.vp_asn "
                          "AND e.dest_asn = p4.dest_asn") if anyq else "",
             "congruent": {"representative": "p4.path = p6.path", "any": "p4.path = p6.path OR e.dest_asn IS NOT NULL",
@@ -224,69 +229,79 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
 #: partitions keeps each partition's by_session and per_path apart; the month-level steps read
 #: all of them as month_by_session and month_per_path (MONTH_OF).
 PARTITION_STEPS: tuple[SqlStep, ...] = (
+    # The month's snapshot times (all partitions'), numbered from 0 (si), for the snapshot
+    # masks; as many as COUNTS counted (no NULL, which Spark would sort first).
+    both("snapshots", "view", """
+SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
+FROM (SELECT DISTINCT snapshot_time FROM month_counts WHERE snapshot_time IS NOT NULL)"""),
+    # The observations: one row per (VP, session, AFI, prefix, path as announced) with the
+    # entries it stands for (n) and the bits of their snapshots (m0, m1...: one 64-bit word
+    # per 64 snapshots; a row without a time, which ingest never writes, sets no bit). Every
+    # rule of steps 1-2 depends only on these columns, so the cleaning runs once per distinct
+    # row. DuckDB folds a month's repeated observations here (the same route seen in several
+    # snapshots: 2x fewer rows at synthetic scale 10, more in a month of daily dumps), which
+    # cuts the cleaning and per-path work (bench/RESULTS.md "Compare job by step");
+    # in Spark a scratch step is a view, read by both passes below, so there it is each entry
+    # as one observation and the folding happens in per_path as before.
+    SqlStep("observed", "scratch",
+         spark="""
+SELECT /*+ BROADCAST(s) */ {group} AS vp_group, e.peer_asn AS vp_asn, e.peer_ip, e.afi, e.prefix,
+       {as_path_spark} AS as_path, {has_as_set} AS has_as_set, 1L AS n, {row_masks}
+FROM (SELECT * FROM entries{first_snapshot}) e LEFT JOIN snapshots s ON s.snapshot_time = e.snapshot_time""",
+         duckdb="""
+SELECT {group} AS vp_group, e.peer_asn AS vp_asn, e.peer_ip, e.afi, e.prefix,
+       {as_path_duckdb} AS as_path, {has_as_set} AS has_as_set, count(*) AS n, {masks}
+FROM (SELECT * FROM entries{first_snapshot}) e LEFT JOIN snapshots s ON s.snapshot_time = e.snapshot_time
+GROUP BY ALL"""),
     # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
     # prepending-free path (computed once, then tested). A loop is an ASN whose first
     # position is not its own (cheaper than a distinct set per row on both engines:
-    # measured 3.5 vs 4.7 s in Spark, ~2.5 vs ~18 s in DuckDB, at scale 10).
-    SqlStep("rows", "view",
+    # measured 3.5 vs 4.7 s in Spark, ~2.5 vs ~18 s in DuckDB, at scale 10). DuckDB
+    # materializes it (two passes read it), Spark inlines it.
+    SqlStep("rows", "scratch",
          spark="""
-SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
+SELECT vp_group, vp_asn, peer_ip, afi, prefix, n, {mask_cols}, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
     WHEN has_as_set THEN 'as_set'
     WHEN as_path IS NULL OR size(as_path) = 0{first_as_spark} THEN 'first_as_not_peer'
     WHEN exists(as_path, x -> {reserved}) THEN 'reserved_asn'
     WHEN size(filter(path, (x, i) -> array_position(path, x) != i + 1)) > 0 THEN 'loop'
   END AS reason
-FROM (SELECT *, filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path
-      FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time,
-                   {as_path_spark} AS as_path, {has_as_set} AS has_as_set
-            FROM entries{first_snapshot}))""",
+FROM (SELECT *, filter(as_path, (x, i) -> i = 0 OR x != element_at(as_path, i)) AS path FROM observed)""",
          duckdb="""
-SELECT vp_group, vp_asn, peer_ip, afi, prefix, snapshot_time, path, CASE
+SELECT vp_group, vp_asn, peer_ip, afi, prefix, n, {mask_cols}, path, CASE
     WHEN prefix IN ('0.0.0.0/0', '::/0') THEN 'default_route'
     WHEN has_as_set THEN 'as_set'
     WHEN as_path IS NULL OR len(as_path) = 0{first_as_duckdb} THEN 'first_as_not_peer'
     WHEN list_bool_or(list_transform(as_path, lambda x: {reserved})) THEN 'reserved_asn'
     WHEN list_bool_or(list_transform(path, lambda x, i: list_position(path, x) != i)) THEN 'loop'
   END AS reason
-FROM (SELECT *, list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path
-      FROM (SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, snapshot_time,
-                   {as_path_duckdb} AS as_path, {has_as_set} AS has_as_set
-            FROM entries{first_snapshot}))"""),
-    # Pass (1) over the entries: per (VP, AFI, session, reason); cleaning stats and sessions.
+FROM (SELECT *, list_filter(as_path, lambda x, i: i = 1 OR x != as_path[i - 1]) AS path FROM observed)"""),
+    # Pass (1): per (VP, AFI, session, reason); cleaning stats and sessions.
     both("by_session", "work", """
-SELECT vp_group, vp_asn, afi, peer_ip, reason, count(*) AS entries
+SELECT vp_group, vp_asn, afi, peer_ip, reason, CAST(sum(n) AS BIGINT) AS entries
 FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
-    # The month's snapshot times (all partitions'), numbered from 0 (si), for per_path's
-    # snapshot masks; as many as COUNTS counted (no NULL, which Spark would sort first).
-    both("snapshots", "view", """
-SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
-FROM (SELECT DISTINCT snapshot_time FROM month_counts WHERE snapshot_time IS NOT NULL)"""),
     # Pass (2): per (VP, AFI, cleaned path): observations, distinct prefixes and snapshots,
     # in two plain aggregations and no DISTINCT. First per (VP, AFI, path, prefix), OR-ing the
-    # bits of the rows' snapshots into a mask ({masks}: one 64-bit word per 64 snapshots);
-    # then per path: prefixes are the rows, snapshots the bits set in the OR of the masks. A
-    # row without a time (ingest writes none) counts as under count(DISTINCT): no bit.
-    # At scale 10, with a no-op sink: Spark 15.9 s against 26.4 s for two dense_rank windows
-    # (39.9 s for collect_set, 107-121 s for count(DISTINCT)), shuffling once, by path, for
-    # both aggregations; DuckDB 3.8 s against 7.1 s for two count(DISTINCT), each of which
-    # hashes every row's keys once more.
+    # rows' snapshot masks; then per path: prefixes are the rows, snapshots the bits set in
+    # the OR of the masks. At scale 10, with a no-op sink: Spark 15.9 s against 26.4 s for
+    # two dense_rank windows (39.9 s for collect_set, 107-121 s for count(DISTINCT)),
+    # shuffling once, by path, for both aggregations; DuckDB 3.8 s against 7.1 s for two
+    # count(DISTINCT), each of which hashes every row's keys once more.
     SqlStep("per_path", "work",
          spark="""
 SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
-FROM (SELECT vp_group, vp_asn, afi, path, prefix, count(*) AS n, {masks}
-      FROM (SELECT /*+ BROADCAST(s) */ r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, s.si
-            FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
-            DISTRIBUTE BY vp_group, vp_asn, afi, path)
+FROM (SELECT vp_group, vp_asn, afi, path, prefix, sum(n) AS n, {or_masks}
+      FROM (SELECT * FROM rows WHERE reason IS NULL DISTRIBUTE BY vp_group, vp_asn, afi, path)
       GROUP BY vp_group, vp_asn, afi, path, prefix)
 GROUP BY vp_group, vp_asn, afi, path{unit_cols}""",
          duckdb="""
 SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, path[-1] AS dest_asn
-FROM (SELECT r.vp_group, r.vp_asn, r.afi, r.path, r.prefix, count(*) AS n, {masks}
-      FROM rows r LEFT JOIN snapshots s ON s.snapshot_time = r.snapshot_time WHERE r.reason IS NULL
-      GROUP BY r.vp_group, r.vp_asn, r.afi, r.path, r.prefix)
+FROM (SELECT vp_group, vp_asn, afi, path, prefix, sum(n) AS n, {or_masks}
+      FROM rows WHERE reason IS NULL
+      GROUP BY vp_group, vp_asn, afi, path, prefix)
 GROUP BY vp_group, vp_asn, afi, path{unit_cols}"""),
 )
 

@@ -25,9 +25,14 @@ from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 
+# Rates from the scale-250 month (248.5M entries, 2 cores): ingest from bench/endtoend.py
+# (before the VP-bucket layout, whose writer costs more: bench/RESULTS.md "Ingest: the
+# VP-bucket layout"), the DuckDB compare at 4GB from bench/steps.py.
 INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
-COMPARE_ROWS_PER_S = 248_549_835 / 648.5
-PARQUET_BYTES_PER_ENTRY = (1_494_554 + 442_803) / (679_347 + 164_279)
+COMPARE_ROWS_PER_S = 248_549_835 / 328.9
+#: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
+#: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
+PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
 MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
 #: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has
 #: not seen the collector: a full route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5

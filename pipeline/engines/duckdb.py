@@ -173,8 +173,11 @@ class DuckDBEngine:
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
                     kind = "VIEW" if s.kind == "view" else "TABLE"
-                    name = s.name if s.kind == "view" else f"{s.name}_{i}"
+                    name = f"{s.name}_{i}" if s.kind == "work" else s.name  # scratch: this partition's only
                     self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {sql}")
+                for s in reversed(S.PARTITION_STEPS):
+                    if s.kind == "scratch":
+                        self.con.execute(f"DROP TABLE {s.name}")
         self._kept = (part_sql, k) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
@@ -218,7 +221,7 @@ class DuckDBEngine:
     def _drop_partitions(self) -> None:
         for i in range(getattr(self, "_parts", 0)):
             for s in S.PARTITION_STEPS:
-                if s.kind != "view":
+                if s.kind == "work":
                     self.con.execute(f"DROP TABLE IF EXISTS {s.name}_{i}")
         self._parts = 0
 

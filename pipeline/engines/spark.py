@@ -83,7 +83,7 @@ class SparkEngine:
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)
-        if s.kind in ("work", "table"):  # a fact is small and read once here: a view
+        if s.kind in ("work", "table"):  # a fact is small and read once here, a scratch step read in place: views
             df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
         df.createOrReplaceTempView(s.name)
 
