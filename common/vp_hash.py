@@ -28,7 +28,7 @@ def sql_hash(column: str) -> str:
 
 
 def sql_bucket(column: str) -> str:
-    """The bucket of an ASN column, in DuckDB SQL (for files written before the column was kept)."""
+    """The bucket of an ASN column, in DuckDB SQL (the tests hold it equal to `buckets`)."""
     return f"({sql_hash(column)} >> {32 - BUCKET_BITS})::TINYINT"
 
 
@@ -46,7 +46,7 @@ def buckets(asns):
 
 
 def partition(asn: int, k: int) -> int:
-    """The partition of one ASN (tests, and the plan's sizes from per-VP counts)."""
+    """The partition of one ASN, in Python (the tests' independent form of `sql_partition`)."""
     return (asn * MULT % SPACE) * k // SPACE
 
 

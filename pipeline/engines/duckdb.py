@@ -166,9 +166,9 @@ class DuckDBEngine:
                                 f"column): each of the {k} partitions reads the whole month; re-ingest it "
                                 f"(congruency run --month {month.group(1) if month else 'M'} --force ingest) "
                                 "to read a partition's rows only")
-            only = f" EXCLUDE ({vp_hash.COLUMN})" if self.bucketed else ""
+            without_bucket = f" EXCLUDE ({vp_hash.COLUMN})" if self.bucketed else ""
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
-                self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{only} FROM month_entries"
+                self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{without_bucket} FROM month_entries"
                                  f"{_partition_filter(k, i, self.bucketed)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
