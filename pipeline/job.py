@@ -18,12 +18,15 @@ from bgp_congruency.common.months import previous_month
 from bgp_congruency.pipeline.engines import Engine
 from bgp_congruency.pipeline.steps import JobError
 
-#: Published together; month_summary last (its folder marks a month published).
-TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "month_summary")
-#: Tables computed later from a month's published tables (the hints, the sensitivity variants,
-#: the selector's evaluation): a re-publish of the month retires their rows in its own
-#: transaction, so no reader joins new pairs with hints of the old ones; `run` computes them again.
-DERIVED_TABLES = ("hints", "sensitivity", "selector_eval")
+#: Published together, in one commit of the catalog; the hints are built from the staged pairs
+#: and paths (selector/table.stage), the rest by the engine; month_summary last.
+TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "hints",
+               "month_summary")
+#: Tables computed later from a month's published tables (the sensitivity variants, the
+#: selector's held-out evaluation): a re-publish of the month retires their rows in its own
+#: commit, so no reader joins new pairs with an evaluation of the old ones; `run` computes
+#: them again.
+DERIVED_TABLES = ("sensitivity", "selector_eval")
 ENGINES = ("duckdb", "spark")
 
 
@@ -157,6 +160,11 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             step("provenance")
             _stage_provenance(engine, store, cfg, month, staged)
             res.summary = engine.summary(staged)
+            step("hints")
+            from bgp_congruency.selector import table as hints
+
+            local = str(layout.local(staged, "the hints"))
+            hints.stage(cfg, month, local, hints.staged_files(local), prog)
             res.published = store.publish(staged, list(TABLE_ORDER), month, retire=DERIVED_TABLES)
             staged = None
             prog.advance(steps)

@@ -165,9 +165,9 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
     if step == "hints":
         return _digest(tables_listing(root, months=[month]))
     if step == "lake":
-        return _digest(tables_listing(root, MONTH_TABLES + ("hints",)))
+        return _digest(tables_listing(root, MONTH_TABLES))
     if step == "reports":
-        return _digest({"tables": tables_listing(root, MONTH_TABLES + ("hints",))})
+        return _digest({"tables": tables_listing(root, MONTH_TABLES)})
     raise KeyError(step)
 
 

@@ -113,13 +113,19 @@ def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
-    """The month's hints table, and its JSON Lines export for tunnel tools."""
+    """The JSON Lines export of the month's hints for tunnel tools. The compare publishes the
+    hints in the month's own commit; a month published before that was so gets them here."""
+    from bgp_congruency.common import published
     from bgp_congruency.selector import table as hints
     from bgp_congruency.selector.exports import jsonl
 
-    out = hints.publish(cfg, month, progress=progress)
+    root = data_dir(cfg)
+    if month not in published.months(root, "hints"):
+        hints.publish(cfg, month, progress=progress)
     export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
-    return {"hints": out["path"], "tunnels_jsonl": str(export)}
+    files = published.files(root, ["hints"], month)["hints"]
+    where = Path(files[0]).parent if files else layout.month_dir(root, "hints", month)
+    return {"hints": str(where), "tunnels_jsonl": str(export)}
 
 
 class StepWarning(CongruencyError):

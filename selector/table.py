@@ -14,7 +14,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
 from bgp_congruency.pipeline.steps import sql_type
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month, table_relation
+from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month
 
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
@@ -53,26 +53,35 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
 BYTES_PER_PAIR = 2000
 
 
-def partitions(con, cfg: Config, month: str) -> int:
+def partitions(con, cfg: Config, pairs_files: list[str]) -> int:
     """The VP partitions the month's hints are built in: from its pairs (Parquet metadata)."""
     from bgp_congruency.pipeline.partitions import limit_bytes
 
-    from bgp_congruency.common import published
-
-    files = published.files(local_root(cfg), ["pairs"], month)["pairs"]
-    n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
-                    {"f": [duck.glob_literal(f) for f in files]}).fetchone()[0] if files else 0
     if cfg.compare_partitions:
         return cfg.compare_partitions
+    n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
+                    {"f": [duck.glob_literal(f) for f in pairs_files]}).fetchone()[0] if pairs_files else 0
     limit = limit_bytes(cfg)
     return max(1, -(-int(n) * BYTES_PER_PAIR // limit)) if limit else 1
 
 
-def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tuple[int, int] = (0, 1)) -> str | None:
+def _relation(files: list[str], table: str) -> str:
+    """Parquet files as a relation for FROM; an empty typed one where there are none."""
+    if not files:
+        from bgp_congruency.common.table_docs import DOCS
+        from bgp_congruency.pipeline.steps import empty_select
+
+        return f"({empty_select(DOCS[table].schema, 'duckdb')})"
+    return "read_parquet([" + ", ".join(quote(duck.glob_literal(f)) for f in files) + "])"  # names, not patterns
+
+
+def _hints_sql(con, month: str, files: dict[str, list[str]], spill: Path | None = None,
+               part: tuple[int, int] = (0, 1)) -> str | None:
     """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
-    partition `part` = (i, K) of K, or None when it has no pairs. Joins each pair with its
-    two paths once (a temp table), then with the derived fields of its key."""
-    pairs, paths = table_relation(cfg, "pairs", month), table_relation(cfg, "paths", month)
+    partition `part` = (i, K) of K, or None when it has no pairs; `files`: the month's pairs
+    and paths files. Joins each pair with its two paths once (a temp table), then with the
+    derived fields of its key."""
+    pairs, paths = _relation(files["pairs"], "pairs"), _relation(files["paths"], "paths")
     i, k = part
     only = f"WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
     if spill is not None:
@@ -88,7 +97,7 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tu
           ON s4.vp_group = p.vp_group AND s4.vp_asn = p.vp_asn AND s4.dest_asn = p.dest_asn AND s4.afi = 4
         JOIN (SELECT * FROM {paths} {only}) s6
           ON s6.vp_group = p.vp_group AND s6.vp_asn = p.vp_asn AND s6.dest_asn = p.dest_asn AND s6.afi = 6""")
-    got = _derived(con, month_snapshots(con, cfg, month))
+    got = _derived(con, month_snapshots(con, None, month, paths))
     if got is None:
         return None
     derived, advice = got
@@ -123,9 +132,16 @@ def _hints_sql(con, cfg: Config, month: str, spill: Path | None = None, part: tu
             "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
 
 
+def _published_files(cfg: Config, month: str) -> dict[str, list[str]]:
+    from bgp_congruency.common import published
+
+    return published.files(local_root(cfg), ["pairs", "paths"], month)
+
+
 def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
-    """The month's hints table (schema HINTS) as a stream of record batches."""
-    sql = _hints_sql(con, cfg, month)
+    """The month's hints table (schema HINTS) as a stream of record batches, from its
+    published pairs and paths (a month published before its hints were)."""
+    sql = _hints_sql(con, month, _published_files(cfg, month))
     if sql is None:
         return pa.RecordBatchReader.from_batches(HINTS, [])
     reader = con.sql(sql).to_arrow_reader(100_000)
@@ -133,11 +149,52 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
         HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
 
 
+def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], prog, task=None) -> dict:
+    """Write the month's hints table into `staged`/hints (a VP partition at a time: memory
+    follows the partition, not the month) from `files`, the month's pairs and paths: the
+    compare's own staged tables, so that the month's commit publishes its hints with them
+    (pipeline/job.py). Returns rows per class. `prog`: the caller's rich Progress."""
+    from bgp_congruency.pipeline.publish import LocalStore
+
+    store = LocalStore(local_root(cfg))
+    con = duck.connect(cfg)
+    try:
+        store.mkdirs(f"{staged}/hints")
+        k = partitions(con, cfg, files["pairs"])
+        if task is None:
+            task = prog.add_task(f"hints {month}", total=k)
+        else:
+            prog.update(task, total=k, completed=0)
+        for i in range(k):
+            out = Path(staged) / "hints" / f"part-{i}.parquet"
+            sql = _hints_sql(con, month, files, Path(staged) / ".duckdb-tmp", (i, k))
+            if sql is None:
+                pq.write_table(HINTS.empty_table(), out, compression="zstd")
+            else:
+                con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
+            if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
+                raise OSError(f"{out}: written schema differs from common.tables.HINTS")
+            prog.advance(task)
+        every = quote(f"{duck.glob_literal(Path(staged) / 'hints')}/*.parquet")
+        counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({every}) GROUP BY 1 ORDER BY 1").fetchall()
+    finally:
+        con.close()
+        store.delete(f"{staged}/.duckdb-tmp")
+    return {c: int(n) for c, n in counts}
+
+
+def staged_files(staged: str) -> dict[str, list[str]]:
+    """The pairs and paths files a compare staged (what the catalog would register)."""
+    return {t: sorted(str(p) for p in (Path(staged) / t).glob("[!._]*.parquet")) for t in ("pairs", "paths")}
+
+
 def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
-    """Build the month's hints table and publish it like the other tables
-    (pipeline.publish.LocalStore: staged whole under DATA_DIR/_staging, then committed to the
-    catalog; readers see the old month or the new one). Returns a summary: month, rows, rows per
-    class, path, seconds. `progress`: the caller's rich Progress (one display), else its own."""
+    """Build the hints of a published month again from its published pairs and paths and
+    publish them on their own (the compare publishes a month's hints in its own commit; this
+    is for a month published before, or after the selector's rules changed). Staged whole
+    under DATA_DIR/_staging, then committed to the catalog: readers see the old hints or the
+    new. Returns a summary: month, rows, rows per class, path, seconds. `progress`: the
+    caller's rich Progress (one display), else its own."""
     from contextlib import nullcontext
 
     from bgp_congruency.common import console
@@ -148,34 +205,13 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     month = resolve_month(cfg, month)
     store = LocalStore(local_root(cfg))
     staged = store.staging(month)
-    con = duck.connect(cfg)
     try:  # every partition reads the pairs and paths of one catalog snapshot
         with console.progress() if progress is None else nullcontext(progress) as prog, pinned(local_root(cfg)):
-            task = prog.add_task(f"hints {month}", total=3)
-            store.mkdirs(f"{staged}/hints")
-            k = partitions(con, cfg, month)
-            prog.advance(task)
-            for i in range(k):  # a VP partition at a time: memory follows the partition, not the month
-                out = Path(staged) / "hints" / f"part-{i}.parquet"
-                sql = _hints_sql(con, cfg, month, Path(staged) / ".duckdb-tmp", (i, k))
-                if sql is None:
-                    pq.write_table(HINTS.empty_table(), out, compression="zstd")
-                else:
-                    con.execute(f"COPY ({sql}) TO {quote(out)} (FORMAT parquet, COMPRESSION zstd)")
-                if not pq.read_schema(out).equals(HINTS):  # the contract of common/tables.py
-                    raise OSError(f"{out}: written schema differs from common.tables.HINTS")
-            prog.advance(task)
-            every = quote(f"{duck.glob_literal(Path(staged) / 'hints')}/*.parquet")
-            counts = con.execute(f"SELECT hint_class, count(*) FROM read_parquet({every}) GROUP BY 1 ORDER BY 1").fetchall()
-            con.close()
-            store.delete(f"{staged}/.duckdb-tmp")
+            classes = stage(cfg, month, staged, _published_files(cfg, month), prog)
             [final] = store.publish(staged, ["hints"], month)
             staged = None
-            prog.advance(task)
     finally:
-        con.close()
         if staged is not None:
             store.delete(staged)
-    classes = {c: int(n) for c, n in counts}
     return {"month": month, "rows": sum(classes.values()), "classes": classes, "path": final,
             "seconds": round(time.perf_counter() - t0, 3)}

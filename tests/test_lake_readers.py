@@ -29,7 +29,8 @@ MONTH = "2026-07"
 PAIRS = {0.0: 2167, 0.5: 2159}
 BOUND_S = 300
 
-#: The analyst's loop: one statement over three tables, on a connection held open.
+#: The analyst's loop: one statement over four tables, on a connection held open (the hints
+#: are published in the month's commit: a pair's hint is never missing or of another version).
 READER = r"""
 import json, sys, time
 from pathlib import Path
@@ -39,21 +40,22 @@ con = lake.connect(sys.argv[1])
 stop = Path(sys.argv[2])
 q = ("SELECT (SELECT count(*) FROM pairs WHERE month = '2026-07'), "
      "(SELECT sum(pairs) FROM vps WHERE month = '2026-07'), "
-     "(SELECT pairs FROM month_summary WHERE month = '2026-07')")
+     "(SELECT pairs FROM month_summary WHERE month = '2026-07'), "
+     "(SELECT count(*) FROM hints WHERE month = '2026-07')")
 seen, mixed, errors, n = {}, [], [], 0
 print("ready", flush=True)
 deadline = time.monotonic() + float(sys.argv[3])
 while not stop.exists() and time.monotonic() < deadline:
     try:
-        a, b, c = con.execute(q).fetchone()
+        a, b, c, d = con.execute(q).fetchone()
     except Exception as exc:
         errors.append(str(exc).splitlines()[0])
         continue
     n += 1
-    if a == b == c:
+    if a == b == c == d:
         seen[a] = seen.get(a, 0) + 1
     else:
-        mixed.append([a, b, c])
+        mixed.append([a, b, c, d])
 print(json.dumps({"answers": n, "seen": seen, "mixed": mixed[:5], "n_mixed": len(mixed),
                   "errors": errors[:5], "n_errors": len(errors)}))
 """
@@ -98,7 +100,8 @@ def _with_coverage(cfg, cov: float):
 
 def test_an_analyst_holding_a_connection_sees_every_republish_whole(month, tmp_path):
     """The issue's loop: 12 re-publishes alternating min_coverage 0.5 and 0 while another
-    process queries three tables over one connection: 0 errors, 0 mixed, both versions."""
+    process queries four tables over one connection (the hints among them): 0 errors, 0 mixed,
+    both versions."""
     from bgp_congruency.pipeline import job
 
     stop = tmp_path / "stop"
@@ -132,17 +135,18 @@ def _wait(flag: Path, p: subprocess.Popen) -> None:
 
 
 def _answer(data: Path) -> int:
-    """The three-table answer a new reader gets now (they must agree)."""
+    """The four-table answer a new reader gets now (they must agree)."""
     from bgp_congruency import lake
 
     con = lake.connect(data)
     try:
-        a, b, c = con.execute(
+        a, b, c, d = con.execute(
             f"SELECT (SELECT count(*) FROM pairs WHERE month = '{MONTH}'), (SELECT sum(pairs) FROM vps WHERE "
-            f"month = '{MONTH}'), (SELECT pairs FROM month_summary WHERE month = '{MONTH}')").fetchone()
+            f"month = '{MONTH}'), (SELECT pairs FROM month_summary WHERE month = '{MONTH}'), "
+            f"(SELECT count(*) FROM hints WHERE month = '{MONTH}')").fetchone()
     finally:
         con.close()
-    assert a == b == c, (a, b, c)
+    assert a == b == c == d, (a, b, c, d)
     return a
 
 

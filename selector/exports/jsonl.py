@@ -51,7 +51,7 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
         from bgp_congruency.common import published
 
         if month not in published.months(source.data_dir, "hints"):
-            raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run selector.table.publish first)")
+            raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run congruency run --month {month})")
         files = published.files(source.data_dir, ["hints"], month)["hints"]
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
         source = ds.dataset(files, format="parquet", schema=HINTS).to_batches(
