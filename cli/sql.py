@@ -35,13 +35,13 @@ def statements(root, month: str | None, as_of: int | None) -> list[str]:
     from bgp_congruency.lake import catalog, views
 
     out = []
-    in_lake: set[str] = set()
+    in_lake: dict[str, set[str]] = {}
     if catalog.exists(root):
         out += [f"LOAD {quote(catalog.extension_file(n))};" for n in catalog.extensions(root)]
         opts = "READ_ONLY" + (f", SNAPSHOT_VERSION {int(as_of)}" if as_of is not None else "")
         out.append(f"ATTACH {quote(catalog.catalog_url(root))} AS {catalog.ALIAS} ({opts});")
         with catalog.opened(root, snapshot=as_of) as con:
-            in_lake = catalog.attached_tables(con)
+            in_lake = catalog.attached_columns(con)
     elif as_of is not None:
         raise catalog.NoCatalog(catalog.no_catalog(root))
     sql, made = views.statements(root, in_lake, month)

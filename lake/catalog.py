@@ -323,14 +323,21 @@ def opened(root, *, read_only: bool = True, snapshot: int | None = None):
 
 def _create_tables(con) -> None:
     """Create every table of the catalog not there yet (from its documented schema) and the
-    ledger, in one transaction (one snapshot)."""
+    ledger, and add the documented columns a table created by an earlier version lacks
+    (DuckLake's schema evolution: files registered before read NULL there), in one
+    transaction (one snapshot)."""
     import pyarrow as pa
 
-    have = attached_tables(con)
+    from bgp_congruency.pipeline.steps import sql_type
+
+    have = attached_columns(con)
     todo = [n for n in tables() if n not in have]
-    if not todo and _has_ledger(con):
+    grow = [(n, f) for n in tables() if n in have for f in tables()[n].schema if f.name not in have[n]]
+    if not todo and not grow and _has_ledger(con):
         return
     con.execute("BEGIN")
+    for name, f in grow:
+        con.execute(f"ALTER TABLE {ALIAS}.{name} ADD COLUMN {f.name} {sql_type(f.type, 'duckdb')}")
     con.execute(f"CREATE SCHEMA IF NOT EXISTS {ALIAS}.{LEDGER_SCHEMA}")
     for name in todo:
         schema = tables()[name].schema
@@ -341,7 +348,9 @@ def _create_tables(con) -> None:
         con.execute(f"ALTER TABLE {ALIAS}.{name} SET PARTITIONED BY (month)")
     con.execute(f"""CREATE TABLE IF NOT EXISTS {ALIAS}.{LEDGER} (month VARCHAR, table_name VARCHAR,
                     rows BIGINT, files INTEGER, folder VARCHAR, published_at TIMESTAMPTZ)""")
-    con.execute(f"CALL {ALIAS}.set_commit_message('congruency', ?)", [f"create tables: {', '.join(todo) or LEDGER}"])
+    what = [f"create tables: {', '.join(todo) or LEDGER}"] if todo or not grow else []
+    what += [f"add column {n}.{f.name}" for n, f in grow]
+    con.execute(f"CALL {ALIAS}.set_commit_message('congruency', ?)", ["; ".join(what)])
     con.execute("COMMIT")
 
 
@@ -436,6 +445,16 @@ def attached_tables(con) -> set[str]:
     """The published tables of the attached catalog (its `main` schema)."""
     return {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = 'main'", [ALIAS]).fetchall()}
+
+
+def attached_columns(con) -> dict[str, set[str]]:
+    """table -> its columns in the attached catalog: a catalog created by an earlier version
+    lacks the columns documented since, until the next publish adds them (_create_tables)."""
+    out: dict[str, set[str]] = {}
+    for t, c in con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = ? "
+                            "AND schema_name = 'main'", [ALIAS]).fetchall():
+        out.setdefault(t, set()).add(c)
+    return out
 
 
 def current(con) -> int:

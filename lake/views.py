@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.table_docs import DOCS, TableDoc
-from bgp_congruency.lake.catalog import ALIAS, NOT_IN_LAKE, attached_tables, tables
+from bgp_congruency.lake.catalog import ALIAS, NOT_IN_LAKE, attached_columns, tables
 
 #: The type of `month` in every view and of the ingest tables' partition keys.
 MONTH_TYPE = "VARCHAR"
@@ -75,8 +75,8 @@ def ingest_select(name: str, g: str, with_manifest: bool) -> str:
     return f"SELECT {select} FROM {src} e{where}"
 
 
-def statements(root: Path, in_lake: set[str], month: str | None = None) -> tuple[list[str], list[str]]:
-    """The SQL that makes every view (the catalog's tables `in_lake`, attached as `lake`, and
+def statements(root: Path, in_lake: dict[str, set[str]], month: str | None = None) -> tuple[list[str], list[str]]:
+    """The SQL that makes every view (the catalog's tables `in_lake` with their columns, attached as `lake`, and
     ingest's files under `root`), with their comments; and the views' names, in
     documentation order. `month`: only that month's rows in every view."""
     made, sql = [], []
@@ -85,8 +85,14 @@ def statements(root: Path, in_lake: set[str], month: str | None = None) -> tuple
         if name in ingest:
             body = ingest_select(name, ingest[name], "manifest" in ingest)
         elif name in in_lake and name in tables():
+            from bgp_congruency.pipeline.steps import sql_type
+
+            # every documented column: NULL where the catalog (made by an earlier version) has none yet
+            cols = ["month"] + [_ident(f.name) if f.name in in_lake[name] else
+                                f"CAST(NULL AS {sql_type(f.type, 'duckdb')}) AS {_ident(f.name)}"
+                                for f in doc.schema if f.name != "month"]
             extra = ", snapshot_id AS catalog_snapshot" if name == "provenance" else ""
-            body = f"SELECT *{extra} FROM {ALIAS}.{name}"
+            body = f"SELECT {', '.join(cols)}{extra} FROM {ALIAS}.{name}"
         else:
             continue
         if month is not None:
@@ -109,7 +115,7 @@ def statements(root: Path, in_lake: set[str], month: str | None = None) -> tuple
 def create(con, root: Path) -> list[str]:
     """Create every view `con` can have (the catalog attached as `lake`, ingest's files under
     `root`); returns their names, in documentation order."""
-    sql, made = statements(root, attached_tables(con) if _has_lake(con) else set())
+    sql, made = statements(root, attached_columns(con) if _has_lake(con) else {})
     for s in sql:
         con.execute(s)
     return made

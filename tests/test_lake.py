@@ -428,3 +428,47 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     rc, _, err = _cli(capsys, "report", "--month", "2026-07", *D)
     assert rc == 2
     _one_line_error(err, "2026-07", "no published results")
+
+
+def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
+    """A catalog whose selector_eval was created before its last two columns were documented
+    (as every catalog published before they were): readers see every documented column at
+    once (NULL in the old rows); the next publish adds the columns in a commit of its own
+    (DuckLake's schema evolution: no file rewritten), and the old rows stay as they were."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from bgp_congruency.common.tables import SELECTOR_EVAL
+    from bgp_congruency.lake import catalog
+
+    data = tmp_path / "data"
+    data.mkdir()
+    old = pa.schema(list(SELECTOR_EVAL)[:-2])
+    a, b = SELECTOR_EVAL.names[-2:]
+    row = {"vp_group": "route-views", "vp_asn": 10, "dest_asn": 100, "rule": "through", "proxies": 1,
+           "observed_class": "disjoint", "predicted_class": "disjoint", "correct": True, "confidence": 0.5,
+           "observed_mode": "aggregate", "predicted_mode": "aggregate", "v4_exact": True, "v6_exact": True,
+           "v4_hop_distance": 0, "v6_hop_distance": 0, "kind": "vp", "calibrated_confidence": 0.75}
+    monkeypatch.setitem(DOCS, "selector_eval", dataclasses.replace(DOCS["selector_eval"], schema=old))
+    published.write_rows(data, "selector_eval", "2026-06", [{**row, "month": "2026-06"}], old)
+    monkeypatch.undo()
+    with catalog.opened(data) as con:
+        assert catalog.attached_columns(con)["selector_eval"] == set(old.names)
+    q = f"SELECT month, vp_asn, {a}, {b} FROM selector_eval ORDER BY month"
+    con = lake.connect(data)
+    try:  # before any publish: the documented columns, NULL
+        assert con.execute(q).fetchall() == [("2026-06", 10, None, None)]
+    finally:
+        con.close()
+    published.write_rows(data, "selector_eval", "2026-07", [{**row, "month": "2026-07"}], SELECTOR_EVAL)
+    con = lake.connect(data)
+    try:
+        assert con.execute(q).fetchall() == [("2026-06", 10, None, None), ("2026-07", 10, row[a], row[b])]
+        messages = [r[0] for r in con.execute("SELECT commit_message FROM lake.snapshots() ORDER BY snapshot_id")
+                    .fetchall()]
+    finally:
+        con.close()
+    assert f"add column selector_eval.{a}; add column selector_eval.{b}" in messages, messages
+    with catalog.opened(data) as con:
+        assert catalog.attached_columns(con)["selector_eval"] == set(SELECTOR_EVAL.names)
