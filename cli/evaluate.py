@@ -21,10 +21,22 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "class, the advice's mode and each family's path. Prints coverage (answers other than "
             "unknown), accuracy among the answered, per rule (through, upstream, none), the confusion "
             "matrix and accuracy per confidence bin; publishes the rows as the month's selector_eval "
-            "table (docs/SCHEMA.md)."
+            "table (docs/SCHEMA.md). Each answer's calibrated confidence (the share of such answers right, "
+            "fitted on the other sources' rows: selector/calibration.py) is published with it and is what "
+            "advise states for the month afterwards; the summary shows its reliability and the "
+            "accuracy-coverage curve. With --truth ARCHIVE (a generated archive, congruency synth), the "
+            "sources are instead ASes that are no VP (half stubs, half transit), against the generator's "
+            "true paths: where an edge AS's answer can be checked."
         ),
     )
     p.add_argument("--month", metavar="YYYY-MM", help="month of published results (default: the latest)")
+    p.add_argument("--truth", metavar="ARCHIVE", help="the generated archive the month was ingested from "
+                   "(its SYNTH.json): evaluate ASes that are no VP against its true paths")
+    p.add_argument("--sources", type=int, metavar="N", default=None,
+                   help="with --truth: ASes to evaluate (default 40)")
+    p.add_argument("--dests", type=int, metavar="N", default=None,
+                   help="with --truth: destinations per AS, among the month's pair destinations (default 30)")
+    p.add_argument("--seed", type=int, metavar="N", default=None, help="with --truth: the draw's seed (default 1)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -34,17 +46,40 @@ def _pct(x) -> str:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
+    from bgp_congruency.common.errors import BadInput
     from bgp_congruency.selector import evaluate as E
 
+    extra = [f"--{n}" for n in ("sources", "dests", "seed") if getattr(args, n) is not None]
+    if extra and not args.truth:
+        raise BadInput(f"{', '.join(extra)}: only with --truth ARCHIVE")
+    for n in ("sources", "dests"):
+        if getattr(args, n) is not None and getattr(args, n) < 1:
+            raise BadInput(f"--{n}: must be at least 1, got {getattr(args, n)}")
+    truth = None
+    if args.truth:
+        from bgp_congruency.synth.truth import TruthError, load
+
+        try:
+            truth = load(args.truth)
+        except TruthError as exc:
+            raise BadInput(f"--truth: {exc}") from None
     with console.progress() as prog:
-        task = prog.add_task("held-out VP ASes", total=None)
+        task = prog.add_task("generated ASes" if args.truth else "held-out VP ASes", total=None)
         seen = [0]
 
         def tick(i, n, asn):
             seen[0] = n
             prog.update(task, total=n, completed=i)
 
-        month, rows = E.held_out(cfg, args.month, tick)
+        if truth is not None:
+            try:
+                month, rows = E.against_truth(cfg, truth, args.month, sources=args.sources or E.TRUTH_SOURCES,
+                                              dests=args.dests or E.TRUTH_DESTS,
+                                              seed=1 if args.seed is None else args.seed, progress=tick)
+            except TruthError as exc:
+                raise BadInput(f"--truth {args.truth}: {exc}") from None
+        else:
+            month, rows = E.held_out(cfg, args.month, tick)
         prog.update(task, total=seen[0], completed=seen[0])
     where = E.publish(cfg, month, rows)
     s = E.summary(rows)
@@ -52,18 +87,27 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         json.dump({"month": month, "table": str(where), **s}, sys.stdout, indent=1)
         print()
         return 0
-    print(f"{month}: {s['pairs']:,} pairs, each VP held out: answered {s['answered']:,} "
+    who = "ASes that are no VP, against the generator's true paths" if args.truth else "each VP held out"
+    print(f"{month}: {s['pairs']:,} pairs, {who}: answered {s['answered']:,} "
           f"(coverage {_pct(s['coverage'])}), class right {s['correct']:,} (accuracy {_pct(s['accuracy'])})")
     for rule, r in s["rules"].items():
         print(f"  {rule:<9} {r['pairs']:>6,} pairs, answered {r['answered']:>6,}, accuracy {_pct(r['accuracy'])}")
+    if args.truth:
+        for kind, r in s["kinds"].items():
+            print(f"  {kind + 's':<9} {r['pairs']:>6,} pairs, answered {r['answered']:>6,} "
+                  f"(coverage {_pct(r['coverage'])}), accuracy {_pct(r['accuracy'])}")
     print(f"  mode right {_pct(s['mode_accuracy'])}; paths exact: IPv4 {_pct(s['paths']['v4']['exact'])}, "
           f"IPv6 {_pct(s['paths']['v6']['exact'])}; within one AS hop: IPv4 {_pct(s['paths']['v4']['within_one_hop'])}, "
           f"IPv6 {_pct(s['paths']['v6']['within_one_hop'])}")
-    print("  stated confidence -> observed accuracy (answers):")
-    for b in s["bins"]:
-        if b["answers"]:
-            print(f"    {b['low']:.1f}-{b['high']:.1f}: mean {b['mean_confidence']:.2f} -> {_pct(b['accuracy'])} "
-                  f"({b['answers']:,})")
+    for title, bins in (("stated", s["bins"]), ("calibrated (other sources' answers)", s["calibrated"]["bins"])):
+        print(f"  {title} confidence -> observed accuracy (answers):")
+        for b in bins:
+            if b["answers"]:
+                print(f"    {b['low']:.1f}-{b['high']:.1f}: mean {b['mean_confidence']:.2f} -> {_pct(b['accuracy'])} "
+                      f"({b['answers']:,})")
+    print("  answering only at calibrated confidence >= t: " + "; ".join(
+        f"{c['threshold']:.1f}: coverage {_pct(c['coverage'])}, accuracy {_pct(c['accuracy'])}"
+        for c in s["calibrated"]["curve"]))
     classes = sorted({p for c in s["confusion"].values() for p in c})
     print("  observed \\ predicted: " + ", ".join(classes))
     for obs, c in s["confusion"].items():

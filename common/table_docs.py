@@ -340,13 +340,15 @@ _EV = "congruency evaluate (selector/evaluate.py)"
 document(
     "selector_eval", SELECTOR_EVAL,
     "The path selector held out: for every pair, the answer for the pair's VP AS with all of that AS's VPs "
-    "hidden, against the pair's own observation.",
+    "hidden, against the pair's own observation; in a generated month also ASes that are no VP, against the "
+    "generator's true paths.",
     "selector_eval/month=YYYY-MM/PUBLISH/*.parquet",
     month=_MONTH,
     **_VP,
     dest_asn=("the pair's destination AS", "ASN", "6. Dual-stacked destinations"),
     rule=("where the answer came from: through (a VP whose path crosses the source), upstream (a VP the source "
-          "hands traffic to, the source put in front), none (no VP stands in)", "-", _EV),
+          "hands traffic to, the source put in front), provider (a stub: itself in front of its neighbours' "
+          "routes), none (nothing stands in)", "-", _EV),
     proxies=("proxy VPs the answer considered", "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),
     predicted_class=("the selector's class with the VP held out (unknown: no answer)", "-", _EV),
@@ -358,4 +360,9 @@ document(
     v6_exact=("the predicted IPv6 path equals the observed one; null without a predicted path", "-", _EV),
     v4_hop_distance=("edit distance between the predicted and the observed IPv4 path; null without one", "AS hops", _EV),
     v6_hop_distance=("edit distance between the predicted and the observed IPv6 path; null without one", "AS hops", _EV),
+    kind=("vp: a VP AS held out, against its own pair; stub or transit: an AS that is no VP of a generated month, "
+          "against the generator's true paths (congruency evaluate --truth); vp_group is null for those", "-", _EV),
+    calibrated_confidence=("the measured confidence of such an answer (selector/calibration.py), fitted on the "
+                           "month's other sources' rows only; null for unknown answers and rules with too few answers",
+                           "fraction 0-1", _EV),
 )

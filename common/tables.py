@@ -320,6 +320,8 @@ SELECTOR_EVAL = pa.schema(
         ("v6_exact", pa.bool_()),
         ("v4_hop_distance", pa.int32()),
         ("v6_hop_distance", pa.int32()),
+        ("kind", pa.string()),
+        ("calibrated_confidence", pa.float64()),
     ]
 )
 

@@ -296,35 +296,61 @@ def _selector_section(con, month: str) -> list[str]:
                 f"{html.escape(month)}</code>, then <code>congruency report</code>.</p>"]
     p = {"month": month}
     rules = fetch_rows(con, """
-        SELECT coalesce(rule, 'all') AS rule, count(*) AS pairs, count(correct) AS answered,
-               count(*) FILTER (WHERE correct) AS correct
-        FROM selector_eval WHERE month = $month GROUP BY ROLLUP (rule) ORDER BY rule = 'all', rule""", p)
-    bins = fetch_rows(con, """
-        SELECT least(floor(confidence * 10), 9) AS b, count(*) AS n, avg(confidence) AS conf,
-               avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
-        FROM selector_eval WHERE month = $month AND correct IS NOT NULL GROUP BY 1 ORDER BY 1""", p)
+        SELECT k AS kind, coalesce(rule, 'all') AS rule, count(*) AS pairs,
+               count(correct) AS answered, count(*) FILTER (WHERE correct) AS correct
+        FROM (SELECT coalesce(kind, 'vp') AS k, * FROM selector_eval WHERE month = $month)
+        GROUP BY GROUPING SETS ((k, rule), (k)) ORDER BY k = 'vp' DESC, k, rule IS NULL, rule""", p)
     f = go.Figure()
     f.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="stated = observed",
                            line=dict(color="#999999", dash="dot"), hovertemplate="perfect calibration<extra></extra>"))
-    f.add_trace(go.Scatter(x=[r["conf"] for r in bins], y=[r["acc"] for r in bins], mode="markers+lines",
-                           name="answers per confidence bin", customdata=[r["n"] for r in bins],
-                           marker=dict(size=[8 + min(30, r["n"] ** 0.5) for r in bins], color="#1f77b4"),
-                           hovertemplate="stated %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
-    plot_layout(f, f"Reliability of the selector's confidence, {month} (VPs held out)", "stated confidence",
+    for col, name, color in (("confidence", "stated (hand-set rule)", "#1f77b4"),
+                             ("calibrated_confidence", "calibrated (other sources' answers)", "#d62728")):
+        bins = fetch_rows(con, f"""
+            SELECT least(floor({col} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
+                   avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
+            FROM selector_eval WHERE month = $month AND correct IS NOT NULL AND {col} IS NOT NULL
+            GROUP BY 1 ORDER BY 1""", p)
+        f.add_trace(go.Scatter(x=[r["conf"] for r in bins], y=[r["acc"] for r in bins], mode="markers+lines",
+                               name=name, customdata=[r["n"] for r in bins],
+                               marker=dict(size=[8 + min(30, r["n"] ** 0.5) for r in bins], color=color),
+                               line=dict(color=color),
+                               hovertemplate="confidence %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
+    plot_layout(f, f"Reliability of the selector's confidence, {month}", "confidence (mean of the bin)",
                 "observed accuracy", xaxis_range=[0, 1], yaxis_range=[0, 1.02])
-    fig = Figure("fig-reliability", f, "Each VP AS held out in turn, the selector answers for it from proxy VPs; "
-                 "each point is one confidence bin of those answers: the mean confidence stated against the share "
-                 "whose class was right (marker size: answers). Points above the diagonal: the confidence "
-                 "understates; below: it overstates.")
-    table = table_html("selector-rules", ["rule", "pairs", "answered", "coverage", "right", "accuracy"],
-                       [[r["rule"], f"{r['pairs']:,}", f"{r['answered']:,}", share(r["answered"], r["pairs"]),
-                         f"{r['correct']:,}", share(r["correct"], r["answered"]) if r["answered"] else "n/a"]
-                        for r in rules], numeric={1, 2, 3, 4, 5})
+    fig = Figure("fig-reliability", f, "Each source held out in turn (a VP AS with all its VPs hidden; in a generated "
+                 "month also ASes that are no VP, against the generator's true paths), the selector answers for it; "
+                 "each point is one confidence bin of those answers: the mean confidence against the share whose "
+                 "class was right (marker size: answers). Blue: the confidence the rules state; red: the calibrated "
+                 "one (selector/calibration.py), fitted on the other sources' answers only. Points above the "
+                 "diagonal: the confidence understates; below: it overstates.")
+    from bgp_congruency.selector import calibration
+
+    curve = fetch_rows(con, """
+        SELECT t.threshold, count(e.correct) AS answered, count(*) FILTER (WHERE e.correct) AS correct,
+               (SELECT count(*) FROM selector_eval WHERE month = $month) AS pairs
+        FROM (SELECT unnest($t::DOUBLE[]) AS threshold) t
+        LEFT JOIN selector_eval e ON e.month = $month AND e.correct IS NOT NULL
+             AND coalesce(e.calibrated_confidence, 0) >= t.threshold
+        GROUP BY t.threshold ORDER BY t.threshold""", {**p, "t": list(calibration.CURVE)})
+    curve_table = table_html("selector-curve", ["answer at calibrated confidence >=", "answered", "coverage",
+                                                "accuracy"],
+                             [[f"{r['threshold']:.1f}", f"{r['answered']:,}", share(r["answered"], r["pairs"]),
+                               share(r["correct"], r["answered"]) if r["answered"] else "n/a"] for r in curve],
+                             numeric={1, 2, 3})
+    who = {"vp": "VPs held out", "stub": "stubs (generated)", "transit": "transit ASes (generated)"}
+    table = table_html("selector-rules", ["sources", "rule", "pairs", "answered", "coverage", "right", "accuracy"],
+                       [[who.get(r["kind"], r["kind"]), r["rule"], f"{r['pairs']:,}", f"{r['answered']:,}",
+                         share(r["answered"], r["pairs"]), f"{r['correct']:,}",
+                         share(r["correct"], r["answered"]) if r["answered"] else "n/a"]
+                        for r in rules], numeric={2, 3, 4, 5, 6})
     return [head, "<p class='note'>Operators are rarely vantage points: for every VP AS of the month, all of its "
             "VPs are hidden and the selector asked for it to each destination it has a pair for; the answer is "
             "compared with the pair as observed (<code>congruency evaluate</code>, table <code>selector_eval</code>). "
             "Rules: <i>through</i>, a VP whose path crosses the source; <i>upstream</i>, a VP the source hands "
-            "traffic to, the source put in front; <i>none</i>, no VP stands in.</p>", table, figure_html(fig)]
+            "traffic to, the source put in front; <i>provider</i>, a stub in front of its neighbours' routes; "
+            "<i>none</i>, nothing stands in.</p>", table, figure_html(fig),
+            "<p class='note'>Where the rule set stands: coverage and accuracy when only answers at or above a "
+            "calibrated confidence count.</p>", curve_table]
 
 
 def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
-from bgp_congruency.selector import rules as selector
+from bgp_congruency.selector import calibration, rules as selector
 from bgp_congruency.selector.month import Month, lookup_origins, resolve_month
 from bgp_congruency.selector.question import (MAX_CANDIDATE_PATHS, Destination, HintError, Source, load_endpoints,
                                parse_destination, parse_source)
@@ -122,11 +122,37 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
     return best
 
 
+def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
+    """The hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py);
+    None when a family has no neighbour with a route to the destination."""
+    got = {}
+    for afi, d in ((4, d4), (6, d6)):
+        if d is None:
+            return None
+        routes = m.provider_routes(src, d, afi)
+        pick = selector.stub_route(src, {n: r[0] for n, r in routes.items()})
+        if pick is None:
+            return None
+        got[afi] = (pick[0], pick[1], *routes[pick[0]][1:])
+    (n4, p4, s4, k4, w4), (n6, p6, s6, k6, w6) = got[4], got[6]
+    h = _empty_hint(m.month, src)
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, v4_path=list(p4), v6_path=list(p6),
+             stability_v4=s4, stability_v6=s6, proxies=sorted(set(w4) | set(w6)), snapshots=min(k4, k6))
+    cls, shared = selector.classify(p4, p6, src, d4, d6)
+    h["shared_asns"] = shared
+    h.update(selector.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, h["snapshots"], m.snapshots, proxy=True,
+                                  calibrated=calibration.confidence(m.calibration, "provider", cls)))
+    h["how"] = (f"AS{src} is not a vantage point and never hands traffic on (a stub): its path is itself in front "
+                f"of the route of its neighbour AS{n4} in IPv4 and AS{n6} in IPv6 (the shortest route among the "
+                "ASes seen right before it, shown by the paths that cross them); lower confidence")
+    return h
+
+
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
     """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
     VPs whose paths cross it first; only when none shows both families, its upstream VPs.
-    With it the kind of proxy it came from ("through", "upstream"; None when no VP stands
-    in): advise names it, and the held-out evaluation scores each rule on its own."""
+    then, for a stub, its neighbours' routes. With it the kind of proxy it came from
+    ("through", "upstream", "provider"; None when nothing stands in): advise names it, and the held-out evaluation scores each rule on its own."""
     tried = []
     dests = {d for d in (d4, d6) if d is not None}
     for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
@@ -135,7 +161,12 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
         if any(c["hint_class"] != "unknown" for c in cands):
             break
         tried.append((kind, cands))
-    else:  # no proxy gives a class: the first kind that has proxies says why
+    else:  # no proxy gives a class: a stub's neighbours, else the first kind that has proxies says why
+        stub = _hint_stub(m, src, d4, d6) if m.is_stub(src) else None
+        if stub is not None and stub["hint_class"] != "unknown":
+            notes.append(stub.pop("how"))
+            notes.extend(_calibrated_note(m, "provider", stub["hint_class"]))
+            return stub, "provider"
         kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
     if not cands:
         h = _empty_hint(m.month, src)
@@ -150,7 +181,8 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
     if known:
         hops4, hops6 = len(best["v4_path"]) - 1, len(best["v6_path"]) - 1
         best.update(selector.hint_fields(cls, best["stability_v4"], best["stability_v6"], hops4, hops6,
-                                         best["snapshots"], m.snapshots, proxy=True, agreement=agree))
+                                         best["snapshots"], m.snapshots, proxy=True, agreement=agree,
+                                         calibrated=calibration.confidence(m.calibration, kind, cls)))
         split = ", ".join(f"{n} {c}" for c, n in sorted(
             {c: sum(k["hint_class"] == c for k in known) for c in selector.CAUTION}.items(),
             key=lambda kv: selector.CAUTION.index(kv[0])) if n)
@@ -161,7 +193,20 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
                  + (f"{len(known)} of {len(cands)} proxy VP(s) give a class ({split}): the most cautious "
                     f"is used, {agree:.0%} agree; lower confidence" if known else
                     f"none of its {len(cands)} proxy VP(s) shows both families"))
+    if known:
+        notes.extend(_calibrated_note(m, kind, cls))
     return best, kind
+
+
+def _calibrated_note(m: Month, rule: str, cls: str) -> list[str]:
+    """What the confidence of such an answer is measured on, when the month has it."""
+    c = calibration.confidence(m.calibration, rule, cls)
+    if c is None:
+        return []
+    n, k = m.calibration.get(calibration.cell(rule, cls), (0, 0))
+    what = "congruent" if cls == "congruent" else "a non-congruent class"
+    return [f"confidence {c:.2f}: {k} of {n} answers of the {rule} rule giving {what} were right in the month's "
+            "evaluation (congruency evaluate; selector/calibration.py)"]
 
 
 def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
@@ -195,6 +240,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     con = duck.connect(cfg)
     try:
         m = Month(con, cfg, month)
+        m.calibration = month_calibration(cfg, month)
         on, _ = m.seen(src.asn)
         if not on:
             raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
@@ -213,6 +259,16 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     if endpoints is not None:
         selection = select(hints, k or 2, src.asn)
     return {"month": month, "hints": hints, "selection": selection}
+
+
+def month_calibration(cfg: Config, month: str) -> calibration.Fit | None:
+    """The calibration of the month's evaluation (selector_eval), None before it ran."""
+    from bgp_congruency.common import published
+    from bgp_congruency.selector.month import local_root
+
+    if month not in published.months(local_root(cfg), "selector_eval"):
+        return None
+    return calibration.fit(published.read(local_root(cfg), "selector_eval", month).to_pylist())
 
 
 def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:

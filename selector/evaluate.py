@@ -17,19 +17,20 @@ stands in), the confusion matrix of classes, and accuracy per confidence bin.
 """
 from __future__ import annotations
 
+import random
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from bgp_congruency.common import duck, layout, published
 from bgp_congruency.common.config import Config
 from bgp_congruency.congruency.method import edit_distance
-from bgp_congruency.selector import rules
+from bgp_congruency.selector import calibration, rules
 from bgp_congruency.selector.advice import proxy_answer
 from bgp_congruency.selector.month import Month, resolve_month, table_relation
 
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
-RULES = ("through", "upstream", "none")
+RULES = ("through", "upstream", "provider", "none")
 
 
 def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
@@ -58,17 +59,64 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
             m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths")
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)
-                hint, rule = proxy_answer(m, int(a), int(d), int(d), [])
-                pred = hint["hint_class"]
-                e4, h4 = _paths_equal(hint["v4_path"], v4)
-                e6, h6 = _paths_equal(hint["v6_path"], v6)
-                rows.append({
-                    "month": month, "vp_group": g, "vp_asn": int(a), "dest_asn": int(d), "rule": rule or "none",
-                    "proxies": len(hint["proxies"] or []), "observed_class": observed, "predicted_class": pred,
-                    "correct": None if pred == "unknown" else pred == observed,
-                    "confidence": hint["confidence"],
-                    "observed_mode": rules.advice(observed, 4).mode, "predicted_mode": hint["mode"],
-                    "v4_exact": e4, "v6_exact": e6, "v4_hop_distance": h4, "v6_hop_distance": h6})
+                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed,
+                                     *proxy_answer(m, int(a), int(d), int(d), [])), "kind": "vp"})
+        return month, rows
+    finally:
+        con.close()
+
+
+def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: dict, rule: str | None) -> dict:
+    """One evaluated answer: the selector's `hint` (from `rule`) for src -> dest against the
+    observed (or true) paths v4, v6 and their class."""
+    pred = hint["hint_class"]
+    e4, h4 = _paths_equal(hint["v4_path"], v4)
+    e6, h6 = _paths_equal(hint["v6_path"], v6)
+    return {"month": month, "vp_group": group, "vp_asn": src, "dest_asn": dest, "rule": rule or "none",
+            "proxies": len(hint["proxies"] or []), "observed_class": observed, "predicted_class": pred,
+            "correct": None if pred == "unknown" else pred == observed, "confidence": hint["confidence"],
+            "observed_mode": rules.advice(observed, 4).mode, "predicted_mode": hint["mode"],
+            "v4_exact": e4, "v6_exact": e6, "v4_hop_distance": h4, "v6_hop_distance": h6}
+
+
+#: Sources and destinations per source of the evaluation against a generated archive's routes.
+TRUTH_SOURCES, TRUTH_DESTS = 40, 30
+
+
+def against_truth(cfg: Config, truth, month: str | None = None, sources: int = TRUTH_SOURCES,
+                  dests: int = TRUTH_DESTS, seed: int = 1, progress=None) -> tuple[str, list[dict]]:
+    """(month, one row per (source, destination)): the selector's answer for ASes that are no
+    VP of a generated month (synth/truth.py: half stubs, half transit, drawn with `seed`,
+    among those the month's paths show: the selector answers no other), each to `dests` of the
+    month's pair destinations, against the generator's true paths of both families. Every VP
+    stays visible (the sources are none); a row's `kind` says stub or transit. `truth`: the
+    archive's generated Internet (synth/truth.load)."""
+    from bgp_congruency.synth import truth as T
+
+    month = resolve_month(cfg, month)
+    t = truth
+    if t.months and month not in t.months:
+        raise T.TruthError(f"generated for {', '.join(t.months)}, not {month}")
+    con = duck.connect(cfg)
+    try:
+        m = Month(con, cfg, month)
+        pool = sorted(int(r[0]) for r in con.execute(
+            f"SELECT DISTINCT dest_asn FROM {table_relation(cfg, 'pairs', month)}").fetchall())
+        srcs = t.sources(month, sources, seed, keep=lambda a: m.seen(a)[0])
+        rng = random.Random(f"truth:{seed}:{month}:dests")
+        asked = {s: rng.sample([d for d in pool if d != s], min(dests, len(pool) - (s in pool))) for s in srcs}
+        true = t.paths(month, srcs, sorted({d for ds in asked.values() for d in ds}))
+        rows = []
+        for i, s in enumerate(srcs):
+            if progress:
+                progress(i, len(srcs), s)
+            for d in asked[s]:
+                v4, v6 = true.get((4, s, d)), true.get((6, s, d))
+                if v4 is None or v6 is None:  # no dual-stacked route: nothing to be right about
+                    continue
+                observed, _ = rules.classify(v4, v6, s, d)
+                rows.append({**_row(month, None, s, d, v4, v6, observed, *proxy_answer(m, s, d, d, [])),
+                             "kind": t.kind(s)})
         return month, rows
     finally:
         con.close()
@@ -85,13 +133,7 @@ def _acc(rows: list[dict]) -> dict:
 def summary(rows: list[dict]) -> dict:
     """Coverage, accuracy, per rule, the confusion matrix and the reliability bins of `rows`."""
     answered = [r for r in rows if r["correct"] is not None]
-    bins = []
-    for b in range(BINS):
-        lo, hi = b / BINS, (b + 1) / BINS
-        inb = [r for r in answered if lo <= (r["confidence"] or 0.0) < hi or (b == BINS - 1 and r["confidence"] == 1.0)]
-        bins.append({"low": lo, "high": hi, "answers": len(inb),
-                     "mean_confidence": sum(r["confidence"] for r in inb) / len(inb) if inb else None,
-                     "accuracy": sum(r["correct"] for r in inb) / len(inb) if inb else None})
+    bins = calibration.reliability(rows, "confidence", BINS)
     confusion = defaultdict(Counter)
     for r in rows:
         confusion[r["observed_class"]][r["predicted_class"]] += 1
@@ -102,7 +144,12 @@ def summary(rows: list[dict]) -> dict:
                             "exact": sum(r[f"v{fam}_exact"] for r in given) / len(given) if given else None,
                             "within_one_hop": sum(r[f"v{fam}_hop_distance"] <= 1 for r in given) / len(given)
                             if given else None}
+    kinds = sorted({r["kind"] for r in rows})
+    cal = calibration.reliability(rows)
     return {**_acc(rows), "rules": {k: _acc([r for r in rows if r["rule"] == k]) for k in RULES},
+            "kinds": {k: _acc([r for r in rows if r["kind"] == k]) for k in kinds},
+            "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),
+            "calibrated": {"bins": cal, "worst_gap": calibration.worst_gap(cal), "curve": calibration.curve(rows)},
             "mode_accuracy": (sum(r["predicted_mode"] == r["observed_mode"] for r in answered) / len(answered)
                               if answered else None),
             "paths": paths, "bins": bins,
@@ -110,8 +157,21 @@ def summary(rows: list[dict]) -> dict:
 
 
 def publish(cfg: Config, month: str, rows: list[dict]) -> Path:
-    """The month's `selector_eval` table (docs/SCHEMA.md), replaced whole by rename."""
+    """The month's `selector_eval` table (docs/SCHEMA.md): `rows` instead of the month's rows
+    of their kinds (held-out VPs, or a generated month's stubs and transit ASes), beside
+    those of the other kinds; every row's calibrated confidence is fitted again on the whole
+    (selector/calibration.py, leave one source out). Sets `calibrated_confidence` on `rows`."""
     from bgp_congruency.common.tables import SELECTOR_EVAL
 
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    return published.write_rows(root, "selector_eval", month, rows, SELECTOR_EVAL)
+    kinds = {r["kind"] for r in rows}
+    kept = []
+    if month in published.months(root, "selector_eval"):
+        for r in published.read(root, "selector_eval", month).to_pylist():
+            r = {**r, "month": month, "kind": r.get("kind") or "vp"}  # rows from before kinds are VPs held out
+            if r["kind"] not in kinds:
+                kept.append(r)
+    every = kept + rows
+    for r, c in zip(every, calibration.held_out(every)):
+        r["calibrated_confidence"] = c
+    return published.write_rows(root, "selector_eval", month, every, SELECTOR_EVAL)

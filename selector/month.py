@@ -116,6 +116,8 @@ class Month:
 
     def __init__(self, con, cfg: Config, month: str, hidden: frozenset[int] = frozenset(), paths: str | None = None):
         self.con, self.cfg, self.month = con, cfg, month
+        #: The month's calibration (selector/calibration.py) where answers should use it.
+        self.calibration = None
         src = paths or table_relation(cfg, 'paths', month)
         keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
         self.paths = f"(SELECT * FROM {src}{keep})"
@@ -144,6 +146,35 @@ class Month:
             SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM {self.paths}
             WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
         return sorted(vp for vp in self.vps if vp[1] in ups)
+
+    def is_stub(self, asn: int) -> bool:
+        """Never seen handing traffic on: no AS after it on any path of the month."""
+        return not self.con.execute(
+            f"SELECT bool_or(list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1) FROM {self.paths}",
+            [asn]).fetchall()[0][0]
+
+    def provider_routes(self, asn: int, dest: int, afi: int) -> dict[int, tuple]:
+        """neighbour -> (its route to `dest` in family `afi`, stability, snapshots, VPs showing
+        it), for each AS seen right before `asn` on the month's paths of that family (who
+        `asn` is reached through: for a stub its providers and peers). A neighbour's route is
+        the suffix from it on of the paths to `dest` that cross it (a BGP speaker exports its
+        best route only), the one most VPs show (then the shortest); neighbours no path to
+        `dest` crosses, or whose route crosses `asn`, are left out."""
+        rows = self.con.execute(f"""
+            WITH nb AS (SELECT DISTINCT path[list_position(path, $a::BIGINT) - 1] AS n FROM {self.paths}
+                        WHERE afi = $f AND list_position(path, $a::BIGINT) > 1),
+                 ev AS (SELECT nb.n, p.path[list_position(p.path, nb.n):] AS route, p.vp_asn, p.stability, p.snapshots
+                        FROM {self.paths} p JOIN nb ON list_position(p.path, nb.n) >= 1
+                        WHERE p.afi = $f AND p.dest_asn = $d)
+            SELECT n, route, count(*) AS vps, max(stability), max(snapshots), list(DISTINCT vp_asn ORDER BY vp_asn)
+            FROM ev WHERE NOT list_contains(route, $a::BIGINT) GROUP BY n, route""",
+            {"a": asn, "f": afi, "d": dest}).fetchall()
+        best: dict[int, tuple] = {}
+        for n, route, vps, stab, snaps, who in rows:
+            key = (-vps, len(route))
+            if int(n) not in best or key < best[int(n)][0]:
+                best[int(n)] = (key, (tuple(int(x) for x in route), stab, snaps, [int(v) for v in who]))
+        return {n: v for n, (_k, v) in best.items()}
 
     def paths_of(self, vps: list[tuple[str, int]], dests: set[int]) -> dict:
         """(group, vp_asn, dest, afi) -> (path, stability, snapshots)."""

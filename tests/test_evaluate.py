@@ -11,7 +11,7 @@ import pytest
 from bgp_congruency.cli.main import main as cli
 from bgp_congruency.congruency import reference
 from bgp_congruency.congruency.method import shared_adjacent, shared_asns
-from bgp_congruency.selector import evaluate as E
+from bgp_congruency.selector import calibration, evaluate as E
 from tests.support import hintdata
 from tests.support.month import compare_real
 from tests.support.month import publish_rows, read_published
@@ -84,11 +84,14 @@ def test_every_held_out_answer_as_worked_by_hand(month, capsys):
     assert (s["pairs"], s["answered"], s["correct"]) == (6, 3, 1)
     assert s["coverage"] == 0.5 and s["accuracy"] == pytest.approx(1 / 3)
     assert {k: (r["pairs"], r["answered"], r["correct"]) for k, r in s["rules"].items()} == \
-        {"through": (3, 2, 1), "upstream": (1, 1, 0), "none": (2, 0, 0)}
+        {"through": (3, 2, 1), "upstream": (1, 1, 0), "provider": (0, 0, 0), "none": (2, 0, 0)}
     assert s["confusion"] == {"congruent": {"disjoint": 1}, "disjoint": {"disjoint": 1, "shared-edge": 1, "unknown": 1},
                               "shared-edge": {"unknown": 2}}
     assert s["mode_accuracy"] == pytest.approx(2 / 3)  # shared-edge and disjoint both aggregate; congruent missed
     assert sum(b["answers"] for b in s["bins"]) == 3
+    # 3 answers: too few to calibrate any rule (calibration.MIN_ANSWERS), so none is
+    assert {r["kind"] for r in read_published(month, "selector_eval", MONTH).to_pylist()} == {"vp"}
+    assert all(r["calibrated_confidence"] is None for r in read_published(month, "selector_eval", MONTH).to_pylist())
     rc = cli(["evaluate", "--data-dir", str(month)])
     out = capsys.readouterr().out
     assert rc == 0 and "answered 3 (coverage 50.0%), class right 1 (accuracy 33.3%)" in out
@@ -168,19 +171,29 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
             var d = document.getElementById('fig-reliability');
             ok({rows: Array.prototype.map.call(document.querySelectorAll('#selector-rules tbody tr'),
                      function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
-                points: d.data[1].x.length, drawn: d.querySelectorAll('g.trace').length,
+                points: d.data[1].x.length, calibrated: d.data[2].x.length,
+                drawn: d.querySelectorAll('g.trace').length,
+                curve: Array.prototype.map.call(document.querySelectorAll('#selector-curve tbody tr'),
+                     function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
                 title: (d.querySelector('.gtitle') || {}).textContent}); }, 300); })""")
         assert b.problems(page) == {"errors": [], "requests": []}
         b.eval("document.getElementById('selector').scrollIntoView()")
         b.screenshot(shot_dir(tmp_path) / "month-2026-07-selector.png")
     finally:
         b.close()
-    by_rule = {r[0]: r for r in got["rows"]}
-    assert set(by_rule) == {"through", "upstream", "none", "all"}
+    assert {r[0] for r in got["rows"]} == {"VPs held out"}
+    by_rule = {r[1]: r for r in got["rows"]}
+    assert set(by_rule) == {"through", "upstream", "none", "all"}  # no stub among the real VPs: no provider answer
     for rule, r in s["rules"].items():
-        assert by_rule[rule][1:3] == [f"{r['pairs']:,}", f"{r['answered']:,}"] and by_rule[rule][4] == f"{r['correct']:,}"
-    assert by_rule["all"][2] == f"{s['answered']:,}"
-    assert got["points"] == sum(1 for x in s["bins"] if x["answers"]) and got["drawn"] == 2
+        if r["pairs"]:
+            assert by_rule[rule][2:4] == [f"{r['pairs']:,}", f"{r['answered']:,}"]
+            assert by_rule[rule][5] == f"{r['correct']:,}"
+    assert by_rule["all"][3] == f"{s['answered']:,}"
+    assert got["points"] == sum(1 for x in s["bins"] if x["answers"])
+    assert got["calibrated"] == sum(1 for x in s["calibrated"]["bins"] if x["answers"]) > 1
+    assert got["drawn"] == 3  # the diagonal, stated, calibrated
+    assert [r[0] for r in got["curve"]] == [f"{t:.1f}" for t in calibration.CURVE]
+    assert [r[1] for r in got["curve"]] == [f"{c['answered']:,}" for c in s["calibrated"]["curve"]]
     assert got["title"].startswith("Reliability of the selector's confidence, 2026-07")
 
 
@@ -198,3 +211,188 @@ def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
     assert (after["rule"], after["rule_accuracy"]) == ("through", 0.5)  # 1 of the 2 through answers right
     vp = advise(cfg, "10", "100")["hints"][0]
     assert (vp["rule"], vp["rule_accuracy"]) == ("vp", None)
+
+
+# ------------------------------------------------------------------ calibration
+def _answers(src: int, rule: str, cls: str, right: int, wrong: int) -> list[dict]:
+    return [{"vp_asn": src, "rule": rule, "predicted_class": cls, "correct": ok} for ok in [True] * right + [False] * wrong]
+
+
+def test_calibration_worked_by_hand():
+    """selector/calibration.py on 95 answers of three sources, each number worked out here.
+    upstream: A 20 congruent right, 10 congruent wrong; B 20 congruent right, 10 disjoint wrong;
+    C 10 congruent right, 10 congruent wrong, 10 disjoint right; through: A 5 right (too few)."""
+    rows = (_answers(1, "upstream", "congruent", 20, 10) + _answers(2, "upstream", "congruent", 20, 0)
+            + _answers(2, "upstream", "disjoint", 0, 10) + _answers(3, "upstream", "congruent", 10, 10)
+            + _answers(3, "upstream", "disjoint", 10, 0) + _answers(1, "through", "disjoint", 5, 0)
+            + [{"vp_asn": 3, "rule": "none", "predicted_class": "unknown", "correct": None}])
+    f = calibration.fit(rows)
+    assert f == {("upstream", True): (70, 50), ("upstream", False): (20, 10), ("through", False): (5, 5)}
+    # rule share 60/90 = 2/3; congruent: (50 + 10 x 2/3) / (70 + 10); non-congruent: (10 + 10 x 2/3) / (20 + 10)
+    assert calibration.confidence(f, "upstream", "congruent") == pytest.approx((50 + 20 / 3) / 80)
+    assert calibration.confidence(f, "upstream", "shared-core") == pytest.approx((10 + 20 / 3) / 30)
+    assert calibration.confidence(f, "through", "disjoint") is None  # 5 answers < MIN_ANSWERS
+    assert calibration.confidence(f, "upstream", "unknown") is None and calibration.confidence(None, "x", "y") is None
+    got = calibration.held_out(rows)
+    # rows: A congruent 0-29, B congruent 30-49, B disjoint 50-59, C congruent 60-79, C disjoint 80-89
+    # A's, fitted on B and C: congruent (40, 30), non (20, 10): share 40/60; (30 + 10 x 2/3) / 50
+    assert got[0] == pytest.approx((30 + 20 / 3) / 50)
+    # B's, fitted on A and C: congruent (50, 30), non (10, 10): share 40/60
+    assert got[30] == pytest.approx((30 + 20 / 3) / 60) and got[50] == pytest.approx((10 + 20 / 3) / 20)
+    # C's, fitted on A and B: congruent (50, 40), non (10, 0): share 40/60
+    assert got[60] == pytest.approx((40 + 20 / 3) / 60) and got[80] == pytest.approx((0 + 20 / 3) / 20)
+    assert got[-6:] == [None] * 6  # through has 5 answers in all; unknown has no confidence
+    for r, c in zip(rows, got):
+        r["calibrated_confidence"] = c
+    bins = calibration.reliability(rows)
+    # 0.333 (C disjoint, 10, all right), 0.611 (B congruent, 20, all right), 0.733 and 0.778 (A and C
+    # congruent, 50, 30 right), 0.833 (B disjoint, 10, none right)
+    assert [(b["low"], b["answers"]) for b in bins if b["answers"]] == [(0.3, 10), (0.6, 20), (0.7, 50), (0.8, 10)]
+    assert (bins[3]["accuracy"], bins[6]["accuracy"], bins[7]["accuracy"], bins[8]["accuracy"]) == (1.0, 1.0, 0.6, 0.0)
+    assert bins[7]["mean_confidence"] == pytest.approx((30 * got[0] + 20 * got[60]) / 50)
+    assert calibration.worst_gap(bins, 10) == pytest.approx((10 + 20 / 3) / 20)  # bin 8: stated 0.833, none right
+    assert calibration.worst_gap(bins, 21) == pytest.approx(abs(0.6 - bins[7]["mean_confidence"]))  # bin 7 alone
+    curve = {c["threshold"]: c for c in calibration.curve(rows)}
+    assert (curve[0.0]["answered"], curve[0.0]["accuracy"]) == (95, 65 / 95)
+    assert (curve[0.8]["answered"], curve[0.8]["accuracy"]) == (10, 0.0)
+
+
+# ------------------------------------------------------------------ a generated month: ASes that are no VP
+GEN_MONTH = "2026-07"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A generated month (400 ASes, 12 VPs, two snapshots) ingested, compared and its VPs held out."""
+    from bgp_congruency.synth import generate
+
+    tmp = tmp_path_factory.mktemp("truth")
+    generate(tmp / "archive", seed=11, ases=400, vps=12, months=(GEN_MONTH,), snapshots_per_month=2,
+             ground_truth=False, workers=1)
+    (tmp / "cfg.toml").write_text('engine = "duckdb"\nduckdb_threads = 2\nduckdb_memory_limit = "1GB"\n')
+    data = tmp / "data"
+    assert cli(["run", "--month", GEN_MONTH, "--days", "2", "--times", "00:00", "--collectors",
+                "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(tmp / "archive"), "--data-dir",
+                str(data), "--config", str(tmp / "cfg.toml"), "--default-free-share", "0.5"]) == 0
+    assert cli(["evaluate", "--data-dir", str(data), "--config", str(tmp / "cfg.toml")]) == 0
+    return tmp
+
+
+@pytest.mark.slow
+def test_the_generator_rebuilt_from_its_archive_routes_as_its_vps_showed(generated):
+    """synth/truth.py rebuilds the Internet from SYNTH.json alone: its routes for the VPs are
+    the paths the compare found in the archive, but for the routes the generator makes
+    unstable (a VP shows its second-best route instead: UNSTABLE, 4% of routes per family)."""
+    from bgp_congruency.synth import truth as T
+    from bgp_congruency.synth.generate import UNSTABLE
+
+    t = T.load(generated / "archive")
+    pairs = read_published(generated / "data", "pairs", GEN_MONTH).to_pylist()
+    assert {p["vp_asn"] for p in pairs} <= t.vp_asns and len(pairs) > 1000
+    true = t.paths(GEN_MONTH, sorted({p["vp_asn"] for p in pairs}), sorted({p["dest_asn"] for p in pairs}))
+    same = [p for p in pairs if (true[(4, p["vp_asn"], p["dest_asn"])], true[(6, p["vp_asn"], p["dest_asn"])])
+            == (tuple(p["v4_path"]), tuple(p["v6_path"]))]
+    assert len(pairs) - len(same) <= 2 * UNSTABLE * len(pairs), (len(pairs), len(same))
+
+
+def _stub_class(paths: list[dict], src: int, dest: int) -> str | None:
+    """The provider rule (selector/rules.py rule 5) from the paths table alone: per family,
+    the ASes right before `src`; each one's route to `dest` is the suffix from it on of the
+    paths that cross it (the one most VPs show, then the shortest; none holding `src`); `src`
+    in front of the shortest route, ties to the lowest ASN."""
+    chosen = {}
+    for afi in (4, 6):
+        fam = [p["path"] for p in paths if p["afi"] == afi]
+        nbrs = {p[p.index(src) - 1] for p in fam if src in p[1:]}
+        routes = {}
+        for n in nbrs:
+            seen = defaultdict(int)
+            for p in (q["path"] for q in paths if q["afi"] == afi and q["dest_asn"] == dest):
+                if n in p and src not in p[p.index(n):]:
+                    seen[tuple(p[p.index(n):])] += 1
+            if seen:
+                routes[n] = min(seen, key=lambda r: (-seen[r], len(r)))
+        if not routes:
+            return None
+        n = min(routes, key=lambda a: (len(routes[a]), a))
+        chosen[afi] = [src, *routes[n]]
+    v4, v6 = chosen[4], chosen[6]
+    if v4 == v6:
+        return "congruent"
+    sh = shared_asns(v4, v6, src, dest)
+    return "disjoint" if not sh else "shared-edge" if shared_adjacent(v4, v6, sh) else "shared-core"
+
+
+@pytest.mark.slow
+def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, capsys):
+    """`evaluate --truth`: stubs and transit ASes that are no VP, each answer against the
+    generator's routes; every provider-rule answer recomputed from the paths table; the VPs'
+    held-out rows stay beside them, and the calibration is refitted over both."""
+    from bgp_congruency.synth import truth as T
+
+    data, cfg = generated / "data", generated / "cfg.toml"
+    before = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
+    assert before and {r["kind"] for r in before} == {"vp"}
+    rc = cli(["evaluate", "--data-dir", str(data), "--config", str(cfg), "--truth", str(generated / "archive"),
+              "--sources", "30", "--dests", "20", "--json"])
+    s = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    rows = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
+    vp, gen = [r for r in rows if r["kind"] == "vp"], [r for r in rows if r["kind"] != "vp"]
+    assert sorted(map(repr, ({k: v for k, v in r.items() if k != "calibrated_confidence"} for r in vp))) == \
+        sorted(map(repr, ({k: v for k, v in r.items() if k != "calibrated_confidence"} for r in before)))
+    t = T.load(generated / "archive")
+    srcs = {r["vp_asn"] for r in gen}
+    assert len(srcs) == 30 and not srcs & t.vp_asns and {r["vp_group"] for r in gen} == {None}
+    assert {r["kind"] for r in gen} == {"stub", "transit"}
+    assert all(r["kind"] == t.kind(r["vp_asn"]) for r in gen)
+    assert s["pairs"] == len(gen) and s["kinds"]["stub"]["pairs"] + s["kinds"]["transit"]["pairs"] == len(gen)
+    # the observed class is the generator's: recomputed from its routes with the method's functions
+    true = t.paths(GEN_MONTH, sorted(srcs), sorted({r["dest_asn"] for r in gen}))
+    for r in gen:
+        v4, v6 = list(true[(4, r["vp_asn"], r["dest_asn"])]), list(true[(6, r["vp_asn"], r["dest_asn"])])
+        sh = shared_asns(v4, v6, r["vp_asn"], r["dest_asn"])
+        assert r["observed_class"] == ("congruent" if v4 == v6 else "disjoint" if not sh else
+                                       "shared-edge" if shared_adjacent(v4, v6, sh) else "shared-core")
+    paths = read_published(data, "paths", GEN_MONTH).to_pylist()
+    provider = [r for r in gen if r["rule"] == "provider"]
+    assert len(provider) >= 30, s["rules"]
+    for r in provider:
+        assert r["predicted_class"] == _stub_class(paths, r["vp_asn"], r["dest_asn"]), r
+    # stubs are answered now (the through and upstream rules alone answer none of them)
+    assert s["kinds"]["stub"]["answered"] > 0 and all(r["rule"] == "provider" for r in gen
+                                                      if r["kind"] == "stub" and r["correct"] is not None)
+    # calibrated on all rows, each from the other sources' rows: recomputed from the table
+    for r, c in zip(rows, calibration.held_out(rows)):
+        assert r["calibrated_confidence"] == (pytest.approx(c) if c is not None else None)
+    assert s["calibrated"]["bins"] == calibration.reliability(gen)
+
+
+@pytest.mark.slow
+def test_advise_states_the_calibrated_confidence(generated, capsys):
+    """After the month's evaluation, a stub's answer states the share of such answers that were
+    right (its cell of the published selector_eval), and says so."""
+    data, cfg = generated / "data", generated / "cfg.toml"
+    rows = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
+    stub = next(r for r in rows if r["kind"] == "stub" and r["rule"] == "provider")
+    rc = cli(["advise", "--data-dir", str(data), "--config", str(cfg), "--from", str(stub["vp_asn"]), "--to",
+              str(stub["dest_asn"]), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    [h] = out["hints"]
+    assert (h["rule"], h["hint_class"]) == ("provider", stub["predicted_class"])
+    cell = [r for r in rows if r["rule"] == "provider" and r["correct"] is not None]
+    mine = [r for r in cell if (r["predicted_class"] == "congruent") == (h["hint_class"] == "congruent")]
+    share = sum(r["correct"] for r in cell) / len(cell)
+    want = (sum(r["correct"] for r in mine) + calibration.PRIOR_ANSWERS * share) / (len(mine) + calibration.PRIOR_ANSWERS)
+    assert h["confidence"] == pytest.approx(want)
+    assert any(n.startswith(f"confidence {want:.2f}: {sum(r['correct'] for r in mine)} of {len(mine)} answers of "
+                            "the provider rule") for n in h["notes"]), h["notes"]
+
+
+def test_truth_needs_a_generated_archive(month, tmp_path, capsys):
+    assert cli(["evaluate", "--data-dir", str(month), "--truth", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--truth: {tmp_path}/SYNTH.json: not found" in err[0], err
+    assert cli(["evaluate", "--data-dir", str(month), "--sources", "3"]) == 2
+    assert "--sources: only with --truth ARCHIVE" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""A confidence that means what it says: the share of answers the selector got right in the
+month's own evaluation (selector_eval), per cell of answers alike.
+
+The confidence selector/rules.py states for a proxy answer is a product of hand-set
+constants; the held-out evaluation (selector/evaluate.py) shows what it is worth. Here it is
+replaced by a measured one. Open choices marked *choice*:
+- A cell is (rule, whether the predicted class is `congruent`) (*choice*: measured on the
+  real sample and a generated month, the rule and whether the answer says congruent
+  separate right from wrong most; the stated confidence, the number of proxies and path
+  lengths added little once these two are known).
+- A cell's confidence is its share of right answers, shrunk towards its rule's share by
+  PRIOR_ANSWERS pseudo-answers ((right + PRIOR_ANSWERS x rule share) / (answers +
+  PRIOR_ANSWERS)), so a cell of few answers does not claim 0 or 1.
+- A rule with fewer than MIN_ANSWERS answers in the evaluation has no calibration: its
+  answers keep the stated confidence (and say so).
+- Checked honestly: each evaluated answer's `calibrated_confidence` comes from the other
+  sources' answers only (leave one source AS out), so the reliability of the calibration is
+  measured on answers it was not fitted on.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: Pseudo-answers pulling a cell towards its rule's accuracy.
+PRIOR_ANSWERS = 10
+#: Answers a rule needs in the evaluation before its confidence is calibrated.
+MIN_ANSWERS = 30
+#: Thresholds of the accuracy-coverage curve (answers at or above the calibrated confidence).
+CURVE = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+Cell = tuple[str, bool]
+Fit = dict[Cell, tuple[int, int]]
+
+
+def cell(rule: str, predicted_class: str) -> Cell:
+    return rule, predicted_class == "congruent"
+
+
+def fit(rows: Iterable[dict]) -> Fit:
+    """cell -> (answers, right) over evaluation rows with an answer (correct not null)."""
+    out: dict[Cell, list[int]] = {}
+    for r in rows:
+        if r["correct"] is None:
+            continue
+        c = out.setdefault(cell(r["rule"], r["predicted_class"]), [0, 0])
+        c[0] += 1
+        c[1] += bool(r["correct"])
+    return {k: (n, k_) for k, (n, k_) in out.items()}
+
+
+def confidence(f: Fit | None, rule: str, predicted_class: str) -> float | None:
+    """The calibrated confidence of an answer of `rule` giving `predicted_class`; None when
+    the rule has fewer than MIN_ANSWERS answers in `f` (or the answer is `unknown`)."""
+    if not f or predicted_class == "unknown":
+        return None
+    n_rule = sum(n for (r, _), (n, _k) in f.items() if r == rule)
+    if n_rule < MIN_ANSWERS:
+        return None
+    share = sum(k for (r, _), (_n, k) in f.items() if r == rule) / n_rule
+    n, k = f.get(cell(rule, predicted_class), (0, 0))
+    return (k + PRIOR_ANSWERS * share) / (n + PRIOR_ANSWERS)
+
+
+def held_out(rows: list[dict]) -> list[float | None]:
+    """Each row's calibrated confidence from the answers of the other source ASes (rows'
+    `vp_asn`): what the calibration says of a source it has not seen."""
+    whole = fit(rows)
+    by_src: dict[int, list[dict]] = {}
+    for r in rows:
+        by_src.setdefault(r["vp_asn"], []).append(r)
+    own = {s: fit(rs) for s, rs in by_src.items()}
+    out = []
+    for r in rows:
+        mine = own[r["vp_asn"]]
+        rest = {c: (n - mine.get(c, (0, 0))[0], k - mine.get(c, (0, 0))[1]) for c, (n, k) in whole.items()}
+        out.append(confidence({c: v for c, v in rest.items() if v[0]}, r["rule"], r["predicted_class"]))
+    return out
+
+
+def reliability(rows: list[dict], key: str = "calibrated_confidence", bins: int = 10) -> list[dict]:
+    """Answers per bin of `key`: their mean `key` and their observed accuracy."""
+    out = []
+    answered = [r for r in rows if r["correct"] is not None and r.get(key) is not None]
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        inb = [r for r in answered if lo <= r[key] < hi or (b == bins - 1 and r[key] == 1.0)]
+        out.append({"low": lo, "high": hi, "answers": len(inb),
+                    "mean_confidence": sum(r[key] for r in inb) / len(inb) if inb else None,
+                    "accuracy": sum(r["correct"] for r in inb) / len(inb) if inb else None})
+    return out
+
+
+def worst_gap(bins: list[dict], min_answers: int = MIN_ANSWERS) -> float | None:
+    """The largest |observed accuracy - mean confidence| over bins of at least min_answers."""
+    gaps = [abs(b["accuracy"] - b["mean_confidence"]) for b in bins if b["answers"] >= min_answers]
+    return max(gaps) if gaps else None
+
+
+def curve(rows: list[dict], key: str = "calibrated_confidence") -> list[dict]:
+    """Coverage and accuracy when only answers at or above each threshold of CURVE count
+    (rows without a calibrated confidence count at 0): where the rule set stands."""
+    out = []
+    for t in CURVE:
+        kept = [r for r in rows if r["correct"] is not None and (r.get(key) or 0.0) >= t]
+        out.append({"threshold": t, "answered": len(kept), "coverage": len(kept) / len(rows) if rows else None,
+                    "accuracy": sum(r["correct"] for r in kept) / len(kept) if kept else None})
+    return out
