@@ -100,6 +100,10 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
     con = duck.connect(cfg)
     try:
         m = Month(con, cfg, month)
+        strangers = sorted({a for _g, a in m.vps} - t.vp_asns)
+        if strangers:  # a month ingested from another archive (or a real one): no truth to check against
+            raise T.TruthError(f"{month} was not ingested from this archive: its VP AS{strangers[0]} is none of the "
+                               f"archive's {len(t.vp_asns)} VPs")
         pool = sorted(int(r[0]) for r in con.execute(
             f"SELECT DISTINCT dest_asn FROM {table_relation(cfg, 'pairs', month)}").fetchall())
         srcs = t.sources(month, sources, seed, keep=lambda a: m.seen(a)[0])

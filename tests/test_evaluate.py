@@ -396,3 +396,12 @@ def test_truth_needs_a_generated_archive(month, tmp_path, capsys):
     assert len(err) == 1 and f"--truth: {tmp_path}/SYNTH.json: not found" in err[0], err
     assert cli(["evaluate", "--data-dir", str(month), "--sources", "3"]) == 2
     assert "--sources: only with --truth ARCHIVE" in capsys.readouterr().err
+    from bgp_congruency.synth import generate
+
+    generate(tmp_path / "other", seed=3, ases=20, vps=2, months=(MONTH,), snapshots_per_month=1, ground_truth=False,
+             workers=1)  # a generated archive, but not the one this month was ingested from
+    assert cli(["evaluate", "--data-dir", str(month), "--truth", str(tmp_path / "other")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --truth {tmp_path / 'other'}: {MONTH} was not ingested from this archive: its VP AS10 is none" in err
+    assert "selector_eval" not in {p.name for p in month.iterdir()} or \
+        {r["kind"] for r in read_published(month, "selector_eval", MONTH).to_pylist()} <= {"vp"}
