@@ -19,12 +19,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "reads, ask the selector for that AS to each destination it has a pair for (so the answer "
             "comes from proxy VPs, as for an operator's AS), and compare with the pair as observed: the "
             "class, the advice's mode and each family's path. Prints coverage (answers other than "
-            "unknown), accuracy among the answered, per rule (through, upstream, none), the confusion "
+            "unknown), accuracy among the answered, per rule (through, upstream, provider, none), the confusion "
             "matrix and accuracy per confidence bin; publishes the rows as the month's selector_eval "
-            "table (docs/SCHEMA.md). Each answer's calibrated confidence (the share of such answers right, "
-            "fitted on the other sources' rows: selector/calibration.py) is published with it and is what "
-            "advise states for the month afterwards; the summary shows its reliability and the "
-            "accuracy-coverage curve. With --truth ARCHIVE (a generated archive, congruency synth), the "
+            "table (docs/SCHEMA.md). From then on advise states, for an answer of a proxy rule, the share of "
+            "the month's evaluated answers of that rule and kind of class that were right "
+            "(selector/calibration.py); each row's calibrated_confidence is that share fitted on the other "
+            "sources' rows only, so the summary's reliability and accuracy-coverage curve show it on answers "
+            "it was not fitted on. With --truth ARCHIVE (a generated archive, congruency synth), the "
             "sources are instead ASes that are no VP (half stubs, half transit), against the generator's "
             "true paths: where an edge AS's answer can be checked."
         ),
@@ -81,7 +82,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         else:
             month, rows = E.held_out(cfg, args.month, tick)
         prog.update(task, total=seen[0], completed=seen[0])
-    where = E.publish(cfg, month, rows)
+    where = E.publish(cfg, month, rows, E.KINDS_TRUTH if truth is not None else ("vp",))
     s = E.summary(rows)
     if args.json:
         json.dump({"month": month, "table": str(where), **s}, sys.stdout, indent=1)

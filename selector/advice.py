@@ -205,8 +205,10 @@ def _calibrated_note(m: Month, rule: str, cls: str) -> list[str]:
         return []
     n, k = m.calibration.get(calibration.cell(rule, cls), (0, 0))
     what = "congruent" if cls == "congruent" else "a non-congruent class"
-    return [f"confidence {c:.2f}: {k} of {n} answers of the {rule} rule giving {what} were right in the month's "
-            "evaluation (congruency evaluate; selector/calibration.py)"]
+    mine = f"{k} of {n} answers of the {rule} rule giving {what}" if n else \
+        f"no answer of the {rule} rule gave {what}; the rule's share of answers"
+    return [f"confidence {c:.2f}: {mine} were right in the month's evaluation (congruency evaluate; "
+            "selector/calibration.py)"]
 
 
 def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
@@ -272,8 +274,9 @@ def month_calibration(cfg: Config, month: str) -> calibration.Fit | None:
 
 
 def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:
-    """rule -> the share of its answers that were right in the month's held-out evaluation
-    (the selector_eval table of `congruency evaluate`); empty before it ran. A VP's own
+    """rule -> the share of its answers that were right in the month's evaluation (the
+    selector_eval table of `congruency evaluate`: the VPs held out, and in a generated month
+    the ASes that are no VP); empty before it ran. A VP's own
     answer (rule `vp`) is its observation, not a prediction: not in it."""
     from bgp_congruency.common import published
     from bgp_congruency.selector.month import local_root, table_relation

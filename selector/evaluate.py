@@ -12,8 +12,11 @@ its edit distance in AS hops).
 
 Reported: coverage (answers with a class other than `unknown`), accuracy among the
 answered, per rule the answer came from (`through`: a VP whose path crosses the source;
-`upstream`: a VP the source hands traffic to, the source put in front; `none`: no VP
-stands in), the confusion matrix of classes, and accuracy per confidence bin.
+`upstream`: a VP the source hands traffic to, the source put in front; `provider`: a stub in
+front of its neighbours' routes; `none`: nothing stands in), the confusion matrix of
+classes, accuracy per stated and per calibrated confidence bin (selector/calibration.py),
+and the accuracy-coverage curve. `against_truth` asks the same of ASes that are no VP of a
+generated month, against the generator's true routes (synth/truth.py).
 """
 from __future__ import annotations
 
@@ -79,6 +82,8 @@ def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: di
             "v4_exact": e4, "v6_exact": e6, "v4_hop_distance": h4, "v6_hop_distance": h6}
 
 
+#: The kinds of source of the evaluation against a generated archive's routes (synth/truth.KINDS).
+KINDS_TRUTH = ("stub", "transit")
 #: Sources and destinations per source of the evaluation against a generated archive's routes.
 TRUTH_SOURCES, TRUTH_DESTS = 40, 30
 
@@ -160,15 +165,14 @@ def summary(rows: list[dict]) -> dict:
             "confusion": {o: dict(sorted(c.items())) for o, c in sorted(confusion.items())}}
 
 
-def publish(cfg: Config, month: str, rows: list[dict]) -> Path:
+def publish(cfg: Config, month: str, rows: list[dict], kinds: tuple[str, ...]) -> Path:
     """The month's `selector_eval` table (docs/SCHEMA.md): `rows` instead of the month's rows
-    of their kinds (held-out VPs, or a generated month's stubs and transit ASes), beside
+    of `kinds` (held-out VPs, or a generated month's stubs and transit ASes), beside
     those of the other kinds; every row's calibrated confidence is fitted again on the whole
     (selector/calibration.py, leave one source out). Sets `calibrated_confidence` on `rows`."""
     from bgp_congruency.common.tables import SELECTOR_EVAL
 
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    kinds = {r["kind"] for r in rows}
     kept = []
     if month in published.months(root, "selector_eval"):
         for r in published.read(root, "selector_eval", month).to_pylist():

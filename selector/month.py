@@ -158,20 +158,21 @@ class Month:
         it), for each AS seen right before `asn` on the month's paths of that family (who
         `asn` is reached through: for a stub its providers and peers). A neighbour's route is
         the suffix from it on of the paths to `dest` that cross it (a BGP speaker exports its
-        best route only), the one most VPs show (then the shortest); neighbours no path to
-        `dest` crosses, or whose route crosses `asn`, are left out."""
+        best route only), the one most VP ASes show (then the shortest, then the lowest
+        ASNs); neighbours no path to `dest` crosses, or whose route crosses `asn`, are left out."""
         rows = self.con.execute(f"""
             WITH nb AS (SELECT DISTINCT path[list_position(path, $a::BIGINT) - 1] AS n FROM {self.paths}
                         WHERE afi = $f AND list_position(path, $a::BIGINT) > 1),
                  ev AS (SELECT nb.n, p.path[list_position(p.path, nb.n):] AS route, p.vp_asn, p.stability, p.snapshots
                         FROM {self.paths} p JOIN nb ON list_position(p.path, nb.n) >= 1
                         WHERE p.afi = $f AND p.dest_asn = $d)
-            SELECT n, route, count(*) AS vps, max(stability), max(snapshots), list(DISTINCT vp_asn ORDER BY vp_asn)
+            SELECT n, route, count(DISTINCT vp_asn) AS vps, max(stability), max(snapshots),
+                   list(DISTINCT vp_asn ORDER BY vp_asn)
             FROM ev WHERE NOT list_contains(route, $a::BIGINT) GROUP BY n, route""",
             {"a": asn, "f": afi, "d": dest}).fetchall()
         best: dict[int, tuple] = {}
         for n, route, vps, stab, snaps, who in rows:
-            key = (-vps, len(route))
+            key = (-vps, len(route), list(route))  # ties: the lower ASNs, so no answer depends on row order
             if int(n) not in best or key < best[int(n)][0]:
                 best[int(n)] = (key, (tuple(int(x) for x in route), stab, snaps, [int(v) for v in who]))
         return {n: v for n, (_k, v) in best.items()}

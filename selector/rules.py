@@ -42,8 +42,9 @@ route from S on; nothing else in the data does. The rule (open choices marked *c
    traffic on (no AS after it on any path of the month: an edge AS, the operator's usual
    case). Per family, its neighbours are the ASes seen right before it on that family's
    paths (its providers and peers); a neighbour's route to the destination is the suffix from
-   it on of the paths that cross it (`stub_route`). The source's path is itself in front of
-   the shortest such route, ties to the lowest neighbour ASN (*choice*: Gao-Rexford's
+   it on of the paths that cross it, the one most VP ASes show (then the shortest, then the
+   lowest ASNs). The source's path is itself in front of the shortest such route
+   (`stub_route`), ties to the lowest neighbour ASN (*choice*: Gao-Rexford's
    tie-breaks, without local preference among providers, which the paths do not show).
    Each family chooses on its own, so a stub whose IPv6 provider differs shows it. A transit
    source is kept out: it reaches most destinations through its customers, not through the

@@ -137,7 +137,7 @@ def real_eval(ingested_2026, config, tmp_path_factory):
     data = tmp_path_factory.mktemp("eval-real")
     cfg = compare_real(data, ingested_2026, config, copy=True)
     month, rows = E.held_out(cfg)
-    E.publish(cfg, month, rows)
+    E.publish(cfg, month, rows, ("vp",))
     return cfg, month, rows
 
 
@@ -298,20 +298,21 @@ def test_the_generator_rebuilt_from_its_archive_routes_as_its_vps_showed(generat
 def _stub_class(paths: list[dict], src: int, dest: int) -> str | None:
     """The provider rule (selector/rules.py rule 5) from the paths table alone: per family,
     the ASes right before `src`; each one's route to `dest` is the suffix from it on of the
-    paths that cross it (the one most VPs show, then the shortest; none holding `src`); `src`
-    in front of the shortest route, ties to the lowest ASN."""
+    paths that cross it (the one most VP ASes show, then the shortest, then the lowest ASNs;
+    none holding `src`); `src` in front of the shortest route, ties to the lowest ASN."""
     chosen = {}
     for afi in (4, 6):
         fam = [p["path"] for p in paths if p["afi"] == afi]
         nbrs = {p[p.index(src) - 1] for p in fam if src in p[1:]}
         routes = {}
         for n in nbrs:
-            seen = defaultdict(int)
-            for p in (q["path"] for q in paths if q["afi"] == afi and q["dest_asn"] == dest):
-                if n in p and src not in p[p.index(n):]:
-                    seen[tuple(p[p.index(n):])] += 1
+            seen = defaultdict(set)  # route -> the VP ASes showing it
+            for q in paths:
+                p = q["path"]
+                if q["afi"] == afi and q["dest_asn"] == dest and n in p and src not in p[p.index(n):]:
+                    seen[tuple(p[p.index(n):])].add(q["vp_asn"])
             if seen:
-                routes[n] = min(seen, key=lambda r: (-seen[r], len(r)))
+                routes[n] = min(seen, key=lambda r: (-len(seen[r]), len(r), list(r)))
         if not routes:
             return None
         n = min(routes, key=lambda a: (len(routes[a]), a))
@@ -373,6 +374,9 @@ def test_advise_states_the_calibrated_confidence(generated, capsys):
     """After the month's evaluation, a stub's answer states the share of such answers that were
     right (its cell of the published selector_eval), and says so."""
     data, cfg = generated / "data", generated / "cfg.toml"
+    assert cli(["evaluate", "--data-dir", str(data), "--config", str(cfg), "--truth", str(generated / "archive"),
+                "--sources", "30", "--dests", "20"]) == 0
+    capsys.readouterr()
     rows = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
     stub = next(r for r in rows if r["kind"] == "stub" and r["rule"] == "provider")
     rc = cli(["advise", "--data-dir", str(data), "--config", str(cfg), "--from", str(stub["vp_asn"]), "--to",

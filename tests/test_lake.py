@@ -455,6 +455,7 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     monkeypatch.undo()
     with catalog.opened(data) as con:
         assert catalog.attached_columns(con)["selector_eval"] == set(old.names)
+        files = catalog.files(con, "selector_eval", "2026-06")
     q = f"SELECT month, vp_asn, {a}, {b} FROM selector_eval ORDER BY month"
     con = lake.connect(data)
     try:  # before any publish: the documented columns, NULL
@@ -472,3 +473,5 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     assert f"add column selector_eval.{a}; add column selector_eval.{b}" in messages, messages
     with catalog.opened(data) as con:
         assert catalog.attached_columns(con)["selector_eval"] == set(SELECTOR_EVAL.names)
+        assert catalog.files(con, "selector_eval", "2026-06") == files and all(Path(f).is_file() for f in files)
+    assert pq.read_schema(files[0]).names == [n for n in old.names if n != "month"]  # the old file, not rewritten

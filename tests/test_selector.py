@@ -291,8 +291,17 @@ def test_advise_proxy_source(synth):
     [h] = advise(cfg, "1", "100")["hints"]
     assert (h["hint_class"], h["v4_path"], h["v6_path"]) == ("unknown", [1, 100], None)
     assert "no IPv6 path" in h["reason"] and (h["mode"], h["mptcp_flags_v4"]) == ("single-path", "subflow")
-    [h] = advise(cfg, "100", "400")["hints"]  # AS100 is only ever an origin
-    assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"]
+    # AS100 is only ever an origin (a stub, rule 5): the AS right before it is AS1 on the IPv4
+    # paths and AS2 on the IPv6 ones; VP 10's IPv4 path [10, 1, 400] gives AS1's route [1, 400],
+    # VP 20's IPv6 path [20, 2, 400] AS2's route [2, 400]: no shared AS, disjoint
+    [h] = advise(cfg, "100", "400")["hints"]
+    assert (h["rule"], h["v4_path"], h["v6_path"], h["hint_class"]) == ("provider", [100, 1, 400], [100, 2, 400],
+                                                                         "disjoint")
+    assert h["via_proxy"] and h["proxies"] == [10, 20] and h["confidence"] == pytest.approx(0.5)
+    assert any("never hands traffic on (a stub)" in n and "AS1 in IPv4 and AS2 in IPv6" in n for n in h["notes"])
+    # AS700 is a stub too, but no path to AS100 crosses AS30, the AS before it: no answer
+    [h] = advise(cfg, "700", "100")["hints"]
+    assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"] and h["rule"] == "none"
 
 
 def test_proxy_rule_pure_functions():
