@@ -81,7 +81,7 @@ def text(h: dict) -> str:
              + (f" ({h['reason']})" if h["reason"] else "")
              + f", confidence {h['confidence']:.2f}"
              + (f", rule {h['rule']}" if h.get("rule") and h["rule"] != "vp" else "")
-             + (f" (right {h['rule_accuracy']:.0%} of the time with the VPs held out)"
+             + (f" (right {h['rule_accuracy']:.0%} of the time in the month's evaluation)"
                 if h.get("rule_accuracy") is not None and h["hint_class"] != "unknown" else ""),
              f"  IPv4 path: {path(h['v4_path'])}" + (f"  ({h['prefix_v4']})" if h["prefix_v4"] else ""),
              f"  IPv6 path: {path(h['v6_path'])}" + (f"  ({h['prefix_v6']})" if h["prefix_v6"] else ""),

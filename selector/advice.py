@@ -144,7 +144,7 @@ def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
                                   calibrated=calibration.confidence(m.calibration, "provider", cls)))
     h["how"] = (f"AS{src} is not a vantage point and never hands traffic on (a stub): its path is itself in front "
                 f"of the route of its neighbour AS{n4} in IPv4 and AS{n6} in IPv6 (the shortest route among the "
-                "ASes seen right before it, shown by the paths that cross them); lower confidence")
+                "ASes seen right before it, shown by the paths that cross them)")
     return h
 
 
@@ -255,7 +255,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
         held_out = rule_accuracy(con, cfg, month)
     finally:
         con.close()
-    for h in hints:  # how often this rule was right with the VPs held out (congruency evaluate)
+    for h in hints:  # how often this rule was right in the month's evaluation (congruency evaluate)
         h["rule_accuracy"] = held_out.get(h.get("rule"))
     selection = None
     if endpoints is not None:

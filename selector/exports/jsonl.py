@@ -14,7 +14,7 @@ One JSON object per line, one line per hint. Keys, in this order:
   among the k chosen underlay paths, e.g. [4, 6] or [];
 - `rule` and `rule_accuracy` (only in answers of `advise`, not in the month's table, whose
   rows are all VPs' own pairs): where the answer came from (vp, through, upstream, none) and
-  how often that rule was right with the VPs held out (`congruency evaluate`; null before).
+  how often that rule was right in the month's evaluation (`congruency evaluate`; null before).
 
 The text is UTF-8 (characters outside ASCII are written as themselves, not escaped); a line
 ends with "\n" only, so split on that (a string may hold U+2028, which str.splitlines
