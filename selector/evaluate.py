@@ -111,7 +111,8 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
                                f"archive's {len(t.vp_asns)} VPs")
         pool = sorted(int(r[0]) for r in con.execute(
             f"SELECT DISTINCT dest_asn FROM {table_relation(cfg, 'pairs', month)}").fetchall())
-        srcs = t.sources(month, sources, seed, keep=lambda a: m.seen(a)[0])
+        on_paths = {int(r[0]) for r in con.execute(f"SELECT DISTINCT unnest(path) FROM {m.paths}").fetchall()}
+        srcs = t.sources(month, sources, seed, keep=on_paths.__contains__)  # one scan, not one per AS
         rng = random.Random(f"truth:{seed}:{month}:dests")
         asked = {s: rng.sample([d for d in pool if d != s], min(dests, len(pool) - (s in pool))) for s in srcs}
         true = t.paths(month, srcs, sorted({d for ds in asked.values() for d in ds}))
