@@ -160,6 +160,9 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             step("provenance")
             _stage_provenance(engine, store, cfg, month, staged)
             res.summary = engine.summary(staged)
+            # What the month held (DuckDB: its connection, up to duckdb_memory_limit) is let go
+            # before the hints open a connection of their own under the same limit.
+            engine.end_month()
             step("hints")
             from bgp_congruency.selector import table as hints
 
