@@ -242,7 +242,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     con = duck.connect(cfg)
     try:
         m = Month(con, cfg, month)
-        m.calibration = month_calibration(cfg, month)
+        m.calibration = month_calibration(con, cfg, month)
         on, _ = m.seen(src.asn)
         if not on:
             raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
@@ -252,10 +252,12 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
         nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
         origins = lookup_origins(con, cfg, month, nets)
         hints = [_hint(m, src, d, origins) for d in dests]
-        held_out = rule_accuracy(con, cfg, month)
     finally:
         con.close()
-    for h in hints:  # how often this rule was right in the month's evaluation (congruency evaluate)
+    # How often each rule was right in the month's evaluation (congruency evaluate). A VP's own
+    # answer (rule `vp`) is its observation, not a prediction: not in it.
+    held_out = calibration.rule_accuracy(m.calibration)
+    for h in hints:
         h["rule_accuracy"] = held_out.get(h.get("rule"))
     selection = None
     if endpoints is not None:
@@ -263,29 +265,18 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     return {"month": month, "hints": hints, "selection": selection}
 
 
-def month_calibration(cfg: Config, month: str) -> calibration.Fit | None:
-    """The calibration of the month's evaluation (selector_eval), None before it ran."""
-    from bgp_congruency.common import published
-    from bgp_congruency.selector.month import local_root
-
-    if month not in published.months(local_root(cfg), "selector_eval"):
-        return None
-    return calibration.fit(published.read(local_root(cfg), "selector_eval", month).to_pylist())
-
-
-def rule_accuracy(con, cfg: Config, month: str) -> dict[str, float]:
-    """rule -> the share of its answers that were right in the month's evaluation (the
-    selector_eval table of `congruency evaluate`: the VPs held out, and in a generated month
-    the ASes that are no VP); empty before it ran. A VP's own
-    answer (rule `vp`) is its observation, not a prediction: not in it."""
+def month_calibration(con, cfg: Config, month: str) -> calibration.Fit | None:
+    """The calibration of the month's evaluation (selector_eval: the VPs held out, and in a
+    generated month the ASes that are no VP), counted in SQL (a few cells, however many
+    rows); None before it ran."""
     from bgp_congruency.common import published
     from bgp_congruency.selector.month import local_root, table_relation
 
     if month not in published.months(local_root(cfg), "selector_eval"):
-        return {}
-    rows = con.execute(f"""SELECT rule, avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) FROM
-        {table_relation(cfg, "selector_eval", month)} WHERE correct IS NOT NULL GROUP BY rule""").fetchall()
-    return {r: float(a) for r, a in rows}
+        return None
+    rows = con.execute(f"""SELECT rule, predicted_class = 'congruent', count(*), count(*) FILTER (WHERE correct)
+        FROM {table_relation(cfg, "selector_eval", month)} WHERE correct IS NOT NULL GROUP BY ALL""").fetchall()
+    return {(r, bool(c)): (int(n), int(k)) for r, c, n, k in rows}
 
 
 def select(hints: list[dict], k: int, src: int) -> dict:

@@ -48,15 +48,29 @@ def fit(rows: Iterable[dict]) -> Fit:
     return {k: (n, k_) for k, (n, k_) in out.items()}
 
 
+def rule_totals(f: Fit) -> dict[str, tuple[int, int]]:
+    """rule -> (answers, right) over its cells."""
+    out: dict[str, tuple[int, int]] = {}
+    for (r, _), (n, k) in f.items():
+        a, b = out.get(r, (0, 0))
+        out[r] = (a + n, b + k)
+    return out
+
+
+def rule_accuracy(f: Fit | None) -> dict[str, float]:
+    """rule -> the share of its answers that were right (empty without a fit)."""
+    return {r: k / n for r, (n, k) in rule_totals(f or {}).items() if n}
+
+
 def confidence(f: Fit | None, rule: str, predicted_class: str) -> float | None:
     """The calibrated confidence of an answer of `rule` giving `predicted_class`; None when
     the rule has fewer than MIN_ANSWERS answers in `f` (or the answer is `unknown`)."""
     if not f or predicted_class == "unknown":
         return None
-    n_rule = sum(n for (r, _), (n, _k) in f.items() if r == rule)
+    n_rule, k_rule = rule_totals(f).get(rule, (0, 0))
     if n_rule < MIN_ANSWERS:
         return None
-    share = sum(k for (r, _), (_n, k) in f.items() if r == rule) / n_rule
+    share = k_rule / n_rule
     n, k = f.get(cell(rule, predicted_class), (0, 0))
     return (k + PRIOR_ANSWERS * share) / (n + PRIOR_ANSWERS)
 
