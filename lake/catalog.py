@@ -377,7 +377,7 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
             for table, folder in folders.items():
                 if replace:
                     con.execute(f"DELETE FROM {ALIAS}.{table} WHERE month = ?", [month])
-                files = sorted(str(p) for p in Path(folder).glob("[!._]*.parquet"))
+                files = data_files(folder)
                 rows = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
                                    {"f": [glob_literal(f) for f in files]}).fetchone()[0] if files else 0
                 if rows:  # DuckLake registers no file without rows
@@ -413,6 +413,12 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
             if len(Path(rel).parts) == 3 and (base / rel) not in mine:
                 shutil.rmtree(base / rel, ignore_errors=True)
         return current(con)
+
+
+def data_files(folder) -> list[str]:
+    """The Parquet files of a publish folder the catalog registers, sorted: not Spark's marker
+    files (`_SUCCESS`, `.crc`) nor a writer's dot-temp files."""
+    return sorted(str(p) for p in Path(folder).glob("[!._]*.parquet"))
 
 
 def files(con, table: str, month: str | None = None) -> list[str]:

@@ -150,9 +150,10 @@ def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
 
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
     """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
-    VPs whose paths cross it first; only when none shows both families, its upstream VPs.
+    VPs whose paths cross it first; only when none shows both families, its upstream VPs;
     then, for a stub, its neighbours' routes. With it the kind of proxy it came from
-    ("through", "upstream", "provider"; None when nothing stands in): advise names it, and the held-out evaluation scores each rule on its own."""
+    ("through", "upstream", "provider"; None when nothing stands in): advise names it, and
+    the evaluation scores each rule on its own."""
     tried = []
     dests = {d for d in (d4, d6) if d is not None}
     for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):

@@ -40,7 +40,12 @@ def table_relation(cfg: Config, table: str, month: str) -> str:
     relation where the table has no rows (no file), or for ingest's rib_entries its folder."""
     if table == "rib_entries":
         return f"read_parquet({quote(duck.glob_literal(layout.month_dir(local_root(cfg), table, month)) + '/*/*.parquet')})"
-    files = published.files(local_root(cfg), [table], month)[table]
+    return files_relation(published.files(local_root(cfg), [table], month)[table], table)
+
+
+def files_relation(files: list[str], table: str) -> str:
+    """Parquet files of a documented table as a relation for FROM; an empty typed one where
+    there are none."""
     if not files:
         from bgp_congruency.common.table_docs import DOCS
         from bgp_congruency.pipeline.steps import empty_select

@@ -14,7 +14,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
 from bgp_congruency.pipeline.steps import sql_type
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import local_root, month_snapshots, resolve_month
+from bgp_congruency.selector.month import files_relation, local_root, month_snapshots, resolve_month
 
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
@@ -65,23 +65,13 @@ def partitions(con, cfg: Config, pairs_files: list[str]) -> int:
     return max(1, -(-int(n) * BYTES_PER_PAIR // limit)) if limit else 1
 
 
-def _relation(files: list[str], table: str) -> str:
-    """Parquet files as a relation for FROM; an empty typed one where there are none."""
-    if not files:
-        from bgp_congruency.common.table_docs import DOCS
-        from bgp_congruency.pipeline.steps import empty_select
-
-        return f"({empty_select(DOCS[table].schema, 'duckdb')})"
-    return "read_parquet([" + ", ".join(quote(duck.glob_literal(f)) for f in files) + "])"  # names, not patterns
-
-
 def _hints_sql(con, month: str, files: dict[str, list[str]], spill: Path | None = None,
                part: tuple[int, int] = (0, 1)) -> str | None:
     """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
     partition `part` = (i, K) of K, or None when it has no pairs; `files`: the month's pairs
     and paths files. Joins each pair with its two paths once (a temp table), then with the
     derived fields of its key."""
-    pairs, paths = _relation(files["pairs"], "pairs"), _relation(files["paths"], "paths")
+    pairs, paths = files_relation(files["pairs"], "pairs"), files_relation(files["paths"], "paths")
     i, k = part
     only = f"WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
     if spill is not None:
@@ -149,7 +139,7 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
         HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
 
 
-def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], prog, task=None) -> dict:
+def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], prog) -> dict:
     """Write the month's hints table into `staged`/hints (a VP partition at a time: memory
     follows the partition, not the month) from `files`, the month's pairs and paths: the
     compare's own staged tables, so that the month's commit publishes its hints with them
@@ -161,10 +151,7 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
     try:
         store.mkdirs(f"{staged}/hints")
         k = partitions(con, cfg, files["pairs"])
-        if task is None:
-            task = prog.add_task(f"hints {month}", total=k)
-        else:
-            prog.update(task, total=k, completed=0)
+        task = prog.add_task(f"hints {month}", total=k)
         for i in range(k):
             out = Path(staged) / "hints" / f"part-{i}.parquet"
             sql = _hints_sql(con, month, files, Path(staged) / ".duckdb-tmp", (i, k))
@@ -184,8 +171,10 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
 
 
 def staged_files(staged: str) -> dict[str, list[str]]:
-    """The pairs and paths files a compare staged (what the catalog would register)."""
-    return {t: sorted(str(p) for p in (Path(staged) / t).glob("[!._]*.parquet")) for t in ("pairs", "paths")}
+    """The pairs and paths files a compare staged (what the catalog will register)."""
+    from bgp_congruency.lake.catalog import data_files
+
+    return {t: data_files(Path(staged) / t) for t in ("pairs", "paths")}
 
 
 def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
