@@ -2,7 +2,8 @@
 """How much memory the DuckDB engine's compare needs: the whole job (pipeline/steps.py, as
 `congruency compare` runs it) on one published month, once per memory limit, each in a
 fresh process, spilling to a throwaway folder. Reports per limit: finished or the error's
-first line, seconds, peak spill. DuckDB 2.0 does not spill all of a hash aggregate's
+first line, seconds, peak spill (temp files and the work database: pipeline/engines/duckdb.py
+WORK_DB). DuckDB 2.0 does not spill all of a hash aggregate's
 state, so below some limit a month fails instead of slowing down; this finds it.
 
     .venv/bin/python bench/memfloor.py --data-dir bench/out/endtoend-250-data --limits 1600MB,2000MB [--json]
@@ -59,7 +60,8 @@ def one(data: Path, month: str, limit: str, k: int | None = None) -> dict:
 
     def watch():
         while not done.wait(0.5):
-            peak[0] = max(peak[0], common.du(spill))
+            # spill files, and the partitions' aggregates in the staging folder's work database
+            peak[0] = max(peak[0], common.du(spill) + common.du(os.path.join(staged, "_work")))
             rss[0] = max(rss[0], common.tree_rss(proc.pid, include_root=True))
 
     threading.Thread(target=watch, daemon=True).start()

@@ -745,9 +745,10 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
         files = sorted(common.OUT.glob(pattern))
         if files:
             new = [json.loads(p.read_text()) for p in files]
-            if key == "steps":  # profiles of other data dirs and engines stay until re-measured
-                have = {(r["data_dir"], r["engine"]) for r in new}
-                new = [r for r in real.get(key) or [] if (r["data_dir"], r["engine"]) not in have] + new
+            if key == "steps":  # profiles of other data dirs, engines, limits stay until re-measured
+                have = {(r["data_dir"], r["engine"], r.get("memory_limit")) for r in new}
+                new = [r for r in real.get(key) or []
+                       if (r["data_dir"], r["engine"], r.get("memory_limit")) not in have] + new
             real[key] = new
     synth_files = sorted(common.OUT.glob("ingest-synth-*.json")) + sorted(common.OUT.glob("ingest-file-*.json"))
     if synth_files:

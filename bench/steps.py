@@ -3,7 +3,7 @@
 
 Runs the job's own steps (pipeline/steps.py) through the engine's own `run`, as `congruency
 compare` does, into a throwaway staging folder (no publish; `--keep DIR` keeps the tables), and reports the wall time from each step's
-start to the next step's start (also into bench/out/steps-NAME-ENGINE.json, which
+start to the next step's start (also into bench/out/steps-NAME-ENGINE[-LIMIT].json, which
 bench/run.py renders into RESULTS.md). A view costs nothing where it is defined: its work is timed
 in the first step that materializes it (the next "work" or "table" step that reads it), so
 views are listed with the step that pays for them. The same month, the same engine settings
@@ -111,7 +111,9 @@ def main(argv=None) -> int:
     res["rows"] = _rows(args.data_dir, args.month)
     # bench/run.py renders every bench/out/steps-*.json into RESULTS.md.
     name = args.data_dir.resolve().parent.name if args.data_dir.name == "data" else args.data_dir.name
-    (OUT / f"steps-{name}-{args.engine}.json").write_text(json.dumps(res, indent=1) + "\n")
+    # One profile per month, engine and explicit memory limit (a 2GB run keeps the 4GB one).
+    limit = f"-{args.limit}" if args.limit else ""
+    (OUT / f"steps-{name}-{args.engine}{limit}.json").write_text(json.dumps(res, indent=1) + "\n")
     if args.json:
         json.dump(res, sys.stdout, indent=1)
         print()

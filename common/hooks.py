@@ -5,6 +5,7 @@ code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_
 default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
 lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
 partition (one VP partition's tables staged, the next not begun: pipeline/engines/duckdb.py),
+mid-partition (a VP partition after the first begun, its first table staged: the same),
 publish (between two tables' moves to their publish folders, nothing committed:
 pipeline/publish.py), commit (the catalog transaction open, every table registered, not yet
 committed: lake/catalog.py), published (committed, the staging folder not yet removed:

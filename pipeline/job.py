@@ -148,8 +148,11 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
                     raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")
             k = partitions(engine, cfg, src)
             prog.advance(steps)
-            store.recover(month)  # what a killed run left
-            staged = store.staging(month)
+            # What a killed run left is deleted, but the partitions it finished (DuckDB: the
+            # engine reuses them when the inputs and SQL are the same).
+            staged = engine.resumable(store, month)
+            store.recover(month, keep=staged)
+            staged = staged or store.staging(month)
             prev, res.previous = _previous(root, month)
             engine.run(cfg.method, staged, prev, step, partitions=k)
             hooks.pause("compare")

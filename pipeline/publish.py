@@ -9,7 +9,8 @@ is Spark's (its staged folders hold Spark's own marker files, which the catalog 
 
 A run killed mid-way leaves its `_staging/<month>-<id>/`, or moved folders the catalog never
 registered; `recover(month)`, called under the month lock before the next attempt, deletes
-both (the month is computed again).
+both: the month is computed again, but for the partitions a killed DuckDB compare finished,
+which the next one reuses from its staging folder (pipeline/engines/duckdb.py, WORK_DB).
 """
 from __future__ import annotations
 
@@ -86,14 +87,14 @@ class Store:
         self.delete(staged)
         return list(out.values())
 
-    def recover(self, month: str) -> list[str]:
-        """Delete what killed runs of `month` left: their staging folders, and publish
-        folders the catalog never registered (module docstring); returns them. Hold the
-        month lock."""
+    def recover(self, month: str, keep: str | None = None) -> list[str]:
+        """Delete what killed runs of `month` left: their staging folders (but `keep`, the
+        one a run resumes), and publish folders the catalog never registered (module
+        docstring); returns them. Hold the month lock."""
         from bgp_congruency.lake import catalog
 
-        done = [self.path(layout.STAGING, n) for n in self.children(self.path(layout.STAGING))
-                if n.startswith(f"{month}-")]
+        done = [p for n in self.children(self.path(layout.STAGING))
+                if n.startswith(f"{month}-") and (p := self.path(layout.STAGING, n)) != keep]
         if not layout.is_cluster(self.root):
             done += [str(p) for p in catalog.orphans(layout.local(self.root, "the catalog"), month)]
         for p in done:

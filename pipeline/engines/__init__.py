@@ -30,6 +30,10 @@ class Engine(Protocol):
     def largest_vp(self) -> int:
         """Entries of the month's largest VP (0: the engine does not partition)."""
 
+    def resumable(self, store: Store, month: str) -> str | None:
+        """A killed run's staging folder of `month` whose finished partitions `run` may reuse
+        (it checks the inputs and SQL are the same), or None (Spark: never)."""
+
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step of the month, in `partitions` VP partitions; each output table staged

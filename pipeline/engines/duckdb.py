@@ -11,8 +11,12 @@ file per partition, with the exact Arrow schemas of common/tables.py.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shutil
+import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -78,6 +82,25 @@ def _partition_filter(k: int, i: int, bucketed: bool) -> str:
     return where
 
 
+#: The month's partition work (each partition's cleaning and per-path aggregates, the VP rows
+#: of the partitions done, and a record of which are done under which inputs and SQL) lives in
+#: a DuckDB database in the staging folder, attached as WORK: a run killed mid-way leaves it
+#: for the next run of the month (pipeline/job.py), which redoes only the partitions not done.
+#: Under the same memory limit as the rest (one buffer pool); removed with the staging folder.
+WORK_DB, WORK = "_work/partitions.duckdb", "work"
+
+
+def _key(*parts) -> str:
+    """A fingerprint of what a phase's work depends on (the SQL rendered, the inputs)."""
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
+
+
+def _inputs(src: str | list[str]) -> list:
+    """The month's entry files with their sizes and modification times (a re-ingest changes them)."""
+    files = src if isinstance(src, list) else _files(src)
+    return [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files]
+
+
 def _label(name: str, i: int, k: int) -> str:
     """A step's name for the progress line: with its partition where there are several."""
     return name if k == 1 else f"{name} ({i + 1}/{k})"
@@ -138,29 +161,52 @@ class DuckDBEngine:
         self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM month_entries")
         self.con.execute("CREATE OR REPLACE VIEW month_entries AS SELECT * FROM entries_pinned")
 
+    def resumable(self, store, month: str) -> str | None:
+        """The staging folder of a killed run of `month` whose partition work the next run may
+        reuse (the newest holding a work database; `run` checks that it was made from the same
+        inputs and SQL), or None."""
+        base = store.path(layout.STAGING)
+        found = [f"{base}/{n}" for n in store.children(base)
+                 if n.startswith(f"{month}-") and os.path.exists(f"{base}/{n}/{WORK_DB}")]
+        return max(found, key=lambda p: os.path.getmtime(f"{p}/{WORK_DB}")) if found else None
+
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step into staged/<table> (one file per partition); `keep`: leave the
         connection open for another run on the same entries (the sensitivity variants),
         keeping the partitions' cleaning and per-path aggregates where the new parameters
-        render them the same (a variant of min_coverage alone keeps them)."""
+        render them the same (a variant of min_coverage alone keeps them). A partition's
+        work is recorded done in the work database (WORK_DB) as it ends: a run into a
+        staging folder where a killed run of the same inputs and SQL left some skips it."""
         k = partitions
         part_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.PARTITION_STEPS]
+        rest_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
         reuse = keep and self._kept == (part_sql, k)
-        for name in ("month_vps", "month_pair_counts", *(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
+        for name in (*(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
             self.con.execute(f"DROP TABLE IF EXISTS {name}")
+        for name in ("month_vps", "month_pair_counts"):
+            self.con.execute(f"DROP VIEW IF EXISTS {name}")
         if not reuse:
             self._drop_partitions()
         self._kept = None  # set once every partition's aggregates exist
         self.only = {"month_summary"} if keep else None  # a variant's other tables are never read
         if not reuse and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
             spill = self.temp_dir or os.path.join(staged, "_spill")
+            if not self.temp_dir:
+                shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
             os.makedirs(spill, exist_ok=True)
             self.con.execute(f"SET temp_directory = {quote(spill)}")
+            self._attach_work(staged)
             self._spill_set = keep
+        key1 = _key(k, part_sql, self.snapshots, _inputs(self.src))
+        key2 = _key(key1, rest_sql, prev, keep, staged)
+        done1, done2 = self._done(staged, key1, key2)
+        if not reuse and (done1 or done2):
+            console.note(f"{staged}: resuming a killed run of the same month: {len(done1)} of {k} partitions' "
+                         f"cleaning and {len(done2)} of {k} partitions' tables are reused")
         if not reuse:
             self._parts = k
-            if k > 1 and not self.bucketed:
+            if k > 1 and not self.bucketed and len(done1) < k:
                 month = re.search(r"month=([0-9-]+)", str(self.src))
                 console.warning(f"{self.src}: rib_entries ingested before the VP-bucket layout (no {vp_hash.COLUMN} "
                                 f"column): each of the {k} partitions reads the whole month; re-ingest it "
@@ -168,20 +214,24 @@ class DuckDBEngine:
                                 "to read a partition's rows only")
             without_bucket = f" EXCLUDE ({vp_hash.COLUMN})" if self.bucketed else ""
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
+                if i in done1:
+                    continue
                 self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{without_bucket} FROM month_entries"
                                  f"{_partition_filter(k, i, self.bucketed)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
                     kind = "VIEW" if s.kind == "view" else "TABLE"
-                    name = f"{s.name}_{i}" if s.kind == "work" else s.name  # scratch: this partition's only
-                    self.con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {sql}")
+                    # work: the partition's, kept in the work database; scratch: dropped below
+                    name = f"{WORK}.{s.name}_{i}" if s.kind == "work" else s.name
+                    self.con.execute(f"CREATE OR REPLACE {'' if s.kind == 'work' else 'TEMP '}{kind} {name} AS {sql}")
                 for s in reversed(S.PARTITION_STEPS):
                     if s.kind == "scratch":
                         self.con.execute(f"DROP TABLE {s.name}")
+                self.con.execute(f"INSERT INTO {WORK}.done VALUES (1, {i}, ?)", [key1])
         self._kept = (part_sql, k) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
-                             + " UNION ALL ".join(f"SELECT * FROM {name}_{i}" for i in range(k)))
+                             + " UNION ALL ".join(f"SELECT * FROM {WORK}.{name}_{i}" for i in range(k)))
         for s in S.FACTS:
             step(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
@@ -189,11 +239,15 @@ class DuckDBEngine:
             self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_prev(prev, 'paths')}")
             self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.duckdb, staged)
         for i in range(k):  # everything per VP, a partition at a time
+            if i in done2:
+                continue
             for name in ("by_session", "per_path"):
-                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {name}_{i}")
-            for s in S.VP_STEPS:
+                self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {WORK}.{name}_{i}")
+            for n, s in enumerate(S.VP_STEPS):
                 step(_label(s.name, i, k))
                 self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged, part=i)
+                if i and not n:
+                    hooks.pause("mid-partition")
             if prev is not None and self.only is None:
                 step(_label("transitions", i, k))
                 only = f" WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
@@ -201,14 +255,21 @@ class DuckDBEngine:
                     self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_prev(prev, t)}{only}")
                 self._run_step(S.TRANSITIONS, S.TRANSITIONS.duckdb, staged, part=i)
                 self.con.execute("DROP TABLE transitions")
+            # The partition's files are in place: its VP rows and its record commit together.
             for name in ("vps", "pair_counts"):
-                into = S.MONTH_OF[name]
-                self.con.execute(f"INSERT INTO {into} SELECT * FROM {name}" if i else
-                                 f"CREATE TEMP TABLE {into} AS SELECT * FROM {name}")
+                self.con.execute(f"CREATE TABLE IF NOT EXISTS {WORK}.{S.MONTH_OF[name]} AS "
+                                 f"SELECT * FROM {name} LIMIT 0")
+            self.con.execute("BEGIN")
+            for name in ("vps", "pair_counts"):
+                self.con.execute(f"INSERT INTO {WORK}.{S.MONTH_OF[name]} SELECT * FROM {name}")
+            self.con.execute(f"INSERT INTO {WORK}.done VALUES (2, {i}, ?)", [key2])
+            self.con.execute("COMMIT")
             for s in reversed(S.VP_STEPS):
                 self.con.execute(f"DROP {self._kind(s)} IF EXISTS {s.name}")
             if i + 1 < k:
                 hooks.pause("partition")
+        for name in ("vps", "pair_counts"):
+            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {S.MONTH_OF[name]} AS SELECT * FROM {WORK}.{S.MONTH_OF[name]}")
         if prev is None and self.only is None:
             self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
         for s in S.SUMMARY_STEPS:
@@ -218,12 +279,56 @@ class DuckDBEngine:
         if not keep:
             self.end_month()  # every table is written; closing releases the spill files
 
-    def _drop_partitions(self) -> None:
-        for i in range(getattr(self, "_parts", 0)):
-            for s in S.PARTITION_STEPS:
-                if s.kind == "work":
-                    self.con.execute(f"DROP TABLE IF EXISTS {s.name}_{i}")
+    def _attach_work(self, staged: str) -> None:
+        """The work database in `staged` (WORK_DB), made if missing; where a killed run left
+        one, what it records is checked by _done."""
+        path = os.path.realpath(os.path.join(staged, WORK_DB))
+        if "?" in path:
+            # DuckDB reads a `?` in a database path as the start of options and writes the WAL
+            # elsewhere (common/duck.py writable_db): such a data dir's work database lives in a
+            # private temporary folder for the run's life, and a killed run is not resumed.
+            self._work_tmp = tempfile.mkdtemp(prefix="congruency-work-")
+            path = os.path.join(self._work_tmp, os.path.basename(WORK_DB))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.con.execute(f"ATTACH {quote(path)} AS {WORK}")
+        self.con.execute(f"CREATE TABLE IF NOT EXISTS {WORK}.done (phase INTEGER, part INTEGER, key VARCHAR)")
+
+    def _done(self, staged: str, key1: str, key2: str) -> tuple[set[int], set[int]]:
+        """The partitions whose cleaning (phase 1) and tables (phase 2) are done for these
+        keys. Work recorded under other keys is dropped first, and with phase 1's, every
+        table staged beside it (their files are not this run's)."""
+        rows = self.con.execute(f"SELECT phase, part, key FROM {WORK}.done").fetchall()
+        if any(ph == 1 and key != key1 for ph, _p, key in rows):
+            self._drop_partitions(everything=True)
+            self.con.execute(f"DELETE FROM {WORK}.done")
+            for name in os.listdir(staged) if os.path.isdir(staged) else []:
+                if name not in ("_work", "_spill"):
+                    shutil.rmtree(os.path.join(staged, name))
+            return set(), set()
+        if any(ph == 2 and key != key2 for ph, _p, key in rows):
+            for name in ("month_vps", "month_pair_counts"):
+                self.con.execute(f"DROP TABLE IF EXISTS {WORK}.{name}")
+            self.con.execute(f"DELETE FROM {WORK}.done WHERE phase = 2")
+            rows = [r for r in rows if r[0] == 1]
+        return {p for ph, p, _ in rows if ph == 1}, {p for ph, p, _ in rows if ph == 2}
+
+    def _drop_partitions(self, everything: bool = False) -> None:
+        """The partitions' aggregates of the last run on this connection (`everything`: any
+        in the work database, a killed run's)."""
+        if everything:
+            names = [n for (n,) in self.con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [WORK]).fetchall()]
+        elif getattr(self, "_parts", 0) and self._attached():
+            names = [f"{s.name}_{i}" for i in range(self._parts) for s in S.PARTITION_STEPS if s.kind == "work"]
+        else:
+            names = []
+        for n in names:
+            if n != "done":
+                self.con.execute(f"DROP TABLE IF EXISTS {WORK}.{n}")
         self._parts = 0
+
+    def _attached(self) -> bool:
+        return bool(self.con.execute("SELECT 1 FROM duckdb_databases() WHERE database_name = ?", [WORK]).fetchall())
 
     #: In a variant run only month_summary is written: these tables become views there, so
     #: the columns it never reads (the edit distance, the divergence) are never computed.
@@ -247,11 +352,14 @@ class DuckDBEngine:
         `month`, which lives in the folder name), column for column."""
         file_schema = pa.schema([f for f in schema if f.name != "month"])
         os.makedirs(f"{staged}/{name}", exist_ok=True)
-        with pq.ParquetWriter(f"{staged}/{name}/part-{part}.parquet", file_schema, compression="zstd") as w:
+        final = f"{staged}/{name}/part-{part}.parquet"
+        tmp = f"{staged}/{name}/.part-{part}.parquet.tmp"  # whole files only: a resumed run trusts them
+        with pq.ParquetWriter(tmp, file_schema, compression="zstd") as w:
             for b in batches:
                 if b.schema.names != file_schema.names:
                     raise S.JobError(f"{name}: columns {b.schema.names} differ from {file_schema.names}")
                 w.write_batch(b.cast(file_schema))
+        os.replace(tmp, final)
 
     def summary(self, staged: str) -> dict | None:
         rows = pq.read_table(f"{staged}/month_summary").to_pylist()
@@ -284,6 +392,9 @@ class DuckDBEngine:
         if self.con is not None:
             self.con.close()
             self.con = None
+        if getattr(self, "_work_tmp", None):
+            shutil.rmtree(self._work_tmp, ignore_errors=True)
+            self._work_tmp = None
 
     def close(self) -> None:
         self.end_month()

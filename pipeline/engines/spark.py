@@ -34,6 +34,10 @@ class SparkEngine:
     def store(self, root: str) -> HadoopStore:
         return HadoopStore(self.spark, root)
 
+    def resumable(self, store, month: str) -> None:
+        """Spark reruns a killed month whole (its stages are retried within a run)."""
+        return None
+
     def open(self, store, src: str) -> dict[int, int]:
         """Register `entries`; check its schema; the row count per AFI (and the number of
         snapshot times, for the steps)."""
