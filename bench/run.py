@@ -250,17 +250,19 @@ def _steps_section(profiles: list[dict]) -> list[str]:
         names: list[str] = []
         for p in ps:
             names += [r["step"] for r in p["steps"] if r["step"] not in names]
-        cell = {(p["engine"], r["step"]): r for p in ps for r in p["steps"]}
+        cell = {(j, r["step"]): r for j, p in enumerate(ps) for r in p["steps"]}  # a column per profile
         rows = []
         for n in names:
-            paid = next((", ".join(c["views_paid"]) for e in ("spark", "duckdb")
-                         if (c := cell.get((e, n))) and c["views_paid"]), "")
+            paid = next((", ".join(c["views_paid"]) for j in range(len(ps))
+                         if (c := cell.get((j, n))) and c["views_paid"]), "")
             rows.append([n + (f" (+ {paid})" if paid else ""),
-                         *[_s(cell[(p["engine"], n)]["seconds"]) if (p["engine"], n) in cell else "-" for p in ps]])
+                         *[_s(cell[(j, n)]["seconds"]) if (j, n) in cell else "-" for j in range(len(ps))]])
         rows.append(["**total**", *[f"**{_s(p['total_s'])}**" for p in ps]])
+        heads = [p["engine"] + (f" {p['memory_limit']}, K={p.get('partitions', 1)}" if p.get("memory_limit") else "")
+                 + " s" for p in ps]
         lines += [f"{data} ({ps[0].get('rows', 0):,} rows), month {ps[0]['month']}: "
                   + "; ".join(f"`{p.get('command', 'bench/steps.py')}`" for p in ps), "",
-                  common.table(["step", *[f"{p['engine']} s" for p in ps]], rows, align="l" + "r" * len(ps)), ""]
+                  common.table(["step", *heads], rows, align="l" + "r" * len(ps)), ""]
     return lines
 
 
