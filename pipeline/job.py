@@ -123,6 +123,7 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     res = MonthResult(month)
     src = str(layout.month_dir(root, "rib_entries", month))
     staged = store = None
+    interrupted = False
     with console.progress() as prog, _locked(cfg, month, res):
         if res.error:
             return res
@@ -174,12 +175,16 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             res.published = store.publish(staged, list(TABLE_ORDER), month, retire=DERIVED_TABLES)
             staged = None
             prog.advance(steps)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
             res.error = no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
         except Exception as exc:
             if console.interrupted(exc):
+                interrupted = True
                 raise KeyboardInterrupt from None  # the runner records `interrupted`, not a failure
             res.error = no_space(root, month, exc) or engine.failure(exc, src)
             if res.error is None:
@@ -188,7 +193,9 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             engine.end_month()
             if ticker is not None:
                 ticker.__exit__(None, None, None)
-            if staged is not None and store is not None and store.exists(staged):
+            # Interrupted (Ctrl-C, SIGTERM), the staging folder stays for the next run to resume
+            # (DuckDB's finished partitions) or delete; a failure's is deleted.
+            if staged is not None and store is not None and store.exists(staged) and not interrupted:
                 store.delete(staged)
     return res
 

@@ -21,13 +21,16 @@ def _cleanup_ingest(cfg: Config, month: str) -> None:
 
 def _cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables and publishes never committed (see
-    pipeline/publish.py) and the writers' dot-temp files. Hold the month lock. The trend
+    pipeline/publish.py; but a killed DuckDB compare's staging folder, which the compare
+    resumes) and the writers' dot-temp files. Hold the month lock. The trend
     report is shared by every month: only temps of dead writers go."""
+    from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
     from bgp_congruency.pipeline.publish import LocalStore
     from bgp_congruency.reports import month_report, trend_report
 
     root = data_dir(cfg)
-    LocalStore(root).recover(month)
+    store = LocalStore(root)
+    store.recover(month, keep=DuckDBEngine.resumable(store, month))  # a killed compare's finished partitions
     _cleanup_ingest(cfg, month)
     atomic.clean_stale(trend_report.trend_path(cfg), month_report.month_path(cfg, month), _tunnels_path(cfg, month))
 

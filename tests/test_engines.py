@@ -236,8 +236,8 @@ def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, cap
     res = run(duck(config, data_dir=data, compare_partitions=3), "2024-01")
     assert res.error is None, res.error
     notes = [ln for ln in capfd.readouterr().err.splitlines() if "resuming" in ln]
-    assert notes == [f"note: {staged}: resuming a killed run of the same month: 3 of 3 partitions' cleaning and "
-                     "1 of 3 partitions' tables are reused"]
+    assert notes == [f"note: {staged}: resuming what a stopped run of the month finished with the same inputs: 3 of 3 "
+                     "partitions' cleaning and 1 of 3 partitions' tables are reused"]
     [published_dir] = (data / "pairs" / "month=2024-01").iterdir()
     assert published_dir.name == staged.name and (published_dir / "part-0.parquet").stat().st_mtime == MARK
     for table in TABLES:
@@ -247,9 +247,9 @@ def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, cap
 
 
 def test_a_killed_run_of_other_inputs_is_not_resumed(config, tmp_path, capfd):
-    """The month re-ingested after the kill (an entry file changed), or compared in other
-    partitions: the killed run's work is dropped, the month computed whole, no file of the
-    killed run published."""
+    """The month re-ingested after the kill (an entry file changed), or compared in one
+    partition instead of three: the killed run's work is dropped, the month computed whole,
+    no file of the killed run published."""
     data = tmp_path / "data"
     write_entries(data, "2024-01", cases.full_month_rows())
     whole = tmp_path / "whole"
@@ -261,11 +261,14 @@ def test_a_killed_run_of_other_inputs_is_not_resumed(config, tmp_path, capfd):
             entry = next((data / "rib_entries").rglob("*.parquet"))
             os.utime(entry, ns=(entry.stat().st_atime_ns, entry.stat().st_mtime_ns + 10**9))
         capfd.readouterr()
-        res = run(duck(config, data_dir=data, compare_partitions=3 if change == "entries" else 2), "2024-01")
+        # K = 1 writes only part-0: the killed run's paths/part-1 would be published beside it
+        res = run(duck(config, data_dir=data, compare_partitions=3 if change == "entries" else 1), "2024-01")
         assert res.error is None, res.error
         assert "resuming" not in capfd.readouterr().err
         published_dir = data / "pairs" / "month=2024-01" / staged.name  # the folder is reused, emptied
         assert MARK not in [p.stat().st_mtime for p in published_dir.iterdir()]
+        if change == "partitions":
+            assert [p.name for p in (data / "paths" / "month=2024-01" / staged.name).iterdir()] == ["part-0.parquet"]
         for table in ("paths", "vps", "pairs", "month_summary"):
             assert canon(published(data, table, "2024-01")) == canon(published(whole, table, "2024-01")), table
         assert [p.name for p in (data / "_staging").iterdir() if not p.name.endswith(".lock")] == []
@@ -385,9 +388,10 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
 @pytest.mark.slow
 def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_reference(config, ingested_2026, tmp_path,
                                                                                    monkeypatch):
-    """Just above the memory the month needs (DuckDB 1.5.5, one thread: out of memory at 43MB,
-    measured), the partitions' aggregates are on disk in the staging folder's work database
-    (seen in pragma_database_size after a step) and the tables are still the reference's."""
+    """At the memory the month needs (DuckDB 1.5.5, one thread: out of memory at 43MB, done at
+    46MB) the tables are still the reference's; the partitions' aggregates are in the staging
+    folder's work database (seen in pragma_database_size after a step), which DuckDB writes
+    to disk as it fills (at 46MB nothing else spills: no temp file)."""
     from bgp_congruency.pipeline.engines import duckdb as duckdb_engine
 
     data = tmp_path / "data"
@@ -404,6 +408,7 @@ def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_referenc
     monkeypatch.setattr(duckdb_engine.DuckDBEngine, "_run_step", step_and_look)
     res = run(duck(config, data_dir=data, duckdb_memory_limit="43MB", duckdb_threads=1), "2026-07")
     assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 43MB")
+    on_disk.clear()
     res = run(duck(config, data_dir=data, duckdb_memory_limit="46MB", duckdb_threads=1), "2026-07")
     assert res.error is None, res.error
     assert max(on_disk) > 0

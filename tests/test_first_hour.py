@@ -402,7 +402,8 @@ def test_the_spark_engine_takes_such_a_data_dir_literally(synth, sequential, tmp
 def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, tmp_path, point):
     """SIGINT to the command's process group (what a terminal's Ctrl-C does) while a step
     works: one line, exit 130, the step recorded `interrupted` (not failed), `status` exit 0,
-    and the next run finishes the month with the tables a run without interruption gives."""
+    and the next run finishes the month with the tables a run without interruption gives
+    (the compare's from the partitions the interrupted one finished)."""
     data, flag = tmp_path / "data", tmp_path / "paused"
     proc = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(synth, data, "2026-01")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -423,6 +424,8 @@ def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(synth, sequential, 
     again = congruency(*_run_args(synth, data, "2026-01"), env=_env())
     assert again.returncode == 0, again.stderr[-2000:]
     assert _steps(again.stdout)[point]["status"] == "done"
+    if point == "compare":  # interrupted with every partition done: the next run computes none again
+        assert "partitions' cleaning and 1 of 1 partitions' tables are reused" in again.stderr, again.stderr[-2000:]
     for table in ("pairs", "paths", "month_summary"):
         assert _table(data, table, "2026-01") == _table(sequential, table, "2026-01")
 

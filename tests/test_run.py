@@ -63,10 +63,12 @@ def start(data: Path, archive: str = str(ARCHIVE), *more: str, **env) -> subproc
                             text=True, env=_env(**env), start_new_session=True)
 
 
-def kill(p: subprocess.Popen) -> None:
+def kill(p: subprocess.Popen) -> str:
+    """SIGKILL the run's process group; what it wrote on stderr."""
     os.killpg(p.pid, signal.SIGKILL)
-    p.communicate(timeout=30)
+    _out, err = p.communicate(timeout=30)
     assert p.returncode == -signal.SIGKILL
+    return err
 
 
 def wait_for(cond, what: str, p: subprocess.Popen | None = None, limit: float = BOUND_S):
@@ -228,8 +230,15 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     for point in ("publish", "commit"):
         p = start(data, CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(pause))
         wait_for(pause.exists, f"the {point} pause", p)
-        assert not any(s.exists() for s in staged)  # ... and cleaned by the next run
-        kill(p)
+        # ... resumed by the next run (the compare's one partition was done: nothing is
+        # computed again), which publishes from it; the publish kill's folder is deleted
+        assert not any((s / "_work").exists() for s in staged)
+        err = kill(p)
+        resumed = [ln for ln in err.splitlines() if "resuming" in ln]
+        assert resumed == ([f"note: {staged[0]}: resuming what a stopped run of the month finished with the same "
+                            "inputs: 1 of 1 partitions' cleaning and 1 of 1 partitions' tables are reused"]
+                           if point == "publish" else []), err[-2000:]
+        assert not any(s.exists() for s in staged) or point == "publish"
         pause.unlink()
         assert previous_state(data) == prev
         assert published.months(data) == ["2026-06"] and catalog.orphans(data, MONTH)

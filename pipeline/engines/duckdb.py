@@ -5,9 +5,11 @@ One connection per month, capped by `duckdb_memory_limit` and spilling to
 behind elsewhere). DuckDB does not spill all of a hash aggregate's state, so the month runs
 in K VP partitions (pipeline/partitions.py chooses K): the cleaning and per-path aggregate
 of each partition, then the month-level facts over all of them, then everything per VP a
-partition at a time (pipeline/steps.py's phases). Intermediates are DuckDB temp tables
-(spilled when they don't fit); output tables are streamed batch by batch into Parquet, a
-file per partition, with the exact Arrow schemas of common/tables.py.
+partition at a time (pipeline/steps.py's phases). Each partition's aggregates are kept in a
+work database in the staging folder (WORK_DB, whatever duckdb_temp_dir says: a killed run's
+next run reuses them); other intermediates are DuckDB temp tables (spilled when they don't
+fit); output tables are streamed batch by batch into Parquet, a file per partition, with
+the exact Arrow schemas of common/tables.py.
 """
 from __future__ import annotations
 
@@ -161,7 +163,8 @@ class DuckDBEngine:
         self.con.execute("CREATE TEMP TABLE entries_pinned AS SELECT * FROM month_entries")
         self.con.execute("CREATE OR REPLACE VIEW month_entries AS SELECT * FROM entries_pinned")
 
-    def resumable(self, store, month: str) -> str | None:
+    @staticmethod
+    def resumable(store, month: str) -> str | None:
         """The staging folder of a killed run of `month` whose partition work the next run may
         reuse (the newest holding a work database; `run` checks that it was made from the same
         inputs and SQL), or None."""
@@ -181,6 +184,7 @@ class DuckDBEngine:
         k = partitions
         part_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.PARTITION_STEPS]
         rest_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
+        rest_sql += [S.TRANSITIONS.duckdb, S.PREV_V6_DESTS.duckdb]
         reuse = keep and self._kept == (part_sql, k)
         for name in (*(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
             self.con.execute(f"DROP TABLE IF EXISTS {name}")
@@ -198,12 +202,17 @@ class DuckDBEngine:
             self.con.execute(f"SET temp_directory = {quote(spill)}")
             self._attach_work(staged)
             self._spill_set = keep
-        key1 = _key(k, part_sql, self.snapshots, _inputs(self.src))
+        import duckdb
+
+        key1 = _key(k, part_sql, self.snapshots, _inputs(self.src), duckdb.__version__,
+                    [_partition_filter(k, i, self.bucketed) for i in range(k)],
+                    [str(TABLES[t]) for t in sorted(TABLES)], str(TRANSITIONS))
         key2 = _key(key1, rest_sql, prev, keep, staged)
         done1, done2 = self._done(staged, key1, key2)
         if not reuse and (done1 or done2):
-            console.note(f"{staged}: resuming a killed run of the same month: {len(done1)} of {k} partitions' "
-                         f"cleaning and {len(done2)} of {k} partitions' tables are reused")
+            console.note(f"{staged}: resuming what a stopped run of the month finished with the same inputs: "
+                         f"{len(done1)} of {k} partitions' cleaning and {len(done2)} of {k} partitions' tables "
+                         "are reused")
         if not reuse:
             self._parts = k
             if k > 1 and not self.bucketed and len(done1) < k:
@@ -295,21 +304,24 @@ class DuckDBEngine:
 
     def _done(self, staged: str, key1: str, key2: str) -> tuple[set[int], set[int]]:
         """The partitions whose cleaning (phase 1) and tables (phase 2) are done for these
-        keys. Work recorded under other keys is dropped first, and with phase 1's, every
-        table staged beside it (their files are not this run's)."""
+        keys. Work recorded under other keys is dropped first, with every table staged
+        beside it (their files are not this run's)."""
         rows = self.con.execute(f"SELECT phase, part, key FROM {WORK}.done").fetchall()
-        if any(ph == 1 and key != key1 for ph, _p, key in rows):
-            self._drop_partitions(everything=True)
-            self.con.execute(f"DELETE FROM {WORK}.done")
+        phase1 = any(ph == 1 and key != key1 for ph, _p, key in rows)
+        if phase1 or any(ph == 2 and key != key2 for ph, _p, key in rows):
+            # The staged files first: a kill between the two leaves records of no file, not
+            # files no record disowns.
             for name in os.listdir(staged) if os.path.isdir(staged) else []:
                 if name not in ("_work", "_spill"):
                     shutil.rmtree(os.path.join(staged, name))
-            return set(), set()
-        if any(ph == 2 and key != key2 for ph, _p, key in rows):
+            self.con.execute("BEGIN")
+            if phase1:
+                self._drop_partitions(everything=True)
             for name in ("month_vps", "month_pair_counts"):
                 self.con.execute(f"DROP TABLE IF EXISTS {WORK}.{name}")
-            self.con.execute(f"DELETE FROM {WORK}.done WHERE phase = 2")
-            rows = [r for r in rows if r[0] == 1]
+            self.con.execute(f"DELETE FROM {WORK}.done" + ("" if phase1 else " WHERE phase = 2"))
+            self.con.execute("COMMIT")
+            rows = [] if phase1 else [r for r in rows if r[0] == 1]
         return {p for ph, p, _ in rows if ph == 1}, {p for ph, p, _ in rows if ph == 2}
 
     def _drop_partitions(self, everything: bool = False) -> None:
@@ -359,6 +371,11 @@ class DuckDBEngine:
                 if b.schema.names != file_schema.names:
                     raise S.JobError(f"{name}: columns {b.schema.names} differ from {file_schema.names}")
                 w.write_batch(b.cast(file_schema))
+        fd = os.open(tmp, os.O_RDONLY)  # on disk before a partition is recorded done
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, final)
 
     def summary(self, staged: str) -> dict | None:
@@ -383,7 +400,8 @@ class DuckDBEngine:
         first = re.sub(r"\s+", " ", str(exc)).strip().split(" Possible solutions:")[0]
         if isinstance(exc, duckdb.OutOfMemoryException) or "No space left" in first or "temp_directory" in first:
             return (f"{src}: DuckDB ran out of memory or disk (memory_limit {self.memory_limit}, "
-                    f"spilling to {self.temp_dir or 'the staging folder'}; the compare needs about "
+                    f"spilling to {self.temp_dir or 'the staging folder'}, its partitions' work in the staging "
+                    "folder; the compare needs about "
                     f"{P.BYTES_PER_ENTRY} bytes of memory per entry of a VP partition: raise duckdb_memory_limit "
                     f"or compare_partitions): {first}")
         return f"{src}: DuckDB failed: {first}"
