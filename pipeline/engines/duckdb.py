@@ -23,7 +23,7 @@ import tempfile
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import console, duck, hooks, layout, vp_hash
+from bgp_congruency.common import atomic, console, duck, hooks, layout, vp_hash
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import TABLES, TRANSITIONS
 from bgp_congruency.pipeline import partitions as P
@@ -100,7 +100,7 @@ def _key(*parts) -> str:
 def _inputs(src: str | list[str]) -> list:
     """The month's entry files with their sizes and modification times (a re-ingest changes them)."""
     files = src if isinstance(src, list) else _files(src)
-    return [(f, os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files]
+    return [(f, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)]]
 
 
 def _label(name: str, i: int, k: int) -> str:
@@ -299,6 +299,7 @@ class DuckDBEngine:
             self._work_tmp = tempfile.mkdtemp(prefix="congruency-work-")
             path = os.path.join(self._work_tmp, os.path.basename(WORK_DB))
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        atomic.clean_dead_under(staged)  # a killed run's half-written tables
         self.con.execute(f"ATTACH {quote(path)} AS {WORK}")
         self.con.execute(f"CREATE TABLE IF NOT EXISTS {WORK}.done (phase INTEGER, part INTEGER, key VARCHAR)")
 
@@ -364,19 +365,13 @@ class DuckDBEngine:
         `month`, which lives in the folder name), column for column."""
         file_schema = pa.schema([f for f in schema if f.name != "month"])
         os.makedirs(f"{staged}/{name}", exist_ok=True)
-        final = f"{staged}/{name}/part-{part}.parquet"
-        tmp = f"{staged}/{name}/.part-{part}.parquet.tmp"  # whole files only: a resumed run trusts them
-        with pq.ParquetWriter(tmp, file_schema, compression="zstd") as w:
+        # Whole files only, on disk before a partition is recorded done: a resumed run trusts them.
+        with atomic.replacing(f"{staged}/{name}/part-{part}.parquet") as tmp, \
+                pq.ParquetWriter(tmp, file_schema, compression="zstd") as w:
             for b in batches:
                 if b.schema.names != file_schema.names:
                     raise S.JobError(f"{name}: columns {b.schema.names} differ from {file_schema.names}")
                 w.write_batch(b.cast(file_schema))
-        fd = os.open(tmp, os.O_RDONLY)  # on disk before a partition is recorded done
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, final)
 
     def summary(self, staged: str) -> dict | None:
         rows = pq.read_table(f"{staged}/month_summary").to_pylist()
