@@ -38,7 +38,7 @@ cfg = Config(data_dir={data!r}, engine="duckdb", duckdb_memory_limit={limit!r}, 
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})
 src = store.path("rib_entries/month={month}")
-eng.open(store, src)
+eng.open(store, src, {staged!r})
 k = job.partitions(eng, cfg, src)
 print("PARTITIONS", k, max(eng.partition_sizes(k)), flush=True)
 eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=True), partitions=k)

@@ -52,7 +52,7 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
     marks: list[tuple[str, float]] = []
     try:
         t0 = time.perf_counter()
-        engine.open(store, src)
+        engine.open(store, src, staged)
         from bgp_congruency.pipeline import job
 
         k = job.partitions(engine, cfg, src)

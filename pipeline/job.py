@@ -142,18 +142,19 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             if not store.has_files(src):
                 raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
             _wait_previous(root, month, step)
+            # What a killed run left is deleted, but the partitions it finished (DuckDB: the
+            # engine reuses them when the inputs and SQL are the same). The staging folder is
+            # chosen before the engine opens the month: DuckDB spills there from its first query.
+            staged = engine.resumable(store, month)
+            store.recover(month, keep=staged)
+            staged = staged or store.staging(month)
             step("checking the input")
-            per_afi = engine.open(store, src)
+            per_afi = engine.open(store, src, staged)
             for afi in (4, 6):
                 if not per_afi.get(afi):
                     raise JobError(f"{src}: month {month} has no IPv{afi} entries; both address families are needed")
             k = partitions(engine, cfg, src)
             prog.advance(steps)
-            # What a killed run left is deleted, but the partitions it finished (DuckDB: the
-            # engine reuses them when the inputs and SQL are the same).
-            staged = engine.resumable(store, month)
-            store.recover(month, keep=staged)
-            staged = staged or store.staging(month)
             prev, res.previous = _previous(root, month)
             engine.run(cfg.method, staged, prev, step, partitions=k)
             hooks.pause("compare")

@@ -95,10 +95,10 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
         with month_lock(cfg.data_dir, month):
             store = engine.store(root)
             src = store.month("rib_entries", month)
-            engine.open(store, src)
+            staged = store.staging(month)
+            engine.open(store, src, staged)
             k = job.partitions(engine, cfg, src)
             engine.pin()
-            staged = store.staging(month)
             done: dict[str, dict] = {}
             rows = []
             task = progress.add_task(f"sensitivity {month}", total=len(todo)) if progress is not None else None

@@ -163,7 +163,11 @@ def test_variants_and_bad_names(tmp_path, capsys):
 @needs_data
 def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, tmp_path, capsys):
     """The real 2026-07 pair: the coverage and first-AS variants equal the pure-Python
-    reference's month_summary under the same parameters."""
+    reference's month_summary under the same parameters. The variants run at the month's
+    memory floor (46MB, one thread: test_engines), where the entries they share spill: into
+    the staging folder, from the connection's first query (DuckDB cannot move its temp
+    directory once it has spilled; it used to spill into the working directory's .tmp and
+    then fail with "Cannot switch temporary directory")."""
     import shutil
 
     data = tmp_path / "data"
@@ -171,7 +175,9 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
         shutil.copytree(ingested_2026 / sub, data / sub)
     assert cli(["compare", "--month", "2026-07", "--data-dir", str(data), "--min-coverage", "0"]) == 0
     capsys.readouterr()
-    assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json",
+    floor = tmp_path / "floor.toml"
+    floor.write_text('duckdb_memory_limit = "46MB"\nduckdb_threads = 1\n')
+    assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json", "--config", str(floor),
                 "--variants", "min_coverage=0.95,first_as_rule=off"]) == 0
     rows = {(r["choice"], r["variant"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
     from tests.support.month import compute_reference

@@ -17,8 +17,9 @@ class Engine(Protocol):
     def store(self, root: str) -> Store:
         """The data dir as this engine reaches it (local disk, or Hadoop's FileSystem)."""
 
-    def open(self, store: Store, src: str) -> dict[int, int]:
-        """Register the month's `entries` from `src`; check its columns; rows per AFI."""
+    def open(self, store: Store, src: str, staged: str) -> dict[int, int]:
+        """Register the month's `entries` from `src`; check its columns; rows per AFI.
+        `staged`: the month's staging folder (DuckDB spills there unless duckdb_temp_dir says)."""
 
     def pin(self) -> None:
         """Keep the month's entries for several runs (the sensitivity variants)."""

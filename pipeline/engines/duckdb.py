@@ -121,14 +121,22 @@ class DuckDBEngine:
             raise S.JobError(f"{root}: the DuckDB engine reads a local data dir; use --engine spark for cluster storage")
         return LocalStore(root)
 
-    def open(self, store, src: str) -> dict[int, int]:
+    def open(self, store, src: str, staged: str) -> dict[int, int]:
+        """Connect, spilling to duckdb_temp_dir or `staged`/_spill from the first query on
+        (DuckDB cannot change its temp directory once it has spilled: the month pass may),
+        register `month_entries`, run the month pass."""
         import duckdb
 
         self.end_month()
-        self._spill_set, self._kept = False, None
+        self._work_kept, self._kept = False, None
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
         duck.limit(self.con, self.memory_limit, self.threads)
+        spill = self.temp_dir or os.path.join(staged, "_spill")
+        if not self.temp_dir:
+            shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
+        os.makedirs(spill, exist_ok=True)
+        self.con.execute(f"SET temp_directory = {quote(spill)}")
         self.src = src
         have = {name: spark_type(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
@@ -194,14 +202,9 @@ class DuckDBEngine:
             self._drop_partitions()
         self._kept = None  # set once every partition's aggregates exist
         self.only = {"month_summary"} if keep else None  # a variant's other tables are never read
-        if not reuse and not getattr(self, "_spill_set", False):  # a kept connection spills where it began
-            spill = self.temp_dir or os.path.join(staged, "_spill")
-            if not self.temp_dir:
-                shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
-            os.makedirs(spill, exist_ok=True)
-            self.con.execute(f"SET temp_directory = {quote(spill)}")
+        if not reuse and not self._work_kept:  # a kept connection keeps the work database it began with
             self._attach_work(staged)
-            self._spill_set = keep
+            self._work_kept = keep
         import duckdb
 
         key1 = _key(k, part_sql, self.snapshots, _inputs(self.src), duckdb.__version__,

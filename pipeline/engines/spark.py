@@ -38,9 +38,9 @@ class SparkEngine:
         """Spark reruns a killed month whole (its stages are retried within a run)."""
         return None
 
-    def open(self, store, src: str) -> dict[int, int]:
+    def open(self, store, src: str, staged: str) -> dict[int, int]:
         """Register `entries`; check its schema; the row count per AFI (and the number of
-        snapshot times, for the steps)."""
+        snapshot times, for the steps). Spark spills to its own local dirs, not `staged`."""
         df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(literal(src))
         S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
         df.select(*S.REQUIRED).createOrReplaceTempView("month_entries")
