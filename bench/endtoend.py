@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A real month's size on this machine: `congruency run` end to end on a synthetic archive of
-about N million RIB entries (--scale N), DuckDB engine, the config's default memory limit.
+about N million RIB entries (--scale N), DuckDB engine, at the config's default memory limit or
+--memory-limit. Several scales in one run (--scale 250,1000) are run one after the other and
+their compare rates (entries per second) set side by side, the issue's "linear" check.
 
 The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
 is one child process (`congruency run --json`); while it runs, every 0.5 s this script reads
@@ -11,7 +13,8 @@ the data dir's size at the end, into bench/out/endtoend-N.json (bench/run.py ren
 RESULTS.md). The run uses --min-coverage 0.5: a synthetic VP sees fewer origins than a real
 default-free one, and at 0.9 too few VPs would give pairs to exercise the later steps.
 
-    .venv/bin/python bench/endtoend.py --scale 250 [--json]
+    .venv/bin/python bench/endtoend.py --scale 250 [--memory-limit 4GB] [--json]
+    .venv/bin/python bench/endtoend.py --scale 250,1000 --memory-limit 4GB
 """
 from __future__ import annotations
 
@@ -42,30 +45,37 @@ def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> d
     return dict(reversed(list(out.items())))
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scale", type=int, required=True, metavar="N", help="about N million RIB entries")
-    ap.add_argument("--snapshots", type=int, default=5, metavar="K",
-                    help="daily snapshots of the month, days 1..K at 00:00 (default 5, the default selection)")
-    ap.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = ap.parse_args(argv)
-    entries = args.scale * 1_000_000
-    # Five daily snapshots, as the default selection (days 1-5 at 00:00): the generator routes
-    # once per month, so entries come from snapshots at no routing cost (its routing grows
-    # with the square of the ASes: 2 snapshots of 54,554 ASes did not finish routing in 11 min).
-    params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=args.snapshots)
-    base = common.OUT / f"synth-{args.scale}"
+def snapshots_for(scale: int) -> int:
+    """Five daily snapshots (the default selection's days 1-5) up to scale 250; past it, more
+    snapshots of the scale-250 shape's 34,503 ASes (5 per 250M entries): the generator routes
+    once per month, so entries come from snapshots at no routing cost (its routing grows with
+    the square of the ASes: 2 snapshots of 54,554 ASes did not finish routing in 11 min), and a
+    real month has 60-150 snapshots per collector, not more ASes."""
+    return max(5, round(5 * scale / 250))
+
+
+def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str) -> dict:
+    """Generate (or reuse) the archive, run `congruency run` on it in a child, sample it."""
+    entries = scale * 1_000_000
+    params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=snapshots)
+    base = common.OUT / f"synth-{scale}"
     listing = common.synth_archive(base / "archive", params, con=common.console())
     generate_s = listing.get("generate_s")  # when reused: the time of the run that generated it
     collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
-    data = common.OUT / f"endtoend-{args.scale}-data"
+    data = common.OUT / f"endtoend-{scale}-data"
     shutil.rmtree(data, ignore_errors=True)
-    cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{args.snapshots}", "--times", "00:00",
+    cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{snapshots}", "--times", "00:00",
            "--archive-root", str(base / "archive"), "--collectors", collectors, "--data-dir", str(data),
            "--engine", "duckdb", "--min-coverage", "0.5", "--json"]
+    limit = memory_limit or Config().duckdb_memory_limit
+    if memory_limit:
+        conf = common.OUT / f"endtoend-{scale}.toml"
+        conf.write_text(f"duckdb_memory_limit = {json.dumps(memory_limit)}\n")
+        cmd += ["--config", str(conf)]
     staging = data / "_staging"
     peak = {"rss": 0, "staging": 0, "data": 0}
     samples: list[tuple[float, int]] = []  # (seconds since start, tree RSS)
+    common.console().print(f"scale {scale}: {listing.get('entries'):,} entries, congruency run at {limit} ...")
     t1 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[1])
@@ -86,30 +96,65 @@ def main(argv=None) -> int:
         res = json.loads(out)
     except json.JSONDecodeError:
         print(err[-3000:], file=sys.stderr)
-        return 1
+        return {"scale": scale, "entries": listing.get("entries"), "ok": False, "error": err.strip().splitlines()[-1:]}
     steps = {k: v.get("seconds") for k, v in res.get("steps", {}).items()}
-    result = {"scale": args.scale, "entries": listing.get("entries"), "synth": params, "generate_s": generate_s,
+    result = {"scale": scale, "entries": listing.get("entries"), "synth": params, "generate_s": generate_s,
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
               "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
               "data_dir_mib": round(common.du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], common.du(data)) / 2**20),
               "archive_mib": round(common.du(base / "archive") / 2**20), "pairs": res.get("pairs"),
-              "noncongruent_fraction": res.get("noncongruent_fraction"), "memory_limit": f"config default ({Config().duckdb_memory_limit}: {duck.memory_limit(Config().duckdb_memory_limit)})",
+              "noncongruent_fraction": res.get("noncongruent_fraction"),
+              "memory_limit": (memory_limit if memory_limit else f"config default ({limit}: {duck.memory_limit(limit)})"),
               "machine": common.machine_facts() if hasattr(common, "machine_facts") else None,
-              "command": " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])}
+              "command": argv_text}
     result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
     for name, error in result["errors"].items():
         print(f"{name}: {error}", file=sys.stderr)
-    (common.OUT / f"endtoend-{args.scale}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (common.OUT / f"endtoend-{scale}.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", required=True, metavar="N[,N...]",
+                    help="about N million RIB entries; several, comma-separated, run one after the other")
+    ap.add_argument("--snapshots", type=int, default=None, metavar="K",
+                    help="daily snapshots of the month, days 1..K at 00:00 (default: 5 up to scale 250, "
+                         "5 per 250M entries past it)")
+    ap.add_argument("--memory-limit", default=None, metavar="LIMIT",
+                    help="duckdb_memory_limit for the run (e.g. 4GB; default: the config's default)")
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args(argv)
+    try:
+        scales = [int(x) for x in args.scale.split(",")]
+    except ValueError:
+        ap.error(f"--scale: expected numbers separated by commas, got {args.scale!r}")
+    argv_text = " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])
+    results = [one(n, args.snapshots or snapshots_for(n), args.memory_limit, argv_text) for n in scales]
+    rates = {r["scale"]: r["entries"] / r["steps"]["compare"] for r in results
+             if r.get("ok") and (r.get("steps") or {}).get("compare")}
+    if len(rates) > 1:  # the "linear" check: the compare's rate at each scale against the smallest's
+        first = min(rates)
+        for r in results:
+            if r["scale"] in rates:
+                r["compare_rate_vs_scale"] = {"scale": first, "ratio": round(rates[first] / rates[r["scale"]], 3)}
+                (common.OUT / f"endtoend-{r['scale']}.json").write_text(json.dumps(r, indent=1) + "\n")
     if args.json:
-        json.dump(result, sys.stdout, indent=1)
+        json.dump(results, sys.stdout, indent=1)
         print()
     else:
-        print(f"scale {args.scale}: {result['entries']:,} entries; generate {result['generate_s']} s; run "
-              f"{result['run_wall_s']} s ({', '.join(f'{k} {v} s' for k, v in result['steps'].items())}); peak RSS "
-              f"{result['peak_rss_mib']} MiB; peak staging/spill {result['peak_staging_mib']} MiB; data dir "
-              f"{result['data_dir_mib']} MiB (archive {result['archive_mib']} MiB); ok {result['ok']}")
-    return 0 if result["ok"] else 1
+        for r in results:
+            if "steps" not in r:
+                print(f"scale {r['scale']}: the run failed: {' '.join(r.get('error') or [])}")
+                continue
+            print(f"scale {r['scale']}: {r['entries']:,} entries; generate {r['generate_s']} s; run "
+                  f"{r['run_wall_s']} s ({', '.join(f'{k} {v} s' for k, v in r['steps'].items())}); peak RSS "
+                  f"{r['peak_rss_mib']} MiB; peak staging/spill {r['peak_staging_mib']} MiB; data dir "
+                  f"{r['data_dir_mib']} MiB (archive {r['archive_mib']} MiB); ok {r['ok']}; memory limit {r['memory_limit']}"
+                  + (f"; compare {rates[r['scale']] / 1e3:,.0f} k entries/s, scale {r['compare_rate_vs_scale']['scale']}'s "
+                     f"rate / this = {r['compare_rate_vs_scale']['ratio']}x" if r.get("compare_rate_vs_scale") else ""))
+    return 0 if all(r.get("ok") for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -275,25 +275,33 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
     """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
     if not runs:
         return []
-    intro = ["`bench/endtoend.py --scale N`: the synthetic archive generated (or reused), then one",
-             "`congruency run` (ingest, compare with the DuckDB engine at the config's default memory limit,",
-             "warehouse, reports, hints) as a child process; its tree's RSS, the month's staging folder",
+    intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L]`: the synthetic archive generated (or",
+             "reused), then one `congruency run` (ingest, compare with the DuckDB engine at the memory limit",
+             "shown, warehouse, reports, hints) as a child process; its tree's RSS, the month's staging folder",
              "(where DuckDB spills) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
-             "brackets, a step's peak RSS (each step placed by the seconds the run records for it)."]
+             "brackets, a step's peak RSS (each step placed by the seconds the run records for it). Compare",
+             "rate: entries per second of the compare step; where scales ran in one invocation, the smallest",
+             "scale's rate over this one's (1.0x: linear)."]
     rows = []
     for r in sorted(runs, key=lambda r: r["scale"]):
         peaks = r.get("step_peak_rss_mib") or {}
         steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
                           for k, v in (r.get("steps") or {}).items() if v is not None)
-        rows.append([r["scale"], f"{r.get('entries') or 0:,}", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
-                     steps, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
+        compare = (r.get("steps") or {}).get("compare")
+        rate = f"{r['entries'] / compare / 1e3:,.0f} k/s" if compare and r.get("entries") else "-"
+        if r.get("compare_rate_vs_scale"):
+            rate += f" ({r['compare_rate_vs_scale']['ratio']}x vs {r['compare_rate_vs_scale']['scale']})"
+        rows.append([r["scale"], f"{r.get('entries') or 0:,}", (r.get("synth") or {}).get("snapshots_per_month", "-"),
+                     r.get("memory_limit") or "-", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
+                     steps, rate, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
                      f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
                      f"{r.get('archive_mib', 0):,} MiB",
                      "yes" if r.get("ok") else "**no**"])
     return _section("A real month's size end to end", intro,
-                    ["scale", "entries", "generate s", "run s", "run steps", "peak RSS (tree)",
-                     "peak spill + staging", "data dir after", "data dir peak", "archive", "ok"],
-                    rows, "rrrrlrrrrrl")
+                    ["scale", "entries", "snapshots", "memory limit", "generate s", "run s", "run steps",
+                     "compare rate", "peak RSS (tree)", "peak spill + staging", "data dir after", "data dir peak",
+                     "archive", "ok"],
+                    rows, "rrrlrrlrrrrrrl")
 
 
 def _generate_section(runs: list[dict]) -> list[str]:
@@ -463,6 +471,11 @@ def _layout_section(runs: list[dict]) -> list[str]:
     return out
 
 
+def _hours(seconds: float) -> str:
+    """A duration in hours, or minutes below one hour (0.0 h said nothing)."""
+    return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.0f} min"
+
+
 #: The paper-scale month of the cost model: ~60 collectors x 5 daily RIB snapshots.
 PAPER_ENTRIES = 1e10
 CLUSTER_CORES = 200  # 50 executors x 4 cores
@@ -512,13 +525,14 @@ def cost_model(doc: dict) -> list[str]:
         if e.get("ok") and st.get("compare") and st.get("ingest") and n:
             ncpu = int((doc.get("machine") or {}).get("nproc") or 2)
             per = {k: n / (st[k] * ncpu) for k in ("ingest", "compare")}  # entries per core-second (wall x cores)
+            limit = e.get("memory_limit") or "the default memory limit"
             lines += [f"- Measured end to end (`{e.get('command')}`, {n:,} entries, {ncpu} cores, nothing else "
-                      f"running): ingest {st['ingest']:,.0f} s, DuckDB compare {st['compare']:,.0f} s at the default "
-                      f"memory limit, i.e. at most {per['ingest'] / 1e3:,.0f} k and {per['compare'] / 1e3:,.0f} k "
+                      f"running): ingest {st['ingest']:,.0f} s, DuckDB compare {st['compare']:,.0f} s at "
+                      f"{limit}, i.e. at most {per['ingest'] / 1e3:,.0f} k and {per['compare'] / 1e3:,.0f} k "
                       "entries per core-second (wall time x cores, an upper bound on CPU). A paper-scale month on one "
                       f"64-core machine with the DuckDB engine: ingest about "
-                      f"{PAPER_ENTRIES / per['ingest'] / 64 / 3600:,.1f} h (one snapshot file per core) and compare "
-                      f"about {PAPER_ENTRIES / per['compare'] / 64 / 3600:,.1f} h if the compare's rate held per core "
+                      f"{_hours(PAPER_ENTRIES / per['ingest'] / 64)} (one snapshot file per core) and compare "
+                      f"about {_hours(PAPER_ENTRIES / per['compare'] / 64)} if the compare's rate held per core "
                       "and in spills 40x larger (estimated, not measured: DuckDB's aggregates and joins spill "
                       "to disk past its memory limit, and 1e10 rows need ~1-2 TB of local disk for Parquet and spill). "
                       "The compare runs in VP partitions of at most 60M entries and about 20 bytes of memory per "
