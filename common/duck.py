@@ -79,10 +79,15 @@ def limit(con, memory_limit_: str | None, threads: int | None) -> None:
         con.execute(f"SET threads = {int(threads)}")
 
 
-def connect(cfg):
-    """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads."""
+def connect(cfg, spill=None):
+    """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads,
+    spilling to the folder `spill` (created) when given: set before the first query, since
+    DuckDB cannot change its temp directory once it has spilled (else its default, ./.tmp)."""
     import duckdb
 
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
+    if spill is not None:
+        os.makedirs(spill, exist_ok=True)
+        con.execute(f"SET temp_directory = {quote(str(spill))}")
     return con

@@ -65,8 +65,7 @@ def partitions(con, cfg: Config, pairs_files: list[str]) -> int:
     return max(1, -(-int(n) * BYTES_PER_PAIR // limit)) if limit else 1
 
 
-def _hints_sql(con, month: str, files: dict[str, list[str]], spill: Path | None = None,
-               part: tuple[int, int] = (0, 1)) -> str | None:
+def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, int] = (0, 1)) -> str | None:
     """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
     partition `part` = (i, K) of K, or None when it has no pairs; `files`: the month's pairs
     and paths files. Joins each pair with its two paths once (a temp table), then with the
@@ -74,8 +73,6 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], spill: Path | None 
     pairs, paths = files_relation(files["pairs"], "pairs"), files_relation(files["paths"], "paths")
     i, k = part
     only = f"WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
-    if spill is not None:
-        con.execute(f"SET temp_directory = {quote(spill)}")
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE hint_input AS
         SELECT p.vp_group, p.vp_asn, p.dest_asn, p.v4_path, p.v6_path, p.shared_asns, p.congruent,
@@ -147,14 +144,14 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
     from bgp_congruency.pipeline.publish import LocalStore
 
     store = LocalStore(local_root(cfg))
-    con = duck.connect(cfg)
+    con = duck.connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
     try:
         store.mkdirs(f"{staged}/hints")
         k = partitions(con, cfg, files["pairs"])
         task = prog.add_task(f"hints {month}", total=k)
         for i in range(k):
             out = Path(staged) / "hints" / f"part-{i}.parquet"
-            sql = _hints_sql(con, month, files, Path(staged) / ".duckdb-tmp", (i, k))
+            sql = _hints_sql(con, month, files, (i, k))
             if sql is None:
                 pq.write_table(HINTS.empty_table(), out, compression="zstd")
             else:

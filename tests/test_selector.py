@@ -232,6 +232,42 @@ def test_hints_in_vp_partitions_are_the_hints_of_the_whole_month(synth):
     publish_hints(cfg, MONTH)
 
 
+def _copies(data: Path, out: Path, n: int) -> dict[str, list[str]]:
+    """The synthetic month's pairs and paths, n copies with the VP ASNs renumbered (VP v of
+    copy i is v + 1000 i): as many more pairs over as many more VPs, as Parquet files."""
+    con = duckdb.connect()
+    files = published.files(data, ["pairs", "paths"], MONTH)
+    out.mkdir()
+    for t in ("pairs", "paths"):
+        src = ", ".join(f"'{f}'" for f in files[t])
+        cols = [c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM read_parquet([{src}])").fetchall()]
+        sel = ", ".join("vp_asn + 1000 * i AS vp_asn" if c == "vp_asn" else c for c in cols)
+        con.execute(f"COPY (SELECT {sel} FROM read_parquet([{src}]), range({n}) r(i)) TO '{out}/{t}.parquet'")
+    return {t: [str(out / f"{t}.parquet")] for t in ("pairs", "paths")}
+
+
+def test_hints_partitions_spilling_one_after_another(synth, tmp_path):
+    """A month's hints in three VP partitions under a memory limit that makes the first
+    spill: the connection spills to the staging folder from its first query (DuckDB cannot
+    change its temp directory once it has spilled; setting it per partition failed the
+    second with "Cannot switch temporary directory", as the scale-250 month at 4GB did), and
+    the rows are those built in one partition without a limit."""
+    from rich.progress import Progress
+
+    from bgp_congruency.selector.table import stage
+
+    data, _ = synth
+    files = _copies(data, tmp_path / "in", 8_000)
+    read = lambda d: sorted(duckdb.sql(f"SELECT * FROM '{d}/hints/*.parquet'").fetchall())  # noqa: E731
+    with Progress(disable=True) as prog:
+        whole = stage(cfg_for(data).with_overrides(duckdb_memory_limit=None), MONTH, str(tmp_path / "one"), files, prog)
+        cfg = cfg_for(data).with_overrides(duckdb_memory_limit="80MB", duckdb_threads=1, compare_partitions=3)
+        assert stage(cfg, MONTH, str(tmp_path / "three"), files, prog) == whole
+    assert sorted(p.name for p in (tmp_path / "three" / "hints").iterdir()) == [f"part-{i}.parquet" for i in range(3)]
+    assert len(read(tmp_path / "three")) == sum(whole.values()) and read(tmp_path / "three") == read(tmp_path / "one")
+    assert not (tmp_path / "three" / ".duckdb-tmp").exists()
+
+
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
     quoted = tmp_path / "o'brien's data"
