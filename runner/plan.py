@@ -4,12 +4,14 @@ Offline: the months' slots come from the catalogue's lifetimes (no archive is li
 is done from the data dir (manifest rows `ok`, files in the cache). Sizes come from the
 data dir's own manifests where a collector was ingested before (median bytes and entries
 of its snapshots); otherwise from the assumptions below, which the output names. Rates
-are the bench's, measured on a 2-core machine (bench/RESULTS.md):
-- ingest: 248,549,835 entries in 148.1 s (`bench/endtoend.py --scale 250`: a month of a real
-  month's size, 20 files, end to end), 1.68M entries/s;
-- compare (DuckDB at a 4GB memory limit, spilling 21 GiB): the same month in 648.5 s, 0.38M rows/s
-  (conservative: at the "auto" limit, 11.8 GiB on a faster day, 291.6 s)
-  (smaller months go faster: 0.83M rows/s at 52M rows, `bench/run.py --scale 50 --stages duckdb`);
+are the bench's, measured on a 2-core machine at duckdb_memory_limit = 4GB
+(`bench/endtoend.py --scale 250,1000 --memory-limit 4GB`, bench/RESULTS.md), the slower of
+the two scales for each step:
+- ingest: 994,199,340 entries (scale 1000: 80 files) in 871.8 s, 1.14M entries/s (scale 250:
+  1.37M/s);
+- compare, with the hints table it builds: 248,549,835 entries (scale 250) in 480.5 s,
+  0.52M entries/s (scale 1000, whose month grows by snapshots of the same paths: 1.31M/s;
+  a test run shared the machine with the scale-250 compare, so its rate is a lower bound);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
@@ -25,11 +27,9 @@ from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 
-# Rates from the scale-250 month (248.5M entries, 2 cores): ingest from bench/endtoend.py
-# (before the VP-bucket layout, whose writer costs more: bench/RESULTS.md "Ingest: the
-# VP-bucket layout"), the DuckDB compare at 4GB from bench/steps.py.
-INGEST_ENTRIES_PER_S = 248_549_835 / 148.1
-COMPARE_ROWS_PER_S = 248_549_835 / 328.9
+# Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
+INGEST_ENTRIES_PER_S = 994_199_340 / 871.8
+COMPARE_ROWS_PER_S = 248_549_835 / 480.5
 #: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
 #: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
