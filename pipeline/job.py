@@ -122,7 +122,7 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = str(layout.month_dir(root, "rib_entries", month))
-    staged = store = None
+    staged = store = resumed = None
     interrupted = False
     with console.progress() as prog, _locked(cfg, month, res):
         if res.error:
@@ -145,7 +145,7 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             # What a killed run left is deleted, but the partitions it finished (DuckDB: the
             # engine reuses them when the inputs and SQL are the same). The staging folder is
             # chosen before the engine opens the month: DuckDB spills there from its first query.
-            staged = engine.resumable(store, month)
+            staged = resumed = engine.resumable(store, month)
             store.recover(month, keep=staged)
             staged = staged or store.staging(month)
             step("checking the input")
@@ -156,6 +156,7 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             k = partitions(engine, cfg, src)
             prog.advance(steps)
             prev, res.previous = _previous(root, month)
+            resumed = None  # from here a failure deletes the folder, whatever it held
             engine.run(cfg.method, staged, prev, step, partitions=k)
             hooks.pause("compare")
             prog.advance(steps)
@@ -195,16 +196,18 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             if ticker is not None:
                 ticker.__exit__(None, None, None)
             # Interrupted (Ctrl-C, SIGTERM), the staging folder stays for the next run to resume
-            # (DuckDB's finished partitions) or delete; a failure's is deleted.
+            # (DuckDB's finished partitions) or delete; a failure's is deleted, but a killed
+            # run's folder this run failed before resuming (a refusal, a month without IPv6)
+            # loses only this run's spill.
             if staged is not None and store is not None and store.exists(staged) and not interrupted:
-                store.delete(staged)
+                store.delete(f"{staged}/_spill" if resumed else staged)
     return res
 
 
 def partitions(engine: Engine, cfg: Config, src: str) -> int:
     """The VP partitions the month runs in (pipeline/partitions.py), from the engine's month
     pass; a month that cannot fit (one VP larger than a partition may be) is refused here,
-    before anything is staged."""
+    before any table is staged."""
     from bgp_congruency.pipeline import partitions as P
 
     largest = engine.largest_vp()

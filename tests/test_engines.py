@@ -220,11 +220,14 @@ def _kill_mid_partition(tmp_path: Path, data: Path) -> Path:
     return staged
 
 
-def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, capfd):
-    """SIGKILL in the second of three VP partitions: nothing is published; the next run
-    reuses the killed run's staging folder (every partition's cleaning, the first
-    partition's tables: the very files it staged), redoes the rest, says so in one line, and
-    publishes the tables of a run never interrupted."""
+def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, capfd, monkeypatch):
+    """SIGKILL in the second of three VP partitions: nothing is published; a run refused
+    before it starts (a VP larger than a partition) keeps that staging folder; the next run
+    reuses it (every partition's cleaning, the first partition's tables: the very files it
+    staged), redoes the rest, says so in one line, and publishes the tables of a run never
+    interrupted."""
+    from bgp_congruency.pipeline import partitions as P
+
     data = tmp_path / "data"
     write_entries(data, "2024-01", cases.full_month_rows())
     whole = tmp_path / "whole"
@@ -232,6 +235,12 @@ def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, cap
     assert run(duck(config, data_dir=whole, compare_partitions=3), "2024-01").error is None
     staged = _kill_mid_partition(tmp_path, data)
     assert not (data / "pairs").exists()
+    monkeypatch.setattr(P, "BYTES_PER_ENTRY", 10**9)  # as in the refusal test below
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="16MB"), "2024-01")
+    assert "one vantage point has" in res.error and res.error.endswith("raise duckdb_memory_limit")
+    assert (staged / "_work" / "partitions.duckdb").exists() and (staged / "pairs" / "part-0.parquet").exists()
+    assert not (staged / "_spill").exists()  # the refused run's own spill folder is gone
+    monkeypatch.undo()
     capfd.readouterr()
     res = run(duck(config, data_dir=data, compare_partitions=3), "2024-01")
     assert res.error is None, res.error

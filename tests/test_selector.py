@@ -246,7 +246,7 @@ def _copies(data: Path, out: Path, n: int) -> dict[str, list[str]]:
     return {t: [str(out / f"{t}.parquet")] for t in ("pairs", "paths")}
 
 
-def test_hints_partitions_spilling_one_after_another(synth, tmp_path):
+def test_hints_partitions_spilling_one_after_another(synth, tmp_path, monkeypatch):
     """A month's hints in three VP partitions under a memory limit that makes the first
     spill: the connection spills to the staging folder from its first query (DuckDB cannot
     change its temp directory once it has spilled; setting it per partition failed the
@@ -254,15 +254,27 @@ def test_hints_partitions_spilling_one_after_another(synth, tmp_path):
     the rows are those built in one partition without a limit."""
     from rich.progress import Progress
 
+    from bgp_congruency.selector import table
     from bgp_congruency.selector.table import stage
 
     data, _ = synth
     files = _copies(data, tmp_path / "in", 8_000)
+    seen, hints_sql = [], table._hints_sql
+
+    def look(con, *a, **kw):  # as each partition begins: where DuckDB spills, and what it spilled so far
+        seen.append(con.execute("SELECT current_setting('temp_directory'), (SELECT coalesce(sum(size), 0) "
+                                "FROM duckdb_temporary_files())").fetchone())
+        return hints_sql(con, *a, **kw)
+
+    monkeypatch.setattr(table, "_hints_sql", look)
     read = lambda d: sorted(duckdb.sql(f"SELECT * FROM '{d}/hints/*.parquet'").fetchall())  # noqa: E731
     with Progress(disable=True) as prog:
         whole = stage(cfg_for(data).with_overrides(duckdb_memory_limit=None), MONTH, str(tmp_path / "one"), files, prog)
         cfg = cfg_for(data).with_overrides(duckdb_memory_limit="80MB", duckdb_threads=1, compare_partitions=3)
+        seen.clear()
         assert stage(cfg, MONTH, str(tmp_path / "three"), files, prog) == whole
+    assert [d for d, _ in seen] == [str(tmp_path / "three" / ".duckdb-tmp")] * 3
+    assert seen[1][1] > 0  # the first partition spilled
     assert sorted(p.name for p in (tmp_path / "three" / "hints").iterdir()) == [f"part-{i}.parquet" for i in range(3)]
     assert len(read(tmp_path / "three")) == sum(whole.values()) and read(tmp_path / "three") == read(tmp_path / "one")
     assert not (tmp_path / "three" / ".duckdb-tmp").exists()

@@ -161,7 +161,7 @@ def test_variants_and_bad_names(tmp_path, capsys):
 
 @pytest.mark.slow
 @needs_data
-def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, tmp_path, capsys):
+def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, tmp_path, capsys, monkeypatch):
     """The real 2026-07 pair: the coverage and first-AS variants equal the pure-Python
     reference's month_summary under the same parameters. The variants run at the month's
     memory floor (46MB, one thread: test_engines), where the entries they share spill: into
@@ -177,8 +177,18 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     capsys.readouterr()
     floor = tmp_path / "floor.toml"
     floor.write_text('duckdb_memory_limit = "46MB"\nduckdb_threads = 1\n')
+    from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
+
+    spilled, pin = [], DuckDBEngine.pin
+
+    def pin_and_look(self):
+        pin(self)
+        spilled.extend(p for p, in self.con.execute("SELECT path FROM duckdb_temporary_files()").fetchall())
+
+    monkeypatch.setattr(DuckDBEngine, "pin", pin_and_look)
     assert cli(["sensitivity", "--month", "2026-07", "--data-dir", str(data), "--json", "--config", str(floor),
                 "--variants", "min_coverage=0.95,first_as_rule=off"]) == 0
+    assert spilled and all(p.startswith(str(data / "_staging")) and "/_spill/" in p for p in spilled), spilled
     rows = {(r["choice"], r["variant"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
     from tests.support.month import compute_reference
 

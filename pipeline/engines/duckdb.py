@@ -114,6 +114,7 @@ class DuckDBEngine:
     def __init__(self, memory_limit: str | None = "auto", temp_dir: str | None = None, threads: int | None = None):
         self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
+        self._work_kept, self._kept = False, None
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore:
