@@ -81,13 +81,18 @@ def limit(con, memory_limit_: str | None, threads: int | None) -> None:
 
 def connect(cfg, spill=None):
     """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads,
-    spilling to the folder `spill` (created) when given: set before the first query, since
-    DuckDB cannot change its temp directory once it has spilled (else its default, ./.tmp)."""
+    spilling to the folder `spill` when given (spill_to; else DuckDB's default, ./.tmp)."""
     import duckdb
 
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
     if spill is not None:
-        os.makedirs(spill, exist_ok=True)
-        con.execute(f"SET temp_directory = {quote(str(spill))}")
+        spill_to(con, spill)
     return con
+
+
+def spill_to(con, folder) -> None:
+    """Make `con` spill into `folder` (created). Call it before the connection's first query:
+    DuckDB cannot change its temp directory once it has spilled."""
+    os.makedirs(folder, exist_ok=True)
+    con.execute(f"SET temp_directory = {quote(str(folder))}")

@@ -136,8 +136,7 @@ class DuckDBEngine:
         spill = self.temp_dir or os.path.join(staged, "_spill")
         if not self.temp_dir:
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
-        os.makedirs(spill, exist_ok=True)
-        self.con.execute(f"SET temp_directory = {quote(spill)}")
+        duck.spill_to(self.con, spill)
         self.src = src
         have = {name: spark_type(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
