@@ -81,13 +81,16 @@ def limit(con, memory_limit_: str | None, threads: int | None) -> None:
 
 def connect(cfg, spill=None):
     """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads,
-    spilling to the folder `spill` when given (spill_to; else DuckDB's default, ./.tmp)."""
+    spilling to the config's duckdb_temp_dir when it names one (every DuckDB connection of
+    the project spills where the user said), else to the folder `spill` when given, else to
+    DuckDB's default (./.tmp, for the small queries of advise and the reports)."""
     import duckdb
 
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
-    if spill is not None:
-        spill_to(con, spill)
+    folder = cfg.duckdb_temp_dir or spill
+    if folder is not None:
+        spill_to(con, folder)
     return con
 
 

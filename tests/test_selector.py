@@ -280,6 +280,26 @@ def test_hints_partitions_spilling_one_after_another(synth, tmp_path, monkeypatc
     assert not (tmp_path / "three" / ".duckdb-tmp").exists()
 
 
+def test_hints_spill_where_the_config_says(synth, tmp_path, monkeypatch):
+    """duckdb_temp_dir names DuckDB's spill folder for every query of the project, the hints
+    build's too (it spilled to the staging folder whatever the config said)."""
+    from rich.progress import Progress
+
+    from bgp_congruency.selector import table
+    from bgp_congruency.selector.table import stage
+
+    data, _ = synth
+    files = _copies(data, tmp_path / "in", 2)
+    seen, hints_sql = [], table._hints_sql
+    monkeypatch.setattr(table, "_hints_sql", lambda con, *a, **kw: (
+        seen.append(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]), hints_sql(con, *a, **kw))[1])
+    cfg = cfg_for(data).with_overrides(duckdb_temp_dir=str(tmp_path / "scratch"), compare_partitions=2)
+    with Progress(disable=True) as prog:
+        stage(cfg, MONTH, str(tmp_path / "staged"), files, prog)
+    assert seen == [str(tmp_path / "scratch")] * 2
+    assert not (tmp_path / "staged" / ".duckdb-tmp").exists()
+
+
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
     quoted = tmp_path / "o'brien's data"
