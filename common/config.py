@@ -94,6 +94,11 @@ class Config:
     spark_conf: dict[str, str] = field(default_factory=dict)
     #: `congruency run` computes the sensitivity table and page after compare (off by default).
     sensitivity: bool = False
+    #: `congruency run`'s hints step writes the JSON Lines export for tunnel tools,
+    #: DATA_DIR/exports/month=M/tunnels.jsonl (about 1.6 KB per pair: 9.7 GiB for a month of
+    #: 6.2M pairs); false leaves it out and removes an earlier run's (`congruency export`
+    #: writes it when needed).
+    tunnels_export: bool = True
     #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
     #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq
     #: conninfo), for a data dir several hosts publish to or read. The first compare records
@@ -280,6 +285,7 @@ _CHECKS = {
     "spark_master": _text(),
     "spark_conf": _table_of_text,
     "sensitivity": _bool,
+    "tunnels_export": _bool,
     "catalog": _text(optional=True),
     "lake_keep_snapshots": _number(1, integer=True),
     "lake_vacuum_grace_s": _number(0, integer=True),

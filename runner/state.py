@@ -163,7 +163,8 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
         return _digest({"on": cfg.sensitivity, "engine": engine(cfg),
                         "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
     if step == "hints":  # what the compare published with the month; not the hints this step may build
-        return _digest(tables_listing(root, tuple(t for t in MONTH_TABLES if t != "hints"), months=[month]))
+        listing = tables_listing(root, tuple(t for t in MONTH_TABLES if t != "hints"), months=[month])
+        return _digest(listing if cfg.tunnels_export else {"tables": listing, "tunnels_export": False})
     if step == "lake":
         return _digest(tables_listing(root, MONTH_TABLES))
     if step == "reports":

@@ -116,8 +116,10 @@ def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
 
 
 def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
-    """The JSON Lines export of the month's hints for tunnel tools. The compare publishes the
-    hints in the month's own commit; a month published before that was so gets them here."""
+    """The JSON Lines export of the month's hints for tunnel tools (config tunnels_export;
+    when off, an earlier run's export goes: it would not match a re-published month). The
+    compare publishes the hints in the month's own commit; a month published before that was
+    so gets them here."""
     from bgp_congruency.common import published
     from bgp_congruency.selector import table as hints
     from bgp_congruency.selector.exports import jsonl
@@ -125,10 +127,12 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     root = data_dir(cfg)
     if month not in published.months(root, "hints"):
         hints.publish(cfg, month, progress=progress)
-    export = jsonl.write(cfg, _tunnels_path(cfg, month), month)
     files = published.files(root, ["hints"], month)["hints"]
     where = Path(files[0]).parent if files else layout.month_dir(root, "hints", month)
-    return {"hints": str(where), "tunnels_jsonl": str(export)}
+    if not cfg.tunnels_export:
+        _tunnels_path(cfg, month).unlink(missing_ok=True)
+        return {"hints": str(where)}
+    return {"hints": str(where), "tunnels_jsonl": str(jsonl.write(cfg, _tunnels_path(cfg, month), month))}
 
 
 class StepWarning(CongruencyError):

@@ -179,6 +179,17 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
                             *(["--month", MONTH] if bad[0] == "--force" else []), *bad],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: "), p.stderr
+    # tunnels_export = false: the hints step is redone without the export, and the earlier export goes
+    export = data / "exports" / f"month={MONTH}" / "tunnels.jsonl"
+    assert export.is_file()
+    with (tmp_path / "cfg.toml").open("a") as f:
+        f.write("tunnels_export = false\n")
+    r = run(data)
+    s = json.loads(r.stdout)
+    assert r.returncode == 0 and s["steps"]["hints"]["status"] == "done" and "tunnels_jsonl" not in s["outputs"], r.stderr
+    assert not export.exists() and Path(s["outputs"]["hints"]).is_dir()
+    r = run(data)
+    assert json.loads(r.stdout)["steps"]["hints"]["status"] == "skipped", r.stderr
 
 
 @pytest.mark.slow
