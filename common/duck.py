@@ -62,9 +62,10 @@ def usable_memory() -> int:
 def memory_limit(value: str | None) -> str | None:
     """The config's duckdb_memory_limit as DuckDB takes it: "auto" is half of
     usable_memory() (the rest stays for the same process's Arrow and Python work and the
-    page cache). The compare needs about 20 bytes per entry of one VP partition and splits
-    the month until a partition fits (pipeline/partitions.py), so any cap that holds the
-    month's largest VP works; a larger one means fewer partitions."""
+    page cache). The compare needs at least 20 bytes per entry of one VP partition and runs
+    fastest with about 200; it splits the month until a partition has that
+    (pipeline/partitions.py), so any cap that holds the month's largest VP works; a larger
+    one means fewer partitions."""
     if value == "auto":
         return f"{usable_memory() // 2 // 2**20}MiB"
     return value

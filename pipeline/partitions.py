@@ -2,13 +2,17 @@
 "Partitions"), from the month pass's entry counts and the memory limit: pure functions.
 
 A partition is the set of VPs whose peer ASN hashes to it (common/vp_hash.py), so a VP's
-rows, whatever its group, never span two. The compare holds per partition about
-BYTES_PER_ENTRY bytes of DuckDB memory per entry of the partition (its hash aggregates do not
-spill all their state), so K is the smallest number whose largest partition fits:
-entries(largest) * BYTES_PER_ENTRY <= the limit. A single VP larger than that cannot be split:
+rows, whatever its group, never span two. Two measured figures per entry of a partition:
+the compare needs at least BYTES_PER_ENTRY bytes of DuckDB memory (its hash aggregates do not
+spill all their state: below that it fails), and it runs fastest with about
+FAST_BYTES_PER_ENTRY (above it, it barely spills). K is the smallest number whose largest
+partition holds at most limit / FAST_BYTES_PER_ENTRY entries; a VP larger than that is a
+partition of its own, and a single VP larger than limit / BYTES_PER_ENTRY cannot be split:
 the month is refused before anything is staged (`unfit`).
 
-Spark keeps one partition: its aggregates and shuffles spill on their own.
+Spark keeps one partition: its aggregates and shuffles spill on their own, and running the
+month's VP partitions one after another made it slower (bench/spark_partitions.py,
+bench/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -19,12 +23,18 @@ from typing import Callable
 #: one partition and finishes at 2.0 GB, 25M-entry quarters finish at 500 MB; 20 bytes keeps
 #: a margin over the largest that finished.
 BYTES_PER_ENTRY = 20
+#: DuckDB memory per entry of a partition at which the compare barely spills, measured
+#: (`bench/memfloor.py --data-dir D --limits 4GB --partitions auto,10,20` on the scale-250
+#: month, 248.5M entries): largest partition 54.0M entries (74 bytes of the limit per entry),
+#: 321 s with 3.3 GiB spilled; 29.2M (137 bytes) 254 s, 0.8 GiB; 17.1M (234 bytes) 248 s,
+#: 0.56 GiB. 200 sits between the two fast ones: at 4 GB, partitions of at most 20M entries.
+FAST_BYTES_PER_ENTRY = 200
 #: Above this many entries a partition is split even when memory would allow it: the need
 #: grows faster than the entries (bench/memfloor.py: 99.4M entries fail at 1.6 GB, 52M finish
 #: at 400 MB).
 MAX_PARTITION_ENTRIES = 60_000_000
 #: The most partitions the rule tries before calling the month unfit (a month of 10^10
-#: entries at 4 GB needs ~170).
+#: entries at 4 GB has 500).
 MAX_PARTITIONS = 4096
 
 
@@ -38,17 +48,17 @@ def limit_bytes(cfg) -> int | None:
 
 
 def capacity(limit_bytes: int) -> int:
-    """Entries one partition may hold under `limit_bytes` of DuckDB memory."""
-    return max(1, min(limit_bytes // BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
+    """Entries one partition should hold under `limit_bytes` of DuckDB memory (to barely spill)."""
+    return max(1, min(limit_bytes // FAST_BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
 
 
 def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None,
            largest_vp: int = 0) -> int:
     """The number of partitions: `fixed` when the config sets one, else the smallest K whose
     largest partition (`sizes(K)`: entries per partition) fits `capacity(limit_bytes)`,
-    starting from the even split. No limit (None): one partition. A VP larger than
-    MAX_PARTITION_ENTRIES that fits the limit (`unfit` is None) raises the cap to its size:
-    the cap on entries is a preference, and no K splits a VP."""
+    starting from the even split. No limit (None): one partition. A VP larger than that
+    capacity that fits the limit (`unfit` is None) raises the cap to its size: the capacity
+    is a preference, and no K splits a VP."""
     if fixed:
         return fixed
     if limit_bytes is None or total <= 0:
@@ -71,6 +81,8 @@ def unfit(largest_vp: int, limit_bytes: int | None) -> str | None:
             f"entry: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
 
 
-def peak_bytes(partition_entries: int) -> int:
-    """The compare's estimated DuckDB memory for a partition of this many entries."""
-    return partition_entries * BYTES_PER_ENTRY
+def peak_bytes(partition_entries: int, limit_bytes: int | None = None) -> int:
+    """The compare's estimated DuckDB memory for a partition of this many entries: what it
+    uses without spilling, up to the limit."""
+    need = partition_entries * FAST_BYTES_PER_ENTRY
+    return min(need, limit_bytes) if limit_bytes else need

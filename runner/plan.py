@@ -208,7 +208,7 @@ def _compare_memory(cfg: Config, entries: int) -> tuple[int, int]:
     limit = P.limit_bytes(cfg)
     even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
     k = P.choose(even, entries, limit, cfg.compare_partitions)
-    return k, P.peak_bytes(-(-entries // k)) if entries else 0
+    return k, P.peak_bytes(-(-entries // k), limit) if entries else 0
 
 
 def check(plan: Plan, cfg: Config) -> None:

@@ -197,19 +197,19 @@ def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
     assert len(m["collectors"]) == 22 and m["snapshots"] == 110 and m["to_fetch"] == 110
     assert len(m["probes"]) == 8 and "rrc02" in m["inactive"]
     assert p["fits"] and p["assumed"] == sorted(m["collectors"])
-    # 110 RIBs of the assumed 17M entries; at a 4GB limit partitions of at most 60M entries
-    # (pipeline/partitions.py): 32 of 58,437,500, at 20 bytes an entry
+    # 110 RIBs of the assumed 17M entries; at a 4GB limit partitions of at most 4e9 / 200 = 20M
+    # entries (pipeline/partitions.py): 94 of at most 19,893,618, each using 200 bytes an entry
     assert m["entries"] == 110 * 17_000_000
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
-    assert (m["partitions"], m["compare_peak_bytes"]) == (32, 58_437_500 * 20)
+    assert (m["partitions"], m["compare_peak_bytes"]) == (94, 19_893_618 * 200)
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "400MB"\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
-    assert (m["partitions"], m["compare_peak_bytes"]) == (94, -(-110 * 17_000_000 // 94) * 20)
+    assert (m["partitions"], m["compare_peak_bytes"]) == (935, 400 * 10**6)  # 2M entries each: the limit
     (tmp_path / "cfg.toml").write_text('disk_budget = "1GB"\n')
     assert cli(["plan", "--months", "2009-06..2009-07", "--collectors", "ris", "--data-dir", str(data),
                 "--config", str(tmp_path / "cfg.toml")]) == 1

@@ -304,11 +304,13 @@ def test_a_vp_larger_than_a_partition_is_refused_in_one_line(config, tmp_path, m
 
 
 def test_partition_rule():
-    """K is the smallest that fits the largest partition, from the even split up."""
+    """K is the smallest whose largest partition holds at most limit / FAST_BYTES_PER_ENTRY
+    entries (2M at 400 MB), from the even split up; a VP that does not fit the limit at
+    BYTES_PER_ENTRY (20M at 400 MB) is refused."""
     from bgp_congruency.pipeline import partitions as P
 
     cap = P.capacity(400 * 10**6)
-    assert cap == 400 * 10**6 // P.BYTES_PER_ENTRY
+    assert cap == 2_000_000
     even = lambda total: lambda k: [total // k + (i < total % k) for i in range(k)]  # noqa: E731
     assert P.choose(even(cap), cap, 400 * 10**6) == 1
     assert P.choose(even(cap + 1), cap + 1, 400 * 10**6) == 2
@@ -317,12 +319,13 @@ def test_partition_rule():
     assert P.choose(skewed, cap + 1, 400 * 10**6) == 4
     assert P.choose(even(10**12), 10**12, None) == 1 and P.choose(even(5), 5, 10, fixed=3) == 3
     assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
-    assert P.unfit(cap, 400 * 10**6) is None and P.unfit(cap + 1, 400 * 10**6)
-    # one VP above the 60M preference but within the limit: the cap becomes its size (no K
-    # could split it), not MAX_PARTITIONS
-    big = P.MAX_PARTITION_ENTRIES + 1
-    one_big = lambda k: [big] + [1] * (k - 1)  # noqa: E731
-    assert P.choose(one_big, big, 10**10, largest_vp=big) == 1
+    assert P.unfit(20_000_000, 400 * 10**6) is None and P.unfit(20_000_001, 400 * 10**6)
+    # one VP above the preference but within the limit: the cap becomes its size (no K
+    # could split it), not MAX_PARTITIONS; the other VPs share partitions of the preferred size
+    for big, limit in ((P.MAX_PARTITION_ENTRIES + 1, 10**10), (cap + 1, 400 * 10**6)):
+        one_big = lambda k: [big] + [1] * (k - 1)  # noqa: E731
+        assert P.choose(one_big, big, limit, largest_vp=big) == 1
+    assert P.peak_bytes(cap, 400 * 10**6) == 400 * 10**6 and P.peak_bytes(cap // 2, 400 * 10**6) == 200 * 10**6
 
 
 def test_local_store_publishes_a_month_in_one_commit_and_keeps_others(tmp_path):
@@ -386,7 +389,8 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
     (data / "rib_entries").mkdir(parents=True)
     (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
     spill = tmp_path / "spill"
-    cfg = duck(config, data_dir=data, duckdb_memory_limit="24MB", duckdb_temp_dir=str(spill), duckdb_threads=1)
+    cfg = duck(config, data_dir=data, duckdb_memory_limit="24MB", duckdb_temp_dir=str(spill), duckdb_threads=1,
+               compare_partitions=1)
     res = run(cfg, "2026-07")
     assert res.error is not None and "\n" not in res.error
     assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 24MB")
@@ -397,8 +401,8 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
 @pytest.mark.slow
 def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_reference(config, ingested_2026, tmp_path,
                                                                                    monkeypatch):
-    """At the memory the month needs (DuckDB 1.5.5, one thread: out of memory at 43MB, done at
-    46MB) the tables are still the reference's; the partitions' aggregates are in the staging
+    """At the memory the month needs in one partition (DuckDB 1.5.5, one thread: out of memory
+    at 43MB, done at 46MB) the tables are still the reference's; the partitions' aggregates are in the staging
     folder's work database (seen in pragma_database_size after a step), which DuckDB writes
     to disk as it fills (at 46MB nothing else spills: no temp file)."""
     from bgp_congruency.pipeline.engines import duckdb as duckdb_engine
@@ -415,10 +419,12 @@ def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_referenc
             f"FROM pragma_database_size() WHERE database_name = '{duckdb_engine.WORK}')").fetchone()[0])
 
     monkeypatch.setattr(duckdb_engine.DuckDBEngine, "_run_step", step_and_look)
-    res = run(duck(config, data_dir=data, duckdb_memory_limit="43MB", duckdb_threads=1), "2026-07")
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="43MB", duckdb_threads=1, compare_partitions=1),
+              "2026-07")
     assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 43MB")
     on_disk.clear()
-    res = run(duck(config, data_dir=data, duckdb_memory_limit="46MB", duckdb_threads=1), "2026-07")
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="46MB", duckdb_threads=1, compare_partitions=1),
+              "2026-07")
     assert res.error is None, res.error
     assert max(on_disk) > 0
     assert_same_as_reference(data, "2026-07", config.method)

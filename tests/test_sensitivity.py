@@ -176,7 +176,7 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     assert cli(["compare", "--month", "2026-07", "--data-dir", str(data), "--min-coverage", "0"]) == 0
     capsys.readouterr()
     floor = tmp_path / "floor.toml"
-    floor.write_text('duckdb_memory_limit = "46MB"\nduckdb_threads = 1\n')
+    floor.write_text('duckdb_memory_limit = "46MB"\nduckdb_threads = 1\ncompare_partitions = 1\n')
     from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
     spilled, pin = [], DuckDBEngine.pin
