@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A real month's size on this machine: `congruency run` end to end on a synthetic archive of
-about N million RIB entries (--scale N), DuckDB engine, at the config's default memory limit or
---memory-limit. Several scales in one run (--scale 250,1000) are run one after the other and
-their compare rates (entries per second) set side by side, the issue's "linear" check.
+about N million RIB entries (--scale N), with the DuckDB engine at the config's default memory
+limit or --memory-limit, or with --engine spark (local[*], spark.driver.memory 4g, its spill in
+bench/out/endtoend-N-spark-local, sampled with the staging folder). Several scales in one run
+(--scale 250,1000) are run one after the other and their compare rates (entries per second)
+set side by side, the issue's "linear" check.
 
 The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
 is one child process (`congruency run --json`); while it runs, every 0.5 s this script reads
@@ -15,11 +17,13 @@ default-free one, and at 0.9 too few VPs would give pairs to exercise the later 
 
     .venv/bin/python bench/endtoend.py --scale 250 [--memory-limit 4GB] [--json]
     .venv/bin/python bench/endtoend.py --scale 250,1000 --memory-limit 4GB
+    .venv/bin/python bench/endtoend.py --scale 250 --memory-limit 4GB --engine spark
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -54,7 +58,7 @@ def snapshots_for(scale: int) -> int:
     return max(5, round(5 * scale / 250))
 
 
-def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str) -> dict:
+def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, engine: str = "duckdb") -> dict:
     """Generate (or reuse) the archive, run `congruency run` on it in a child, sample it."""
     entries = scale * 1_000_000
     params = common.synth_params(entries, per=common.SYNTH_ALL, snapshots=snapshots)
@@ -62,30 +66,37 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str) ->
     listing = common.synth_archive(base / "archive", params, con=common.console())
     generate_s = listing.get("generate_s")  # when reused: the time of the run that generated it
     collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
-    data = common.OUT / f"endtoend-{scale}-data"
+    tag = f"endtoend-{scale}" + ("" if engine == "duckdb" else f"-{engine}")
+    data = common.OUT / f"{tag}-data"
     shutil.rmtree(data, ignore_errors=True)
     cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{snapshots}", "--times", "00:00",
            "--archive-root", str(base / "archive"), "--collectors", collectors, "--data-dir", str(data),
-           "--engine", "duckdb", "--min-coverage", "0.5", "--json"]
+           "--engine", engine, "--min-coverage", "0.5", "--json"]
     limit = memory_limit or Config().duckdb_memory_limit
     if memory_limit:
-        conf = common.OUT / f"endtoend-{scale}.toml"
+        conf = common.OUT / f"{tag}.toml"
         conf.write_text(f"duckdb_memory_limit = {json.dumps(memory_limit)}\n")
         cmd += ["--config", str(conf)]
     staging = data / "_staging"
+    env, spill = dict(os.environ), [staging]
+    if engine == "spark":  # Spark spills to its local dirs, not the staging folder: sampled too
+        local = common.OUT / f"{tag}-local"
+        shutil.rmtree(local, ignore_errors=True)
+        local.mkdir(parents=True)
+        env["SPARK_LOCAL_DIRS"] = str(local)
+        spill.append(local)
     peak = {"rss": 0, "staging": 0, "data": 0}
     samples: list[tuple[float, int]] = []  # (seconds since start, tree RSS)
     common.console().print(f"scale {scale}: {listing.get('entries'):,} entries, congruency run at {limit} ...")
     t1 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[1])
+                            cwd=Path(__file__).resolve().parents[1], env=env)
     tick = 0
     while proc.poll() is None:
         rss = common.tree_rss(proc.pid, include_root=True)
         samples.append((time.perf_counter() - t1, rss))
         peak["rss"] = max(peak["rss"], rss)
-        if staging.is_dir():
-            peak["staging"] = max(peak["staging"], common.du(staging))
+        peak["staging"] = max(peak["staging"], sum(common.du(d) for d in spill if d.is_dir()))
         if tick % 20 == 0 and data.is_dir():
             peak["data"] = max(peak["data"], common.du(data))
         tick += 1
@@ -96,9 +107,10 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str) ->
         res = json.loads(out)
     except json.JSONDecodeError:
         print(err[-3000:], file=sys.stderr)
-        return {"scale": scale, "entries": listing.get("entries"), "ok": False, "error": err.strip().splitlines()[-1:]}
+        return {"scale": scale, "engine": engine, "entries": listing.get("entries"), "ok": False,
+                "error": err.strip().splitlines()[-1:]}
     steps = {k: v.get("seconds") for k, v in res.get("steps", {}).items()}
-    result = {"scale": scale, "entries": listing.get("entries"), "synth": params, "generate_s": generate_s,
+    result = {"scale": scale, "engine": engine, "entries": listing.get("entries"), "synth": params, "generate_s": generate_s,
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
               "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
@@ -111,7 +123,9 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str) ->
     result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
     for name, error in result["errors"].items():
         print(f"{name}: {error}", file=sys.stderr)
-    (common.OUT / f"endtoend-{scale}.json").write_text(json.dumps(result, indent=1) + "\n")
+    if engine == "spark":
+        shutil.rmtree(local, ignore_errors=True)
+    (common.OUT / f"{tag}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
@@ -124,6 +138,8 @@ def main(argv=None) -> int:
                          "5 per 250M entries past it)")
     ap.add_argument("--memory-limit", default=None, metavar="LIMIT",
                     help="duckdb_memory_limit for the run (e.g. 4GB; default: the config's default)")
+    ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb",
+                    help="the compare's engine (default duckdb; spark: local[*], spark.driver.memory 4g)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
     try:
@@ -131,7 +147,7 @@ def main(argv=None) -> int:
     except ValueError:
         ap.error(f"--scale: expected numbers separated by commas, got {args.scale!r}")
     argv_text = " ".join(["bench/endtoend.py", *(argv if argv is not None else sys.argv[1:])])
-    results = [one(n, args.snapshots or snapshots_for(n), args.memory_limit, argv_text) for n in scales]
+    results = [one(n, args.snapshots or snapshots_for(n), args.memory_limit, argv_text, args.engine) for n in scales]
     rates = {r["scale"]: r["entries"] / r["steps"]["compare"] for r in results
              if r.get("ok") and (r.get("steps") or {}).get("compare")}
     if len(rates) > 1:  # the "linear" check: the compare's rate at each scale against the smallest's
@@ -139,7 +155,8 @@ def main(argv=None) -> int:
         for r in results:
             if r["scale"] in rates:
                 r["compare_rate_vs_scale"] = {"scale": first, "ratio": round(rates[first] / rates[r["scale"]], 3)}
-                (common.OUT / f"endtoend-{r['scale']}.json").write_text(json.dumps(r, indent=1) + "\n")
+                tag = f"endtoend-{r['scale']}" + ("" if args.engine == "duckdb" else f"-{args.engine}")
+                (common.OUT / f"{tag}.json").write_text(json.dumps(r, indent=1) + "\n")
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         print()
@@ -151,7 +168,8 @@ def main(argv=None) -> int:
             print(f"scale {r['scale']}: {r['entries']:,} entries; generate {r['generate_s']} s; run "
                   f"{r['run_wall_s']} s ({', '.join(f'{k} {v} s' for k, v in r['steps'].items())}); peak RSS "
                   f"{r['peak_rss_mib']} MiB; peak staging/spill {r['peak_staging_mib']} MiB; data dir "
-                  f"{r['data_dir_mib']} MiB (archive {r['archive_mib']} MiB); ok {r['ok']}; memory limit {r['memory_limit']}"
+                  f"{r['data_dir_mib']} MiB (archive {r['archive_mib']} MiB); ok {r['ok']}; engine {r['engine']}; "
+                  f"memory limit {r['memory_limit']}"
                   + (f"; compare {rates[r['scale']] / 1e3:,.0f} k entries/s, scale {r['compare_rate_vs_scale']['scale']}'s "
                      f"rate / this = {r['compare_rate_vs_scale']['ratio']}x" if r.get("compare_rate_vs_scale") else ""))
     return 0 if all(r.get("ok") for r in results) else 1

@@ -275,15 +275,16 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
     """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
     if not runs:
         return []
-    intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L]`: the synthetic archive generated (or",
-             "reused), then one `congruency run` (ingest, compare with the DuckDB engine at the memory limit",
-             "shown, warehouse, reports, hints) as a child process; its tree's RSS, the month's staging folder",
-             "(where DuckDB spills) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
+    intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L] [--engine spark]`: the synthetic archive",
+             "generated (or reused), then one `congruency run` (ingest, compare with the engine shown: DuckDB at",
+             "the memory limit shown, or Spark local[*] with spark.driver.memory 4g; warehouse, reports, hints)",
+             "as a child process; its tree's RSS, the month's staging folder (where DuckDB spills; with Spark,",
+             "also Spark's local dirs) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
              "brackets, a step's peak RSS (each step placed by the seconds the run records for it). Compare",
              "rate: entries per second of the compare step; where scales ran in one invocation, the smallest",
              "scale's rate over this one's (1.0x: linear)."]
     rows = []
-    for r in sorted(runs, key=lambda r: r["scale"]):
+    for r in sorted(runs, key=lambda r: (r["scale"], r.get("engine", "duckdb"))):
         peaks = r.get("step_peak_rss_mib") or {}
         steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
                           for k, v in (r.get("steps") or {}).items() if v is not None)
@@ -291,17 +292,17 @@ def _endtoend_section(runs: list[dict]) -> list[str]:
         rate = f"{r['entries'] / compare / 1e3:,.0f} k/s" if compare and r.get("entries") else "-"
         if r.get("compare_rate_vs_scale"):
             rate += f" ({r['compare_rate_vs_scale']['ratio']}x vs {r['compare_rate_vs_scale']['scale']})"
-        rows.append([r["scale"], f"{r.get('entries') or 0:,}", (r.get("synth") or {}).get("snapshots_per_month", "-"),
-                     r.get("memory_limit") or "-", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
+        rows.append([r["scale"], r.get("engine", "duckdb"), f"{r.get('entries') or 0:,}",
+                     (r.get("synth") or {}).get("snapshots_per_month", "-"), r.get("memory_limit") or "-", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
                      steps, rate, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
                      f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
                      f"{r.get('archive_mib', 0):,} MiB",
                      "yes" if r.get("ok") else "**no**"])
     return _section("A real month's size end to end", intro,
-                    ["scale", "entries", "snapshots", "memory limit", "generate s", "run s", "run steps",
+                    ["scale", "engine", "entries", "snapshots", "memory limit", "generate s", "run s", "run steps",
                      "compare rate", "peak RSS (tree)", "peak spill + staging", "data dir after", "data dir peak",
                      "archive", "ok"],
-                    rows, "rrrlrrlrrrrrrl")
+                    rows, "rlrrlrrlrrrrrrl")
 
 
 def _generate_section(runs: list[dict]) -> list[str]:
@@ -428,7 +429,8 @@ def _memfloor_section(runs: list[dict]) -> list[str]:
     intro = ["`bench/memfloor.py --data-dir D --limits ... [--partitions K,auto]`: the whole DuckDB compare job",
              "on one month, once per memory limit and number of VP partitions, each in a fresh process. DuckDB",
              "does not spill all of a hash aggregate's state, so one partition of a large month fails instead of",
-             "spilling; the rule of pipeline/partitions.py (auto) splits the month until a partition fits.",
+             "spilling; the rule of pipeline/partitions.py (auto) splits the month into partitions of about",
+             "200 bytes of the limit per entry, where they barely spill (until 2026-11-26: until one fit, 20 bytes).",
              "Peak RSS: the process tree, DuckDB's cap plus Python, Arrow and the Parquet writer."]
     rows = [[f"{r['rows']:,}", x["limit"], str(x.get("partitions") or "-"),
              f"{x['largest_partition']:,}" if x.get("largest_partition") else "-",
@@ -522,6 +524,8 @@ def cost_model(doc: dict) -> list[str]:
                   "slowing down (both estimated, not measured)."]
     done = [e for e in (doc.get("real") or {}).get("endtoend") or []
             if e.get("ok") and (e.get("steps") or {}).get("compare") and e["steps"].get("ingest") and e.get("entries")]
+    spark = [e for e in done if e.get("engine") == "spark"]
+    done = [e for e in done if e.get("engine", "duckdb") == "duckdb"]
     # The slowest compare per entry of the end-to-end runs: a month that grows by snapshots of
     # the same paths (bench/endtoend.py past scale 250) compares faster than one of more paths.
     for e in sorted(done, key=lambda e: e["entries"] / e["steps"]["compare"])[:1]:
@@ -539,11 +543,23 @@ def cost_model(doc: dict) -> list[str]:
                       f"about {_hours(PAPER_ENTRIES / per['compare'] / 64)} if the compare's rate held per core "
                       "and in spills 40x larger (estimated, not measured: DuckDB's aggregates and joins spill "
                       "to disk past its memory limit, and 1e10 rows need ~1-2 TB of local disk for Parquet and spill). "
-                      "The compare runs in VP partitions of at most 60M entries and about 20 bytes of memory per "
-                      "entry of a partition (section \"DuckDB engine: the memory the compare needs\", "
-                      "pipeline/partitions.py), so its memory no longer grows with the month: such a month runs in "
-                      f"about {PAPER_ENTRIES / 60e6:,.0f} partitions at a 1.2 GB limit or more (the partitions run one "
-                      "after another; the disk for Parquet and spill is what grows)."]
+                      "The compare runs in VP partitions of about 200 bytes of memory per entry (at least 20 to "
+                      "finish; section \"DuckDB engine: the memory the compare needs\", pipeline/partitions.py), so "
+                      "its memory no longer grows with the month: at 4GB such a month runs in about "
+                      f"{PAPER_ENTRIES / 20e6:,.0f} partitions of 20M entries (one after another; the disk for Parquet "
+                      "and spill is what grows)."]
+    for e in sorted(spark, key=lambda e: e["entries"] / e["steps"]["compare"])[:1]:
+        ncpu = int((doc.get("machine") or {}).get("nproc") or 2)
+        n, secs = e["entries"], e["steps"]["compare"]
+        per = n / (secs * ncpu)
+        peak = (e.get("step_peak_rss_mib") or {}).get("compare")
+        lines += [f"- Measured end to end with the Spark engine (`{e.get('command')}`, scale {e['scale']}: {n:,} "
+                  f"entries, {ncpu} cores, local[*], spark.driver.memory 4g, one VP partition): compare "
+                  f"{secs:,.0f} s" + (f" at a peak RSS of {peak / 1024:.1f} GiB" if peak else "") +
+                  f", spill and staging at most {e.get('peak_staging_mib', 0):,} MiB, i.e. at most {per / 1e3:,.0f} k "
+                  f"entries per core-second (wall time x cores): a paper-scale month in about "
+                  f"{PAPER_ENTRIES / per / 3600:,.0f} core-hours, {_hours(PAPER_ENTRIES / per / CLUSTER_CORES)} on "
+                  f"{CLUSTER_CORES} cores if that rate held per core (estimated, not measured)."]
     lines += [
         f"- Ingest + Spark job: about {total:,.0f} core-hours a month; ingest parallelises per snapshot file "
         "(300 files), so it fills the cluster; the Spark job's rate is assumed to hold per core on a cluster.",
@@ -765,10 +781,13 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
         files = sorted(common.OUT.glob(pattern))
         if files:
             new = [json.loads(p.read_text()) for p in files]
-            if key == "steps":  # profiles of other data dirs, engines, limits stay until re-measured
-                have = {(r["data_dir"], r["engine"], r.get("memory_limit")) for r in new}
-                new = [r for r in real.get(key) or []
-                       if (r["data_dir"], r["engine"], r.get("memory_limit")) not in have] + new
+            # Profiles and end-to-end runs of other data dirs, scales, engines, limits stay until re-measured.
+            ident = {"steps": lambda r: (r["data_dir"], r["engine"], r.get("memory_limit")),
+                     "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),
+                     "memfloor": lambda r: (r["data_dir"], r["rows"])}.get(key)
+            if ident:
+                have = {ident(r) for r in new}
+                new = [r for r in real.get(key) or [] if ident(r) not in have] + new
             real[key] = new
     synth_files = sorted(common.OUT.glob("ingest-synth-*.json")) + sorted(common.OUT.glob("ingest-file-*.json"))
     if synth_files:
