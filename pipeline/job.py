@@ -218,7 +218,11 @@ def partitions(engine: Engine, cfg: Config, src: str) -> int:
     if why:
         raise JobError(f"{src}: {why}")
     total = sum(engine.partition_sizes(1))
-    return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions, largest)
+    big = engine.vps_over(P.capacity(limit)) if limit and not cfg.compare_partitions else {}
+    try:
+        return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions, big)
+    except P.Unfit as exc:
+        raise JobError(f"{src}: {exc}") from None
 
 
 #: The month before's tables `transitions` reads (pipeline/steps.py: prev_pairs, ...).

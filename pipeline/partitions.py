@@ -35,7 +35,7 @@ FAST_BYTES_PER_ENTRY = 200
 #: at 400 MB).
 MAX_PARTITION_ENTRIES = 60_000_000
 #: The most partitions the rule tries before calling the month unfit (a month of 10^10
-#: entries at 4 GB has 500).
+#: entries at 4 GB has 500; each partition reads at least 1/32 of the month, common/vp_hash.py).
 MAX_PARTITIONS = 4096
 
 
@@ -53,22 +53,50 @@ def capacity(limit_bytes: int) -> int:
     return max(1, min(limit_bytes // FAST_BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
 
 
+class Unfit(Exception):
+    """The month cannot be split to fit the limit (the message says why and what to change)."""
+
+
+def floor(limit_bytes: int) -> int:
+    """Entries one partition may hold at most under `limit_bytes` (the fit floor; at most
+    MAX_PARTITION_ENTRIES, a preference a single larger VP overrides)."""
+    return max(1, min(limit_bytes // BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
+
+
 def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None,
-           largest_vp: int = 0) -> int:
+           big: dict[int, int] | None = None) -> int:
     """The number of partitions: `fixed` when the config sets one, else the smallest K whose
-    largest partition (`sizes(K)`: entries per partition) fits `capacity(limit_bytes)`,
-    starting from the even split. No limit (None): one partition. A VP larger than that
-    capacity that fits the limit (`unfit` is None) raises the cap to its size: the capacity
-    is a preference, and no K splits a VP."""
+    partitions (`sizes(K)`: entries per partition) each hold at most `capacity(limit_bytes)`
+    entries, starting from the even split. No limit (None): one partition. `big`: the VPs
+    (peer ASN: entries) larger than that capacity; no K splits a VP, so a partition holding
+    one may hold up to the fit floor (`floor`, or the VP's own size when larger) and the
+    others keep the capacity. Unfit when no K up to MAX_PARTITIONS gets there."""
+    from bgp_congruency.common import vp_hash
+
     if fixed:
         return fixed
     if limit_bytes is None or total <= 0:
         return 1
-    cap = max(capacity(limit_bytes), largest_vp)
-    k = max(1, -(-total // cap))
-    while k < MAX_PARTITIONS and max(sizes(k), default=0) > cap:
+    cap, hard = capacity(limit_bytes), floor(limit_bytes)
+    big = {a: n for a, n in (big or {}).items() if n > cap}
+
+    def fits(k: int) -> bool:
+        room = {}
+        for a, n in big.items():
+            i = vp_hash.partition(a, k)
+            room[i] = max(room.get(i, hard), n)
+        return all(n <= room.get(i, cap) for i, n in enumerate(sizes(k)))
+
+    k = max(1, -(-(total - sum(big.values())) // cap) + len(big))
+    while k < MAX_PARTITIONS and not fits(k):
         k = k + max(1, k // 8)
-    return min(k, MAX_PARTITIONS)
+    k = min(k, MAX_PARTITIONS)
+    if not fits(k):
+        worst = max(sizes(k), default=0)
+        raise Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
+                    f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds {worst:,} entries; "
+                    f"a partition may hold about {cap:,}); raise duckdb_memory_limit")
+    return k
 
 
 def unfit(largest_vp: int, limit_bytes: int | None) -> str | None:

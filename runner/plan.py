@@ -179,7 +179,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
                     mp.to_fetch += 1
                     mp.download_bytes += size
         mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
-        mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.entries)
+        mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.entries, m)
         mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
                            + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
         plan.months.append(mp)
@@ -199,15 +199,18 @@ def make(cfg: Config, months: list[str]) -> Plan:
     return plan
 
 
-def _compare_memory(cfg: Config, entries: int) -> tuple[int, int]:
+def _compare_memory(cfg: Config, entries: int, month: str) -> tuple[int, int]:
     """(partitions, peak DuckDB bytes) of the compare of a month of `entries`, by the rule of
     pipeline/partitions.py with the month split evenly (the run splits by the VPs' hash and
-    their real sizes, so its partitions can be a few more)."""
+    their real sizes, so its partitions can be a few more). PlanError when no split fits."""
     from bgp_congruency.pipeline import partitions as P
 
     limit = P.limit_bytes(cfg)
     even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
-    k = P.choose(even, entries, limit, cfg.compare_partitions)
+    try:
+        k = P.choose(even, entries, limit, cfg.compare_partitions)
+    except P.Unfit as exc:
+        raise PlanError(f"{month}: {exc}") from None
     return k, P.peak_bytes(-(-entries // k), limit) if entries else 0
 
 

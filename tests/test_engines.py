@@ -320,11 +320,30 @@ def test_partition_rule():
     assert P.choose(even(10**12), 10**12, None) == 1 and P.choose(even(5), 5, 10, fixed=3) == 3
     assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
     assert P.unfit(20_000_000, 400 * 10**6) is None and P.unfit(20_000_001, 400 * 10**6)
-    # one VP above the preference but within the limit: the cap becomes its size (no K
-    # could split it), not MAX_PARTITIONS; the other VPs share partitions of the preferred size
+    # one VP above the preference but within the limit: its partition may hold up to the fit
+    # floor or the VP's size (no K could split it), not MAX_PARTITIONS (ASN 0 hashes to 0)
     for big, limit in ((P.MAX_PARTITION_ENTRIES + 1, 10**10), (cap + 1, 400 * 10**6)):
         one_big = lambda k: [big] + [1] * (k - 1)  # noqa: E731
-        assert P.choose(one_big, big, limit, largest_vp=big) == 1
+        assert P.choose(one_big, big, limit, big={0: big}) == 1
+    # 999 VPs of 1M entries and one of 15M at 2GB (capacity 10M, floor 100M): the big VP's
+    # partition takes others up to the floor, the rest keep 10M; the rule before this asked
+    # for the big VP alone in its partition: 959 partitions
+    from bgp_congruency.common import vp_hash
+
+    vps = {a: 10**6 for a in range(1, 1000)} | {1000: 15 * 10**6}
+
+    def by_hash(k):
+        out = [0] * k
+        for a, n in vps.items():
+            out[vp_hash.partition(a, k)] += n
+        return out
+
+    k = P.choose(by_hash, sum(vps.values()), 2 * 10**9, big={1000: 15 * 10**6})
+    sizes, home = by_hash(k), vp_hash.partition(1000, k)
+    assert 101 <= k <= 300 and sizes[home] <= 100 * 10**6
+    assert all(n <= 10**7 for i, n in enumerate(sizes) if i != home)
+    with pytest.raises(P.Unfit, match="raise duckdb_memory_limit"):  # 4096 partitions of at most 2 entries
+        P.choose(by_hash, sum(vps.values()), 400)
     assert P.peak_bytes(cap, 400 * 10**6) == 400 * 10**6 and P.peak_bytes(cap // 2, 400 * 10**6) == 200 * 10**6
 
 

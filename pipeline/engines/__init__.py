@@ -31,6 +31,9 @@ class Engine(Protocol):
     def largest_vp(self) -> int:
         """Entries of the month's largest VP (0: the engine does not partition)."""
 
+    def vps_over(self, entries: int) -> dict[int, int]:
+        """The month's VPs (peer ASN: entries) with more than `entries` entries."""
+
     def resumable(self, store: Store, month: str) -> str | None:
         """A killed run's staging folder of `month` whose finished partitions `run` may reuse
         (it checks the inputs and SQL are the same), or None (Spark: never)."""

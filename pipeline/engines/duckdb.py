@@ -165,6 +165,11 @@ class DuckDBEngine:
         return int(self.con.execute("SELECT coalesce(max(n), 0) FROM (SELECT sum(n) AS n FROM month_counts "
                                     "GROUP BY peer_asn)").fetchone()[0])
 
+    def vps_over(self, entries: int) -> dict[int, int]:
+        """The peer ASNs with more than `entries` entries in the month (few: the rule's big VPs)."""
+        return {int(a): int(n) for a, n in self.con.execute(
+            "SELECT peer_asn, sum(n) FROM month_counts GROUP BY peer_asn HAVING sum(n) > $n", {"n": entries}).fetchall()}
+
     def pin(self) -> None:
         """Read the month's entries once into DuckDB (spilled past the memory limit): later
         runs (the sensitivity variants) share them instead of decoding the Parquet again."""

@@ -55,6 +55,9 @@ class SparkEngine:
     def largest_vp(self) -> int:
         return 0
 
+    def vps_over(self, entries: int) -> dict[int, int]:
+        return {}
+
     def pin(self) -> None:
         """Cache the month's entries: later runs (the sensitivity variants) share them."""
         self.spark.table("month_entries").cache().createOrReplaceTempView("month_entries")
