@@ -82,17 +82,32 @@ def limit(con, memory_limit_: str | None, threads: int | None) -> None:
 
 def connect(cfg, spill=None):
     """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads,
-    spilling to the config's duckdb_temp_dir when it names one (every DuckDB connection of
-    the project spills where the user said), else to the folder `spill` when given, else to
-    DuckDB's default (./.tmp, for the small queries of advise and the reports)."""
+    spilling under the config's duckdb_temp_dir when it names one (every DuckDB connection of
+    the project spills where the user said, each in a folder of its own: private_spill), else
+    to the folder `spill` when given, else to DuckDB's default (./.tmp, for the small queries
+    of advise and the reports)."""
     import duckdb
 
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
-    folder = cfg.duckdb_temp_dir or spill
+    folder = private_spill(cfg.duckdb_temp_dir) if cfg.duckdb_temp_dir else spill
     if folder is not None:
         spill_to(con, folder)
     return con
+
+
+def private_spill(parent) -> str:
+    """A new folder under `parent` for one connection's spill, removed when the process ends:
+    DuckDB names its temp files the same in every process, so two connections spilling into
+    one folder (two months run at once, a query during a run) would take each other's."""
+    import atexit
+    import shutil
+    import tempfile
+
+    os.makedirs(parent, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="duckdb-spill-", dir=parent)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def spill_to(con, folder) -> None:

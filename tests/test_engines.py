@@ -415,6 +415,7 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
     assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 24MB")
     assert sorted(p.name for p in data.iterdir()) == ["_staging", "rib_entries"]
     assert not list((data / "_staging").iterdir())
+    assert spill.is_dir() and not list(spill.iterdir())  # the run's own folder under duckdb_temp_dir is gone
 
 
 @pytest.mark.slow

@@ -114,7 +114,7 @@ class DuckDBEngine:
     def __init__(self, memory_limit: str | None = "auto", temp_dir: str | None = None, threads: int | None = None):
         self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
-        self._work_kept, self._kept = False, None
+        self._work_kept, self._kept, self._private = False, None, None
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore:
@@ -133,7 +133,8 @@ class DuckDBEngine:
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
         duck.limit(self.con, self.memory_limit, self.threads)
-        spill = self.temp_dir or os.path.join(staged, "_spill")
+        spill = duck.private_spill(self.temp_dir) if self.temp_dir else os.path.join(staged, "_spill")
+        self._private = spill if self.temp_dir else None
         if not self.temp_dir:
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
         duck.spill_to(self.con, spill)
@@ -416,6 +417,9 @@ class DuckDBEngine:
         if getattr(self, "_work_tmp", None):
             shutil.rmtree(self._work_tmp, ignore_errors=True)
             self._work_tmp = None
+        if self._private:  # this month's folder under duckdb_temp_dir
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
 
     def close(self) -> None:
         self.end_month()
