@@ -103,6 +103,8 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
         time.sleep(0.5)
     out, err = proc.communicate()
     wall = time.perf_counter() - t1
+    if engine == "spark":  # Spark's spill, whatever the run's end
+        shutil.rmtree(local, ignore_errors=True)
     try:
         res = json.loads(out)
     except json.JSONDecodeError:
@@ -123,8 +125,6 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
     result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
     for name, error in result["errors"].items():
         print(f"{name}: {error}", file=sys.stderr)
-    if engine == "spark":
-        shutil.rmtree(local, ignore_errors=True)
     (common.OUT / f"{tag}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 

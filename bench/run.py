@@ -535,7 +535,7 @@ def cost_model(doc: dict) -> list[str]:
             per = {k: n / (st[k] * ncpu) for k in ("ingest", "compare")}  # entries per core-second (wall x cores)
             limit = e.get("memory_limit") or "the default memory limit"
             lines += [f"- Measured end to end (`{e.get('command')}`, scale {e['scale']}: {n:,} entries, {ncpu} cores, "
-                      f"the slowest compare per entry of the end-to-end runs): ingest {st['ingest']:,.0f} s, DuckDB compare {st['compare']:,.0f} s at "
+                      f"the slowest compare per entry of the end-to-end runs, {e.get('partition_rule', 'partitions by the rule of the time')}): ingest {st['ingest']:,.0f} s, DuckDB compare {st['compare']:,.0f} s at "
                       f"{limit}, i.e. at most {per['ingest'] / 1e3:,.0f} k and {per['compare'] / 1e3:,.0f} k "
                       "entries per core-second (wall time x cores, an upper bound on CPU). A paper-scale month on one "
                       f"64-core machine with the DuckDB engine: ingest about "

@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help="run every step of a month (ingest, compare, hints, lake, reports); resumable",
         description=(
             "Run a month end to end: ingest its RIB snapshots, the congruency job, then the "
-            "hints export, the catalog's upkeep (lake: expire old snapshots) and the reports. "
+            "hints export (DATA_DIR/exports/month=M/tunnels.jsonl; config tunnels_export = false "
+            "leaves it out), the catalog's upkeep (lake: expire old snapshots) and the reports. "
             "Each step's completion is recorded with its inputs in "
             "DATA_DIR/_runs/month=YYYY-MM/state.json; a re-run skips what is complete and "
             "still valid and redoes what changed. One run per month at a time (a lock); what "
