@@ -5,10 +5,15 @@ A partition is the set of VPs whose peer ASN hashes to it (common/vp_hash.py), s
 rows, whatever its group, never span two. Two measured figures per entry of a partition:
 the compare needs at least BYTES_PER_ENTRY bytes of DuckDB memory (its hash aggregates do not
 spill all their state: below that it fails), and it runs fastest with about
-FAST_BYTES_PER_ENTRY (above it, it barely spills). K is the smallest number whose largest
-partition holds at most limit / FAST_BYTES_PER_ENTRY entries; a VP larger than that is a
-partition of its own, and a single VP larger than limit / BYTES_PER_ENTRY cannot be split:
-the month is refused before anything is staged (`unfit`).
+FAST_BYTES_PER_ENTRY (above it, it barely spills). K is the smallest number whose
+partitions each hold at most limit / FAST_BYTES_PER_ENTRY entries, except that a partition
+holding a VP larger than that may hold up to limit / BYTES_PER_ENTRY (no K splits a VP); a
+single VP larger than that cannot run at all, and the month is refused before anything is
+staged (`unfit`), as is a month no K up to MAX_PARTITIONS splits (`Unfit`).
+
+Not measured: past 32 partitions each one still reads at least 1/32 of the month (the
+buckets of common/vp_hash.py), so K = 100 reads the month about three times; the sweep that
+set FAST_BYTES_PER_ENTRY went up to K = 38.
 
 Spark keeps one partition: its aggregates and shuffles spill on their own, and running the
 month's VP partitions one after another made it slower (`bench/spark_partitions.py
