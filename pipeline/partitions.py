@@ -75,7 +75,8 @@ def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | Non
     entries, starting from the even split. No limit (None): one partition. `big`: the VPs
     (peer ASN: entries) larger than that capacity; no K splits a VP, so a partition holding
     one may hold up to the fit floor (`floor`, or the VP's own size when larger) and the
-    others keep the capacity. Unfit when no K up to MAX_PARTITIONS gets there."""
+    others keep the capacity. At MAX_PARTITIONS, partitions up to the fit floor are taken
+    (they spill); Unfit when not even those fit."""
     from bgp_congruency.common import vp_hash
 
     if fixed:
@@ -85,18 +86,18 @@ def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | Non
     cap, hard = capacity(limit_bytes), floor(limit_bytes)
     big = {a: n for a, n in (big or {}).items() if n > cap}
 
-    def fits(k: int) -> bool:
+    def fits(k: int, usual: int) -> bool:
         room = {}
         for a, n in big.items():
             i = vp_hash.partition(a, k)
             room[i] = max(room.get(i, hard), n)
-        return all(n <= room.get(i, cap) for i, n in enumerate(sizes(k)))
+        return all(n <= room.get(i, usual) for i, n in enumerate(sizes(k)))
 
     k = max(1, -(-(total - sum(big.values())) // cap) + len(big))
-    while k < MAX_PARTITIONS and not fits(k):
+    while k < MAX_PARTITIONS and not fits(k, cap):
         k = k + max(1, k // 8)
     k = min(k, MAX_PARTITIONS)
-    if not fits(k):
+    if not fits(k, hard):  # at MAX_PARTITIONS a partition may spill, up to the fit floor
         worst = max(sizes(k), default=0)
         raise Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
                     f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds {worst:,} entries; "

@@ -342,8 +342,11 @@ def test_partition_rule():
     sizes, home = by_hash(k), vp_hash.partition(1000, k)
     assert 101 <= k <= 300 and sizes[home] <= 100 * 10**6
     assert all(n <= 10**7 for i, n in enumerate(sizes) if i != home)
-    with pytest.raises(P.Unfit, match="raise duckdb_memory_limit"):  # 4096 partitions of at most 2 entries
+    with pytest.raises(P.Unfit, match="raise duckdb_memory_limit"):  # 4096 partitions of at most 20 entries
         P.choose(by_hash, sum(vps.values()), 400)
+    # more than MAX_PARTITIONS preferred partitions, but not more fit-floor ones: MAX_PARTITIONS
+    n = P.MAX_PARTITIONS * 15  # at 400 bytes: 2 preferred entries a partition, 20 at the floor
+    assert P.choose(even(n), n, 400) == P.MAX_PARTITIONS
     assert P.peak_bytes(cap, 400 * 10**6) == 400 * 10**6 and P.peak_bytes(cap // 2, 400 * 10**6) == 200 * 10**6
 
 
