@@ -78,10 +78,10 @@ class Config:
     #: DuckDB engine's memory cap: "auto" (half of this machine's memory, common/duck.py) or
     #: a size, "16GB".
     duckdb_memory_limit: str = "auto"
-    #: DuckDB's spill folder, for the compare and every other DuckDB query; None = the
-    #: month's staging folder for the compare and the hints, DuckDB's default (./.tmp)
-    #: elsewhere (the VP partitions' aggregates are kept in the staging folder either way,
-    #: for a killed compare's next run to resume).
+    #: DuckDB's spill folder, for the compare and every other DuckDB query (each in a folder
+    #: of its own under it); None = the month's staging folder for the compare and the
+    #: hints, the system's temp folder (TMPDIR) elsewhere (the VP partitions' aggregates are
+    #: kept in the staging folder either way, for a killed compare's next run to resume).
     duckdb_temp_dir: str | None = None
     #: DuckDB engine's threads; None = all cores.
     duckdb_threads: int | None = None

@@ -84,15 +84,19 @@ def connect(cfg, spill=None):
     """An in-memory DuckDB capped by the config's duckdb_memory_limit and duckdb_threads,
     spilling under the config's duckdb_temp_dir when it names one (every DuckDB connection of
     the project spills where the user said, each in a folder of its own: private_spill), else
-    to the folder `spill` when given, else to DuckDB's default (./.tmp, for the small queries
-    of advise and the reports)."""
+    to the folder `spill` when given, else in a folder of its own under the system's temp
+    folder (TMPDIR; never DuckDB's default ./.tmp, which every process started in the same
+    folder shares)."""
+    import tempfile
+
     import duckdb
 
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
-    folder = private_spill(cfg.duckdb_temp_dir) if cfg.duckdb_temp_dir else spill
-    if folder is not None:
-        spill_to(con, folder)
+    if cfg.duckdb_temp_dir or spill is None:
+        spill_to(con, private_spill(cfg.duckdb_temp_dir or tempfile.gettempdir()))
+    else:
+        spill_to(con, spill)
     return con
 
 

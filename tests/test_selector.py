@@ -300,6 +300,21 @@ def test_hints_spill_where_the_config_says(synth, tmp_path, monkeypatch):
     assert Path(seen[0]).name.startswith("duckdb-spill-")  # a folder of its own (private_spill)
 
 
+def test_other_queries_spill_in_a_folder_of_their_own(synth, tmp_path, monkeypatch):
+    """Without duckdb_temp_dir, a query's connection (advise, evaluate, the export) spills in
+    a folder of its own under TMPDIR, not in DuckDB's default ./.tmp, which every process
+    started in the same folder shares (duckdb/duckdb#15173: their spill files collide)."""
+    import tempfile
+
+    from bgp_congruency.common import duck
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    data, _ = synth
+    folders = [duck.connect(cfg_for(data)).execute("SELECT current_setting('temp_directory')").fetchone()[0]
+               for _ in range(2)]
+    assert len(set(folders)) == 2 and all(Path(f).parent == tmp_path and Path(f).is_dir() for f in folders)
+
+
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
     quoted = tmp_path / "o'brien's data"
