@@ -86,22 +86,21 @@ def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | Non
     cap, hard = capacity(limit_bytes), floor(limit_bytes)
     big = {a: n for a, n in (big or {}).items() if n > cap}
 
-    def fits(k: int, usual: int) -> bool:
+    def fits(parts: list[int], k: int, usual: int) -> bool:
         room = {}
         for a, n in big.items():
             i = vp_hash.partition(a, k)
             room[i] = max(room.get(i, hard), n)
-        return all(n <= room.get(i, usual) for i, n in enumerate(sizes(k)))
+        return all(n <= room.get(i, usual) for i, n in enumerate(parts))
 
-    k = max(1, -(-(total - sum(big.values())) // cap) + len(big))
-    while k < MAX_PARTITIONS and not fits(k, cap):
-        k = k + max(1, k // 8)
-    k = min(k, MAX_PARTITIONS)
-    if not fits(k, hard):  # at MAX_PARTITIONS a partition may spill, up to the fit floor
-        worst = max(sizes(k), default=0)
+    k = min(max(1, -(-(total - sum(big.values())) // cap) + len(big)), MAX_PARTITIONS)
+    while not fits(parts := sizes(k), k, cap) and k < MAX_PARTITIONS:
+        k = min(k + max(1, k // 8), MAX_PARTITIONS)
+    if not fits(parts, k, hard):  # at MAX_PARTITIONS a partition may spill, up to the fit floor
         raise Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
-                    f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds {worst:,} entries; "
-                    f"a partition may hold about {cap:,}); raise duckdb_memory_limit")
+                    f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds "
+                    f"{max(parts, default=0):,} entries; a partition may hold at most about {hard:,}); "
+                    "raise duckdb_memory_limit")
     return k
 
 
