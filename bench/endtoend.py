@@ -58,6 +58,11 @@ def snapshots_for(scale: int) -> int:
     return max(5, round(5 * scale / 250))
 
 
+def tag(scale: int, engine: str) -> str:
+    """The name of a run's files under bench/out (the DuckDB runs keep their old names)."""
+    return f"endtoend-{scale}" + ("" if engine == "duckdb" else f"-{engine}")
+
+
 def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, engine: str = "duckdb") -> dict:
     """Generate (or reuse) the archive, run `congruency run` on it in a child, sample it."""
     entries = scale * 1_000_000
@@ -66,21 +71,21 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
     listing = common.synth_archive(base / "archive", params, con=common.console())
     generate_s = listing.get("generate_s")  # when reused: the time of the run that generated it
     collectors = ",".join(c["name"] for c in json.loads((base / "archive" / "SYNTH.json").read_text())["collectors"])
-    tag = f"endtoend-{scale}" + ("" if engine == "duckdb" else f"-{engine}")
-    data = common.OUT / f"{tag}-data"
+    name = tag(scale, engine)
+    data = common.OUT / f"{name}-data"
     shutil.rmtree(data, ignore_errors=True)
     cmd = [sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", common.SYNTH_MONTH, "--days", f"1-{snapshots}", "--times", "00:00",
            "--archive-root", str(base / "archive"), "--collectors", collectors, "--data-dir", str(data),
            "--engine", engine, "--min-coverage", "0.5", "--json"]
     limit = memory_limit or Config().duckdb_memory_limit
     if memory_limit:
-        conf = common.OUT / f"{tag}.toml"
+        conf = common.OUT / f"{name}.toml"
         conf.write_text(f"duckdb_memory_limit = {json.dumps(memory_limit)}\n")
         cmd += ["--config", str(conf)]
     staging = data / "_staging"
     env, spill = dict(os.environ), [staging]
     if engine == "spark":  # Spark spills to its local dirs, not the staging folder: sampled too
-        local = common.OUT / f"{tag}-local"
+        local = common.OUT / f"{name}-local"
         shutil.rmtree(local, ignore_errors=True)
         local.mkdir(parents=True)
         env["SPARK_LOCAL_DIRS"] = str(local)
@@ -125,7 +130,7 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
     result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
     for name, error in result["errors"].items():
         print(f"{name}: {error}", file=sys.stderr)
-    (common.OUT / f"{tag}.json").write_text(json.dumps(result, indent=1) + "\n")
+    (common.OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
@@ -155,8 +160,7 @@ def main(argv=None) -> int:
         for r in results:
             if r["scale"] in rates:
                 r["compare_rate_vs_scale"] = {"scale": first, "ratio": round(rates[first] / rates[r["scale"]], 3)}
-                tag = f"endtoend-{r['scale']}" + ("" if args.engine == "duckdb" else f"-{args.engine}")
-                (common.OUT / f"{tag}.json").write_text(json.dumps(r, indent=1) + "\n")
+                (common.OUT / f"{tag(r['scale'], args.engine)}.json").write_text(json.dumps(r, indent=1) + "\n")
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         print()

@@ -133,9 +133,10 @@ class DuckDBEngine:
         self.con = duckdb.connect()
         self.con.execute("SET preserve_insertion_order = false")
         duck.limit(self.con, self.memory_limit, self.threads)
-        spill = duck.private_spill(self.temp_dir) if self.temp_dir else os.path.join(staged, "_spill")
-        self._private = spill if self.temp_dir else None
-        if not self.temp_dir:
+        if self.temp_dir:  # a folder of its own under it, removed at the month's end
+            spill = self._private = duck.private_spill(self.temp_dir)
+        else:
+            spill = os.path.join(staged, "_spill")
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
         duck.spill_to(self.con, spill)
         self.src = src
