@@ -346,10 +346,10 @@ document(
     month=_MONTH,
     **_VP,
     dest_asn=("the pair's destination AS", "ASN", "6. Dual-stacked destinations"),
-    rule=("where the answer came from: through (a VP whose path crosses the source), upstream (a VP the source "
-          "hands traffic to, the source put in front), provider (a stub: itself in front of its neighbours' "
-          "routes), none (nothing stands in)", "-", _EV),
-    proxies=("proxy VPs the answer considered", "VPs", _EV),
+    rule=("where the answer came from: through (a VP whose path crosses the source), provider (a stub: itself in "
+          "front of its neighbours' routes), destination (the class most pairs to the destination show; no path), "
+          "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in)", "-", _EV),
+    proxies=("proxy VPs the answer considered (destination: the VP ASes whose pairs show its class)", "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),
     predicted_class=("the selector's class with the VP held out (unknown: no answer)", "-", _EV),
     correct=("predicted_class = observed_class; null when the answer is unknown", "-", _EV),

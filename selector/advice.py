@@ -148,26 +148,52 @@ def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
     return h
 
 
+def _hint_destination(m: Month, src: int, d4: int, d6: int) -> dict | None:
+    """The hint of a source that is not a stub from the class most pairs to the destination
+    show (rule 6 of selector/rules.py); None when the two families go to different origins
+    (no pair is about both) or no pair goes to the destination."""
+    if d4 is None or d4 != d6:
+        return None
+    shown = {}
+    for (congruent, none_shared, adjacent), who in m.destination_classes(d4).items():
+        shown.setdefault(selector.hint_class(congruent, [] if none_shared else [None], adjacent), []).extend(who)
+    cls, share = selector.destination_class({c: len(w) for c, w in shown.items()})
+    if cls == "unknown":
+        return None
+    h = _empty_hint(m.month, src)
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[cls])))
+    h.update(selector.hint_fields(cls, None, None, None, None, None, m.snapshots, proxy=True, agreement=share,
+                                  calibrated=calibration.confidence(m.calibration, "destination", cls), stated=share))
+    pairs = sum(map(len, shown.values()))
+    h["how"] = (f"AS{src} is not a vantage point and no VP's path to AS{d4} shows its route in both families: the "
+                "class is the one "
+                f"{len(shown[cls])} of the {pairs} pairs of the month's VPs to AS{d4} show ({share:.0%}); no path is "
+                "known")
+    return h
+
+
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
-    """The hint of a source that is no VP, from proxy VPs (the rule in selector/rules.py):
-    VPs whose paths cross it first; only when none shows both families, its upstream VPs;
-    then, for a stub, its neighbours' routes. With it the kind of proxy it came from
-    ("through", "upstream", "provider"; None when nothing stands in): advise names it, and
-    the evaluation scores each rule on its own."""
-    tried = []
+    """The hint of a source that is no VP, by the rules of selector/rules.py in their order:
+    VPs whose paths cross it; then a stub's neighbours' routes, or for any other source the
+    class most pairs to the destination show; then its upstream VPs. With it the rule it came
+    from ("through", "provider", "destination", "upstream"; None when nothing stands in):
+    advise names it, and the evaluation scores each rule on its own."""
     dests = {d for d in (d4, d6) if d is not None}
-    for kind, find in (("through", lambda: m.through_vps(src, dests)), ("upstream", lambda: m.upstream_vps(src))):
-        vps = find()
-        cands = [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
-        if any(c["hint_class"] != "unknown" for c in cands):
-            break
-        tried.append((kind, cands))
-    else:  # no proxy gives a class: a stub's neighbours, else the first kind that has proxies says why
-        stub = _hint_stub(m, src, d4, d6) if m.is_stub(src) else None
-        if stub is not None and stub["hint_class"] != "unknown":
-            notes.append(stub.pop("how"))
-            notes.extend(_calibrated_note(m, "provider", stub["hint_class"]))
-            return stub, "provider"
+
+    def proxies(kind, vps):
+        return [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
+
+    tried = [("through", proxies("through", m.through_vps(src, dests)))]
+    if not any(c["hint_class"] != "unknown" for c in tried[0][1]):
+        kind, other = ("provider", _hint_stub(m, src, d4, d6)) if m.is_stub(src) else \
+            ("destination", _hint_destination(m, src, d4, d6))
+        if other is not None and other["hint_class"] != "unknown":
+            notes.append(other.pop("how"))
+            notes.extend(_calibrated_note(m, kind, other["hint_class"]))
+            return other, kind
+        tried.append(("upstream", proxies("upstream", m.upstream_vps(src))))
+    kind, cands = tried[-1]
+    if not any(c["hint_class"] != "unknown" for c in cands):  # the first kind that has proxies says why
         kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
     if not cands:
         h = _empty_hint(m.month, src)

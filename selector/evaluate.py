@@ -12,8 +12,9 @@ its edit distance in AS hops).
 
 Reported: coverage (answers with a class other than `unknown`), accuracy among the
 answered, per rule the answer came from (`through`: a VP whose path crosses the source;
-`upstream`: a VP the source hands traffic to, the source put in front; `provider`: a stub in
-front of its neighbours' routes; `none`: nothing stands in), the confusion matrix of
+`provider`: a stub in front of its neighbours' routes; `destination`: the class most pairs
+to the destination show; `upstream`: a VP the source hands traffic to, the source put in
+front; `none`: nothing stands in), the confusion matrix of
 classes, accuracy per stated and per calibrated confidence bin (selector/calibration.py),
 and the accuracy-coverage curve. `against_truth` asks the same of ASes that are no VP of a
 generated month, against the generator's true routes (synth/truth.py).
@@ -33,7 +34,7 @@ from bgp_congruency.selector.month import Month, resolve_month, table_relation
 
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
-RULES = ("through", "upstream", "provider", "none")
+RULES = ("through", "provider", "destination", "upstream", "none")
 
 
 def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
@@ -48,6 +49,7 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
     con = duck.connect(cfg)
     try:
         con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
+        con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
         pairs = con.execute(f"""
             SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
             FROM {table_relation(cfg, 'pairs', month)}
@@ -59,7 +61,7 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
         for i, (asn, mine) in enumerate(sorted(by_asn.items())):
             if progress:
                 progress(i, len(by_asn), asn)
-            m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths")
+            m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths", pairs="eval_pairs")
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)
                 rows.append({**_row(month, g, int(a), int(d), v4, v6, observed,

@@ -116,16 +116,19 @@ class Month:
     """The month's paths and VPs, read once per question with DuckDB.
 
     `hidden`: ASNs whose VPs the selector must not see (the held-out evaluation,
-    selector/evaluate.py, asks as if each were an AS no collector peers with); `paths`: a
-    relation holding the month's paths table where a caller has it at hand already."""
+    selector/evaluate.py, asks as if each were an AS no collector peers with); `paths`,
+    `pairs`: relations holding the month's paths and pairs tables where a caller has them at
+    hand already."""
 
-    def __init__(self, con, cfg: Config, month: str, hidden: frozenset[int] = frozenset(), paths: str | None = None):
+    def __init__(self, con, cfg: Config, month: str, hidden: frozenset[int] = frozenset(), paths: str | None = None,
+                 pairs: str | None = None):
         self.con, self.cfg, self.month = con, cfg, month
         #: The month's calibration (selector/calibration.py) where answers should use it.
         self.calibration = None
         src = paths or table_relation(cfg, 'paths', month)
         keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
         self.paths = f"(SELECT * FROM {src}{keep})"
+        self.pairs = f"(SELECT * FROM {pairs or table_relation(cfg, 'pairs', month)}{keep})"
         self.snapshots = month_snapshots(con, cfg, month, src)  # the month's, hidden VPs included
         self.vps = {(g, int(a)) for g, a in con.execute(
             f"SELECT DISTINCT vp_group, vp_asn FROM {self.paths}").fetchall()}
@@ -157,6 +160,14 @@ class Month:
         return not self.con.execute(
             f"SELECT bool_or(list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1) FROM {self.paths}",
             [asn]).fetchall()[0][0]
+
+    def destination_classes(self, dest: int) -> dict[tuple, list[int]]:
+        """(congruent, no shared AS, shared_adjacent) -> the VP ASes of the pairs to `dest`
+        that show it, one entry per pair (a VP in two collector groups counts twice): the
+        pairs table's columns a class is made of (rules.hint_class), counted in SQL."""
+        return {(bool(c), bool(e), a if a is None else bool(a)): [int(v) for v in who] for c, e, a, who in self.con.execute(f"""
+            SELECT congruent, len(shared_asns) = 0, shared_adjacent, list(vp_asn ORDER BY vp_asn)
+            FROM {self.pairs} WHERE dest_asn = ? GROUP BY ALL""", [dest]).fetchall()}
 
     def provider_routes(self, asn: int, dest: int, afi: int) -> dict[int, tuple]:
         """neighbour -> (its route to `dest` in family `afi`, stability, snapshots, VPs showing

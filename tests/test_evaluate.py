@@ -33,20 +33,21 @@ PATHS = {
 #   [10, 2, 100], disjoint: right, both paths exact (rule through).
 # - 10 -> 400: VP 30 from AS10 on: [10, 3, 400] and [10, 1, 400]: disjoint, but the pair is
 #   congruent: wrong; IPv4 one AS off (edit distance 1), IPv6 exact (through).
-# - 10 -> 600: no path to AS600 crosses AS10; VP 20 is seen right after AS10 (on VP 30's path
-#   to AS500): AS10 in front of its paths, [10, 20, 5, 600] and [10, 20, 6, 600], share AS20
-#   next to the source: shared-edge, where the pair ([10, 20, 5, 600], [10, 7, 600]) is
-#   disjoint: wrong; IPv4 exact, IPv6 2 hops off (upstream).
-# - 20 -> 600: VP 10's IPv4 path crosses AS20 ([20, 5, 600] from it on: exact), its IPv6 path
-#   does not, so that proxy knows one family only (the guess is dropped): unknown (through);
-#   nobody is seen right after AS20.
-# - 30 -> 100 and 30 -> 400 (shared-edge: AS10 second on both paths): no path crosses AS30 and
-#   the only AS after it is AS10 on its own paths: unknown (none).
+# - 10 -> 600: no path to AS600 crosses AS10; AS10 is no stub (AS1, AS2, AS3 and AS20 are seen
+#   after it on VP 30's paths), so the destination rule: the one other pair to AS600, VP 20's,
+#   is disjoint (1 of 1): disjoint, right; no path is given (destination). (The upstream rule,
+#   tried after it, would have put AS10 in front of VP 20's paths: shared-edge, wrong.)
+# - 20 -> 600: VP 10's IPv4 path crosses AS20, its IPv6 path does not, so that proxy knows one
+#   family only (the guess is dropped): no class from the through rule; AS20 is no stub (AS5
+#   after it), and the one other pair to AS600, VP 10's, is disjoint: right (destination).
+# - 30 -> 100 and 30 -> 400 (shared-edge: AS10 second on both paths): no path crosses AS30,
+#   which is seen on no other path (a stub without neighbours: no provider answer) and the
+#   only AS after it is AS10 on its own paths: unknown (none).
 WANT = {
     (10, 100): ("through", "disjoint", "disjoint", True, True, 0, 0),
     (10, 400): ("through", "congruent", "disjoint", False, True, 1, 0),
-    (10, 600): ("upstream", "disjoint", "shared-edge", True, False, 0, 2),
-    (20, 600): ("through", "disjoint", "unknown", True, None, 0, None),
+    (10, 600): ("destination", "disjoint", "disjoint", None, None, None, None),
+    (20, 600): ("destination", "disjoint", "disjoint", None, None, None, None),
     (30, 100): ("none", "shared-edge", "unknown", None, None, None, None),
     (30, 400): ("none", "shared-edge", "unknown", None, None, None, None),
 }
@@ -81,24 +82,29 @@ def test_every_held_out_answer_as_worked_by_hand(month, capsys):
                                           r["v6_exact"], r["v4_hop_distance"], r["v6_hop_distance"])
            for r in read_published(month, "selector_eval", MONTH).to_pylist()}
     assert got == WANT
-    assert (s["pairs"], s["answered"], s["correct"]) == (6, 3, 1)
-    assert s["coverage"] == 0.5 and s["accuracy"] == pytest.approx(1 / 3)
+    assert (s["pairs"], s["answered"], s["correct"]) == (6, 4, 3)
+    assert s["coverage"] == pytest.approx(4 / 6) and s["accuracy"] == pytest.approx(3 / 4)
     assert {k: (r["pairs"], r["answered"], r["correct"]) for k, r in s["rules"].items()} == \
-        {"through": (3, 2, 1), "upstream": (1, 1, 0), "provider": (0, 0, 0), "none": (2, 0, 0)}
-    assert s["confusion"] == {"congruent": {"disjoint": 1}, "disjoint": {"disjoint": 1, "shared-edge": 1, "unknown": 1},
+        {"through": (2, 2, 1), "provider": (0, 0, 0), "destination": (2, 2, 2), "upstream": (0, 0, 0),
+         "none": (2, 0, 0)}
+    assert s["confusion"] == {"congruent": {"disjoint": 1}, "disjoint": {"disjoint": 3},
                               "shared-edge": {"unknown": 2}}
-    assert s["mode_accuracy"] == pytest.approx(2 / 3)  # shared-edge and disjoint both aggregate; congruent missed
-    assert sum(b["answers"] for b in s["bins"]) == 3
-    # 3 answers: too few to calibrate any rule (calibration.MIN_ANSWERS), so none is
+    assert s["mode_accuracy"] == pytest.approx(3 / 4)  # disjoint is aggregate; the congruent pair missed
+    assert sum(b["answers"] for b in s["bins"]) == 4
+    # the destination answers state the share of pairs that agree: 1 of 1
+    assert [r["confidence"] for r in read_published(month, "selector_eval", MONTH).to_pylist()
+            if r["rule"] == "destination"] == [1.0, 1.0]
+    # 4 answers: too few to calibrate any rule (calibration.MIN_ANSWERS), so none is
     assert {r["kind"] for r in read_published(month, "selector_eval", MONTH).to_pylist()} == {"vp"}
     assert all(r["calibrated_confidence"] is None for r in read_published(month, "selector_eval", MONTH).to_pylist())
     rc = cli(["evaluate", "--data-dir", str(month)])
     out = capsys.readouterr().out
-    assert rc == 0 and "answered 3 (coverage 50.0%), class right 1 (accuracy 33.3%)" in out
+    assert rc == 0 and "answered 4 (coverage 66.7%), class right 3 (accuracy 75.0%)" in out
 
 
-def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int]:
-    """(answered, right) of the through-proxy rule, from the tables alone: for a pair of VP AS X,
+def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int, set]:
+    """(answered, right, the (X, destination) answered) of the through-proxy rule, from the
+    tables alone: for a pair of VP AS X,
     the other VPs whose paths to the destination cross X in both families stand in, each with
     its paths from X on; the class is the most cautious of theirs."""
     by = defaultdict(dict)
@@ -106,6 +112,7 @@ def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int]
         by[(p["vp_group"], p["vp_asn"], p["dest_asn"])][p["afi"]] = p["path"]
     caution = ("disjoint", "shared-edge", "shared-core", "congruent")
     answered = right = 0
+    keys = set()
     for pr in pairs:
         x, d = pr["vp_asn"], pr["dest_asn"]
         classes = []
@@ -124,10 +131,36 @@ def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int]
         if not classes:
             continue
         predicted = max(classes, key=caution.index)
-        observed = ("congruent" if pr["congruent"] else "disjoint" if not pr["shared_asns"] else
-                    "shared-edge" if pr["shared_adjacent"] else "shared-core")
         answered += 1
-        right += predicted == observed
+        right += predicted == _observed(pr)
+        keys.add((x, d))
+    return answered, right, keys
+
+
+def _observed(pr: dict) -> str:
+    return ("congruent" if pr["congruent"] else "disjoint" if not pr["shared_asns"] else
+            "shared-edge" if pr["shared_adjacent"] else "shared-core")
+
+
+def _destination_recomputed(pairs: list[dict], paths: list[dict], through: set) -> tuple[int, int]:
+    """(answered, right) of the destination rule, from the tables alone: for a pair of VP AS X
+    that the through rule leaves without a class (`through`: the (X, destination) it answers)
+    and an X that some other VP's path shows handing traffic on (no stub), the class most
+    other VPs' pairs to the destination show, ties to the more cautious."""
+    caution = ("disjoint", "shared-edge", "shared-core", "congruent")
+    hands_on = {a: any(a in p["path"][:-1] for p in paths if p["vp_asn"] != a) for a in {p["vp_asn"] for p in pairs}}
+    answered = right = 0
+    for pr in pairs:
+        x, d = pr["vp_asn"], pr["dest_asn"]
+        if (x, d) in through or not hands_on[x]:
+            continue
+        votes = defaultdict(int)
+        for o in pairs:
+            if o["dest_asn"] == d and o["vp_asn"] != x:
+                votes[_observed(o)] += 1
+        if votes:
+            answered += 1
+            right += max(votes, key=lambda c: (votes[c], caution.index(c))) == _observed(pr)
     return answered, right
 
 
@@ -150,8 +183,12 @@ def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
     paths = read_published(data, "paths", "2026-07").to_pylist()
     assert s["pairs"] == len(pairs) == 2167
     through = [r for r in rows if r["rule"] == "through" and r["correct"] is not None]
-    assert (len(through), sum(r["correct"] for r in through)) == _through_recomputed(pairs, paths)
+    n, k, answered_through = _through_recomputed(pairs, paths)
+    assert (len(through), sum(r["correct"] for r in through)) == (n, k)
     assert s["rules"]["through"]["accuracy"] > 0.95  # the crossing suffix is the VP's own path (issue 31)
+    dest = [r for r in rows if r["rule"] == "destination"]
+    assert all(r["correct"] is not None for r in dest) and len(dest) > 1000
+    assert (len(dest), sum(r["correct"] for r in dest)) == _destination_recomputed(pairs, paths, answered_through)
 
 
 @pytest.mark.slow
@@ -183,7 +220,9 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
         b.close()
     assert {r[0] for r in got["rows"]} == {"VPs held out"}
     by_rule = {r[1]: r for r in got["rows"]}
-    assert set(by_rule) == {"through", "upstream", "none", "all"}  # no stub among the real VPs: no provider answer
+    # the real VPs seen on no other path are stubs without neighbours: no provider answer; the
+    # destination rule answers every other source before the upstream rule is tried
+    assert set(by_rule) == {"through", "destination", "none", "all"}
     for rule, r in s["rules"].items():
         if r["pairs"]:
             assert by_rule[rule][2:4] == [f"{r['pairs']:,}", f"{r['answered']:,}"]
@@ -203,12 +242,17 @@ def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
 
     cfg = load().with_overrides(data_dir=month)
     publish_rows(month, MONTH, {"selector_eval": []})  # as before the month's evaluation: no answers
-    before = advise(cfg, "1", "100")["hints"][0]  # AS1 is no VP: VP 30's and 10's paths cross it
-    assert (before["rule"], before["rule_accuracy"]) == ("through", None)
+    # AS1 is no VP and no stub; VP 30's and 10's IPv4 paths cross it, their IPv6 paths do not:
+    # the destination rule, the pairs to AS100 disjoint (VP 10) and shared-edge (VP 30): a tie,
+    # to the more cautious class
+    before = advise(cfg, "1", "100")["hints"][0]
+    assert (before["rule"], before["hint_class"], before["confidence"], before["proxies"]) == \
+        ("destination", "shared-edge", 0.5, [30])
+    assert (before["rule_accuracy"], before["v4_path"], before["v6_path"]) == (None, None, None)
     assert cli(["evaluate", "--data-dir", str(month)]) == 0
     capsys.readouterr()
     after = advise(cfg, "1", "100")["hints"][0]
-    assert (after["rule"], after["rule_accuracy"]) == ("through", 0.5)  # 1 of the 2 through answers right
+    assert (after["rule"], after["rule_accuracy"]) == ("destination", 1.0)  # both destination answers right
     vp = advise(cfg, "10", "100")["hints"][0]
     assert (vp["rule"], vp["rule_accuracy"]) == ("vp", None)
 

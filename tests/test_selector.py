@@ -324,8 +324,8 @@ def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     got = {(r["vp_asn"], r["dest_asn"]): r["hint_class"]
            for r in read_published(quoted, "hints", MONTH).to_pylist()}
     assert got == CLASSES
-    [h] = advise(cfg, "40", "100")["hints"]  # the proxy path reads paths and vps too
-    assert (h["via_proxy"], h["vp_asn"], h["hint_class"]) == (True, 20, "shared-edge")
+    [h] = advise(cfg, "40", "100")["hints"]  # the proxy path reads paths, pairs and vps too
+    assert (h["via_proxy"], h["rule"], h["hint_class"]) == (True, "destination", "disjoint")
 
 
 def test_advise_vp_matches_table_and_method(synth):
@@ -346,17 +346,25 @@ def test_advise_proxy_source(synth):
     """Sources that are no VP (the rule in selector/rules.py's docstring)."""
     data, _ = synth
     cfg = cfg_for(data)
-    # AS40 hands traffic to VP 20 ([10, 40, 20, 800]): VP 20 is its upstream, and no path to
-    # AS100 crosses AS40, so both families are VP 20's paths with AS40 in front
+    # AS40 hands traffic on ([10, 40, 20, 800]: no stub) and no path to AS100 crosses it: the
+    # destination rule, the class of both pairs to AS100 (VP 10's and VP 20's: disjoint), 2 of 2
     [h] = advise(cfg, "40", "100")["hints"]
-    assert (h["via_proxy"], h["vp_asn"], h["proxies"]) == (True, 20, [20])
-    assert (h["v4_path"], h["v6_path"]) == ([40, 20, 1, 100], [40, 20, 2, 100])
+    assert (h["rule"], h["via_proxy"], h["vp_asn"], h["proxies"]) == ("destination", True, None, [10, 20])
+    assert (h["v4_path"], h["v6_path"], h["hint_class"], h["mode"]) == (None, None, "disjoint", "aggregate")
+    assert h["confidence"] == 1.0 and any("2 of the 2 pairs of the month's VPs to AS100" in n for n in h["notes"])
+    # The upstream rule, after it: a host whose IPv4 address is AS100's and IPv6 address AS400's
+    # has no pair of its own; AS40 hands traffic to VP 20, so both families are VP 20's paths
+    # with AS40 in front: [40, 20, 1, 100] and [40, 20, 2, 400] share AS20 next to the source
+    [h] = advise(cfg, "40", ["10.0.100.1", "2001:db8:190::1"])["hints"]
+    assert (h["rule"], h["vp_asn"], h["proxies"], h["dest_asn"], h["dest_asn_v6"]) == ("upstream", 20, [20], 100, 400)
+    assert (h["v4_path"], h["v6_path"]) == ([40, 20, 1, 100], [40, 20, 2, 400])
     assert (h["hint_class"], h["shared_asns"], h["mode"]) == ("shared-edge", [20], "aggregate")
     assert h["confidence"] == pytest.approx(0.5) and any("upstream VP rrc00:AS20" in n for n in h["notes"])
     # AS30 is seen only right AFTER VP 20 ([20, 30, 700]): VP 20 routes through it (a customer
-    # or peer of AS30, not its upstream) and no path to AS100 crosses it: no answer
+    # or peer of AS30, not its upstream) and no path to AS100 crosses it: not the upstream rule;
+    # it hands traffic to AS700, so no stub: the destination rule
     [h] = advise(cfg, "30", "100")["hints"]
-    assert h["hint_class"] == "unknown" and h["mode"] == "single-path" and "crosses it" in h["reason"]
+    assert (h["rule"], h["hint_class"], h["vp_asn"]) == ("destination", "disjoint", None)
     # ...but VP 20's path to AS700 crosses AS30 in both families: its own route from AS30 on
     [h] = advise(cfg, "30", "700")["hints"]
     assert (h["v4_path"], h["v6_path"], h["hint_class"]) == ([30, 700], [30, 700], "congruent")
@@ -369,10 +377,10 @@ def test_advise_proxy_source(synth):
     assert h["mode"] == "backup" and h["mptcp_flags_v6"] == "subflow backup" and h["confidence"] == 0.25
     assert "only 50% of the proxy VPs agree" in h["rationale"]
     assert any("1 disjoint, 1 shared-edge" in n for n in h["notes"])
-    # AS1 is on both VPs' IPv4 paths to AS100 but on neither IPv6 path: its IPv6 route is not
-    # seen, and a VP's path is not made up for it (no upstream VP either): IPv4 only
-    [h] = advise(cfg, "1", "100")["hints"]
-    assert (h["hint_class"], h["v4_path"], h["v6_path"]) == ("unknown", [1, 100], None)
+    # AS1 is on VP 10's IPv4 path to AS500 and AS500 has no IPv6 path, so no pair: AS1's IPv6
+    # route is not seen, and a VP's path is not made up for it (no upstream VP either): IPv4 only
+    [h] = advise(cfg, "1", "500")["hints"]
+    assert (h["rule"], h["hint_class"], h["v4_path"], h["v6_path"]) == ("through", "unknown", [1, 500], None)
     assert "no IPv6 path" in h["reason"] and (h["mode"], h["mptcp_flags_v4"]) == ("single-path", "subflow")
     # AS100 is only ever an origin (a stub, rule 5): the AS right before it is AS1 on the IPv4
     # paths and AS2 on the IPv6 ones; VP 10's IPv4 path [10, 1, 400] gives AS1's route [1, 400],
@@ -398,6 +406,12 @@ def test_proxy_rule_pure_functions():
     assert selector.combine_proxies(["disjoint", "shared-edge", "unknown", "disjoint"]) == ("shared-edge", 1 / 3)
     assert selector.combine_proxies(["congruent", "shared-core"]) == ("congruent", 0.5)
     assert selector.combine_proxies(["unknown"]) == ("unknown", 0.0)
+    # rule 6: the class most pairs show, ties to the more cautious; its share is the stated confidence
+    assert selector.destination_class({"disjoint": 3, "congruent": 1}) == ("disjoint", 0.75)
+    assert selector.destination_class({"disjoint": 2, "shared-core": 2, "unknown": 9}) == ("shared-core", 0.5)
+    assert selector.destination_class({"unknown": 1}) == ("unknown", 0.0)
+    dest = selector.hint_fields("shared-core", None, None, None, None, None, 2, proxy=True, agreement=0.5, stated=0.5)
+    assert (dest["confidence"], dest["primary_afi"], dest["mode"], dest["mptcp_flags_v4"]) == (0.5, 4, "backup", "subflow")
     calm = selector.hint_fields("disjoint", 1.0, 1.0, 2, 2, 2, 2, proxy=True)
     low = selector.hint_fields("disjoint", 0.4, 1.0, 2, 2, 2, 2, proxy=True)
     assert (calm["mode"], calm["confidence"], low["mode"], low["confidence"]) == ("aggregate", 0.5, "backup", 0.2)
