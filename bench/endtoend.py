@@ -7,7 +7,7 @@ bench/out/endtoend-N-spark-local, sampled with the staging folder). Several scal
 set side by side, the issue's "linear" check.
 
 The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
-is one child process (`congruency run --json`); while it runs, every 0.5 s this script reads
+is one child process (`congruency run --json`, its progress log in bench/out/endtoend-N.log); while it runs, every 0.5 s this script reads
 the resident memory of the child's process tree (/proc; its peak per step too), the bytes under the month's
 staging folder (where DuckDB spills) and the bytes under the data dir. It reports per step
 the wall time the run itself records, the peak RSS, the peak spill and staging volume, and
@@ -93,9 +93,12 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
     peak = {"rss": 0, "staging": 0, "data": 0}
     samples: list[tuple[float, int]] = []  # (seconds since start, tree RSS)
     common.console().print(f"scale {scale}: {listing.get('entries'):,} entries, congruency run at {limit} ...")
+    # The child's output goes to files, not pipes: a pipe nobody reads until the end fills
+    # (64 KiB) and blocks the run mid-compare once its progress lines outgrow it.
+    out_path, log_path = common.OUT / f"{name}.out.json", common.OUT / f"{name}.log"
     t1 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[1], env=env)
+    with open(out_path, "wb") as out_fh, open(log_path, "wb") as log_fh:
+        proc = subprocess.Popen(cmd, stdout=out_fh, stderr=log_fh, cwd=Path(__file__).resolve().parents[1], env=env)
     tick = 0
     while proc.poll() is None:
         rss = common.tree_rss(proc.pid, include_root=True)
@@ -106,8 +109,9 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
             peak["data"] = max(peak["data"], common.du(data))
         tick += 1
         time.sleep(0.5)
-    out, err = proc.communicate()
+    proc.wait()
     wall = time.perf_counter() - t1
+    out, err = out_path.read_text(), log_path.read_text(errors="replace")
     if engine == "spark":  # Spark's spill, whatever the run's end
         shutil.rmtree(local, ignore_errors=True)
     try:
