@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "reads, ask the selector for that AS to each destination it has a pair for (so the answer "
             "comes from proxy VPs, as for an operator's AS), and compare with the pair as observed: the "
             "class, the advice's mode and each family's path. Prints coverage (answers other than "
-            "unknown), accuracy among the answered, per rule (through, provider, destination, upstream, none), the confusion "
+            "unknown), accuracy among the answered, per rule (through, provider, one-neighbour, destination, upstream, none), the confusion "
             "matrix and accuracy per confidence bin; publishes the rows as the month's selector_eval "
             "table (docs/SCHEMA.md). From then on advise states, for an answer of a proxy rule, the share of "
             "the month's evaluated answers of that rule and kind of class that were right "

@@ -347,7 +347,9 @@ document(
     **_VP,
     dest_asn=("the pair's destination AS", "ASN", "6. Dual-stacked destinations"),
     rule=("where the answer came from: through (a VP whose path crosses the source), provider (a stub: itself in "
-          "front of its neighbours' routes), destination (the class most pairs to the destination show; no path), "
+          "front of its neighbours' routes), one-neighbour (a stub behind one AS, the same in both families: that "
+          "AS's class, shared next to the source; no path), destination (the class most pairs to the destination "
+          "show; no path), "
           "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in)", "-", _EV),
     proxies=("proxy VPs the answer considered (destination: the VP ASes whose pairs show its class)", "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),

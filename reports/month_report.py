@@ -347,7 +347,8 @@ def _selector_section(con, month: str) -> list[str]:
             "VPs are hidden and the selector asked for it to each destination it has a pair for; the answer is "
             "compared with the pair as observed (<code>congruency evaluate</code>, table <code>selector_eval</code>). "
             "Rules, in the order tried: <i>through</i>, a VP whose path crosses the source; <i>provider</i>, a "
-            "stub in front of its neighbours' routes; <i>destination</i>, any other source: the class most pairs "
+            "stub in front of its neighbours' routes; <i>one-neighbour</i>, a stub behind one AS, the same in both "
+            "families: that AS's class with it shared; <i>destination</i>, any other source: the class most pairs "
             "to the destination show (no path); <i>upstream</i>, a VP the source hands traffic to, the source put "
             "in front; <i>none</i>, nothing stands in.</p>", table, figure_html(fig),
             "<p class='note'>Where the rule set stands: coverage and accuracy when only answers at or above a "

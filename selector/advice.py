@@ -122,9 +122,9 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
     return best
 
 
-def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
-    """The hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py);
-    None when a family has no neighbour with a route to the destination."""
+def _hint_stub(m: Month, src: int, d4: int, d6: int) -> tuple[dict, str] | None:
+    """(the hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py),
+    its rule); None when a family has no neighbour with a route to the destination."""
     got = {}
     for afi, d in ((4, d4), (6, d6)):
         if d is None:
@@ -145,38 +145,45 @@ def _hint_stub(m: Month, src: int, d4: int, d6: int) -> dict | None:
     h["how"] = (f"AS{src} is not a vantage point and never hands traffic on (a stub): its path is itself in front "
                 f"of the route of its neighbour AS{n4} in IPv4 and AS{n6} in IPv6 (the shortest route among the "
                 "ASes seen right before it, shown by the paths that cross them)")
-    return h
+    return h, "provider"
 
 
-def _hint_destination(m: Month, src: int, d4: int, d6: int) -> dict | None:
-    """The hint of a source that is not a stub from the class most pairs to the destination
-    show (rule 6 of selector/rules.py); None when the two families go to different origins
-    (no pair is about both) or no pair goes to the destination."""
+def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None = None) -> tuple[dict, str] | None:
+    """(The hint of a source that is not a stub from the class most pairs to the destination
+    show (rule 6 of selector/rules.py), or with `behind`, of a stub whose one neighbour in
+    both families is that AS, from that class seen through it (rule 7); with its rule. None when the two
+    families go to different origins (no pair is about both) or no pair goes to the
+    destination."""
     if d4 is None or d4 != d6:
         return None
     shown = {}
     for (congruent, none_shared, adjacent), who in m.destination_classes(d4).items():
         shown.setdefault(selector.hint_class(congruent, [] if none_shared else [None], adjacent), []).extend(who)
-    cls, share = selector.destination_class({c: len(w) for c, w in shown.items()})
-    if cls == "unknown":
+    seen, share = selector.destination_class({c: len(w) for c, w in shown.items()})
+    if seen == "unknown":
         return None
+    cls, rule = (seen, "destination") if behind is None else (selector.BEHIND_ONE_NEIGHBOUR[seen], "one-neighbour")
     h = _empty_hint(m.month, src)
-    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[cls])))
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[seen])),
+             shared_asns=[] if behind is None or cls == "congruent" else [behind])
     h.update(selector.hint_fields(cls, None, None, None, None, None, m.snapshots, proxy=True, agreement=share,
-                                  calibrated=calibration.confidence(m.calibration, "destination", cls), stated=share))
+                                  calibrated=calibration.confidence(m.calibration, rule, cls), stated=share))
     pairs = sum(map(len, shown.values()))
-    h["how"] = (f"AS{src} is not a vantage point and no VP's path to AS{d4} shows its route in both families: the "
-                "class is the one "
-                f"{len(shown[cls])} of the {pairs} pairs of the month's VPs to AS{d4} show ({share:.0%}); no path is "
-                "known")
-    return h
+    most = f"{seen}, the class {len(shown[seen])} of the {pairs} pairs of the month's VPs to AS{d4} show ({share:.0%})"
+    h["how"] = (f"AS{src} is not a vantage point and no VP's path to AS{d4} shows its route in both families: "
+                f"{most}; no path is known" if behind is None else
+                f"AS{src} is not a vantage point and never hands traffic on (a stub) and AS{behind} is the one AS "
+                f"seen right before it in both families: {cls}, AS{behind}'s class taken to be {most}, with AS{behind} "
+                "shared next to the source; no path is known")
+    return h, rule
 
 
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
     """The hint of a source that is no VP, by the rules of selector/rules.py in their order:
-    VPs whose paths cross it; then a stub's neighbours' routes, or for any other source the
-    class most pairs to the destination show; then its upstream VPs. With it the rule it came
-    from ("through", "provider", "destination", "upstream"; None when nothing stands in):
+    VPs whose paths cross it; then a stub's neighbours' routes, else the class through its one
+    neighbour, or for any other source the class most pairs to the destination show; then its
+    upstream VPs. With it the rule it came from ("through", "provider", "one-neighbour",
+    "destination", "upstream"; None when nothing stands in):
     advise names it, and the evaluation scores each rule on its own."""
     dests = {d for d in (d4, d6) if d is not None}
 
@@ -185,9 +192,16 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
 
     tried = [("through", proxies("through", m.through_vps(src, dests)))]
     if not any(c["hint_class"] != "unknown" for c in tried[0][1]):
-        kind, other = ("provider", _hint_stub(m, src, d4, d6)) if m.is_stub(src) else \
-            ("destination", _hint_destination(m, src, d4, d6))
-        if other is not None and other["hint_class"] != "unknown":
+        if m.is_stub(src):
+            got = _hint_stub(m, src, d4, d6)
+            if got is None:
+                near = m.neighbours(src)
+                if len(near[4]) == 1 and near[4] == near[6]:
+                    got = _hint_destination(m, src, d4, d6, behind=next(iter(near[4])))
+        else:
+            got = _hint_destination(m, src, d4, d6)
+        if got is not None:
+            other, kind = got
             notes.append(other.pop("how"))
             notes.extend(_calibrated_note(m, kind, other["hint_class"]))
             return other, kind

@@ -12,7 +12,8 @@ its edit distance in AS hops).
 
 Reported: coverage (answers with a class other than `unknown`), accuracy among the
 answered, per rule the answer came from (`through`: a VP whose path crosses the source;
-`provider`: a stub in front of its neighbours' routes; `destination`: the class most pairs
+`provider`: a stub in front of its neighbours' routes; `one-neighbour`: a stub behind one
+AS, the same in both families, with that AS's class; `destination`: the class most pairs
 to the destination show; `upstream`: a VP the source hands traffic to, the source put in
 front; `none`: nothing stands in), the confusion matrix of
 classes, accuracy per stated and per calibrated confidence bin (selector/calibration.py),
@@ -34,7 +35,7 @@ from bgp_congruency.selector.month import Month, resolve_month, table_relation
 
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
-RULES = ("through", "provider", "destination", "upstream", "none")
+RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "none")
 
 
 def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:

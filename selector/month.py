@@ -161,6 +161,16 @@ class Month:
             f"SELECT bool_or(list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1) FROM {self.paths}",
             [asn]).fetchall()[0][0]
 
+    def neighbours(self, asn: int) -> dict[int, set[int]]:
+        """afi -> the ASes seen right before `asn` on the month's paths of that family (who
+        hands traffic to it: for a stub its providers and peers)."""
+        got = {4: set(), 6: set()}
+        for afi, n in self.con.execute(f"""
+                SELECT DISTINCT afi, path[list_position(path, $a::BIGINT) - 1] FROM {self.paths}
+                WHERE list_position(path, $a::BIGINT) > 1""", {"a": asn}).fetchall():
+            got[int(afi)].add(int(n))
+        return got
+
     def destination_classes(self, dest: int) -> dict[tuple, list[int]]:
         """(congruent, no shared AS, shared_adjacent) -> the VP ASes of the pairs to `dest`
         that show it, one entry per pair (a VP in two collector groups counts twice): the

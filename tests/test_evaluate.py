@@ -85,8 +85,8 @@ def test_every_held_out_answer_as_worked_by_hand(month, capsys):
     assert (s["pairs"], s["answered"], s["correct"]) == (6, 4, 3)
     assert s["coverage"] == pytest.approx(4 / 6) and s["accuracy"] == pytest.approx(3 / 4)
     assert {k: (r["pairs"], r["answered"], r["correct"]) for k, r in s["rules"].items()} == \
-        {"through": (2, 2, 1), "provider": (0, 0, 0), "destination": (2, 2, 2), "upstream": (0, 0, 0),
-         "none": (2, 0, 0)}
+        {"through": (2, 2, 1), "provider": (0, 0, 0), "one-neighbour": (0, 0, 0), "destination": (2, 2, 2),
+         "upstream": (0, 0, 0), "none": (2, 0, 0)}
     assert s["confusion"] == {"congruent": {"disjoint": 1}, "disjoint": {"disjoint": 3},
                               "shared-edge": {"unknown": 2}}
     assert s["mode_accuracy"] == pytest.approx(3 / 4)  # disjoint is aggregate; the congruent pair missed
@@ -339,6 +339,23 @@ def test_the_generator_rebuilt_from_its_archive_routes_as_its_vps_showed(generat
     assert len(pairs) - len(same) <= 2 * UNSTABLE * len(pairs), (len(pairs), len(same))
 
 
+def _one_neighbour_class(paths: list[dict], pairs: list[dict], src: int, dest: int) -> str | None:
+    """Rule 7 from the tables alone: when the ASes right before `src` are one and the same AS
+    in both families, the class most pairs to `dest` show (ties to the more cautious), seen
+    behind that AS: disjoint becomes shared-edge, the others stay."""
+    nbrs = {afi: {p["path"][p["path"].index(src) - 1] for p in paths if p["afi"] == afi and src in p["path"][1:]}
+            for afi in (4, 6)}
+    if len(nbrs[4]) != 1 or nbrs[4] != nbrs[6]:
+        return None
+    votes = defaultdict(int)
+    for o in pairs:
+        if o["dest_asn"] == dest:
+            votes[_observed(o)] += 1
+    caution = ("disjoint", "shared-edge", "shared-core", "congruent")
+    seen = max(votes, key=lambda c: (votes[c], caution.index(c)))
+    return {"disjoint": "shared-edge"}.get(seen, seen)
+
+
 def _stub_class(paths: list[dict], src: int, dest: int) -> str | None:
     """The provider rule (selector/rules.py rule 5) from the paths table alone: per family,
     the ASes right before `src`; each one's route to `dest` is the suffix from it on of the
@@ -404,9 +421,16 @@ def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, capsy
     assert len(provider) >= 30, s["rules"]
     for r in provider:
         assert r["predicted_class"] == _stub_class(paths, r["vp_asn"], r["dest_asn"]), r
-    # stubs are answered now (the through and upstream rules alone answer none of them)
-    assert s["kinds"]["stub"]["answered"] > 0 and all(r["rule"] == "provider" for r in gen
+    # stubs are answered now (the through and upstream rules alone answer none of them), by
+    # the provider rule, else behind their one neighbour
+    assert s["kinds"]["stub"]["answered"] > 0 and all(r["rule"] in ("provider", "one-neighbour") for r in gen
                                                       if r["kind"] == "stub" and r["correct"] is not None)
+    pairs = read_published(data, "pairs", GEN_MONTH).to_pylist()
+    behind = [r for r in gen if r["rule"] == "one-neighbour"]
+    assert len(behind) >= 10, s["rules"]
+    for r in behind:
+        assert _stub_class(paths, r["vp_asn"], r["dest_asn"]) is None
+        assert r["predicted_class"] == _one_neighbour_class(paths, pairs, r["vp_asn"], r["dest_asn"]), r
     # calibrated on all rows, each from the other sources' rows: recomputed from the table
     for r, c in zip(rows, calibration.held_out(rows)):
         assert r["calibrated_confidence"] == (pytest.approx(c) if c is not None else None)

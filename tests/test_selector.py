@@ -390,8 +390,16 @@ def test_advise_proxy_source(synth):
                                                                          "disjoint")
     assert h["via_proxy"] and h["proxies"] == [10, 20] and h["confidence"] == pytest.approx(0.5)
     assert any("never hands traffic on (a stub)" in n and "AS1 in IPv4 and AS2 in IPv6" in n for n in h["notes"])
-    # AS700 is a stub too, but no path to AS100 crosses AS30, the AS before it: no answer
+    # AS700 is a stub too, but no path to AS100 crosses AS30, the AS before it: no provider
+    # answer; AS30 is its one neighbour in both families, and both pairs to AS100 are disjoint:
+    # behind AS30, shared-edge (rule 7), AS30 the shared AS
     [h] = advise(cfg, "700", "100")["hints"]
+    assert (h["rule"], h["hint_class"], h["shared_asns"], h["confidence"]) == ("one-neighbour", "shared-edge", [30], 1.0)
+    assert (h["v4_path"], h["v6_path"], h["mode"]) == (None, None, "aggregate")
+    assert any("AS30 is the one AS seen right before it in both families" in n for n in h["notes"])
+    # AS100 is a stub whose neighbours differ (AS1 and AS3 in IPv4, AS2 in IPv6) and no path to
+    # AS600 crosses them: no answer
+    [h] = advise(cfg, "100", "600")["hints"]
     assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"] and h["rule"] == "none"
 
 
@@ -410,6 +418,8 @@ def test_proxy_rule_pure_functions():
     assert selector.destination_class({"disjoint": 3, "congruent": 1}) == ("disjoint", 0.75)
     assert selector.destination_class({"disjoint": 2, "shared-core": 2, "unknown": 9}) == ("shared-core", 0.5)
     assert selector.destination_class({"unknown": 1}) == ("unknown", 0.0)
+    assert [selector.BEHIND_ONE_NEIGHBOUR[c] for c in selector.CAUTION] == \
+        ["shared-edge", "shared-edge", "shared-core", "congruent"]
     dest = selector.hint_fields("shared-core", None, None, None, None, None, 2, proxy=True, agreement=0.5, stated=0.5)
     assert (dest["confidence"], dest["primary_afi"], dest["mode"], dest["mptcp_flags_v4"]) == (0.5, 4, "backup", "subflow")
     calm = selector.hint_fields("disjoint", 1.0, 1.0, 2, 2, 2, 2, proxy=True)
