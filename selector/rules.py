@@ -67,11 +67,11 @@ destination; then upstream):
    in front, and its class follows P's (`BEHIND_ONE_NEIGHBOUR`): congruent stays congruent,
    disjoint becomes shared-edge (P is shared, next to the stub), shared-core stays.
    P's class is rule 6's for the destination (*choice*: P's own pair where P is a VP
-   changed 1 answer in 455 on the generated month), and shared-edge stays shared-edge
-   (*choice*: an AS P shares next to itself is two hops from the stub, shared-core by the
-   method, but the destination's side is the more common: measured with the mapping
-   above, 100 of 143 answers right for generated stubs, 227 of 312 for held-out VPs that
-   are stubs on the other VPs' paths). A stub whose neighbours differ between the families
+   changed none of the rule's 455 answers on the generated month), and shared-edge stays
+   shared-edge (*choice*: a shared AS next to P would be two hops from the stub, which the
+   method calls shared-core, but not one next to the destination; not told apart here).
+   Measured with this mapping: 100 of 143 answers right for generated stubs, 227 of 312
+   for held-out VPs that are stubs on the other VPs' paths. A stub whose neighbours differ between the families
    is left unknown: its paths differ from the first hop, but which non-congruent class they
    make was right only half the time (86 of 173, the destination's most common
    non-congruent class).
