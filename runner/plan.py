@@ -7,11 +7,12 @@ of its snapshots); otherwise from the assumptions below, which the output names.
 are the bench's, measured on a 2-core machine at duckdb_memory_limit = 4GB
 (`bench/endtoend.py --scale 250,1000 --memory-limit 4GB`, bench/RESULTS.md), the slower of
 the two scales for each step:
-- ingest: 994,199,340 entries (scale 1000: 80 files) in 871.8 s, 1.14M entries/s (scale 250:
-  1.37M/s);
-- compare, with the hints table it builds: 248,549,835 entries (scale 250) in 480.5 s,
-  0.52M entries/s (scale 1000, whose month grows by snapshots of the same paths: 1.31M/s;
-  a test run shared the machine with the scale-250 compare, so its rate is a lower bound);
+- ingest: 248,549,835 entries (scale 250: 20 files) in 112.8 s, 2.20M entries/s (scale
+  1000, 80 files: 2.25M/s);
+- compare, with the hints table it builds: 248,549,835 entries (scale 250, 16 VP
+  partitions) in 220.7 s, 1.13M entries/s (scale 1000, 137 partitions, whose month grows by
+  snapshots of the same paths: 1.25M/s); measured 2026-11-27, one invocation, nothing else
+  running;
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
@@ -28,8 +29,8 @@ from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 994_199_340 / 871.8
-COMPARE_ROWS_PER_S = 248_549_835 / 480.5
+INGEST_ENTRIES_PER_S = 248_549_835 / 112.8
+COMPARE_ROWS_PER_S = 248_549_835 / 220.7
 #: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
 #: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
