@@ -12,9 +12,9 @@ from bgp_congruency.common.config import Config
 def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
     """The question's flags, shared by advise and export."""
     p.add_argument("--from", dest="source", metavar="ASN", required=required,
-                   help="source AS (a VP, or any AS: then proxy VPs stand in, those whose paths cross it, else a stub's "
-                        "neighbours, or the class most pairs to the destination show, the stub's through its one "
-                        "neighbour; see docs/guide.md); "
+                   help="source AS (a VP, or any AS: then, in order, the VPs whose paths cross it; for a stub its "
+                        "neighbours' routes, else its one neighbour's class; for any other AS the class most pairs to "
+                        "the destination show; last, the VPs it hands traffic to; see docs/guide.md); "
                         "GROUP:ASN picks one VP")
     p.add_argument("--to", action="append", metavar="ADDR|PREFIX|ASN",
                    help="destination: an ASN, a prefix or an IP address; give --to twice for one host's "

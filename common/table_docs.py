@@ -272,8 +272,11 @@ document(
     source_asn=("AS the traffic leaves from (the VP's ASN in the table)", "ASN", _SEL),
     vp_group=("collector group of the VP whose paths are used (the source or its proxy)", "-", "3. Vantage points"),
     vp_asn=("ASN of the VP whose paths are used", "ASN", "3. Vantage points"),
-    via_proxy=("true when the source is not a VP and a proxy VP's paths stand in", "-", _SEL),
-    proxies=("proxy VPs of a source that is no VP: those whose path to the destination crosses it, else those seen right after it", "list of ASNs", _SEL),
+    via_proxy=("true when the source is not a VP and other VPs' paths or pairs stand in (selector/rules.py rules 1-7)",
+               "-", _SEL),
+    proxies=("VPs standing in for a source that is no VP: those whose path to the destination crosses it; for a stub "
+             "those showing its neighbours' routes; for the destination and one-neighbour rules those whose pairs show "
+             "the class; else those seen right after it", "list of ASNs", _SEL),
     dest_asn=("destination AS (origin of the IPv4 address when a host was asked)", "ASN", "6. Dual-stacked destinations"),
     dest_asn_v6=("destination AS of the IPv6 path (differs from dest_asn only for split-origin hosts)", "ASN", _SEL),
     query=("the destination as asked (ASN, prefix or address); null in the table", "-", _SEL),
@@ -290,7 +293,9 @@ document(
     stability_v4=("stability of the IPv4 representative path", "fraction 0-1", "4. Representative path"),
     stability_v6=("stability of the IPv6 representative path", "fraction 0-1", "4. Representative path"),
     snapshots=("the fewer of the two paths' snapshot counts", "snapshots", "4. Representative path"),
-    confidence=("min stability x snapshot share x proxy factor (0.5) x proxy agreement; 0 when unknown",
+    confidence=("min stability x snapshot share x proxy factor (0.5) x proxy agreement; for the destination and "
+                "one-neighbour rules the share of pairs showing the class; once the month is evaluated, a proxy "
+                "answer's measured confidence (selector/calibration.py); 0 when unknown",
                 "fraction 0-1", _SEL + ": confidence"),
     primary_afi=("family kept when only one is used: more stable, then shorter, IPv4 on ties", "4 | 6", _SEL),
     mode=("aggregate | backup | single-path", "-", _SEL + ": advice"),
@@ -351,7 +356,8 @@ document(
           "AS's class, shared next to the source; no path), destination (the class most pairs to the destination "
           "show; no path), "
           "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in)", "-", _EV),
-    proxies=("proxy VPs the answer considered (destination: the VP ASes whose pairs show its class)", "VPs", _EV),
+    proxies=("proxy VPs the answer considered (destination, one-neighbour: the VP ASes whose pairs show its class)",
+             "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),
     predicted_class=("the selector's class with the VP held out (unknown: no answer)", "-", _EV),
     correct=("predicted_class = observed_class; null when the answer is unknown", "-", _EV),

@@ -156,25 +156,26 @@ def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None =
     destination."""
     if d4 is None or d4 != d6:
         return None
-    shown = {}
+    shown = {}  # class (behind `behind` for rule 7) -> the VP ASes of the pairs showing it
     for (congruent, none_shared, adjacent), who in m.destination_classes(d4).items():
-        shown.setdefault(selector.hint_class(congruent, [] if none_shared else [None], adjacent), []).extend(who)
-    seen, share = selector.destination_class({c: len(w) for c, w in shown.items()})
-    if seen == "unknown":
+        c = selector.hint_class(congruent, [] if none_shared else [None], adjacent)
+        shown.setdefault(c if behind is None else selector.BEHIND_ONE_NEIGHBOUR[c], []).extend(who)
+    cls, share = selector.destination_class({c: len(w) for c, w in shown.items()})
+    if cls == "unknown":
         return None
-    cls, rule = (seen, "destination") if behind is None else (selector.BEHIND_ONE_NEIGHBOUR[seen], "one-neighbour")
+    rule = "destination" if behind is None else "one-neighbour"
     h = _empty_hint(m.month, src)
-    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[seen])),
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[cls])),
              shared_asns=[] if behind is None or cls == "congruent" else [behind])
     h.update(selector.hint_fields(cls, None, None, None, None, None, m.snapshots, proxy=True, agreement=share,
                                   calibrated=calibration.confidence(m.calibration, rule, cls), stated=share))
     pairs = sum(map(len, shown.values()))
-    most = f"{seen}, the class {len(shown[seen])} of the {pairs} pairs of the month's VPs to AS{d4} show ({share:.0%})"
+    most = f"{len(shown[cls])} of the {pairs} pairs of the month's VPs to AS{d4} ({share:.0%})"
     h["how"] = (f"AS{src} is not a vantage point and no VP's path to AS{d4} shows its route in both families: "
-                f"{most}; no path is known" if behind is None else
+                f"{cls}, the class of {most}; no path is known" if behind is None else
                 f"AS{src} is not a vantage point and never hands traffic on (a stub) and AS{behind} is the one AS "
-                f"seen right before it in both families: {cls}, AS{behind}'s class taken to be {most}, with AS{behind} "
-                "shared next to the source; no path is known")
+                f"seen right before it in both families: {cls}, the class of {most} seen behind AS{behind} (shared "
+                "next to the source); no path is known")
     return h, rule
 
 

@@ -4,7 +4,7 @@ Operators are almost never vantage points, so `advise --from ASN` mostly answers
 proxy VPs (selector/rules.py). Here every VP of the month with pairs (a dual-stacked,
 default-free VP) is held out in turn: every VP of its ASN, in every collector group and
 both families, is hidden from what the selector reads (Month(hidden=...): the `paths`
-table without them, which is what recomputing the month without their rows gives the
+and `pairs` tables without them, which is what recomputing the month without their rows gives the
 selector, since a VP's paths do not depend on other VPs' rows), the selector is asked for
 that AS to each destination the VP has a pair for, and the answer is compared with the
 VP's own observed pair: the class, the advice's mode, and each family's path (exact, and
@@ -51,10 +51,9 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
     try:
         con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
         con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
-        pairs = con.execute(f"""
+        pairs = con.execute("""
             SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
-            FROM {table_relation(cfg, 'pairs', month)}
-            ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
+            FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
         by_asn: dict[int, list] = defaultdict(list)
         for p in pairs:
             by_asn[int(p[1])].append(p)

@@ -23,7 +23,7 @@ route from S on; nothing else in the data does. The rule (open choices marked *c
 tried in the order through; for a stub provider, then one-neighbour; for any other source
 destination; then upstream):
 1. Proxies. The VPs whose path to the destination crosses S ("through" proxies). Only when
-   none shows S's route in both families and rules 5-6 give no class: the VPs seen right
+   none shows S's route in both families and rules 5-7 give no class: the VPs seen right
    AFTER S on a month's path
    ([.., S, U, ..]: S hands traffic to U, so U is S's provider or peer: an "upstream"),
    with S put in front of their paths (*choice*: the guess that S uses U for this
@@ -59,19 +59,23 @@ destination; then upstream):
    rule, which it beats on the same questions in the held-out evaluation (real sample: 340
    of 484 right against 286; generated month: 61 of 83 against 44 for held-out VPs, 58 of 69
    against 34 for transit ASes); the upstream rule stays for a destination no other VP has a
-   pair to. Stubs are kept out: on the generated month their class is what most VPs see
+   pair to, and for a host whose IPv4 and IPv6 addresses have different origins (no pair is
+   about both). As for proxies (rule 4), an `aggregate` advice falls back to `backup` unless
+   every pair shows the class; the stated confidence is the share of pairs, 1.0 for one pair
+   of one (the month's evaluation replaces it with a measured one). Stubs are kept out: on the generated month their class is what most VPs see
    only 42% of the time (203 of 478), as a stub's IPv6 often takes another provider than its
    IPv4, which the VPs' pairs do not show.
 7. A stub behind one neighbour (`one-neighbour`), only when rule 5 gives no class: the same
    single AS P is seen right before it in both families, so both its paths are P's with it
    in front, and its class follows P's (`BEHIND_ONE_NEIGHBOUR`): congruent stays congruent,
-   disjoint becomes shared-edge (P is shared, next to the stub), shared-core stays.
-   P's class is rule 6's for the destination (*choice*: P's own pair where P is a VP
+   disjoint becomes shared-edge (P is shared, next to the stub), shared-core stays. Each
+   pair to the destination is seen behind P first, then rule 6's vote is taken (so a
+   disjoint and a shared-edge pair vote alike). P's class is rule 6's (*choice*: P's own pair where P is a VP
    changed none of the rule's 455 answers on the generated month), and shared-edge stays
    shared-edge (*choice*: a shared AS next to P would be two hops from the stub, which the
    method calls shared-core, but not one next to the destination; not told apart here).
-   Measured with this mapping: 100 of 143 answers right for generated stubs, 227 of 312
-   for held-out VPs that are stubs on the other VPs' paths. A stub whose neighbours differ between the families
+   Measured: 100 of 143 answers right for generated stubs, 228 of 312 for held-out VPs
+   that are stubs on the other VPs' paths. A stub whose neighbours differ between the families
    is left unknown: its paths differ from the first hop, but which non-congruent class they
    make was right only half the time (86 of 173, the destination's most common
    non-congruent class).
@@ -421,7 +425,8 @@ def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None
     why = None
     if proxy and cls != "unknown":
         if agreement < 1:
-            why = f"only {agreement:.0%} of the proxy VPs agree on the class"
+            why = (f"only {agreement:.0%} of the month's pairs to the destination show this class" if stated is not None
+                   else f"only {agreement:.0%} of the proxy VPs agree on the class")
         elif conf < PROXY_MIN_CONFIDENCE:
             why = f"the confidence {conf:.2f} is below {PROXY_MIN_CONFIDENCE}"
     return {"hint_class": cls, "confidence": conf, "primary_afi": primary,

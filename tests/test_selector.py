@@ -401,6 +401,10 @@ def test_advise_proxy_source(synth):
     # AS600 crosses them: no answer
     [h] = advise(cfg, "100", "600")["hints"]
     assert h["hint_class"] == "unknown" and "no vantage point" in h["reason"] and h["rule"] == "none"
+    # AS600 is a stub with one neighbour per family, but not the same one (AS8 in IPv4, AS11 in
+    # IPv6) and no path to AS100 crosses them: no answer either
+    [h] = advise(cfg, "600", "100")["hints"]
+    assert (h["hint_class"], h["rule"]) == ("unknown", "none")
 
 
 def test_proxy_rule_pure_functions():
@@ -422,6 +426,9 @@ def test_proxy_rule_pure_functions():
         ["shared-edge", "shared-edge", "shared-core", "congruent"]
     dest = selector.hint_fields("shared-core", None, None, None, None, None, 2, proxy=True, agreement=0.5, stated=0.5)
     assert (dest["confidence"], dest["primary_afi"], dest["mode"], dest["mptcp_flags_v4"]) == (0.5, 4, "backup", "subflow")
+    # a destination answer saying disjoint that not every pair shows: held back to backup, saying why
+    split = selector.hint_fields("disjoint", None, None, None, None, None, 2, proxy=True, agreement=0.75, stated=0.75)
+    assert split["mode"] == "backup" and "only 75% of the month's pairs to the destination show" in split["rationale"]
     calm = selector.hint_fields("disjoint", 1.0, 1.0, 2, 2, 2, 2, proxy=True)
     low = selector.hint_fields("disjoint", 0.4, 1.0, 2, 2, 2, 2, proxy=True)
     assert (calm["mode"], calm["confidence"], low["mode"], low["confidence"]) == ("aggregate", 0.5, "backup", 0.2)
