@@ -112,9 +112,10 @@ def test_every_format_prints_the_manifest_and_tells_null_from_empty(month, capsy
     assert [got["dump_time"], json.dumps(got["l"]), got["frac"]] == want
 
 
-def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int], float]:
-    """The non-VP rule of selector/rules.py recomputed from the paths table alone:
-    (class, proxies, agreement)."""
+def _proxy_answer(paths: list[dict], pairs: list[dict], src: int, dest: int) -> tuple[str, list[int], float, str]:
+    """The non-VP rule of selector/rules.py recomputed from the paths and pairs tables alone:
+    (class, proxies, agreement, rule); the through rule, then for a source that is no stub
+    the destination rule, then the upstream rule (the real sample's sources here are no stubs)."""
     from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 
     by = {(r["vp_group"], r["vp_asn"], r["afi"]): tuple(r["path"]) for r in paths if r["dest_asn"] == dest}
@@ -138,32 +139,54 @@ def _proxy_answer(paths: list[dict], src: int, dest: int) -> tuple[str, list[int
         shared = shared_asns(v4, v6, src, dest)
         return "disjoint" if not shared else ("shared-edge" if shared_adjacent(v4, v6, shared) else "shared-core")
 
-    for group, up in ((through, False), (upstream, True)):
-        classes = [c for c in (cls_of(vp, up) for vp in group) if c]
-        if classes:
-            order = ["disjoint", "shared-edge", "shared-core", "congruent"]
-            best = max(classes, key=order.index)
-            return best, sorted({a for _, a in group}), classes.count(best) / len(classes)
-    return "unknown", [], 0.0
+    order = ["disjoint", "shared-edge", "shared-core", "congruent"]
+    classes = [c for c in (cls_of(vp, False) for vp in through) if c]
+    if classes:
+        best = max(classes, key=order.index)
+        return best, sorted({a for _, a in through}), classes.count(best) / len(classes), "through"
+    assert after, f"AS{src} is a stub"
+    votes: dict[str, list[int]] = {}
+    for p in pairs:
+        if p["dest_asn"] == dest:
+            c = ("congruent" if p["congruent"] else "disjoint" if not p["shared_asns"] else
+                 "shared-edge" if p["shared_adjacent"] else "shared-core")
+            votes.setdefault(c, []).append(p["vp_asn"])
+    if votes:
+        best = max(votes, key=lambda c: (len(votes[c]), order.index(c)))
+        return best, sorted(set(votes[best])), len(votes[best]) / sum(map(len, votes.values())), "destination"
+    classes = [c for c in (cls_of(vp, True) for vp in upstream) if c]
+    if classes:
+        best = max(classes, key=order.index)
+        return best, sorted({a for _, a in upstream}), classes.count(best) / len(classes), "upstream"
+    return "unknown", [], 0.0, "none"
 
 
 @pytest.mark.slow
 def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(month):
     """Issue 18: `advise --from 577 --to 812` said disjoint/aggregate though 3 of 5 proxies said
     shared-edge. Now: the most cautious class, recomputed here from the paths table, and no
-    aggregate advice while the proxies disagree."""
+    aggregate advice while the proxies (or, for the destination rule, the pairs) disagree."""
     import json
 
     paths = read_published(month, "paths", "2026-07").to_pylist()
+    pairs = read_published(month, "pairs", "2026-07").to_pylist()
+    rules = []
     for src in (577, 3356):
         r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "advise", "--data-dir", str(month), "--from", str(src),
                             "--to", "812", "--json"], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         [h] = json.loads(r.stdout)["hints"]
-        cls, proxies, agree = _proxy_answer(paths, src, 812)
-        assert (h["hint_class"], h["proxies"], h["via_proxy"]) == (cls, proxies, True)
+        cls, proxies, agree, rule = _proxy_answer(paths, pairs, src, 812)
+        assert (h["hint_class"], h["proxies"], h["via_proxy"], h["rule"]) == (cls, proxies, True, rule)
         assert cls != "unknown" and agree < 1 and h["mode"] != "aggregate"
-        assert h["v4_path"][0] == h["v6_path"][0] == src
+        if rule == "destination":  # a class without paths
+            assert h["v4_path"] is None and h["v6_path"] is None and h["confidence"] == pytest.approx(agree)
+        else:
+            assert h["v4_path"][0] == h["v6_path"][0] == src
+        rules.append(rule)
+    # since rule 6 both answer by the destination's pairs, which disagree too (the through
+    # proxies' cautious combination is worked by hand in test_selector.py, AS5 -> AS300)
+    assert rules == ["destination", "destination"]
 
 
 def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(month, capsys):
