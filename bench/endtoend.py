@@ -7,8 +7,8 @@ bench/out/endtoend-N-spark-local, sampled with the staging folder). Several scal
 set side by side, the issue's "linear" check.
 
 The archive is generated (or reused) under bench/out/synth-N, as bench/run.py does. The run
-is one child process (`congruency run --json`, its progress log in bench/out/endtoend-N.log); while it runs, every 0.5 s this script reads
-the resident memory of the child's process tree (/proc; its peak per step too), the bytes under the month's
+is one child process (`congruency run --json`, its progress log in bench/out/endtoend-N.log);
+while it runs, every 0.5 s this script reads the resident memory of the child's process tree (/proc; its peak per step too), the bytes under the month's
 staging folder (where DuckDB spills) and the bytes under the data dir. It reports per step
 the wall time the run itself records, the peak RSS, the peak spill and staging volume, and
 the data dir's size at the end, into bench/out/endtoend-N.json (bench/run.py renders it into
@@ -132,8 +132,8 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
               "machine": common.machine_facts() if hasattr(common, "machine_facts") else None,
               "command": argv_text}
     result["errors"] = {k: v["error"] for k, v in res.get("steps", {}).items() if v.get("error")}
-    for name, error in result["errors"].items():
-        print(f"{name}: {error}", file=sys.stderr)
+    for step, error in result["errors"].items():
+        print(f"{step}: {error}", file=sys.stderr)
     (common.OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
 

@@ -62,21 +62,22 @@ destination; then upstream):
    pair to, and for a host whose IPv4 and IPv6 addresses have different origins (no pair is
    about both). As for proxies (rule 4), an `aggregate` advice falls back to `backup` unless
    every pair shows the class; the stated confidence is the share of pairs, 1.0 for one pair
-   of one (the month's evaluation replaces it with a measured one). Stubs are kept out: on the generated month their class is what most VPs see
-   only 42% of the time (203 of 478), as a stub's IPv6 often takes another provider than its
-   IPv4, which the VPs' pairs do not show.
+   of one (the month's evaluation replaces it with a measured one). Stubs are kept out: on
+   the generated month their class is what most VPs see only 42% of the time (203 of 478),
+   as a stub's IPv6 often takes another provider than its IPv4, which the VPs' pairs do not
+   show.
 7. A stub behind one neighbour (`one-neighbour`), only when rule 5 gives no class: the same
    single AS P is seen right before it in both families, so both its paths are P's with it
    in front, and its class follows P's (`BEHIND_ONE_NEIGHBOUR`): congruent stays congruent,
    disjoint becomes shared-edge (P is shared, next to the stub), shared-core stays. Each
    pair to the destination is seen behind P first, then rule 6's vote is taken (so a
-   disjoint and a shared-edge pair vote alike). P's class is rule 6's (*choice*: P's own pair where P is a VP
-   changed none of the rule's 455 answers on the generated month), and shared-edge stays
-   shared-edge (*choice*: a shared AS next to P would be two hops from the stub, which the
-   method calls shared-core, but not one next to the destination; not told apart here).
-   Measured: 100 of 143 answers right for generated stubs, 228 of 312 for held-out VPs
-   that are stubs on the other VPs' paths. A stub whose neighbours differ between the families
-   is left unknown: its paths differ from the first hop, but which non-congruent class they
+   disjoint and a shared-edge pair vote alike). P's class is rule 6's (*choice*: P's own
+   pair where P is a VP changed none of the rule's 455 answers on the generated month), and
+   shared-edge stays shared-edge (*choice*: a shared AS next to P would be two hops from the
+   stub, which the method calls shared-core, but not one next to the destination; not told
+   apart here). Measured: 100 of 143 answers right for generated stubs, 228 of 312 for
+   held-out VPs that are stubs on the other VPs' paths. A stub whose neighbours differ
+   between the families is left unknown: its paths differ from the first hop, but which non-congruent class they
    make was right only half the time (86 of 173, the destination's most common
    non-congruent class).
 """
