@@ -365,9 +365,26 @@ class DuckDBEngine:
         kind = self._kind(s)
         self.con.execute(f"CREATE OR REPLACE TEMP {kind} {s.name} AS {sql}")
         if s.kind == "table" and (self.only is None or s.name in self.only):
-            schema = TRANSITIONS if s.name == "transitions" else TABLES[s.name]
-            reader = self.con.sql(f"SELECT * FROM {s.name}").to_arrow_reader(200_000)
-            self._write_arrow(reader, schema, staged, s.name, part)
+            self._copy(s.name, TRANSITIONS if s.name == "transitions" else TABLES[s.name], staged, part)
+
+    def _copy(self, name: str, schema: pa.Schema, staged: str, part: int) -> None:
+        """The temp table `name` -> staged/<name>/part-<partition>.parquet by DuckDB's own
+        writer, each column cast to the table's schema (minus `month`, which lives in the
+        folder name) and the written schema checked against it. DuckDB writes on its threads
+        with no Arrow conversion: 1.5 s less than pyarrow's writer at scale 10 (12.7 against
+        14.3 s, bench/steps.py), the same files column for column."""
+        file_schema = pa.schema([f for f in schema if f.name != "month"])
+        got = [c for (c,) in self.con.execute(f"SELECT column_name FROM (DESCRIBE {name})").fetchall()]
+        if got != file_schema.names:
+            raise S.JobError(f"{name}: columns {got} differ from {file_schema.names}")
+        cols = ", ".join(f"CAST({f.name} AS {S.sql_type(f.type, 'duckdb')}) AS {f.name}" for f in file_schema)
+        os.makedirs(f"{staged}/{name}", exist_ok=True)
+        # Whole files only, on disk before a partition is recorded done: a resumed run trusts them.
+        with atomic.replacing(f"{staged}/{name}/part-{part}.parquet") as tmp:
+            self.con.execute(f"COPY (SELECT {cols} FROM {name}) TO {quote(str(tmp))} "
+                             "(FORMAT parquet, COMPRESSION zstd)")
+            if not pq.read_schema(tmp).equals(file_schema):  # the contract of common/tables.py
+                raise S.JobError(f"{name}: written schema {pq.read_schema(tmp)} differs from common.tables")
 
     @staticmethod
     def _write_arrow(batches, schema: pa.Schema, staged: str, name: str, part: int = 0) -> None:
