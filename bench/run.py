@@ -226,6 +226,7 @@ def render_md(doc: dict) -> str:
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
     lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
     lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
+    lines += _commits_section(real.get("commits") or [])
     lines += _layout_section(real.get("layout") or [])
     lines += _multipath_section(real.get("multipath") or [])
     if doc.get("notes"):
@@ -383,6 +384,31 @@ def _versions_section(runs: list[dict]) -> list[str]:
                 f"{pb['total_s']:.1f} s; the steps that differ most: "
                 + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
     return out
+
+
+def _commits_section(runs: list[dict]) -> list[str]:
+    """bench/commits.py: the DuckDB compare job of two commits side by side on one month."""
+    if not runs:
+        return []
+    intro = ["`bench/commits.py --data-dir D --commits A,B`: the whole `congruency compare` (DuckDB engine,",
+             "the config's defaults, hints and publish included) of two commits, each a git worktree, in fresh",
+             "processes into data dirs of their own (a first publish each run), interleaved with the DuckDB scan",
+             "floor, best of --repeat; the published tables compared row for row."]
+    rows = []
+    for r in runs:
+        same = all(v.get("differing_rows", 0) == 0 for v in r["tables"].values())
+        for i, c in enumerate(r["commits"]):
+            rows.append([r["name"] + (f" ({r['machine']})" if r.get("machine") and not i else ""),
+                         f"`{c['commit'][:9]}` {c['subject'][:60]}", _s(c["best_s"]),
+                         ", ".join(f"{x:.2f}" for x in c["runs_s"]), _s(r["floor_s"]), f"{c['vs_floor']:.1f}x",
+                         _ratio(c.get("vs_first")) if i else "-", mib(c["peak_rss"]),
+                         (("identical" if same else "DIFFERENT") + "".join(
+                             f"; {t} only {v['published_by'][0][:9]}" for t, v in r["tables"].items()
+                             if v.get("published_by"))) if i else "",
+                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
+    return _section("DuckDB compare job: two commits side by side", intro,
+                    ["data", "commit", "best s", "runs s", "floor s", "vs floor", "vs first", "peak RSS", "tables",
+                     "command"], rows, align="llrlrrrrll")
 
 
 def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
@@ -776,6 +802,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
     for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
                          ("generate", "generate-*.json"), ("hints", "hints-*.json"),
                          ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json"),
+                         ("commits", "commits-*.json"),
                          ("layout", "layout-*.json"),
                          ("multipath", "multipath.json")):
         files = sorted(common.OUT.glob(pattern))

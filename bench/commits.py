@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""The DuckDB compare job of two commits side by side on one month: what a change of the
+code costs, on this machine and this DuckDB, measured in one run.
+
+Each commit is checked out once as a git worktree under bench/out/worktrees/ and runs the
+whole `congruency compare` of the month (pipeline/job.compare_months: the engine's steps, the
+hints build, the publish) with the config's defaults, in a fresh process, into a data dir of
+its own that holds only the month's rib_entries (linked) and is emptied before every run (a
+first publish each time). The commits alternate with the DuckDB scan floor (bench/compare.py:
+the same files and columns, every value decoded, one query, this checkout's), round-robin,
+best of --repeat; then the published tables of the commits' last runs are compared row for
+row. Wall seconds are the job's own, inside the process (imports not counted), as
+bench/run.py's "duckdb job".
+
+    .venv/bin/python bench/commits.py --data-dir bench/out/synth-10/data --month 2026-07 \\
+        --commits 5e55cb6,HEAD --repeat 3 [--json]
+
+Writes bench/out/commits-NAME.json (NAME: the data dir's folder name, or its parent's for a
+folder named data), which bench/run.py renders into RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.common import OUT  # noqa: E402
+
+TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary", "hints")
+
+#: The child: one commit's compare job, timed inside the process (argv: data dir, month).
+JOB = """
+import json, sys, time
+from bgp_congruency.common.config import Config
+from bgp_congruency.pipeline import job
+cfg = Config(data_dir=sys.argv[1], engine="duckdb")
+t = time.perf_counter()
+[res] = job.compare_months(cfg, [sys.argv[2]])
+print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
+"""
+
+#: The floor, in this checkout (argv: the month's rib_entries folder).
+FLOOR = """
+import json, sys, time
+from bench.compare import DUCKDB_FLOOR
+from bgp_congruency.common import duck
+from bgp_congruency.common.config import Config
+from bgp_congruency.pipeline.engines.duckdb import _read
+con = duck.connect(Config(engine="duckdb"))
+t = time.perf_counter()
+con.execute(DUCKDB_FLOOR.format(src=_read(sys.argv[1]))).fetchone()
+print(json.dumps({"work_s": time.perf_counter() - t}))
+"""
+
+
+def worktree(commit: str) -> tuple[str, Path]:
+    """(full hash, a worktree of it under bench/out/worktrees, made once)."""
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{commit}^{{commit}}"], cwd=common.ROOT,
+                         capture_output=True, text=True)
+    if sha.returncode:
+        raise SystemExit(f"error: --commits: {commit!r} is no commit of {common.ROOT}")
+    sha = sha.stdout.strip()
+    tree = OUT / "worktrees" / sha[:12]
+    if not (tree / "pipeline" / "job.py").is_file():
+        shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=common.ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=common.ROOT, check=True,
+                       capture_output=True)
+    ns = tree.parent / f"{sha[:12]}-pythonpath"
+    if not (ns / "bgp_congruency").is_symlink():
+        ns.mkdir(parents=True, exist_ok=True)
+        (ns / "bgp_congruency").symlink_to(tree, target_is_directory=True)
+    return sha, tree
+
+
+def fresh_data_dir(sha: str, src: Path) -> Path:
+    """bench/out/commits/<sha>: only the month's rib_entries, linked (nothing published)."""
+    d = OUT / "commits" / sha[:12]
+    shutil.rmtree(d, ignore_errors=True)
+    (d / "rib_entries").mkdir(parents=True)
+    (d / "rib_entries" / src.name).symlink_to(src.resolve(), target_is_directory=True)
+    return d
+
+
+def child(script: str, args: list[str], pythonpath: str, label: str, timeout_s: float) -> dict:
+    out = OUT / f"commits-child-{os.getpid()}.out"
+    m = common.run_child([sys.executable, "-c", script, *args], label=label, timeout_s=timeout_s,
+                         stdout=out, env={"PYTHONPATH": pythonpath})
+    text = out.read_text() if out.exists() else ""
+    out.unlink(missing_ok=True)
+    lines = [ln for ln in text.splitlines() if ln.startswith("{")]
+    if m.rc != 0 or not lines:
+        raise SystemExit(f"error: {label} exited {m.rc}: {text.strip()[-500:]}")
+    got = json.loads(lines[-1])
+    if got.get("error"):
+        raise SystemExit(f"error: {label}: {got['error']}")
+    return {"work_s": got["work_s"], "peak_rss": m.tree_peak}
+
+
+def same_tables(a: Path, b: Path, month: str) -> dict:
+    """Rows of each published table in a and b, and rows in one and not the other."""
+    import duckdb
+
+    con = duckdb.connect()
+    out = {}
+    for t in TABLES:
+        fa, fb = (sorted(str(p) for p in (d / t / f"month={month}").rglob("*.parquet")) for d in (a, b))
+        if not fa or not fb:  # a table one commit's compare does not publish (the hints, before 5abd4eb)
+            out[t] = {"published_by": [d.name for d, f in ((a, fa), (b, fb)) if f]}
+            continue
+        rel = [f"read_parquet({f!r}, hive_partitioning = false)" for f in (fa, fb)]
+        n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
+        diff = sum(con.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})").fetchone()[0]
+                   for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
+        out[t] = {"rows": n, "differing_rows": diff}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month ingested")
+    ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
+    ap.add_argument("--commits", default="HEAD~1,HEAD", help="two commits, before then after (default HEAD~1,HEAD)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each, interleaved; the best counts (default 3)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds a run may take (default 3600)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    a = ap.parse_args(argv)
+    con = common.console()
+    src = a.data_dir / "rib_entries" / f"month={a.month}"
+    if not src.is_dir():
+        raise SystemExit(f"error: --data-dir: {src} does not exist (ingest the month first)")
+    commits = [c.strip() for c in a.commits.split(",") if c.strip()]
+    if len(commits) != 2 or a.repeat < 1:
+        raise SystemExit("error: --commits takes two commits, --repeat at least 1")
+    trees = [worktree(c) for c in commits]
+    runs: dict[str, list[dict]] = {"floor": [], **{sha: [] for sha, _ in trees}}
+    for i in range(a.repeat):
+        con.print(f"round {i + 1} of {a.repeat}: floor")
+        runs["floor"].append(child(FLOOR, [str(src.resolve())], common.pythonpath(), "floor", a.timeout))
+        for sha, tree in trees:
+            con.print(f"round {i + 1} of {a.repeat}: {sha[:12]}")
+            d = fresh_data_dir(sha, src)
+            runs[sha].append(child(JOB, [str(d), a.month], f"{tree}{os.pathsep}{tree.parent / (sha[:12] + '-pythonpath')}",
+                                   sha[:12], a.timeout))
+    floor = min(r["work_s"] for r in runs["floor"])
+    rows = []
+    for (sha, _), name in zip(trees, commits):
+        best = min(runs[sha], key=lambda r: r["work_s"])
+        subj = subprocess.run(["git", "log", "-1", "--format=%s", sha], cwd=common.ROOT, capture_output=True,
+                              text=True).stdout.strip()
+        rows.append({"commit": sha[:12], "asked": name, "subject": subj[:100], "best_s": round(best["work_s"], 2),
+                     "runs_s": [round(r["work_s"], 2) for r in runs[sha]], "vs_floor": round(best["work_s"] / floor, 2),
+                     "peak_rss": best["peak_rss"]})
+    rows[1]["vs_first"] = round(rows[1]["best_s"] / rows[0]["best_s"], 3)
+    check = same_tables(*(OUT / "commits" / sha[:12] for sha, _ in trees), a.month)
+    name = a.data_dir.resolve().name if a.data_dir.resolve().name != "data" else a.data_dir.resolve().parent.name
+    doc = {"data_dir": str(a.data_dir), "name": name, "month": a.month, "repeat": a.repeat,
+           "floor_s": round(floor, 3), "floor_runs_s": [round(r["work_s"], 3) for r in runs["floor"]],
+           "commits": rows, "tables": check,
+           "command": "bench/commits.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
+           "machine": common.machine_facts().get("cpu")}
+    common.write_json(doc, OUT / f"commits-{name}.json")
+    if a.json:
+        common.write_json(doc, stdout=True)
+    else:
+        con.print(common.table(["commit", "best s", "runs s", "vs floor", "vs first"],
+                               [[r["commit"], f"{r['best_s']:.2f}", ", ".join(f"{x:.2f}" for x in r["runs_s"]),
+                                 f"{r['vs_floor']:.1f}x", f"{r.get('vs_first', 1):.3f}x"] for r in rows]))
+        con.print(f"floor {floor:.2f} s; tables: " + ", ".join(
+            f"{t} " + ("identical" if v.get("differing_rows") == 0 else
+                       f"only published by {', '.join(v['published_by'])}" if "published_by" in v else str(v))
+            for t, v in check.items()))
+    return 0 if all(v.get("differing_rows", 0) == 0 for v in check.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
