@@ -4,7 +4,8 @@ code costs, on this machine and this DuckDB, measured in one run.
 
 Each commit is checked out once as a git worktree under bench/out/worktrees/ and runs the
 whole `congruency compare` of the month (pipeline/job.compare_months: the engine's steps, the
-hints build, the publish) with the config's defaults, in a fresh process, into a data dir of
+hints build, the publish) with the config's defaults (common/config.load: the collectors' VP
+groups too), in a fresh process, into a data dir of
 its own that holds only the month's rib_entries (linked) and is emptied before every run (a
 first publish each time). The commits alternate with the DuckDB scan floor (bench/compare.py:
 the same files and columns, every value decoded, one query, this checkout's), round-robin,
@@ -39,9 +40,9 @@ TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summar
 #: The child: one commit's compare job, timed inside the process (argv: data dir, month).
 JOB = """
 import json, sys, time
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import load
 from bgp_congruency.pipeline import job
-cfg = Config(data_dir=sys.argv[1], engine="duckdb")
+cfg = load().with_overrides(data_dir=sys.argv[1], engine="duckdb")  # as `congruency compare`: VP groups too
 t = time.perf_counter()
 [res] = job.compare_months(cfg, [sys.argv[2]])
 print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import OUT  # noqa: E402
-from bgp_congruency.common.config import Config  # noqa: E402
+from bgp_congruency.common.config import load  # noqa: E402
 from bgp_congruency.pipeline import steps as S  # noqa: E402
 
 
@@ -33,8 +33,9 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
     """Per step, summed over the VP partitions; `limit` and `partitions` (DuckDB): the
     memory limit (default the config's) and the partitions (default the rule's); `keep`: a
     folder to move the staged tables to (else they are deleted)."""
-    cfg = Config(data_dir=str(data_dir), engine=engine_name, compare_partitions=partitions, duckdb_threads=threads,
-                 **({"duckdb_memory_limit": limit} if limit else {}))
+    # The defaults `congruency compare` runs with (load(): the collectors' VP groups included).
+    cfg = load().with_overrides(data_dir=str(data_dir), engine=engine_name, compare_partitions=partitions,
+                                duckdb_threads=threads, duckdb_memory_limit=limit)
     if engine_name == "duckdb":
         from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
