@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "comes from proxy VPs, as for an operator's AS), and compare with the pair as observed: the "
             "class, the advice's mode and each family's path. Prints coverage (answers other than "
             "unknown), accuracy among the answered, per rule (through, provider, one-neighbour, destination, upstream, none), the confusion "
-            "matrix and accuracy per confidence bin; publishes the rows as the month's selector_eval "
+            "matrix, accuracy per confidence bin, and the ceiling of any rule that gives every source the same class "
+            "toward a destination (each destination's most common observed class); publishes the rows as the month's selector_eval "
             "table (docs/SCHEMA.md). From then on advise states, for an answer of a proxy rule, the share of "
             "the month's evaluated answers of that rule and kind of class that were right "
             "(selector/calibration.py); each row's calibrated_confidence is that share fitted on the other "
@@ -109,6 +110,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     print("  answering only at calibrated confidence >= t: " + "; ".join(
         f"{c['threshold']:.1f}: coverage {_pct(c['coverage'])}, accuracy {_pct(c['accuracy'])}"
         for c in s["calibrated"]["curve"]))
+    print(f"  a rule giving every source the same class toward a destination is right at most "
+          f"{_pct(s['destination_ceiling'])} of the time here (each destination's most common observed class)")
     classes = sorted({p for c in s["confusion"].values() for p in c})
     print("  observed \\ predicted: " + ", ".join(classes))
     for obs, c in s["confusion"].items():

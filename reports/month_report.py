@@ -338,6 +338,19 @@ def _selector_section(con, month: str) -> list[str]:
                                share(r["correct"], r["answered"]) if r["answered"] else "n/a"] for r in curve],
                              numeric={1, 2, 3})
     who = {"vp": "VPs held out", "stub": "stubs (generated)", "transit": "transit ASes (generated)"}
+    # selector/evaluate.destination_ceiling, per kind of source
+    ceiling = fetch_rows(con, """
+        SELECT k, sum(mx) AS right, sum(n) AS pairs FROM (
+          SELECT k, dest_asn, max(c) AS mx, sum(c) AS n FROM (
+            SELECT coalesce(kind, 'vp') AS k, dest_asn, observed_class, count(*) AS c
+            FROM selector_eval WHERE month = $month GROUP BY ALL) GROUP BY ALL)
+        GROUP BY k ORDER BY k = 'vp' DESC, k""", p)
+    ceiling_note = ("<p class='note'>Why the accuracy stops where it does: a rule that gives every source the same "
+                    "class toward a destination (<i>destination</i>, and any rule that knows nothing of the source) "
+                    "is right at most as often as each destination's most common observed class: "
+                    + "; ".join(f"{who.get(r['k'], r['k'])} {share(r['right'], r['pairs'])}" for r in ceiling)
+                    + ". Above that, only rules that see the source's own routes (<i>through</i>, "
+                    "<i>provider</i>) can go.</p>")
     table = table_html("selector-rules", ["sources", "rule", "pairs", "answered", "coverage", "right", "accuracy"],
                        [[who.get(r["kind"], r["kind"]), r["rule"], f"{r['pairs']:,}", f"{r['answered']:,}",
                          share(r["answered"], r["pairs"]), f"{r['correct']:,}",
@@ -352,7 +365,7 @@ def _selector_section(con, month: str) -> list[str]:
             "to the destination show (no path); <i>upstream</i>, a VP the source hands traffic to, the source put "
             "in front; <i>none</i>, nothing stands in.</p>", table, figure_html(fig),
             "<p class='note'>Where the rule set stands: coverage and accuracy when only answers at or above a "
-            "calibrated confidence count.</p>", curve_table]
+            "calibrated confidence count.</p>", curve_table, ceiling_note]
 
 
 def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:

@@ -17,7 +17,7 @@ AS, the same in both families, with that AS's class; `destination`: the class mo
 to the destination show; `upstream`: a VP the source hands traffic to, the source put in
 front; `none`: nothing stands in), the confusion matrix of
 classes, accuracy per stated and per calibrated confidence bin (selector/calibration.py),
-and the accuracy-coverage curve. `against_truth` asks the same of ASes that are no VP of a
+the accuracy-coverage curve, and the ceiling of rules that answer per destination. `against_truth` asks the same of ASes that are no VP of a
 generated month, against the generator's true routes (synth/truth.py).
 """
 from __future__ import annotations
@@ -142,6 +142,18 @@ def _acc(rows: list[dict]) -> dict:
             "accuracy": right / len(answered) if answered else None}
 
 
+def destination_ceiling(rows: list[dict]) -> float | None:
+    """The share of `rows` whose observed class is the one most common among the rows to
+    the same destination: the best any rule can do that gives every source the same class
+    toward a destination (the `destination` rule, and any rule that knows nothing of the
+    source), even knowing the held-out answers. Where it sits below the accuracy target,
+    only rules that see the source's own routes (`through`, `provider`) can close the gap."""
+    by_dest: dict[int, Counter] = defaultdict(Counter)
+    for r in rows:
+        by_dest[r["dest_asn"]][r["observed_class"]] += 1
+    return sum(max(c.values()) for c in by_dest.values()) / len(rows) if rows else None
+
+
 def summary(rows: list[dict]) -> dict:
     """Coverage, accuracy, per rule, the confusion matrix and the reliability bins of `rows`."""
     answered = [r for r in rows if r["correct"] is not None]
@@ -160,6 +172,7 @@ def summary(rows: list[dict]) -> dict:
     cal = calibration.reliability(rows)
     return {**_acc(rows), "rules": {k: _acc([r for r in rows if r["rule"] == k]) for k in RULES},
             "kinds": {k: _acc([r for r in rows if r["kind"] == k]) for k in kinds},
+            "destination_ceiling": destination_ceiling(rows),
             "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),
             "calibrated": {"bins": cal, "worst_gap": calibration.worst_gap(cal), "curve": calibration.curve(rows)},
             "mode_accuracy": (sum(r["predicted_mode"] == r["observed_mode"] for r in answered) / len(answered)

@@ -90,6 +90,9 @@ def test_every_held_out_answer_as_worked_by_hand(month, capsys):
     assert s["confusion"] == {"congruent": {"disjoint": 1}, "disjoint": {"disjoint": 3},
                               "shared-edge": {"unknown": 2}}
     assert s["mode_accuracy"] == pytest.approx(3 / 4)  # disjoint is aggregate; the congruent pair missed
+    # each destination's most common class: 100 disjoint | shared-edge, 400 congruent |
+    # shared-edge (one of two right at best), 600 disjoint twice
+    assert s["destination_ceiling"] == pytest.approx(4 / 6)
     assert sum(b["answers"] for b in s["bins"]) == 4
     # the destination answers state the share of pairs that agree: 1 of 1, the held-out VP's
     # own pair not among them (its hidden rows would make it 2 of 2)
@@ -190,6 +193,11 @@ def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
     dest = [r for r in rows if r["rule"] == "destination"]
     assert len(dest) > 1000
     assert (len(dest), sum(r["correct"] for r in dest)) == _destination_recomputed(pairs, paths, answered_through)
+    by_dest = defaultdict(lambda: defaultdict(int))
+    for pr in pairs:
+        by_dest[pr["dest_asn"]][_observed(pr)] += 1
+    ceiling = sum(max(c.values()) for c in by_dest.values()) / len(pairs)
+    assert s["destination_ceiling"] == pytest.approx(ceiling) and ceiling < 0.9  # why 90% needs the source's routes
 
 
 @pytest.mark.slow
@@ -213,6 +221,9 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
                 drawn: d.querySelectorAll('g.trace').length,
                 curve: Array.prototype.map.call(document.querySelectorAll('#selector-curve tbody tr'),
                      function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
+                ceiling: Array.prototype.filter.call(document.querySelectorAll('p.note'),
+                     function (p) { return p.textContent.indexOf('Why the accuracy') === 0; })
+                     .map(function (p) { return p.textContent; }),
                 title: (d.querySelector('.gtitle') || {}).textContent}); }, 300); })""")
         assert b.problems(page) == {"errors": [], "requests": []}
         b.eval("document.getElementById('selector').scrollIntoView()")
@@ -235,6 +246,10 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
     assert [r[0] for r in got["curve"]] == [f"{t:.1f}" for t in calibration.CURVE]
     assert [r[1] for r in got["curve"]] == [f"{c['answered']:,}" for c in s["calibrated"]["curve"]]
     assert got["title"].startswith("Reliability of the selector's confidence, 2026-07")
+    from bgp_congruency.reports.page import share
+
+    right = round(s["destination_ceiling"] * s["pairs"])
+    assert len(got["ceiling"]) == 1 and f"VPs held out {share(right, s['pairs'])}." in got["ceiling"][0]
 
 
 def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
