@@ -17,8 +17,9 @@ AS, the same in both families, with that AS's class; `destination`: the class mo
 to the destination show; `upstream`: a VP the source hands traffic to, the source put in
 front; `none`: nothing stands in), the confusion matrix of
 classes, accuracy per stated and per calibrated confidence bin (selector/calibration.py),
-the accuracy-coverage curve, and the ceiling of rules that answer per destination. `against_truth` asks the same of ASes that are no VP of a
-generated month, against the generator's true routes (synth/truth.py).
+the accuracy-coverage curve, and the ceiling of rules that answer per destination.
+`against_truth` asks the same of ASes that are no VP of a generated month, against the
+generator's true routes (synth/truth.py).
 """
 from __future__ import annotations
 
