@@ -16,7 +16,7 @@ bench/run.py's "duckdb job".
     .venv/bin/python bench/commits.py --data-dir bench/out/synth-10/data --month 2026-07 \\
         --commits 5e55cb6,HEAD --repeat 3 [--json]
 
-Writes bench/out/commits-NAME.json (NAME: the data dir's folder name, or its parent's for a
+Writes bench/out/commits-NAME[-LIMIT].json (NAME: the data dir's folder name, or its parent's for a
 folder named data), which bench/run.py renders into RESULTS.md.
 """
 from __future__ import annotations
@@ -42,7 +42,8 @@ JOB = """
 import json, sys, time
 from bgp_congruency.common.config import load
 from bgp_congruency.pipeline import job
-cfg = load().with_overrides(data_dir=sys.argv[1], engine="duckdb")  # as `congruency compare`: VP groups too
+cfg = load().with_overrides(data_dir=sys.argv[1], engine="duckdb",  # as `congruency compare`: VP groups too
+                            duckdb_memory_limit=sys.argv[3] or None)
 t = time.perf_counter()
 [res] = job.compare_months(cfg, [sys.argv[2]])
 print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
@@ -131,6 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month ingested")
     ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
     ap.add_argument("--commits", default="HEAD~1,HEAD", help="two commits, before then after (default HEAD~1,HEAD)")
+    ap.add_argument("--limit", help="duckdb_memory_limit for both (default: the config's)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, interleaved; the best counts (default 3)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds a run may take (default 3600)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -150,7 +152,7 @@ def main(argv=None) -> int:
         for sha, tree in trees:
             con.print(f"round {i + 1} of {a.repeat}: {sha[:12]}")
             d = fresh_data_dir(sha, src)
-            runs[sha].append(child(JOB, [str(d), a.month], f"{tree}{os.pathsep}{tree.parent / (sha[:12] + '-pythonpath')}",
+            runs[sha].append(child(JOB, [str(d), a.month, a.limit or ""], f"{tree}{os.pathsep}{tree.parent / (sha[:12] + '-pythonpath')}",
                                    sha[:12], a.timeout))
     floor = min(r["work_s"] for r in runs["floor"])
     rows = []
@@ -164,13 +166,13 @@ def main(argv=None) -> int:
     rows[1]["vs_first"] = round(rows[1]["best_s"] / rows[0]["best_s"], 3)
     check = same_tables(*(OUT / "commits" / sha[:12] for sha, _ in trees), a.month)
     name = a.data_dir.resolve().name if a.data_dir.resolve().name != "data" else a.data_dir.resolve().parent.name
-    doc = {"data_dir": str(a.data_dir), "name": name, "month": a.month, "repeat": a.repeat,
+    doc = {"data_dir": str(a.data_dir), "name": name, "month": a.month, "repeat": a.repeat, "limit": a.limit,
            "floor_s": round(floor, 3), "floor_runs_s": [round(r["work_s"], 3) for r in runs["floor"]],
            "commits": rows, "tables": check,
            "command": "bench/commits.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
-    common.write_json(doc, OUT / f"commits-{name}.json")
+    common.write_json(doc, OUT / f"commits-{name}{'-' + a.limit if a.limit else ''}.json")
     if a.json:
         common.write_json(doc, stdout=True)
     else:

@@ -46,6 +46,7 @@ def scans(data_dir: Path, month: str, ks: list[int], repeat: int, threads: int |
     """The month's floor and each partition's, with the job's reader and filter."""
     import duckdb
 
+    from bgp_congruency.common import vp_hash
     from bgp_congruency.pipeline.engines.duckdb import _bucketed, _files, _partition_filter, _read
 
     files = _files(str(data_dir / "rib_entries" / f"month={month}"))
@@ -69,7 +70,7 @@ def scans(data_dir: Path, month: str, ks: list[int], repeat: int, threads: int |
     for k in ks:
         parts, rows = [], 0
         for i in range(k):
-            s, got = _best(lambda: floor(_partition_filter(k, i, bucketed)), repeat)
+            s, got = _best(lambda: floor(_partition_filter(vp_hash.even(k), i, bucketed)), repeat)
             parts.append(round(s, 3))
             rows += got[0]
         if rows != whole[0]:

@@ -31,16 +31,17 @@ from bench.common import OUT  # noqa: E402
 CHILD = """
 import sys
 sys.path.insert(0, {root!r})
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import load
 from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
-from bgp_congruency.pipeline import job
-cfg = Config(data_dir={data!r}, engine="duckdb", duckdb_memory_limit={limit!r}, compare_partitions={k!r})
+from bgp_congruency.pipeline import job, partitions as P
+cfg = load().with_overrides(data_dir={data!r}, engine="duckdb", duckdb_memory_limit={limit!r},
+                            compare_partitions={k!r})  # as congruency compare runs: the VP groups too
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})
 src = store.path("rib_entries/month={month}")
 eng.open(store, src, {staged!r})
 k = job.partitions(eng, cfg, src)
-print("PARTITIONS", k, max(eng.partition_sizes(k)), flush=True)
+print("PARTITIONS", len(k) - 1, max(P.sizes(eng.vp_entries(), k)), flush=True)
 eng.run(cfg.method, {staged!r}, None, lambda name: print("STEP", name, flush=True), partitions=k)
 """
 

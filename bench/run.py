@@ -398,7 +398,8 @@ def _commits_section(runs: list[dict]) -> list[str]:
     for r in runs:
         same = all(v.get("differing_rows", 0) == 0 for v in r["tables"].values())
         for i, c in enumerate(r["commits"]):
-            rows.append([r["name"] + (f" ({r['machine']})" if r.get("machine") and not i else ""),
+            rows.append([r["name"] + (f" at {r['limit']}" if r.get("limit") else "")
+                         + (f" ({r['machine']})" if r.get("machine") and not i else ""),
                          f"`{c['commit'][:9]}` {c['subject'][:60]}", _s(c["best_s"]),
                          ", ".join(f"{x:.2f}" for x in c["runs_s"]), _s(r["floor_s"]), f"{c['vs_floor']:.1f}x",
                          _ratio(c.get("vs_first")) if i else "-", mib(c["peak_rss"]),

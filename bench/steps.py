@@ -81,7 +81,7 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
             rows.append(at[name])
         pending = []
     return {"engine": engine_name, "month": month, "data_dir": str(data_dir), "session_s": round(session_s, 1),
-            "partitions": k, "memory_limit": cfg.duckdb_memory_limit if engine_name == "duckdb" else None,
+            "partitions": len(k) - 1, "memory_limit": cfg.duckdb_memory_limit if engine_name == "duckdb" else None,
             "total_s": round(end - marks[0][1], 2), "steps": rows}
 
 

@@ -85,8 +85,8 @@ class Config:
     duckdb_temp_dir: str | None = None
     #: DuckDB engine's threads; None = all cores.
     duckdb_threads: int | None = None
-    #: VP partitions of the DuckDB compare; None = from the month's size and
-    #: duckdb_memory_limit (pipeline/partitions.py). Spark runs one.
+    #: VP partitions of the DuckDB compare (K even hash ranges); None = cut from the month's
+    #: per-VP counts and duckdb_memory_limit (pipeline/partitions.py). Spark runs one.
     compare_partitions: int | None = None
     #: Spark engine's master: local[*], or spark://host:port, k8s://..., yarn for a cluster.
     spark_master: str = "local[*]"

@@ -4,11 +4,13 @@ Parquet pruning). Pure functions.
 
 Why one hash with buckets: a partition must read only its rows (congruency/METHOD.md
 "Partitions"). Ingest stores each row's `vp_bucket` (the hash's top BUCKET_BITS bits) and
-writes a bucket's rows together in row groups (ingest/writer.py); partition i of K is the
-hash range [i * 2^32 / K, (i + 1) * 2^32 / K), a contiguous range of buckets, so min/max
-statistics on `vp_bucket` skip every other row group, for any K. Knuth's multiplicative hash
-spreads consecutive ASNs; the partition sizes come from the month's real per-VP counts anyway
-(pipeline/partitions.py).
+writes a bucket's rows together in row groups (ingest/writer.py); a partition is a contiguous
+hash range [cuts[i], cuts[i + 1]) (`Cuts`), so a contiguous range of buckets, and min/max
+statistics on `vp_bucket` skip every other row group, for any cuts. K even ranges ([i * 2^32
+/ K, (i + 1) * 2^32 / K): `even`) are what a fixed K (config compare_partitions) and the hints
+use; the compare's rule cuts where the month's per-VP counts say (pipeline/partitions.py).
+Knuth's multiplicative hash spreads consecutive ASNs, and is one-to-one on 32-bit ASNs (MULT
+is odd): two VPs never share a hash, so a cut can fall between any two.
 """
 from __future__ import annotations
 
@@ -51,8 +53,31 @@ def partition(asn: int, k: int) -> int:
 
 
 def bucket_range(i: int, k: int) -> tuple[int, int]:
-    """The first and last bucket holding rows of partition i of k."""
-    lo = -(-i * SPACE // k)  # the smallest hash h with h * k // SPACE == i
-    hi = -(-(i + 1) * SPACE // k) - 1
+    """The first and last bucket holding rows of partition i of k (even ranges)."""
+    return bucket_span(even(k), i)
+
+
+#: K + 1 hash boundaries, 0 first and SPACE last: partition i holds the hashes in
+#: [cuts[i], cuts[i + 1]).
+Cuts = tuple[int, ...]
+
+
+def even(k: int) -> Cuts:
+    """K even ranges: partition i holds the hashes h with h * k // SPACE == i (`partition`)."""
+    return tuple(-(-i * SPACE // k) for i in range(k + 1))  # the smallest h with h * k // SPACE == i
+
+
+def hash_of(asn: int) -> int:
+    """The 32-bit hash of one ASN, in Python (`sql_hash`'s independent form)."""
+    return asn * MULT % SPACE
+
+
+def sql_range(column: str, cuts: Cuts, i: int) -> str:
+    """DuckDB SQL: the ASN column's rows of partition i of `cuts`."""
+    return f"{sql_hash(column)} BETWEEN {cuts[i]} AND {cuts[i + 1] - 1}"
+
+
+def bucket_span(cuts: Cuts, i: int) -> tuple[int, int]:
+    """The first and last bucket holding rows of partition i of `cuts`."""
     shift = 32 - BUCKET_BITS
-    return lo >> shift, hi >> shift
+    return cuts[i] >> shift, (cuts[i + 1] - 1) >> shift

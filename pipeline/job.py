@@ -204,23 +204,22 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
     return res
 
 
-def partitions(engine: Engine, cfg: Config, src: str) -> int:
-    """The VP partitions the month runs in (pipeline/partitions.py), from the engine's month
-    pass; a month that cannot fit (one VP larger than a partition may be) is refused here,
-    before any table is staged."""
+def partitions(engine: Engine, cfg: Config, src: str):
+    """The VP partitions the month runs in (pipeline/partitions.py: common/vp_hash.Cuts),
+    from the engine's month pass; a month that cannot fit (one VP larger than a partition
+    may be) is refused here, before any table is staged."""
+    from bgp_congruency.common import vp_hash
     from bgp_congruency.pipeline import partitions as P
 
-    largest = engine.largest_vp()
-    if not largest:  # an engine that does not partition
-        return 1
+    vps = engine.vp_entries()
+    if not vps:  # an engine that does not partition
+        return vp_hash.even(1)
     limit = P.limit_bytes(cfg)
-    why = None if cfg.compare_partitions else P.unfit(largest, limit)
+    why = None if cfg.compare_partitions else P.unfit(max(n for _a, n in vps), limit)
     if why:
         raise JobError(f"{src}: {why}")
-    total = sum(engine.partition_sizes(1))
-    big = engine.vps_over(P.capacity(limit)) if limit and not cfg.compare_partitions else {}
     try:
-        return P.choose(engine.partition_sizes, total, limit, cfg.compare_partitions, big)
+        return P.cut(vps, limit, cfg.compare_partitions)
     except P.Unfit as exc:
         raise JobError(f"{src}: {exc}") from None
 

@@ -1,15 +1,22 @@
 """How many VP partitions the DuckDB compare splits a month into (congruency/METHOD.md
 "Partitions"), from the month pass's entry counts and the memory limit: pure functions.
 
-A partition is the set of VPs whose peer ASN hashes to it (common/vp_hash.py), so a VP's
-rows, whatever its group, never span two. Two measured figures per entry of a partition:
-the compare needs at least BYTES_PER_ENTRY bytes of DuckDB memory (its hash aggregates do not
-spill all their state: below that it fails), and it runs fastest with about
-FAST_BYTES_PER_ENTRY (above it, it barely spills). K is the smallest number whose
-partitions each hold at most limit / FAST_BYTES_PER_ENTRY entries, except that a partition
-holding a VP larger than that may hold up to limit / BYTES_PER_ENTRY (no K splits a VP); a
-single VP larger than that cannot run at all, and the month is refused before anything is
-staged (`unfit`), as is a month no K up to MAX_PARTITIONS splits (`Unfit`).
+A partition is the set of VPs whose peer ASN hashes into one contiguous range
+(common/vp_hash.py), so a VP's rows, whatever its group, never span two. Two measured figures
+per entry of a partition: the compare needs at least BYTES_PER_ENTRY bytes of DuckDB memory
+(its hash aggregates do not spill all their state: below that it fails), and it runs fastest
+with about FAST_BYTES_PER_ENTRY (above it, it barely spills). `cut` walks the month's VPs in
+hash order (the month pass's counts) and cuts a range when the next VP would take it past
+limit / FAST_BYTES_PER_ENTRY entries: the fewest contiguous ranges that fit, each full, and
+a VP larger than that alone in its range (no cut splits a VP). A single VP larger than
+limit / BYTES_PER_ENTRY cannot run at all, and the month is refused before anything is
+staged (`unfit`), as is a month that needs more than MAX_PARTITIONS ranges (`Unfit`). A fixed
+K (config compare_partitions) is K even ranges. `choose` is the plan's estimate of K from a
+month's entries alone (runner/plan.py), the even split.
+
+Measured (bench/RESULTS.md, scale 1000 at 4 GB): the rule before `cut` asked the largest of K
+even hash ranges to fit, so uneven ranges (a month's VPs are of very different sizes) pushed
+K up by eighths until the heaviest fit: 137 partitions where the month needs 50.
 
 Not measured: past 32 partitions each one still reads at least 1/32 of the month (the
 buckets of common/vp_hash.py), so K = 100 reads the month about three times; the sweep that
@@ -68,40 +75,68 @@ def floor(limit_bytes: int) -> int:
     return max(1, min(limit_bytes // BYTES_PER_ENTRY, MAX_PARTITION_ENTRIES))
 
 
-def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None,
-           big: dict[int, int] | None = None) -> int:
-    """The number of partitions: `fixed` when the config sets one, else the smallest K whose
-    partitions (`sizes(K)`: entries per partition) each hold at most `capacity(limit_bytes)`
-    entries, starting from the even split. No limit (None): one partition. `big`: the VPs
-    (peer ASN: entries) larger than that capacity; no K splits a VP, so a partition holding
-    one may hold up to the fit floor (`floor`, or the VP's own size when larger) and the
-    others keep the capacity. At MAX_PARTITIONS, partitions up to the fit floor are taken
-    (they spill); Unfit when not even those fit."""
-    from bgp_congruency.common import vp_hash
-
+def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | None, fixed: int | None = None) -> int:
+    """The number of partitions a month of `total` entries needs, for the plan (which knows
+    no VP): `fixed` when the config sets one, else the smallest K whose partitions
+    (`sizes(K)`: entries per partition) each hold at most `capacity(limit_bytes)` entries,
+    from the even split up; at MAX_PARTITIONS, partitions up to the fit floor are taken
+    (they spill); Unfit when not even those fit. No limit (None): one partition."""
     if fixed:
         return fixed
     if limit_bytes is None or total <= 0:
         return 1
     cap, hard = capacity(limit_bytes), floor(limit_bytes)
-    big = {a: n for a, n in (big or {}).items() if n > cap}
-
-    def fits(parts: list[int], k: int, usual: int) -> bool:
-        room = {}
-        for a, n in big.items():
-            i = vp_hash.partition(a, k)
-            room[i] = max(room.get(i, hard), n)
-        return all(n <= room.get(i, usual) for i, n in enumerate(parts))
-
-    k = min(max(1, -(-(total - sum(big.values())) // cap) + len(big)), MAX_PARTITIONS)
-    while not fits(parts := sizes(k), k, cap) and k < MAX_PARTITIONS:
+    k = min(max(1, -(-total // cap)), MAX_PARTITIONS)
+    while max(parts := sizes(k)) > cap and k < MAX_PARTITIONS:
         k = min(k + max(1, k // 8), MAX_PARTITIONS)
-    if not fits(parts, k, hard):  # at MAX_PARTITIONS a partition may spill, up to the fit floor
-        raise Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
-                    f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds "
-                    f"{max(parts, default=0):,} entries; a partition may hold at most about {hard:,}); "
-                    "raise duckdb_memory_limit")
+    if max(parts) > hard:  # at MAX_PARTITIONS a partition may spill, up to the fit floor
+        raise _unfit(total, limit_bytes, max(parts), hard)
     return k
+
+
+def _unfit(total: int, limit_bytes: int, largest: int, hard: int) -> Unfit:
+    return Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
+                 f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds "
+                 f"{largest:,} entries; a partition may hold at most about {hard:,}); raise duckdb_memory_limit")
+
+
+def cut(vps: list[tuple[int, int]], limit_bytes: int | None, fixed: int | None = None):
+    """The month's VP partitions as hash ranges (common/vp_hash.Cuts), from `vps`: (peer ASN,
+    entries) of every VP of the month. `fixed`: that many even ranges. Else, in hash order, a
+    range is cut before the VP that would take it past `capacity(limit_bytes)` entries (a
+    larger VP sits alone); past MAX_PARTITIONS ranges, the same at the fit floor (they
+    spill); Unfit when not even those fit. No limit (None) or no entries: one range."""
+    from bgp_congruency.common import vp_hash
+
+    if fixed:
+        return vp_hash.even(fixed)
+    total = sum(n for _a, n in vps)
+    if limit_bytes is None or total <= 0:
+        return vp_hash.even(1)
+    ordered = sorted((vp_hash.hash_of(a), n) for a, n in vps)
+    for room in (capacity(limit_bytes), floor(limit_bytes)):
+        cuts, held = [0], 0
+        for h, n in ordered:
+            if held and held + n > room:
+                cuts.append(h)
+                held = 0
+            held += n
+        if len(cuts) <= MAX_PARTITIONS:
+            return tuple(cuts + [vp_hash.SPACE])
+    largest = max(sizes(vps, tuple(cuts + [vp_hash.SPACE])))
+    raise _unfit(total, limit_bytes, largest, floor(limit_bytes))
+
+
+def sizes(vps: list[tuple[int, int]], cuts) -> list[int]:
+    """Entries per partition of `cuts`, from `vps`: (peer ASN, entries)."""
+    import bisect
+
+    from bgp_congruency.common import vp_hash
+
+    out = [0] * (len(cuts) - 1)
+    for a, n in vps:
+        out[bisect.bisect_right(cuts, vp_hash.hash_of(a)) - 1] += n
+    return out
 
 
 def unfit(largest_vp: int, limit_bytes: int | None) -> str | None:

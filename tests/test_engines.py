@@ -45,6 +45,32 @@ PARTITIONS = (None, 2, 7)
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_the_rule_s_uneven_ranges_give_the_reference_tables(config, ingested_2026, tmp_path, monkeypatch):
+    """The rule's own partitions (pipeline/partitions.cut: contiguous hash ranges cut where
+    the VPs' counts fill one), made about five of the real sample by a smaller capacity per
+    entry: uneven, each full, and the tables the reference's."""
+    import pyarrow.dataset as ds
+
+    from bgp_congruency.common import vp_hash
+    from bgp_congruency.pipeline import partitions as P
+
+    data = tmp_path / "data"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    cfg = duck(config, data_dir=data, duckdb_memory_limit="1GB")
+    total = ds.dataset(data / "rib_entries" / "month=2026-07", partitioning="hive").count_rows()
+    monkeypatch.setattr(P, "FAST_BYTES_PER_ENTRY", P.limit_bytes(cfg) // (total // 5))
+    chosen, partitions = [], job.partitions
+    monkeypatch.setattr(job, "partitions", lambda *a: chosen.append(partitions(*a)) or chosen[-1])
+    res = run(cfg, "2026-07")
+    assert res.error is None, res.error
+    [cuts] = chosen
+    k = len(cuts) - 1
+    assert 5 <= k <= 8 and cuts != vp_hash.even(k)
+    assert_same_as_reference(data, "2026-07", config.method)
+
+
 @pytest.mark.parametrize("k", PARTITIONS)
 def test_real_pair_matches_reference(config, ingested_2026, tmp_path, k):
     data = tmp_path / "data"
@@ -121,6 +147,18 @@ def test_the_vp_hash_agrees_in_sql_numpy_and_bucket_ranges():
             lo, hi = vp_hash.bucket_range(p, k)
             assert lo <= b <= hi
     assert sorted(set(vp_hash.partition(a, 2) for a in asns)) == [0, 1]
+    # the rule's uneven ranges (pipeline/partitions.cut): each ASN in exactly one range, the
+    # one its hash falls in, and its bucket within that range's buckets
+    from bgp_congruency.pipeline import partitions as P
+
+    cuts = P.cut([(a, 1 + a % 7) for a in asns], 200 * 40)  # ranges of at most 40 entries
+    assert 40 < len(cuts) - 1 < 100 and list(cuts) == sorted(set(cuts))
+    for i in range(len(cuts) - 1):
+        got = {a for (a,) in con.execute(f"SELECT a FROM unnest(?::BIGINT[]) t(a) WHERE {vp_hash.sql_range('a', cuts, i)}",
+                                         [asns]).fetchall()}
+        assert got == {a for a in asns if cuts[i] <= vp_hash.hash_of(a) < cuts[i + 1]}
+        lo, hi = vp_hash.bucket_span(cuts, i)
+        assert all(lo <= b <= hi for a, b in zip(asns, bucket) if a in got)
 
 
 def test_ingest_groups_a_files_rows_by_vp_bucket(tmp_path):
@@ -304,9 +342,11 @@ def test_a_vp_larger_than_a_partition_is_refused_in_one_line(config, tmp_path, m
 
 
 def test_partition_rule():
-    """K is the smallest whose largest partition holds at most limit / FAST_BYTES_PER_ENTRY
-    entries (2M at 400 MB), from the even split up; a VP that does not fit the limit at
-    BYTES_PER_ENTRY (20M at 400 MB) is refused."""
+    """The job's partitions (`cut`): VPs in hash order, a range cut before the VP that would
+    take it past limit / FAST_BYTES_PER_ENTRY entries (2M at 400 MB), a larger VP alone;
+    past MAX_PARTITIONS ranges the fit floor; a VP that does not fit the limit at
+    BYTES_PER_ENTRY (20M at 400 MB) is refused. The plan's estimate (`choose`): the even split."""
+    from bgp_congruency.common import vp_hash
     from bgp_congruency.pipeline import partitions as P
 
     cap = P.capacity(400 * 10**6)
@@ -315,39 +355,35 @@ def test_partition_rule():
     assert P.choose(even(cap), cap, 400 * 10**6) == 1
     assert P.choose(even(cap + 1), cap + 1, 400 * 10**6) == 2
     assert P.choose(even(10 * cap), 10 * cap, 400 * 10**6) == 10
-    skewed = lambda k: [cap + 1 if k < 4 else cap] + [1] * (k - 1)  # noqa: E731
-    assert P.choose(skewed, cap + 1, 400 * 10**6) == 4
     assert P.choose(even(10**12), 10**12, None) == 1 and P.choose(even(5), 5, 10, fixed=3) == 3
-    assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
-    assert P.unfit(20_000_000, 400 * 10**6) is None and P.unfit(20_000_001, 400 * 10**6)
-    # one VP above the preference but within the limit: its partition may hold up to the fit
-    # floor or the VP's size (no K could split it), not MAX_PARTITIONS (ASN 0 hashes to 0)
-    for big, limit in ((P.MAX_PARTITION_ENTRIES + 1, 10**10), (cap + 1, 400 * 10**6)):
-        one_big = lambda k: [big] + [1] * (k - 1)  # noqa: E731
-        assert P.choose(one_big, big, limit, big={0: big}) == 1
-    # 999 VPs of 1M entries and one of 15M at 2GB (capacity 10M, floor 100M): the big VP's
-    # partition takes others up to the floor, the rest keep 10M; the rule before this asked
-    # for the big VP alone in its partition: 959 partitions
-    from bgp_congruency.common import vp_hash
-
-    vps = {a: 10**6 for a in range(1, 1000)} | {1000: 15 * 10**6}
-
-    def by_hash(k):
-        out = [0] * k
-        for a, n in vps.items():
-            out[vp_hash.partition(a, k)] += n
-        return out
-
-    k = P.choose(by_hash, sum(vps.values()), 2 * 10**9, big={1000: 15 * 10**6})
-    sizes, home = by_hash(k), vp_hash.partition(1000, k)
-    assert 101 <= k <= 300 and sizes[home] <= 100 * 10**6
-    assert all(n <= 10**7 for i, n in enumerate(sizes) if i != home)
-    with pytest.raises(P.Unfit, match="raise duckdb_memory_limit"):  # 4096 partitions of at most 20 entries
-        P.choose(by_hash, sum(vps.values()), 400)
-    # more than MAX_PARTITIONS preferred partitions, but not more fit-floor ones: MAX_PARTITIONS
     n = P.MAX_PARTITIONS * 15  # at 400 bytes: 2 preferred entries a partition, 20 at the floor
     assert P.choose(even(n), n, 400) == P.MAX_PARTITIONS
+    assert P.capacity(10**12) == P.MAX_PARTITION_ENTRIES
+    assert P.unfit(20_000_000, 400 * 10**6) is None and P.unfit(20_000_001, 400 * 10**6)
     assert P.peak_bytes(cap, 400 * 10**6) == 400 * 10**6 and P.peak_bytes(cap // 2, 400 * 10**6) == 200 * 10**6
+
+    # worked by hand at 2,000 bytes (10 entries a range, 100 at the floor): six VPs of 4, 5,
+    # 3, 12, 1 and 9 entries in hash order make [4 5] [3] [12] [1 9], cut at the 3rd, 4th
+    # and 5th VP's hash
+    asns = sorted(range(1, 7), key=vp_hash.hash_of)
+    vps = list(zip(asns, (4, 5, 3, 12, 1, 9)))
+    cuts = P.cut(vps, 2000)
+    assert cuts == (0, *(vp_hash.hash_of(a) for a in asns[2:5]), vp_hash.SPACE)
+    assert P.sizes(vps, cuts) == [9, 3, 12, 10]
+    assert P.cut(vps, 2000, fixed=3) == vp_hash.even(3) and P.cut(vps, None) == vp_hash.even(1)
+    # 999 VPs of 1M entries and one of 15M at 2GB (10M a range): the big VP alone, the others
+    # in full ranges (the rule before: the heaviest of K even ranges had to fit, 101-300 of them)
+    vps = [(a, 10**6) for a in range(1, 1000)] + [(1000, 15 * 10**6)]
+    cuts = P.cut(vps, 2 * 10**9)
+    got = P.sizes(vps, cuts)
+    assert sum(got) == 1014 * 10**6 and got.count(15 * 10**6) == 1
+    assert all(n <= 10**7 for n in got if n != 15 * 10**6) and len(got) <= 103
+    # more ranges than MAX_PARTITIONS at the preference, but not at the fit floor: the floor
+    vps = [(a, 6) for a in range(1, 2 * P.MAX_PARTITIONS + 1)]
+    got = P.sizes(vps, P.cut(vps, 2000))
+    assert len(got) == 2 * P.MAX_PARTITIONS * 6 // 96 and max(got) == 96
+    with pytest.raises(P.Unfit, match="raise duckdb_memory_limit"):  # one VP a range at the floor too
+        P.cut([(a, 60) for a in range(1, 2 * P.MAX_PARTITIONS + 1)], 2000)
 
 
 def test_local_store_publishes_a_month_in_one_commit_and_keeps_others(tmp_path):

@@ -24,23 +24,18 @@ class Engine(Protocol):
     def pin(self) -> None:
         """Keep the month's entries for several runs (the sensitivity variants)."""
 
-    def partition_sizes(self, k: int) -> list[int]:
-        """Entries per VP partition of the month split in k (pipeline/partitions.py); an
-        engine that runs one partition returns []."""
-
-    def largest_vp(self) -> int:
-        """Entries of the month's largest VP (0: the engine does not partition)."""
-
-    def vps_over(self, entries: int) -> dict[int, int]:
-        """The month's VPs (peer ASN: entries) with more than `entries` entries."""
+    def vp_entries(self) -> list[tuple[int, int]]:
+        """(peer ASN, entries) of every VP of the month, from the month pass, for its VP
+        partitions (pipeline/partitions.py); an engine that runs one partition returns []."""
 
     def resumable(self, store: Store, month: str) -> str | None:
         """A killed run's staging folder of `month` whose finished partitions `run` may reuse
         (it checks the inputs and SQL are the same), or None (Spark: never)."""
 
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
-            partitions: int = 1) -> None:
-        """Every step of the month, in `partitions` VP partitions; each output table staged
+            partitions=1) -> None:
+        """Every step of the month, in `partitions` VP partitions (a number of even hash ranges,
+        or common/vp_hash.Cuts); each output table staged
         as staged/<table>. `prev`: the month before's pairs/vps/paths files (the
         catalog's) for transitions (None: an empty table)."""
 

@@ -72,14 +72,14 @@ def _bucketed(files: list[str]) -> bool:
     return bool(files) and all(vp_hash.COLUMN in pq.read_schema(f).names for f in files)
 
 
-def _partition_filter(k: int, i: int, bucketed: bool) -> str:
-    """The rows of partition i of k (VP partitions: pipeline/partitions.py); on bucketed files
-    the bucket range lets the Parquet reader skip every other row group."""
-    if k == 1:
+def _partition_filter(cuts: vp_hash.Cuts, i: int, bucketed: bool) -> str:
+    """The rows of partition i of `cuts` (VP partitions: pipeline/partitions.py); on bucketed
+    files the bucket range lets the Parquet reader skip every other row group."""
+    if len(cuts) == 2:
         return ""
-    where = f" WHERE {vp_hash.sql_partition('peer_asn', k)} = {i}"
+    where = f" WHERE {vp_hash.sql_range('peer_asn', cuts, i)}"
     if bucketed:
-        lo, hi = vp_hash.bucket_range(i, k)
+        lo, hi = vp_hash.bucket_span(cuts, i)
         where += f" AND {vp_hash.COLUMN} BETWEEN {lo} AND {hi}"
     return where
 
@@ -153,24 +153,11 @@ class DuckDBEngine:
         per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
         return per_afi
 
-    def partition_sizes(self, k: int) -> list[int]:
-        """Entries per partition when the month is split into k (from the month pass)."""
-        rows = self.con.execute(f"SELECT {vp_hash.sql_partition('peer_asn', k)} AS p, sum(n)::BIGINT FROM month_counts "
-                                "GROUP BY p").fetchall()
-        sizes = [0] * k
-        for p, n in rows:
-            sizes[int(p)] = int(n)
-        return sizes
-
-    def largest_vp(self) -> int:
-        """The entries of the month's largest peer ASN (the smallest unit a partition holds)."""
-        return int(self.con.execute("SELECT coalesce(max(n), 0) FROM (SELECT sum(n) AS n FROM month_counts "
-                                    "GROUP BY peer_asn)").fetchone()[0])
-
-    def vps_over(self, entries: int) -> dict[int, int]:
-        """The peer ASNs with more than `entries` entries in the month (few: the rule's big VPs)."""
-        return {int(a): int(n) for a, n in self.con.execute(
-            "SELECT peer_asn, sum(n) FROM month_counts GROUP BY peer_asn HAVING sum(n) > $n", {"n": entries}).fetchall()}
+    def vp_entries(self) -> list[tuple[int, int]]:
+        """(peer ASN, entries) of every VP of the month, from the month pass (a row per peer
+        ASN: thousands in a month of every collector)."""
+        return [(int(a), int(n)) for a, n in self.con.execute(
+            "SELECT peer_asn, sum(n)::BIGINT FROM month_counts GROUP BY peer_asn ORDER BY peer_asn").fetchall()]
 
     def pin(self) -> None:
         """Read the month's entries once into DuckDB (spilled past the memory limit): later
@@ -189,18 +176,19 @@ class DuckDBEngine:
         return max(found, key=lambda p: os.path.getmtime(f"{p}/{WORK_DB}")) if found else None
 
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
-            partitions: int = 1) -> None:
+            partitions=1) -> None:
         """Every step into staged/<table> (one file per partition); `keep`: leave the
         connection open for another run on the same entries (the sensitivity variants),
         keeping the partitions' cleaning and per-path aggregates where the new parameters
         render them the same (a variant of min_coverage alone keeps them). A partition's
         work is recorded done in the work database (WORK_DB) as it ends: a run into a
         staging folder where a killed run of the same inputs and SQL left some skips it."""
-        k = partitions
+        cuts = vp_hash.even(partitions) if isinstance(partitions, int) else tuple(partitions)
+        k = len(cuts) - 1
         part_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.PARTITION_STEPS]
         rest_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
         rest_sql += [S.TRANSITIONS.duckdb, S.PREV_V6_DESTS.duckdb]
-        reuse = keep and self._kept == (part_sql, k)
+        reuse = keep and self._kept == (part_sql, cuts)
         for name in (*(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
             self.con.execute(f"DROP TABLE IF EXISTS {name}")
         for name in ("month_vps", "month_pair_counts"):
@@ -215,7 +203,7 @@ class DuckDBEngine:
         import duckdb
 
         key1 = _key(k, part_sql, self.snapshots, _inputs(self.src), duckdb.__version__,
-                    [_partition_filter(k, i, self.bucketed) for i in range(k)],
+                    [_partition_filter(cuts, i, self.bucketed) for i in range(k)],
                     [str(TABLES[t]) for t in sorted(TABLES)], str(TRANSITIONS))
         key2 = _key(key1, rest_sql, prev, keep, staged)
         done1, done2 = self._done(staged, key1, key2)
@@ -236,7 +224,7 @@ class DuckDBEngine:
                 if i in done1:
                     continue
                 self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{without_bucket} FROM month_entries"
-                                 f"{_partition_filter(k, i, self.bucketed)}")
+                                 f"{_partition_filter(cuts, i, self.bucketed)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
                     kind = "VIEW" if s.kind == "view" else "TABLE"
@@ -247,7 +235,7 @@ class DuckDBEngine:
                     if s.kind == "scratch":
                         self.con.execute(f"DROP TABLE {s.name}")
                 self.con.execute(f"INSERT INTO {WORK}.done VALUES (1, {i}, ?)", [key1])
-        self._kept = (part_sql, k) if keep else None
+        self._kept = (part_sql, cuts) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
                              + " UNION ALL ".join(f"SELECT * FROM {WORK}.{name}_{i}" for i in range(k)))
@@ -269,7 +257,7 @@ class DuckDBEngine:
                     hooks.pause("mid-partition")
             if prev is not None and self.only is None:
                 step(_label("transitions", i, k))
-                only = f" WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
+                only = f" WHERE {vp_hash.sql_range('vp_asn', cuts, i)}" if k > 1 else ""
                 for t in ("pairs", "vps"):
                     self.con.execute(f"CREATE OR REPLACE VIEW prev_{t} AS SELECT * FROM {_prev(prev, t)}{only}")
                 self._run_step(S.TRANSITIONS, S.TRANSITIONS.duckdb, staged, part=i)

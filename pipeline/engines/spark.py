@@ -48,15 +48,9 @@ class SparkEngine:
         per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
         return per_afi
 
-    def partition_sizes(self, k: int) -> list[int]:
+    def vp_entries(self) -> list[tuple[int, int]]:
         """Spark runs the month as one partition (its aggregates and shuffles spill on their own)."""
         return []
-
-    def largest_vp(self) -> int:
-        return 0
-
-    def vps_over(self, entries: int) -> dict[int, int]:
-        return {}
 
     def pin(self) -> None:
         """Cache the month's entries: later runs (the sensitivity variants) share them."""
