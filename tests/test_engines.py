@@ -45,7 +45,6 @@ PARTITIONS = (None, 2, 7)
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_the_rule_s_uneven_ranges_give_the_reference_tables(config, ingested_2026, tmp_path, monkeypatch):
     """The rule's own partitions (pipeline/partitions.cut: contiguous hash ranges cut where
     the VPs' counts fill one), made about five of the real sample by a smaller capacity per
@@ -71,6 +70,7 @@ def test_the_rule_s_uneven_ranges_give_the_reference_tables(config, ingested_202
     assert_same_as_reference(data, "2026-07", config.method)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", PARTITIONS)
 def test_real_pair_matches_reference(config, ingested_2026, tmp_path, k):
     data = tmp_path / "data"
