@@ -49,12 +49,7 @@ def buckets(asns):
 
 def partition(asn: int, k: int) -> int:
     """The partition of one ASN, in Python (the tests' independent form of `sql_partition`)."""
-    return (asn * MULT % SPACE) * k // SPACE
-
-
-def bucket_range(i: int, k: int) -> tuple[int, int]:
-    """The first and last bucket holding rows of partition i of k (even ranges)."""
-    return bucket_span(even(k), i)
+    return hash_of(asn) * k // SPACE
 
 
 #: K + 1 hash boundaries, 0 first and SPACE last: partition i holds the hashes in

@@ -144,7 +144,7 @@ def test_the_vp_hash_agrees_in_sql_numpy_and_bucket_ranges():
         assert [p for p, _ in got] == [vp_hash.partition(a, k) for a in asns]
         assert [b for _, b in got] == bucket
         for (p, _), b in zip(got, bucket):
-            lo, hi = vp_hash.bucket_range(p, k)
+            lo, hi = vp_hash.bucket_span(vp_hash.even(k), p)
             assert lo <= b <= hi
     assert sorted(set(vp_hash.partition(a, 2) for a in asns)) == [0, 1]
     # the rule's uneven ranges (pipeline/partitions.cut): each ASN in exactly one range, the
