@@ -1,7 +1,10 @@
 //! Framing and decoding: every record checked as ingest/framing.py checks it, RIB entries
 //! decoded into the columns.
 
-use crate::*;
+use crate::cols::Cols;
+use crate::error::{Error, Why, R};
+use crate::text::{push_ip, push_u32};
+use crate::{TABLE_DUMP, TABLE_DUMP_V2};
 use std::collections::BTreeMap;
 
 
@@ -427,5 +430,169 @@ impl Decoder {
         self.segs = merged;
         self.segs4 = segs4;
         Ok(())
+    }
+}
+
+// ------------------------------------------------------------------ unit tests (`cargo test`, run by `make test` and `make check`)
+// Hand-built records, each field written out as RFC 6396 / RFC 8050 / RFC 6793 lay it out,
+// so a decoder change that breaks the wire format fails here before any real file is read.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::Chunk;
+    use crate::stream::{decode_stream, Done, Msg};
+    use std::sync::mpsc::sync_channel;
+
+    fn mrt(typ: u16, sub: u16, body: &[u8]) -> Vec<u8> {
+        let mut out = 1_700_000_000u32.to_be_bytes().to_vec();
+        out.extend(typ.to_be_bytes());
+        out.extend(sub.to_be_bytes());
+        out.extend((body.len() as u32).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// PEER_INDEX_TABLE with one IPv4 peer (4-byte ASN).
+    fn peer_index(ip: [u8; 4], asn: u32) -> Vec<u8> {
+        let mut b = vec![192, 0, 2, 1, 0, 0, 0, 1]; // collector BGP ID, empty view name, 1 peer
+        b.push(0b10); // IPv4 address, 4-byte ASN
+        b.extend([10, 0, 0, 1]); // peer BGP ID
+        b.extend(ip);
+        b.extend(asn.to_be_bytes());
+        b
+    }
+
+    fn attr(typ: u8, data: &[u8]) -> Vec<u8> {
+        let mut a = vec![0x40, typ, data.len() as u8];
+        a.extend_from_slice(data);
+        a
+    }
+
+    fn segment(typ: u8, asns: &[u32], w: usize) -> Vec<u8> {
+        let mut s = vec![typ, asns.len() as u8];
+        for a in asns {
+            s.extend_from_slice(&a.to_be_bytes()[4 - w..]);
+        }
+        s
+    }
+
+    /// RIB_IPV4_UNICAST(_ADDPATH) for 192.0.2.0/24 with one entry of peer 0.
+    fn rib_v4(attrs: &[u8], addpath: bool) -> Vec<u8> {
+        let mut b = vec![0, 0, 0, 7, 24, 192, 0, 2, 0, 1]; // sequence, /24, prefix, 1 entry
+        b.extend([0, 0, 0x65, 0x5f, 0x10, 0]); // peer index 0, originated time
+        if addpath {
+            b.extend(42u32.to_be_bytes()); // path identifier (RFC 8050)
+        }
+        b.extend((attrs.len() as u16).to_be_bytes());
+        b.extend_from_slice(attrs);
+        b
+    }
+
+    fn decode(bytes: Vec<u8>) -> (R<Option<Done>>, Vec<Cols>) {
+        let (ctx, crx) = sync_channel::<Chunk>(4);
+        let (btx, brx) = sync_channel::<Msg>(64);
+        ctx.send(Chunk::Data(bytes)).unwrap();
+        ctx.send(Chunk::End { sha256: String::new(), file_bytes: 0 }).unwrap();
+        let r = decode_stream(crx, &btx, 1000);
+        drop(btx);
+        let batches = brx.iter().filter_map(|m| if let Msg::Batch(c) = m { Some(c) } else { None }).collect();
+        (r, batches)
+    }
+
+    fn paths(c: &Cols) -> Vec<Vec<u32>> {
+        (0..c.n).map(|i| c.path_vals[c.path_off[i] as usize..c.path_off[i + 1] as usize].to_vec()).collect()
+    }
+
+    #[test]
+    fn framing_a_record_cut_short_names_it() {
+        let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+        f.extend(&mrt(13, 2, &rib_v4(&attr(2, &segment(2, &[65001, 15169], 4)), false))[..20]);
+        let (r, _) = decode(f);
+        let e = r.err().unwrap();
+        // the peer index record is 12 + 21 bytes; the RIB record's body is 31, of which 8 are there
+        assert_eq!(e, Error::Mrt("MRT record #2 at byte 33 cut short: it announces 31 bytes, the file ends 8 bytes into them".into()));
+    }
+
+    #[test]
+    fn framing_garbage_and_empty_input_are_not_mrt() {
+        let (r, _) = decode(b"this is not an MRT file at all".to_vec());
+        assert_eq!(r.err().unwrap().to_string(), "not an MRT record at byte 0 (type 8297, length 1852797984)"); // " i", "not "
+        let (r, _) = decode(Vec::new());
+        assert_eq!(r.err().unwrap(), Error::Mrt("no MRT records".into()));
+    }
+
+    #[test]
+    fn a_rib_before_the_peer_index_is_an_error() {
+        let (r, _) = decode(mrt(13, 2, &rib_v4(&attr(2, &segment(2, &[1, 2], 4)), false)));
+        assert_eq!(r.err().unwrap().to_string(), "RIB record #1 comes before any PEER_INDEX_TABLE");
+    }
+
+    #[test]
+    fn as_path_segments_in_bgpdump_text() {
+        let mut data = segment(2, &[65001, 3356], 4);
+        data.extend(segment(1, &[64512, 64513], 4)); // AS_SET
+        let (mut segs, mut asns) = (Vec::new(), Vec::new());
+        parse_segments(&data, 4, &mut segs, &mut asns).unwrap();
+        assert_eq!(asns, vec![65001, 3356, 64512, 64513]);
+        assert_eq!(hop_count(&segs), 3); // a set counts one
+        let mut text = Vec::new();
+        bgpdump_text(&segs, &asns, &mut text);
+        assert_eq!(String::from_utf8(text.clone()).unwrap(), "65001 3356 {64512,64513}");
+        let (mut segs, mut asns) = (Vec::new(), Vec::new());
+        let mut confed = segment(3, &[65010, 65011], 2); // AS_CONFED_SEQUENCE, 2-byte ASNs
+        confed.extend(segment(2, &[174], 2));
+        parse_segments(&confed, 2, &mut segs, &mut asns).unwrap();
+        bgpdump_text(&segs, &asns, &mut text);
+        assert_eq!(String::from_utf8(text).unwrap(), "(65010 65011) 174");
+        assert!(parse_segments(&[5, 1, 0, 0, 0, 1], 4, &mut segs, &mut asns).is_none()); // unknown type
+        assert!(parse_segments(&[2, 3, 0, 0, 0, 1], 4, &mut segs, &mut asns).is_none()); // cut off
+    }
+
+    #[test]
+    fn add_path_entries_skip_the_path_identifier() {
+        let attrs = attr(2, &segment(2, &[65001, 15169], 4));
+        for (sub, addpath) in [(2, false), (8, true)] {
+            let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+            f.extend(mrt(13, sub, &rib_v4(&attrs, addpath)));
+            let (r, batches) = decode(f);
+            let done = r.unwrap().unwrap();
+            assert_eq!((done.stats.records, done.stats.entries4), (2, 1));
+            assert_eq!(paths(&batches[0]), vec![vec![65001, 15169]], "subtype {sub}");
+            assert_eq!(&batches[0].prefix[..], b"192.0.2.0/24");
+        }
+        // the same ADD-PATH record read as a plain one misreads its entry: an error, not a row
+        let mut f = mrt(13, 1, &peer_index([198, 51, 100, 1], 65001));
+        f.extend(mrt(13, 2, &rib_v4(&attrs, true)));
+        let (r, _) = decode(f);
+        assert!(r.err().unwrap().to_string().starts_with("malformed RIB record #2 ("));
+    }
+
+    /// TABLE_DUMP (v1) IPv4 entry of a 2-byte session: AS_PATH with AS_TRANS, and AS4_PATH.
+    fn rib_v1(attrs: &[u8]) -> Vec<u8> {
+        let mut b = vec![0, 0, 0, 1, 192, 0, 2, 0, 24, 1, 0x65, 0x5f, 0x10, 0]; // view, seq, prefix, /24, status, time
+        b.extend([198, 51, 100, 1, 0xfd, 0xe9]); // peer address, peer AS 65001
+        b.extend((attrs.len() as u16).to_be_bytes());
+        b.extend_from_slice(attrs);
+        b
+    }
+
+    #[test]
+    fn as4_path_replaces_the_as_trans_hops() {
+        let mut attrs = attr(2, &segment(2, &[65001, 23456, 23456], 2));
+        attrs.extend(attr(17, &segment(2, &[196608, 4200000001], 4)));
+        let (r, batches) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        r.unwrap().unwrap();
+        assert_eq!(paths(&batches[0]), vec![vec![65001, 196608, 4200000001]]);
+        // an AS4_PATH longer than the AS_PATH is ignored (RFC 6793 4.2.3)
+        let mut attrs = attr(2, &segment(2, &[65001], 2));
+        attrs.extend(attr(17, &segment(2, &[196608, 4200000001], 4)));
+        let (r, batches) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        r.unwrap().unwrap();
+        assert_eq!(paths(&batches[0]), vec![vec![65001]]);
+        // an attribute twice is malformed
+        let mut attrs = attr(2, &segment(2, &[65001], 2));
+        attrs.extend(attr(2, &segment(2, &[65002], 2)));
+        let (r, _) = decode(mrt(12, 1, &rib_v1(&attrs)));
+        assert_eq!(r.err().unwrap().to_string(), "malformed RIB record #1 (attribute 2 twice)");
     }
 }

@@ -313,3 +313,155 @@ fn next_magic(f: &mut HashFile, buf: &mut Vec<u8>, eof: &mut bool, from: u64,
         }
     }
 }
+
+// ------------------------------------------------------------------ unit tests
+// bzip2 files written here with the bzip2 crate (libbzip2's own compressor) at level 1
+// (100 kB blocks), so a few hundred kB of input make several blocks and every outcome of the
+// splitter can be reached: whole files, several streams, a cut file, garbage, a cancel.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    /// Deterministic, compressible, not repetitive enough for bzip2 to fold blocks away.
+    fn data(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..n).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b"abcdefghij 0123456789\n"[(x % 22) as usize]
+        }).collect()
+    }
+
+    fn bz2(input: &[u8]) -> Vec<u8> {
+        let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+        e.write_all(input).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn file(name: &str, bytes: &[u8]) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("pbz2-test-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Run the parallel decoder on `bytes`; (outcome, what it delivered in order).
+    fn decode(name: &str, bytes: &[u8], workers: usize) -> (Outcome, Vec<u8>) {
+        let p = file(name, bytes);
+        let got = Mutex::new(Vec::new());
+        let out = run(p.to_str().unwrap(), workers, &|chunk| {
+            got.lock().unwrap().extend_from_slice(&chunk);
+            true
+        });
+        std::fs::remove_file(&p).unwrap();
+        (out, got.into_inner().unwrap())
+    }
+
+    fn sha256_hex(b: &[u8]) -> String {
+        format!("{:x}", Sha256::digest(b))
+    }
+
+    #[test]
+    fn bits_reads_across_bytes_big_endian() {
+        let b = [0b1010_1100, 0b0101_0011, 0xff];
+        assert_eq!(bits(&b, 0, 4), Some(0b1010));
+        assert_eq!(bits(&b, 4, 8), Some(0b1100_0101)); // spans two bytes
+        assert_eq!(bits(&b, 20, 4), Some(0b1111));
+        assert_eq!(bits(&b, 20, 5), None); // past the end
+    }
+
+    #[test]
+    fn find_magic_at_any_bit_offset() {
+        for shift in 0..8u32 {
+            // 3 bytes of zeros, then the block magic `shift` bits further on
+            let mut w = BitWriter { out: vec![0, 0, 0], acc: 0, n: 0 };
+            w.put(0, shift);
+            w.put(BLOCK_MAGIC >> 24, 24);
+            w.put(BLOCK_MAGIC & 0xFF_FFFF, 24);
+            w.put(0, 32);
+            let buf = w.finish();
+            assert_eq!(find_magic(&buf, 0), Some((24 + shift as u64, false)), "shift {shift}");
+            assert_eq!(find_magic(&buf, 25 + shift as u64), None);
+        }
+        let mut w = BitWriter { out: vec![], acc: 0, n: 0 };
+        w.put(EOS_MAGIC >> 24, 24);
+        w.put(EOS_MAGIC & 0xFF_FFFF, 24);
+        w.put(0, 16);
+        assert_eq!(find_magic(&w.finish(), 0), Some((0, true)));
+    }
+
+    #[test]
+    fn bit_writer_packs_and_pads_the_last_byte() {
+        let mut w = BitWriter { out: Vec::new(), acc: 0, n: 0 };
+        w.put(0b101, 3);
+        w.put(0b11111, 5);
+        w.put(0b1, 1);
+        assert_eq!(w.finish(), vec![0b1011_1111, 0b1000_0000]);
+    }
+
+    #[test]
+    fn several_blocks_come_out_whole_and_in_order() {
+        let input = data(450_000, 7); // five blocks at level 1
+        let compressed = bz2(&input);
+        for workers in [1, 2, 4] {
+            let (out, got) = decode("blocks", &compressed, workers);
+            match out {
+                Outcome::Done { sha256, file_bytes } => {
+                    assert_eq!(sha256, sha256_hex(&compressed));
+                    assert_eq!(file_bytes, compressed.len() as u64);
+                }
+                _ => panic!("not decoded with {workers} workers"),
+            }
+            assert!(got == input, "{workers} workers: output differs");
+        }
+    }
+
+    #[test]
+    fn streams_one_after_another_are_one_file() {
+        // pbzip2 and lbzip2 write a stream per chunk; `cat a.bz2 b.bz2` is a valid file
+        let (a, b) = (data(150_000, 1), data(120_000, 2));
+        let mut both = bz2(&a);
+        both.extend(bz2(&b));
+        let (out, got) = decode("streams", &both, 2);
+        assert!(matches!(out, Outcome::Done { .. }));
+        assert!(got == [a, b].concat());
+    }
+
+    #[test]
+    fn a_cut_file_falls_back_after_its_last_good_block() {
+        let input = data(450_000, 3);
+        let compressed = bz2(&input);
+        let cut = &compressed[..compressed.len() * 3 / 4];
+        let (out, got) = decode("cut", cut, 2);
+        let Outcome::Fallback { bytes_out } = out else { panic!("a cut file must fall back") };
+        // whole blocks only, and exactly the input's first bytes
+        assert_eq!(bytes_out as usize, got.len());
+        assert!(bytes_out > 0 && (bytes_out as usize) < input.len());
+        assert!(got == input[..got.len()]);
+    }
+
+    #[test]
+    fn garbage_falls_back_at_once() {
+        let (out, got) = decode("garbage", b"BZh9 this is not a bzip2 block at all, only text", 2);
+        assert!(matches!(out, Outcome::Fallback { bytes_out: 0 }) && got.is_empty());
+        let (out, _) = decode("text", b"plain text, no header", 2);
+        assert!(matches!(out, Outcome::Fallback { bytes_out: 0 }));
+    }
+
+    #[test]
+    fn a_receiver_that_stops_cancels() {
+        let compressed = bz2(&data(450_000, 5));
+        let p = file("cancel", &compressed);
+        let seen = Mutex::new(0);
+        let out = run(p.to_str().unwrap(), 2, &|_chunk| {
+            *seen.lock().unwrap() += 1;
+            false // the reader went away after the first block
+        });
+        std::fs::remove_file(&p).unwrap();
+        assert!(matches!(out, Outcome::Cancelled));
+        assert_eq!(*seen.lock().unwrap(), 1);
+    }
+}

@@ -1,7 +1,9 @@
 //! Reading and decompression: a thread reads the file once (hashing it) and hands out
 //! 1 MiB chunks of the decompressed MRT stream.
 
-use crate::*;
+use crate::error::{one_line, Error, R};
+use crate::pbz2;
+use crate::CHUNK;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};

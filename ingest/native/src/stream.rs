@@ -1,6 +1,10 @@
 //! The two threads of one file (read -> decode) and the batches they hand to Python.
 
-use crate::*;
+use crate::cols::Cols;
+use crate::decode::{Decoder, Stats};
+use crate::error::{panic_text, Error, R};
+use crate::read::{read_file, Chunk};
+use crate::{CHUNK, KNOWN_TYPES, MAX_RECORD};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread;

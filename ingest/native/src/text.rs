@@ -92,3 +92,69 @@ pub(crate) fn push_ip(out: &mut Vec<u8>, a: &[u8], v6: bool) {
         push_v4(out, a)
     }
 }
+
+// ------------------------------------------------------------------ unit tests
+// Each expected text is what `bgpdump -m` prints for the same bytes (Python's ipaddress gives
+// the same for every address here but the embedded-IPv4 forms, which inet_ntop keeps).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(f: impl Fn(&mut Vec<u8>)) -> String {
+        let mut out = Vec::new();
+        f(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn v6(s: &str) -> [u8; 16] {
+        s.parse::<std::net::Ipv6Addr>().unwrap().octets()
+    }
+
+    #[test]
+    fn numbers_in_decimal_without_leading_zeros() {
+        assert_eq!(text(|o| push_u32(o, 0)), "0");
+        assert_eq!(text(|o| push_u32(o, 7)), "7");
+        assert_eq!(text(|o| push_u32(o, 65536)), "65536");
+        assert_eq!(text(|o| push_u32(o, u32::MAX)), "4294967295"); // ten digits: the whole buffer
+    }
+
+    #[test]
+    fn ipv4_dotted_quad() {
+        assert_eq!(text(|o| push_v4(o, &[192, 0, 2, 1])), "192.0.2.1");
+        assert_eq!(text(|o| push_v4(o, &[0, 0, 0, 0])), "0.0.0.0");
+        assert_eq!(text(|o| push_ip(o, &[255, 255, 255, 255], false)), "255.255.255.255");
+    }
+
+    #[test]
+    fn hex_groups_lower_case_without_leading_zeros() {
+        assert_eq!(text(|o| push_hex(o, 0)), "0");
+        assert_eq!(text(|o| push_hex(o, 0x0db8)), "db8");
+        assert_eq!(text(|o| push_hex(o, 0xABCD)), "abcd");
+        assert_eq!(text(|o| push_hex(o, 0x1000)), "1000");
+    }
+
+    #[test]
+    fn ipv6_in_rfc_5952_form() {
+        for (addr, want) in [
+            ("2001:db8::1", "2001:db8::1"),
+            ("2001:0db8:0000:0000:0000:0000:0000:0001", "2001:db8::1"),
+            ("::", "::"),
+            ("::1", "::1"),
+            ("2001:db8::", "2001:db8::"),
+            ("2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"), // one zero group is not shortened
+            ("2001:0:0:1:0:0:0:1", "2001:0:0:1::1"),         // the longest run of zeros
+            ("2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"),   // of two equal runs, the first
+            ("fe80::1:2:3:4", "fe80::1:2:3:4"),
+        ] {
+            assert_eq!(text(|o| push_ip(o, &v6(addr), true)), want, "{addr}");
+        }
+    }
+
+    #[test]
+    fn ipv6_embedded_ipv4_as_inet_ntop_writes_it() {
+        assert_eq!(text(|o| push_v6(o, &v6("::ffff:192.0.2.1"))), "::ffff:192.0.2.1");
+        assert_eq!(text(|o| push_v6(o, &v6("::192.0.2.1"))), "::192.0.2.1");
+        // not the two prefixes inet_ntop keeps: plain hex groups
+        assert_eq!(text(|o| push_v6(o, &v6("64:ff9b::c000:201"))), "64:ff9b::c000:201");
+    }
+}
