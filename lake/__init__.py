@@ -13,28 +13,48 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bgp_congruency.lake.catalog import ALIAS, LakeError, NoCatalog
+import duckdb
+
+from bgp_congruency.common import duck
+from bgp_congruency.common.duck import glob_literal
+from bgp_congruency.lake import attach, views
+from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog
 
 
-def connect(data_dir, read_only: bool = True, snapshot: int | None = None):
+def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, locked: bool = False,
+            memory_limit: str | None = None, threads: int | None = None):
     """A DuckDB connection with the catalog attached (as `lake`) and a view per table in its
     default schema (ingest's rib_entries and manifest read in place). NoCatalog when the data
-    dir has no table at all."""
-    import duckdb
+    dir has no table at all.
 
-    from bgp_congruency.lake import catalog, views
-
+    Read-only means the data dir: the catalog is attached READ_ONLY, so no statement changes
+    a published table or its files. The connection is otherwise yours (`COPY (...) TO 'mine.csv'`
+    writes where you say). `locked=True` also fences it in, as `congruency query --sql` is:
+    files only inside the data dir, no other extensions, settings fixed (after the memory and
+    thread caps given here)."""
     root = Path(str(data_dir).removeprefix("file://")).resolve()
+    if locked:
+        # DuckDB matches allowed_directories as literal prefixes: the escaped spelling of
+        # `run[1]` would also admit a real folder literally named `run[[]1]`; refuse where one exists.
+        lit = glob_literal(root)
+        if lit != str(root) and Path(lit).exists():
+            raise LakeError(f"{root}: a folder named {lit} exists beside the data dir: rename one of them "
+                            "(a locked connection fences its file access by folder names)")
     con = duckdb.connect()
     try:
-        if catalog.exists(root) or not read_only:
+        if attach.exists(root) or not read_only:
             if read_only and snapshot is None:
-                snapshot = catalog.pin_of(root)
-            catalog.attach(con, root, read_only=read_only, snapshot=snapshot)
-        elif snapshot is not None or catalog.legacy_months(root):
-            raise NoCatalog(catalog.no_catalog(root))
+                snapshot = attach.pin_of(root)
+            attach.attach(con, root, read_only=read_only, snapshot=snapshot)
+        elif snapshot is not None or attach.legacy_months(root):
+            raise NoCatalog(attach.no_catalog(root))
         if not views.create(con, root):
             raise NoCatalog(f"{root}: no published tables (run congruency run for a month first)")
+        duck.limit(con, memory_limit, threads)
+        if locked:  # the data dir as the views' globs name it (glob_literal) and as its files are named
+            con.execute("SET allowed_directories = $d", {"d": sorted({str(root) + "/", glob_literal(root) + "/"})})
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()
         raise

@@ -9,12 +9,15 @@ files). `month` is a 'YYYY-MM' string everywhere.
 """
 from __future__ import annotations
 
+import glob
 import re
 from pathlib import Path
 
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.table_docs import DOCS, TableDoc
-from bgp_congruency.lake.catalog import ALIAS, NOT_IN_LAKE, attached_columns, tables
+from bgp_congruency.common.tables import sql_type
+from bgp_congruency.lake.attach import ALIAS, NOT_IN_LAKE, tables
+from bgp_congruency.lake.commit import attached_columns
 
 #: The type of `month` in every view and of the ingest tables' partition keys.
 MONTH_TYPE = "VARCHAR"
@@ -45,8 +48,6 @@ def _literal(glob_prefix: str) -> str:
 
 def ingest_globs(root: Path) -> dict[str, str]:
     """name -> glob of ingest's tables that have at least one file."""
-    import glob
-
     out = {}
     for name in NOT_IN_LAKE:
         g = _glob(root, DOCS[name])
@@ -85,8 +86,6 @@ def statements(root: Path, in_lake: dict[str, set[str]], month: str | None = Non
         if name in ingest:
             body = ingest_select(name, ingest[name], "manifest" in ingest)
         elif name in in_lake and name in tables():
-            from bgp_congruency.pipeline.steps import sql_type
-
             # every documented column: NULL where the catalog (made by an earlier version) has none yet
             cols = ["month"] + [_ident(f.name) if f.name in in_lake[name] else
                                 f"CAST(NULL AS {sql_type(f.type, 'duckdb')}) AS {_ident(f.name)}"

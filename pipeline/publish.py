@@ -20,6 +20,7 @@ import uuid
 from pathlib import Path
 
 from bgp_congruency.common import hooks, layout
+from bgp_congruency.lake import commit, upkeep
 
 
 class Store:
@@ -66,8 +67,6 @@ class Store:
         catalog in one transaction (`replace`: instead of the month's rows so far, else beside
         them; `retire`: tables derived from them whose rows of the month go in the same
         transaction); returns the published folders."""
-        from bgp_congruency.lake import catalog
-
         sid = staged.rstrip("/").rsplit("/", 1)[-1]
         for t in tables:
             if not self.exists(f"{staged}/{t}"):
@@ -81,7 +80,7 @@ class Store:
             self.mkdirs(self.month(t, month))
             if not self.rename(f"{staged}/{t}", out[t]):
                 raise OSError(f"could not move {staged}/{t} to {out[t]}")
-        catalog.publish(root, month, {t: str(layout.local(p, "the catalog")) for t, p in out.items()},
+        commit.publish(root, month, {t: str(layout.local(p, "the catalog")) for t, p in out.items()},
                         replace=replace, retire=retire)
         hooks.pause("published")
         self.delete(staged)
@@ -91,12 +90,10 @@ class Store:
         """Delete what killed runs of `month` left: their staging folders (but `keep`, the
         one a run resumes), and publish folders the catalog never registered (module
         docstring); returns them. Hold the month lock."""
-        from bgp_congruency.lake import catalog
-
         done = [p for n in self.children(self.path(layout.STAGING))
                 if n.startswith(f"{month}-") and (p := self.path(layout.STAGING, n)) != keep]
         if not layout.is_cluster(self.root):
-            done += [str(p) for p in catalog.orphans(layout.local(self.root, "the catalog"), month)]
+            done += [str(p) for p in upkeep.orphans(layout.local(self.root, "the catalog"), month)]
         for p in done:
             self.delete(p)
         return done

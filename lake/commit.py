@@ -1,0 +1,182 @@
+"""A publish: a month's tables committed to the DuckLake catalog in one transaction, so every
+reader, the project's and the analyst's, sees a month's tables all old or all new.
+
+A publish moves the month's staged table folders to their final place under a name of their
+own (`<table>/month=M/<publish id>/`: nothing already published is touched), then registers
+them in ONE catalog transaction that also drops the month's rows of the tables it replaces
+(`DELETE ... WHERE month = M`: DuckLake drops each old file whole, no delete files). Until
+the commit no reader sees the new files; from it every new read sees all of them. A reader
+holds the snapshot it began in, and the files of every snapshot stay until `vacuum`
+(lake/upkeep.py) expires the snapshot. A publish killed before its commit leaves a folder
+the catalog never registered: lake/upkeep.orphans finds it and the month's next run removes it.
+
+The tables are every documented table but ingest's two (lake/attach.tables), created on first
+publish with `month VARCHAR` and the schema's columns in its order, partitioned by month.
+Their path is `DATA_DIR/<table>/` (the catalog's `main` schema has the empty path), so
+DuckLake registers each file relative to the data dir and a copy or mount of the data dir at
+another path reads its own files (lake/attach.py). A new catalog is made so before its first
+table, and a catalog made before that is upgraded by its next publish (`_relative`).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from bgp_congruency.common import hooks
+from bgp_congruency.common.duck import glob_literal, quote
+from bgp_congruency.common.tables import sql_type
+from bgp_congruency.lake.attach import (
+    ALIAS,
+    LakeError,
+    attach,
+    catalog_name,
+    current,
+    load,
+    location,
+    opened,
+    tables,
+    why,
+)
+
+#: The catalog's own ledger: which tables of which month are published, with how many rows
+#: (a table with no rows has no file, so the files alone cannot say it was published). In a
+#: schema of its own, so its files are under DATA_DIR/_congruency/ (skipped like _staging).
+LEDGER_SCHEMA, LEDGER_TABLE = "_congruency", "publishes"
+LEDGER = f"{LEDGER_SCHEMA}.{LEDGER_TABLE}"
+
+
+def attached_columns(con) -> dict[str, set[str]]:
+    """table -> its columns in the attached catalog: a catalog created by an earlier version
+    lacks the columns documented since, until the next publish adds them (_create_tables)."""
+    out: dict[str, set[str]] = {}
+    for t, c in con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = ? "
+                            "AND schema_name = 'main'", [ALIAS]).fetchall():
+        out.setdefault(t, set()).add(c)
+    return out
+
+
+def has_ledger(con) -> bool:
+    return bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? "
+                            "AND table_name = ?", [ALIAS, LEDGER_SCHEMA, LEDGER_TABLE]).fetchall())
+
+
+def _relative(con, root) -> None:
+    """Make the `main` schema's path empty (its tables at DATA_DIR/<table>/) and every file
+    registered there by absolute path relative to its table, when the catalog `con` has
+    attached is not so yet (new, or made by an earlier version): through a connection of its
+    own to the catalog's database (DuckLake reads the schema's path when it attaches), then
+    attached again. Idempotent; one transaction."""
+    meta = f"__ducklake_metadata_{ALIAS}"
+    got = con.execute(f"SELECT path FROM {meta}.ducklake_schema WHERE schema_name = 'main' AND end_snapshot IS NULL"
+                      ).fetchone()
+    if got is None or got[0] == "":
+        return
+    con.execute(f"DETACH {ALIAS}")
+    base = str(Path(root).resolve()) + "/"
+    kind, where = location(root).split(":", 1)
+    own = duckdb.connect()
+    try:
+        load(own, root)
+        own.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")
+        own.execute("BEGIN")
+        own.execute("UPDATE meta.ducklake_schema SET path = '', path_is_relative = true WHERE schema_name = 'main'")
+        for table_id, path in own.execute("SELECT table_id, path FROM meta.ducklake_table WHERE schema_id = "
+                                          "(SELECT schema_id FROM meta.ducklake_schema WHERE schema_name = 'main')"
+                                          ).fetchall():
+            prefix = base + path
+            for t in ("ducklake_data_file", "ducklake_delete_file"):
+                own.execute(f"UPDATE meta.{t} SET path = path[{len(prefix) + 1}:], path_is_relative = true "
+                            "WHERE table_id = ? AND NOT path_is_relative AND starts_with(path, ?)", [table_id, prefix])
+        own.execute("COMMIT")
+    finally:
+        own.close()
+    attach(con, root, read_only=False)
+
+
+def _create_tables(con, root) -> None:
+    """Create every table of the catalog not there yet (from its documented schema) and the
+    ledger, and add the documented columns a table created by an earlier version lacks
+    (DuckLake's schema evolution: files registered before read NULL there), in one
+    transaction (one snapshot)."""
+    _relative(con, root)
+    have = attached_columns(con)
+    todo = [n for n in tables() if n not in have]
+    grow = [(n, f) for n in tables() if n in have for f in tables()[n].schema if f.name not in have[n]]
+    if not todo and not grow and has_ledger(con):
+        return
+    con.execute("BEGIN")
+    for name, f in grow:
+        con.execute(f"ALTER TABLE {ALIAS}.{name} ADD COLUMN {f.name} {sql_type(f.type, 'duckdb')}")
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {ALIAS}.{LEDGER_SCHEMA}")
+    for name in todo:
+        schema = tables()[name].schema
+        fields = [pa.field("month", pa.string())] + [f for f in schema if f.name != "month"]
+        con.register("_empty", pa.schema(fields).empty_table())
+        con.execute(f"CREATE TABLE {ALIAS}.{name} AS SELECT * FROM _empty")
+        con.unregister("_empty")
+        con.execute(f"ALTER TABLE {ALIAS}.{name} SET PARTITIONED BY (month)")
+    con.execute(f"""CREATE TABLE IF NOT EXISTS {ALIAS}.{LEDGER} (month VARCHAR, table_name VARCHAR,
+                    rows BIGINT, files INTEGER, folder VARCHAR, published_at TIMESTAMPTZ)""")
+    what = [f"create tables: {', '.join(todo) or LEDGER}"] if todo or not grow else []
+    what += [f"add column {n}.{f.name}" for n, f in grow]
+    con.execute(f"CALL {ALIAS}.set_commit_message('congruency', ?)", ["; ".join(what)])
+    con.execute("COMMIT")
+
+
+def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, retire: tuple[str, ...] = (),
+            message: str = "") -> int:
+    """Register each table's Parquet files under `folders[table]` (already at their final
+    place, below `<table>/month=M/`) as the month's rows, in one transaction; `replace` drops
+    the month's rows the tables had, `retire` those of tables derived from them (no longer
+    true of the new rows: unpublished until they are computed again). Returns the snapshot."""
+    with opened(root, read_only=False) as con:
+        try:
+            _create_tables(con, root)
+            con.execute("BEGIN")
+            ledger = []
+            for table, folder in folders.items():
+                if replace:
+                    con.execute(f"DELETE FROM {ALIAS}.{table} WHERE month = ?", [month])
+                files = data_files(folder)
+                rows = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
+                                   {"f": [glob_literal(f) for f in files]}).fetchone()[0] if files else 0
+                if rows:  # DuckLake registers no file without rows
+                    con.execute("CALL ducklake_add_data_files(?, ?, ?, hive_partitioning => true)",
+                                [ALIAS, table, files])
+                # the folder relative to the data dir: still right after a relocate
+                ledger.append((month, table, rows, len(files) if rows else 0,
+                               os.path.relpath(Path(folder).resolve(), Path(root).resolve())))
+            for table in retire:
+                con.execute(f"DELETE FROM {ALIAS}.{table} WHERE month = ?", [month])
+            gone = (list(folders) if replace else []) + list(retire)
+            empty = []  # folders of replaced publishes that registered no file: no snapshot reads them
+            if gone:
+                empty = [r[0] for r in con.execute(
+                    f"SELECT folder FROM {ALIAS}.{LEDGER} WHERE month = ? AND list_contains(?, table_name) AND rows = 0",
+                    [month, gone]).fetchall()]
+                con.execute(f"DELETE FROM {ALIAS}.{LEDGER} WHERE month = ? AND list_contains(?, table_name)",
+                            [month, gone])
+            con.executemany(f"INSERT INTO {ALIAS}.{LEDGER} VALUES (?, ?, ?, ?, ?, now())", ledger)
+            con.execute(f"CALL {ALIAS}.set_commit_message('congruency', ?)",
+                        [message or f"publish {month}: {', '.join(folders)}"])
+            hooks.pause("commit")
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            raise LakeError(f"{catalog_name(root)}: publishing {month} failed: {why(exc)}") from None
+        base = Path(root).resolve()
+        mine = {Path(f).resolve() for f in folders.values()}
+        for rel in empty:  # a publish's own folder (<table>/month=M/<id>), never a migrated month folder
+            if len(Path(rel).parts) == 3 and (base / rel) not in mine:
+                shutil.rmtree(base / rel, ignore_errors=True)
+        return current(con)
+
+
+def data_files(folder) -> list[str]:
+    """The Parquet files of a publish folder the catalog registers, sorted: not Spark's marker
+    files (`_SUCCESS`, `.crc`) nor a writer's dot-temp files."""
+    return sorted(str(p) for p in Path(folder).glob("[!._]*.parquet"))
+
