@@ -84,7 +84,8 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
     if kind.startswith("duckdb"):
         return child_duckdb(kind, data_dir, month, min_coverage, result)
     t0 = time.perf_counter()
-    from bgp_congruency.pipeline import job, spark_session as sparkmod
+    from bgp_congruency.pipeline import job
+    from bgp_congruency.pipeline import spark_session as sparkmod
 
     cfg = _cfg(data_dir, min_coverage)
     spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
@@ -100,7 +101,7 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
             t2 = time.perf_counter()
             from pyspark.sql import functions as F
 
-            from bgp_congruency.common import published
+            from bgp_congruency.lake import published
 
             cs = spark.read.parquet(*published.files(data_dir.resolve(), ["cleaning_stats"], month)["cleaning_stats"])
             out["rows"] = cs.agg(F.sum("entries")).collect()[0][0]
@@ -130,7 +131,7 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
         [res] = job.compare_months(cfg, [month])
         out["error"], out["summary"] = res.error, res.summary
         t2 = time.perf_counter()
-        from bgp_congruency.common import published
+        from bgp_congruency.lake import published
 
         if not res.error:
             out["rows"] = sum(published.read(cfg.data_dir, "cleaning_stats", month)["entries"].to_pylist())
@@ -155,8 +156,8 @@ def check_engines(data_dir: Path, month: str) -> dict:
     (multiset, both directions)."""
     import duckdb
 
-    from bgp_congruency.common import published
     from bgp_congruency.common.tables import TABLES, TRANSITIONS
+    from bgp_congruency.lake import published
     from bgp_congruency.pipeline.engines.duckdb import _read
     from bgp_congruency.pipeline.steps import empty_select
 

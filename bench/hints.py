@@ -63,9 +63,9 @@ def generate(con, root: Path, pairs: int) -> None:
     # What makes the month published (common/published.py); its figures don't matter here.
     con.execute(f"""COPY (SELECT count(*) AS pairs FROM p)
                     TO {quote(f'{root}/month_summary/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import upkeep
 
-    catalog.migrate(root)  # the files registered in the catalog where they are, as a publish would
+    upkeep.migrate(root)  # the files registered in the catalog where they are, as a publish would
 
 
 def floor_hints(con, root: Path, out: Path) -> int:
@@ -94,7 +94,7 @@ from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import HINTS
 from bgp_congruency.selector.exports import jsonl
 mode, data, month, out = sys.argv[2:6]
-from bgp_congruency.common import published
+from bgp_congruency.lake import published
 src = published.files(data, ["hints"], month)["hints"]
 t0 = time.perf_counter()
 if mode == "write":

@@ -51,8 +51,8 @@ def slot_for(path: Path):
 
 def child_decode_only(files: list[Path], result: str | None) -> int:
     """Child mode: the native decoder's batches, counted, not written (the decoder alone)."""
-    from bgp_congruency.ingest.backends import native
     from bgp_congruency.common.config import Config
+    from bgp_congruency.ingest.backends import native
 
     t0 = time.perf_counter()
     entries = 0
@@ -68,10 +68,10 @@ def child_decode_only(files: list[Path], result: str | None) -> int:
 
 def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: str | None) -> int:
     """Child mode: decode every file with one backend into out_dir (production layout)."""
+    from bgp_congruency.common.config import Config
     from bgp_congruency.ingest import backends
     from bgp_congruency.ingest.run import decode_file
     from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
-    from bgp_congruency.common.config import Config
 
     t0 = time.perf_counter()
     backend = backends.get(backend_name)

@@ -83,9 +83,9 @@ def writes(rib: Path, repeat: int) -> dict:
     """One snapshot written by ingest's writer and by the plain writer it replaced."""
     import pyarrow.parquet as pq
 
+    from bgp_congruency.common.tables import DECODED_SCHEMA
     from bgp_congruency.ingest import writer as W
     from bgp_congruency.ingest.backends import native
-    from bgp_congruency.common.tables import DECODED_SCHEMA
 
     batches = list(native.decode_checked(rib, 200_000, collector="bench", project="routeviews",
                                          snapshot_time=datetime(2000, 1, 1, tzinfo=timezone.utc), source_file=str(rib)))

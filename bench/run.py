@@ -225,6 +225,7 @@ def render_md(doc: dict) -> str:
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
     lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
     lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
+    lines += _commands_section(real.get("commands") or [])
     lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
     lines += _commits_section(real.get("commits") or [])
     lines += _layout_section(real.get("layout") or [])
@@ -346,6 +347,23 @@ def _hints_section(runs: list[dict]) -> list[str]:
                     ["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
                      "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
                     rows, "rrrrrrrrrrrl")
+
+
+def _commands_section(runs: list[dict]) -> list[str]:
+    """bench/commands.py: every command on the real sample month, and `run`'s steps."""
+    if not runs:
+        return []
+    r = runs[-1]
+    run = r["run"]
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in run["steps"].items() if v is not None)
+    intro = [f"`{r['command']}` on the real sample month {r['month']} (`make demo`'s: 843,626 entries, 2,167 pairs),",
+             "each command a fresh process (its interpreter's start included), best of the runs; CPU is user +",
+             "system time of its whole process tree. The docs state command times from this table.", "",
+             f"`congruency run` of the month from nothing: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, "
+             f"peak {run['peak_mib']:,} MiB; by step: {steps}."]
+    rows = [[f"`congruency {c['command']}`", _s(c["wall_s"]), _s(c["cpu_s"]), f"{c['peak_mib']:,}"]
+            for c in r["commands"]]
+    return _section("Commands on the sample month", intro, ["command", "wall s", "CPU s", "peak RSS MiB"], rows, "lrrr")
 
 
 def _versions_section(runs: list[dict]) -> list[str]:
@@ -805,6 +823,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json"),
                          ("commits", "commits-*.json"),
                          ("layout", "layout-*.json"),
+                         ("commands", "commands.json"),
                          ("multipath", "multipath.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:

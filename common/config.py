@@ -5,13 +5,19 @@ monthly job and an analyst's one-off run can share one `congruency.toml`.
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from bgp_congruency.common import layout
 from bgp_congruency.common.errors import BadInput
-from bgp_congruency.common.params import MethodParams
+from bgp_congruency.common.params import MethodParams, RelationshipParams, SourceParams, load_groups, read_asn_list
+
+#: The compare engines (pipeline/engines/): every flag and setting that names one takes these.
+ENGINES = ("duckdb", "spark")
+#: The MRT decoders (ingest/backends/, one module each), the default first.
+BACKENDS = ("native", "bgpdump", "pybgpstream")
 
 
 class ConfigError(BadInput):
@@ -112,6 +118,12 @@ class Config:
     lake_vacuum_grace_s: int = 3600
     #: The method's parameters: the [method] table.
     method: MethodParams = field(default_factory=MethodParams)
+    #: The AS-relationship inference's parameters (relationships/METHOD.md): the
+    #: [relationships] table.
+    relationships: RelationshipParams = field(default_factory=RelationshipParams)
+    #: The operator's host, for advice from it (advise, export, run's tunnels export): the
+    #: [source] table.
+    source: SourceParams = field(default_factory=SourceParams)
 
     @property
     def cache_dir(self) -> Path:
@@ -145,8 +157,6 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
 
 def parse_bytes(text) -> int:
     """'500GB', '1.5TiB', '2000000' -> bytes; ValueError saying what is expected."""
-    import re
-
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
     if not m or m.group(2).upper() not in _UNITS:
         raise ValueError(f"expected a size like 500GB or 2TiB, got {text!r}")
@@ -227,8 +237,6 @@ def _day(v):
 
 
 def _time(v):
-    import re
-
     m = re.fullmatch(r"(\d{1,2}):(\d{2})", v) if isinstance(v, str) else None
     _expect(bool(m) and int(m.group(1)) <= 23 and int(m.group(2)) <= 59, 'UTC times "HH:MM" (00:00 to 23:59)')
     return f"{int(m.group(1)):02d}:{m.group(2)}"
@@ -248,12 +256,6 @@ def _collectors(v):
     return _list_of(_text(), 'collector names or sets, like ["route-views2", "rrc00"] or ["all"]')(v)
 
 
-def _backend(v):
-    from bgp_congruency.ingest.backends import NAMES
-
-    return _text(choices=NAMES)(v)
-
-
 _CHECKS = {
     "collectors": _collectors,
     "catalogue": _text(optional=True),
@@ -264,7 +266,7 @@ _CHECKS = {
     "archive_roots": _roots,
     "bgpstream_csv": _text(optional=True),
     "data_dir": _text(),
-    "backend": _backend,
+    "backend": _text(choices=BACKENDS),
     "concurrency": _number(1, integer=True),
     "timeout_s": _number(0, above=True),
     "retries": _number(0, integer=True),
@@ -277,7 +279,7 @@ _CHECKS = {
     "plan_download_mbit_s": _number(0, above=True),
     "plan_entries_per_snapshot": _number(1, integer=True),
     "batch_rows": _number(1, integer=True),
-    "engine": _text(choices=("duckdb", "spark")),
+    "engine": _text(choices=ENGINES),
     "duckdb_memory_limit": _size(auto=True),
     "duckdb_temp_dir": _text(optional=True),
     "duckdb_threads": _number(1, integer=True, optional=True),
@@ -307,13 +309,80 @@ _METHOD_CHECKS = {
 }
 
 
+def _asn(v):
+    _expect(not isinstance(v, bool) and isinstance(v, int) and 0 <= v <= 2**32 - 1, "ASNs (whole numbers)")
+    return v
+
+
+_RELATIONSHIP_CHECKS = {
+    "route_servers": lambda v: frozenset(_list_of(_asn, "ASNs", nonempty=False)(v)),
+    "route_servers_file": _text(optional=True),
+    "clique_candidates": _number(2, 40, integer=True),
+    "ipv6_clique_missing": _number(0, integer=True),
+    "ipv6_open_peering": _bool,
+    "clique_refute_dests": _number(1, integer=True),
+    "min_triplet_paths": _number(1, integer=True),
+    "partial_feed_share": _number(0, 1),
+    "provider_less_transit": _number(1, integer=True),
+}
+
+
+def _relationships(path, data) -> RelationshipParams:
+    """The [relationships] table; a route-server file is read here (relative to the config
+    file), so a bad one fails before any month is computed."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: relationships: expected a [relationships] table, got {data!r}")
+    kw = {}
+    for k, v in data.items():
+        if k not in _RELATIONSHIP_CHECKS:
+            raise ConfigError(f"{path}: [relationships] unknown setting {k}")
+        try:
+            kw[k] = _RELATIONSHIP_CHECKS[k](v)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: [relationships] {k}: {exc}, got {v!r}") from None
+    if kw.get("route_servers_file"):
+        f = Path(kw["route_servers_file"]).expanduser()
+        f = f if f.is_absolute() or path is None else Path(path).resolve().parent / f
+        kw["route_servers_file"] = str(f)
+        kw["route_servers"] = kw.get("route_servers", frozenset()) | read_asn_list(f)
+    return RelationshipParams(**kw)
+
+
+_VIA = re.compile(r"(?:AS|as)?\d{1,10}(?::(?:provider|peer|customer))?")
+
+
+def _vias(v):
+    items = [x.strip() for x in v.split(",")] if isinstance(v, str) else v
+    _expect(isinstance(items, list) and items and all(isinstance(x, str) and _VIA.fullmatch(x.strip()) for x in items),
+            'neighbours like ["3356", "174:peer"] (AS[:provider|peer|customer])')
+    return tuple(x.strip() for x in items)
+
+
+def _source(path, data) -> SourceParams:
+    """The [source] table: asn, via4, via6."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: source: expected a [source] table, got {data!r}")
+    checks = {"asn": _asn, "via4": _vias, "via6": _vias}
+    kw = {}
+    for k, v in data.items():
+        if k not in checks:
+            raise ConfigError(f"{path}: [source] unknown setting {k} (asn, via4, via6)")
+        try:
+            kw[k] = checks[k](v)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: [source] {k}: {exc}, got {v!r}") from None
+    if kw and "asn" not in kw:
+        raise ConfigError(f"{path}: [source] asn: required with via4/via6 (the source host's AS)")
+    return SourceParams(**kw)
+
+
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
     come from congruency/groups.toml unless the file sets [method.groups]."""
-    from bgp_congruency.common.params import load_groups
-
     data: dict = read_toml(path) if path is not None else {}
     method_data = data.pop("method", {})
+    relationships = _relationships(path, data.pop("relationships", {}))
+    source = _source(path, data.pop("source", {}))
     known = {f.name for f in fields(Config)}
     unknown = set(data) - known
     if unknown:
@@ -340,7 +409,7 @@ def load(path: str | Path | None = None) -> Config:
     groups = method_data.pop("groups", None)
     try:
         method = MethodParams(groups=groups if groups is not None else load_groups(), **method_data)
-        return Config(method=method, **kw)
+        return Config(method=method, relationships=relationships, source=source, **kw)
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except ValueError as exc:  # a method value out of its set (MethodParams.__post_init__)

@@ -1,8 +1,10 @@
 """Terminal output shared by every command: progress and messages on stderr, data on stdout."""
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
+import time
 
 from rich.console import Console
 from rich.progress import (
@@ -16,11 +18,13 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-err = Console(stderr=True, highlight=False)
+#: No markup anywhere: messages carry paths and names as they are (a data dir named
+#: `run [x]` is printed so; rich would read `[x]` as a style and drop it).
+err = Console(stderr=True, highlight=False, markup=False)
 #: Off a terminal (cron, Airflow, `2> log`) nothing wraps: a line is a line, whatever its length.
 LINES = not err.is_terminal
 if LINES:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
 def error(message: str) -> None:
@@ -42,7 +46,7 @@ def progress(*, transfer: bool = False):
     """Bars on a terminal; off one, a log line per event (LineProgress)."""
     if LINES:
         return LineProgress()
-    cols = [TextColumn("{task.description}"), BarColumn()]
+    cols = [TextColumn("{task.description}", markup=False), BarColumn()]
     cols += [_Amount(), _Speed()] if transfer else [MofNCompleteColumn()]
     cols.append(TimeElapsedColumn())
     return Progress(*cols, console=err, transient=False)
@@ -55,8 +59,6 @@ class LineProgress:
     out of order with the messages between.)"""
 
     def __init__(self, out=None):
-        import itertools
-
         self.out = out
         self.tasks: dict[int, dict] = {}
         self.ids = itertools.count()  # never reused: a removed task's id stays its own
@@ -69,14 +71,10 @@ class LineProgress:
         return False
 
     def _say(self, text: str) -> None:
-        import time
-
         stamp = time.strftime("%H:%M:%S", time.gmtime())
         print(f"{stamp} {text}", file=self.out or sys.stderr, flush=True)
 
     def add_task(self, description: str, total=None, completed=0, **_) -> int:
-        import time
-
         with self.lock:
             tid = next(self.ids)
             self.tasks[tid] = {"name": description, "d": description, "total": total, "done": completed,
@@ -109,8 +107,6 @@ class LineProgress:
             self.tasks.pop(task, None)
 
     def _end_if_done(self, t: dict) -> None:
-        import time
-
         total = t["total"]
         if not t["ended"] and not _is_transfer_total(total) and t["done"] >= total:
             t["ended"] = True

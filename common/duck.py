@@ -7,9 +7,14 @@ that can be larger than memory: each is capped by `duckdb_memory_limit` and
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+import duckdb
 
 
 def quote(s: str) -> str:
@@ -35,8 +40,6 @@ def writable_db(path):
     if "?" not in str(p):
         yield str(p)
         return
-    import shutil
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="congruency-db-") as tmp:
         built = os.path.join(tmp, p.name)
@@ -87,10 +90,6 @@ def connect(cfg, spill=None):
     to the folder `spill` when given, else in a folder of its own under the system's temp
     folder (TMPDIR; never DuckDB's default ./.tmp, which every process started in the same
     folder shares)."""
-    import tempfile
-
-    import duckdb
-
     con = duckdb.connect()
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
     if cfg.duckdb_temp_dir or spill is None:
@@ -104,10 +103,6 @@ def private_spill(parent) -> str:
     """A new folder under `parent` for one connection's spill, removed when the process ends:
     DuckDB names its temp files the same in every process, so two connections spilling into
     one folder (two months run at once, a query during a run) would take each other's."""
-    import atexit
-    import shutil
-    import tempfile
-
     os.makedirs(parent, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="duckdb-spill-", dir=parent)
     atexit.register(shutil.rmtree, folder, True)

@@ -20,6 +20,7 @@ for a URL. Writers name their own files inside these folders.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from bgp_congruency.common.errors import BadInput
@@ -112,6 +113,12 @@ def catalog_pointer(root):
 def publish_dir(root, table: str, month: str, publish_id: str):
     """One publish of a table's month: its files, registered in the catalog by that publish."""
     return _join(root, table, month_part(month), publish_id)
+
+
+def shell_quote(path) -> str:
+    """A path as a shell word, for the commands messages suggest: pasted, `data dir [x]`
+    stays one argument."""
+    return shlex.quote(str(path))
 
 
 def months_in(root, table: str) -> list[str]:

@@ -2,7 +2,10 @@
 and calendar steps. One place, as ingest, the job, the runner and the reports all need them."""
 from __future__ import annotations
 
+import calendar
 import re
+from datetime import datetime, timezone
+
 from bgp_congruency.common.errors import BadInput
 
 
@@ -39,8 +42,6 @@ def previous_month(month: str) -> str:
 
 def check_not_future(months: list[str], flag: str = "--month", today=None) -> None:
     """ValueError for a month after the current (UTC) one: no archive has its RIBs yet."""
-    from datetime import datetime, timezone
-
     now = today or datetime.now(timezone.utc)
     current = f"{now.year}-{now.month:02d}"
     late = [m for m in months if m > current]
@@ -51,8 +52,6 @@ def check_not_future(months: list[str], flag: str = "--month", today=None) -> No
 def check_days(months: list[str], days, flag: str = "--days") -> None:
     """ValueError when a selected day is not in every month: `--days 31` is refused for a
     30-day month, in every command alike (choose days each month has, e.g. 1-28)."""
-    import calendar
-
     for m in months:
         y, mo = parse_month(m)
         last = calendar.monthrange(y, mo)[1]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from typing import ClassVar
 from pathlib import Path
+from typing import ClassVar
+
 from bgp_congruency.common.errors import BadInput
 
 GROUPS_TOML = Path(__file__).with_name("groups.toml")
@@ -75,6 +76,78 @@ class MethodParams:
 
     def is_reserved(self, asn: int) -> bool:
         return any(lo <= asn <= hi for lo, hi in self.reserved_asns)
+
+
+@dataclass(frozen=True)
+class RelationshipParams:
+    """The AS-relationship inference's parameters (relationships/METHOD.md): the config's
+    [relationships] table."""
+
+    #: IXP route-server ASNs, taken out of every path before the inference (a route server
+    #: relays routes; it is no AS on the way). The list in `route_servers_file` is added.
+    route_servers: frozenset[int] = frozenset()
+    #: A file of route-server ASNs, one per line (`#` comments), e.g. PeeringDB's networks
+    #: with info_type "Route Server"; None = only `route_servers`.
+    route_servers_file: str | None = None
+    #: Step 1: the clique is searched among this many ASes of the largest transit degree
+    #: (AS-Rank: 10; more finds the clique where few VPs see its members' transit).
+    clique_candidates: int = 25
+    #: Step 1: clique links an IPv6 clique member may lack (IPv4: 0, a full mesh).
+    ipv6_clique_missing: int = 1
+    #: Step 6: in IPv6, clique members peer openly (Hurricane Electric): a stub neighbour of a
+    #: clique member is its customer only when it has no provider yet (IPv4: always).
+    ipv6_open_peering: bool = True
+    #: Step 1: a third member carrying one's routes to the other toward this many
+    #: destinations refutes a clique link.
+    clique_refute_dests: int = 3
+    #: Steps 2 and 4: paths a triplet needs before it decides a link on its own.
+    min_triplet_paths: int = 3
+    #: Step 3: a VP reaching at most this share of the family's ASes is a partial feed.
+    partial_feed_share: float = 0.02
+    #: Step 5: the transit degree from which an AS without providers is a provider-less network.
+    provider_less_transit: int = 10
+
+    def missing(self, afi: int) -> int:
+        """Clique links a member may lack in family `afi`."""
+        return self.ipv6_clique_missing if afi == 6 else 0
+
+    def open_peering(self, afi: int) -> bool:
+        """Whether clique members peer openly with stubs in family `afi`."""
+        return self.ipv6_open_peering and afi == 6
+
+
+@dataclass(frozen=True)
+class SourceParams:
+    """The operator's own host (the config's [source] table): its AS and the ASes it hands
+    traffic to per family, `AS[:provider|peer|customer]` items, the primary first. `advise` and
+    `export` use them when --from is this AS; `run`'s hints step writes the site's advice into
+    the month's tunnels export."""
+
+    #: The source host's AS; None = no [source].
+    asn: int | None = None
+    #: Its IPv4 neighbours: ["3356", "174:peer"] (provider unless said).
+    via4: tuple[str, ...] = ()
+    #: Its IPv6 neighbours, as via4.
+    via6: tuple[str, ...] = ()
+
+
+def read_asn_list(path: str | Path) -> frozenset[int]:
+    """ASNs of a file, one per line; blank lines and `#` comments are skipped. BadInput names
+    the file and line of anything else."""
+    p = Path(path)
+    try:
+        lines = p.read_text().splitlines()
+    except OSError as exc:
+        raise BadInput(f"{p}: cannot read the ASN list ({exc.strerror or exc})") from None
+    out = set()
+    for n, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if not text.isdigit() or int(text) > 2**32 - 1:
+            raise BadInput(f"{p}: line {n}: expected an ASN, got {text!r}")
+        out.add(int(text))
+    return frozenset(out)
 
 
 def load_groups(path: str | Path | None = None) -> dict[str, str]:

@@ -11,8 +11,25 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from bgp_congruency.common.tables import (CLEANING_STATS, DIVERGENCE, HINTS, MANIFEST, MONTH_SUMMARY, PAIRS, PATHS, PROVENANCE,
-                           RIB_ENTRIES, SELECTOR_EVAL, SENSITIVITY, TRACES, TRANSITIONS, VP_BUCKET, VPS)
+from bgp_congruency.common.tables import (
+    AS_RELATIONSHIPS,
+    CLEANING_STATS,
+    DIVERGENCE,
+    HINTS,
+    MANIFEST,
+    MONTH_SUMMARY,
+    PAIRS,
+    PATHS,
+    PROVENANCE,
+    RIB_ENTRIES,
+    SELECTOR_EVAL,
+    SENSITIVITY,
+    TRACES,
+    TRANSITIONS,
+    VP_BUCKET,
+    VPS,
+)
+
 
 class Col(NamedTuple):
     meaning: str
@@ -263,6 +280,24 @@ document(
     prev_v6_path=("IPv6 path the month before (existing_pair only)", "list of ASNs", _TR),
 )
 
+_REL = "relationships (relationships/METHOD.md)"
+document(
+    "as_relationships", AS_RELATIONSHIPS,
+    "One row per AS link of the month's paths and address family: its business relationship, inferred from "
+    "that family's paths alone (AS-Rank's steps), and the evidence.",
+    "as_relationships/month=YYYY-MM/PUBLISH/*.parquet",
+    month=_MONTH,
+    afi=("address family whose paths show the link: 4 or 6", "-", _REL),
+    as1=("the provider for p2c; the lower ASN for p2p and s2s", "ASN", _REL),
+    as2=("the customer for p2c; the higher ASN for p2p and s2s", "ASN", _REL),
+    rel=("p2c (as1 is a provider of as2) | p2p (peers) | s2s (siblings; never inferred from paths alone: "
+         "CAIDA's serial-1 -1 and 0 as words)", "-", _REL),
+    paths=("distinct (VP AS, path) items of the family with the two ASes next to each other", "paths", _REL),
+    vps=("VP ASes whose paths show the link", "VPs", _REL),
+    step=("the step that decided it: clique | top-down | partial-vp | larger-customer | provider-less | "
+          "clique-stub | stub-providers | fold-p2p | rest-p2p", "-", _REL),
+)
+
 _SEL = "path selector (selector/rules.py)"
 document(
     "hints", HINTS,
@@ -279,6 +314,9 @@ document(
              "the class; else those seen right after it", "list of ASNs", _SEL),
     dest_asn=("destination AS (origin of the IPv4 address when a host was asked)", "ASN", "6. Dual-stacked destinations"),
     dest_asn_v6=("destination AS of the IPv6 path (differs from dest_asn only for split-origin hosts)", "ASN", _SEL),
+    via_v4=("the source's neighbour the IPv4 path leaves through (its second AS); with the source's own evidence "
+            "(--via4, traces) the neighbour rules 8-10 chose; null without a path", "ASN", _SEL),
+    via_v6=("the same for the IPv6 path", "ASN", _SEL),
     query=("the destination as asked (ASN, prefix or address); null in the table", "-", _SEL),
     endpoint=("candidate tunnel endpoint name (--endpoints); null otherwise", "-", _SEL),
     addr_v4=("IPv4 address asked for; null otherwise", "-", _SEL),
@@ -355,7 +393,10 @@ document(
           "front of its neighbours' routes), one-neighbour (a stub behind one AS, the same in both families: that "
           "AS's class, shared next to the source; no path), destination (the class most pairs to the destination "
           "show; no path), "
-          "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in)", "-", _EV),
+          "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in); with the "
+          "source's evidence revealed (reveal): first-hop (its neighbour toward the destination known: that "
+          "neighbour's route), through (VPs' paths cross it: its own route), neighbours (its neighbours known: "
+          "Gao-Rexford preference among them), destination (a family with no path: rule 6)", "-", _EV),
     proxies=("proxy VPs the answer considered (destination, one-neighbour: the VP ASes whose pairs show its class)",
              "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),
@@ -371,6 +412,9 @@ document(
     kind=("vp: a VP AS held out, against its own pair; stub or transit: an AS that is no VP of a generated month, "
           "against the generator's true paths (congruency evaluate --truth); vp_group is null for those", "-", _EV),
     calibrated_confidence=("the measured confidence of such an answer (selector/calibration.py), fitted on the "
-                           "month's other sources' rows only; null for unknown answers and rules with too few answers",
-                           "fraction 0-1", _EV),
+                           "month's other sources' rows of the same reveal only; null for unknown answers and rules "
+                           "with too few answers", "fraction 0-1", _EV),
+    reveal=("what the selector was told of the source (congruency evaluate --reveal): none (today's rules, only the "
+            "month), first-hop (its neighbour toward each destination), neighbours (the set of its neighbours per "
+            "family); null in rows from before it existed: none", "-", _EV),
 )

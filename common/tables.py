@@ -175,6 +175,8 @@ HINTS = pa.schema(
         ("proxies", ASN_LIST),
         ("dest_asn", ASN),
         ("dest_asn_v6", ASN),
+        ("via_v4", ASN),
+        ("via_v6", ASN),
         ("query", pa.string()),
         ("endpoint", pa.string()),
         ("addr_v4", pa.string()),
@@ -322,8 +324,38 @@ SELECTOR_EVAL = pa.schema(
         ("v6_hop_distance", pa.int32()),
         ("kind", pa.string()),
         ("calibrated_confidence", pa.float64()),
+        ("reveal", pa.string()),
     ]
 )
+
+#: The month's AS relationships per family (relationships/METHOD.md), CAIDA serial-1's
+#: convention in words: p2c with as1 the provider of as2, p2p with as1 < as2.
+AS_RELATIONSHIPS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("afi", pa.int8()),
+        ("as1", ASN),
+        ("as2", ASN),
+        ("rel", pa.string()),
+        ("paths", pa.int64()),
+        ("vps", pa.int64()),
+        ("step", pa.string()),
+    ]
+)
+
+#: Tables computed inside the compare from the engine's staged tables, in this order (each
+#: may read those before it): pipeline/job.py's stagers, handed in by runner/steps.py.
+STAGED_TABLES = ("as_relationships", "hints")
+#: What one month's compare publishes in one catalog commit, in this order: the engine's
+#: tables, the provenance row, the tables computed from them inside the compare
+#: (STAGED_TABLES), month_summary last (its row says the month is published).
+MONTH_TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance",
+                *STAGED_TABLES, "month_summary")
+#: Tables computed later from a month's published tables (the sensitivity variants, the
+#: selector's held-out evaluation): a re-publish of the month retires their rows in its own
+#: commit, so no reader joins new pairs with an evaluation of the old ones; `run` computes
+#: them again.
+DERIVED_TABLES = ("sensitivity", "selector_eval")
 
 #: The tables of one month computed from its rib_entries alone.
 TABLES: dict[str, pa.Schema] = {
@@ -336,4 +368,51 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 
-# --- Column documentation -------------------------------------------------------------
+# --- Type names per SQL dialect --------------------------------------------------------
+# The one owner of how each dialect names the Arrow types above: both engines' casts and
+# their check of the input's columns, the catalog's columns and views (lake/), and the
+# schema docs (reports/schema_doc.py). A type missing here is a KeyError at the first use,
+# not a guess.
+
+#: Arrow type -> (DuckDB's name, Spark's name of the same Parquet column). Spark has no
+#: unsigned integers: it reads UINT32 as bigint, UINT16 as int, UINT8 as smallint and
+#: UINT64 as decimal(20,0).
+_NAMES = {
+    pa.string(): ("VARCHAR", "string"), pa.bool_(): ("BOOLEAN", "boolean"),
+    pa.int8(): ("TINYINT", "tinyint"), pa.int16(): ("SMALLINT", "smallint"), pa.int32(): ("INTEGER", "int"),
+    pa.int64(): ("BIGINT", "bigint"), pa.uint8(): ("UTINYINT", "smallint"), pa.uint16(): ("USMALLINT", "int"),
+    pa.uint32(): ("UINTEGER", "bigint"), pa.uint64(): ("UBIGINT", "decimal(20,0)"),
+    pa.float32(): ("FLOAT", "float"), pa.float64(): ("DOUBLE", "double"),
+    pa.date32(): ("DATE", "date"), pa.binary(): ("BLOB", "binary"),
+    # Timestamps as DuckDB names a Parquet column of each unit (TIMESTAMP is microseconds).
+    pa.timestamp("s", tz="UTC"): ("TIMESTAMP WITH TIME ZONE", "timestamp"),
+    pa.timestamp("us", tz="UTC"): ("TIMESTAMP WITH TIME ZONE", "timestamp"),
+    pa.timestamp("s"): ("TIMESTAMP_S", "timestamp_ntz"), pa.timestamp("ms"): ("TIMESTAMP_MS", "timestamp_ntz"),
+    pa.timestamp("us"): ("TIMESTAMP", "timestamp_ntz"), pa.timestamp("ns"): ("TIMESTAMP_NS", "timestamp_ntz"),
+}
+DIALECTS = ("duckdb", "spark")
+
+
+def sql_type(t: pa.DataType, dialect: str) -> str:
+    """An Arrow type in the dialect's SQL: DuckDB (`BIGINT[]`, `MAP(VARCHAR, BIGINT)`) or
+    Spark (`array<bigint>`, `map<string,bigint>`)."""
+    if pa.types.is_list(t):
+        inner = sql_type(t.value_type, dialect)
+        return f"array<{inner}>" if dialect == "spark" else f"{inner}[]"
+    if pa.types.is_map(t):
+        k, v = sql_type(t.key_type, dialect), sql_type(t.item_type, dialect)
+        return f"map<{k},{v}>" if dialect == "spark" else f"MAP({k}, {v})"
+    return _NAMES[t][DIALECTS.index(dialect)]
+
+
+#: DuckDB's name of a column type -> Spark's name of the same Parquet column (the input
+#: check names types alike on both engines).
+_SPARK_OF_DUCKDB = {d: s for d, s in _NAMES.values()}
+
+
+def spark_name(duckdb_type: str) -> str:
+    """The name Spark gives a Parquet column that DuckDB names `duckdb_type` (lists too);
+    a type of neither dialect's tables is shown as DuckDB names it, lower-cased."""
+    if duckdb_type.endswith("[]"):
+        return f"array<{spark_name(duckdb_type[:-2])}>"
+    return _SPARK_OF_DUCKDB.get(duckdb_type, duckdb_type.lower())

@@ -14,6 +14,8 @@ is odd): two VPs never share a hash, so a cut can fall between any two.
 """
 from __future__ import annotations
 
+import numpy as np
+
 #: floor(2^32 / golden ratio): Knuth's multiplicative constant.
 MULT = 2654435761
 SPACE = 1 << 32
@@ -41,8 +43,6 @@ def sql_partition(column: str, k: int) -> str:
 
 def buckets(asns):
     """The buckets of a numpy array of ASNs (ingest's writer), as int8."""
-    import numpy as np
-
     h = (asns.astype(np.uint64) * np.uint64(MULT)) % np.uint64(SPACE)
     return (h >> np.uint64(32 - BUCKET_BITS)).astype(np.int8)
 

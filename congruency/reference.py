@@ -10,20 +10,20 @@ from typing import Any
 
 import pyarrow as pa
 
+from bgp_congruency.common.params import MethodParams
+from bgp_congruency.common.tables import TABLES
 from bgp_congruency.congruency.method import (
     KEPT,
     clean_path,
     divergence,
-    set_hop_path,
     edit_distance,
     non_adopters,
     quantiles_linear,
     representative_path,
+    set_hop_path,
     shared_adjacent,
     shared_asns,
 )
-from bgp_congruency.common.params import MethodParams
-from bgp_congruency.common.tables import TABLES
 
 AFIS = (4, 6)
 

@@ -67,7 +67,9 @@ DEFAULT_ARGS = {
 def _job():
     """The runner's executor and scheduler modules, the run's month and its Config, from the
     context (same code path as the command line)."""
-    from bgp_congruency.runner import month as runner, schedule
+    # lazy: the scheduler parses DAG files often; the project's modules load in the task only
+    from bgp_congruency.runner import month as runner
+    from bgp_congruency.runner import schedule
 
     ctx = get_current_context()
     params = ctx["params"]

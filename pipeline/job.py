@@ -6,28 +6,43 @@ gives the same one-line errors on both and a month is published completely or no
 """
 from __future__ import annotations
 
+import errno
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from bgp_congruency.common import console, hooks, layout
+from bgp_congruency.common import console, hooks, layout, vp_hash
 from bgp_congruency.common.config import Config
-from bgp_congruency.common.locks import LockBusy, month_lock
+from bgp_congruency.common.locks import LockBusy, lock_path, month_lock, wait_for
 from bgp_congruency.common.months import previous_month
+from bgp_congruency.common.tables import DERIVED_TABLES, MONTH_TABLES, PROVENANCE, STAGED_TABLES
+from bgp_congruency.ingest.policy import for_config
+from bgp_congruency.lake import attach
+from bgp_congruency.lake.published import files
+from bgp_congruency.pipeline import partitions as P
+from bgp_congruency.pipeline import provenance
+from bgp_congruency.pipeline import spark_session as sparkmod
 from bgp_congruency.pipeline.engines import Engine
+from bgp_congruency.pipeline.engines import spark as spark_engine
+from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 from bgp_congruency.pipeline.steps import JobError
 
-#: Published together, in one commit of the catalog; the hints are built from the staged pairs
-#: and paths (selector/table.stage), the rest by the engine; month_summary last.
-TABLE_ORDER = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "transitions", "provenance", "hints",
-               "month_summary")
-#: Tables computed later from a month's published tables (the sensitivity variants, the
-#: selector's held-out evaluation): a re-publish of the month retires their rows in its own
-#: commit, so no reader joins new pairs with an evaluation of the old ones; `run` computes
-#: them again.
-DERIVED_TABLES = ("sensitivity", "selector_eval")
-ENGINES = ("duckdb", "spark")
+#: What the engine stages of a month (and the provenance row beside it), published with the
+#: stagers' tables and month_summary in one commit (common/tables.MONTH_TABLES gives the order).
+ENGINE_TABLES = tuple(t for t in MONTH_TABLES if t not in (*STAGED_TABLES, "month_summary"))
+
+
+class Stager(Protocol):
+    """A step the compare runs on a month's staged tables before it publishes them (the
+    hints: selector/table.stage_month), handed in by whoever runs the compare (runner/steps.py,
+    cli/compare.py): the pipeline knows no room above it. It reads the tables in the local
+    folder `staged` and writes tables of its own there; returns their names, which the
+    month's commit publishes with the engine's. `progress` is the compare's rich Progress."""
+
+    def __call__(self, cfg: Config, month: str, staged: str, progress) -> Sequence[str]: ...
 
 
 def names_cluster(cfg: Config) -> bool:
@@ -45,7 +60,8 @@ def effective_engine(cfg: Config) -> str:
 class MonthResult:
     month: str
     summary: dict | None = None
-    published: list[str] = field(default_factory=list)
+    #: table -> the folder its publish registered.
+    published: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     #: The month before's published files this compare read (transitions), as
     #: common.published.listing gives them; None on cluster storage (no catalog there).
@@ -87,38 +103,32 @@ class _StageTicker:
 def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
-        from bgp_congruency.pipeline.engines import spark as spark_engine
-
         own = spark is None
         if own:
-            from bgp_congruency.pipeline import spark_session as sparkmod
-
             spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
         return spark_engine.SparkEngine(spark, own=own)
-    from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
     return DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
 
 
-def compare_months(cfg: Config, months: list[str], spark=None) -> list[MonthResult]:
-    """Each month on `cfg`'s engine (effective_engine), published on its own."""
-    from bgp_congruency.lake import catalog
-
+def compare_months(cfg: Config, months: list[str], spark=None, stagers: Sequence[Stager] = ()) -> list[MonthResult]:
+    """Each month on `cfg`'s engine (effective_engine), published on its own with the tables
+    `stagers` add (Stager)."""
     # The catalog (and the data dir it needs) before anything is computed.
-    catalog.configure(layout.local(cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
+    attach.configure(layout.local(cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
     engine = open_engine(cfg, spark)
     try:
-        return [compare_with(engine, cfg, m) for m in months]
+        return [compare_with(engine, cfg, m, stagers) for m in months]
     finally:
         engine.close()
 
 
-def compare_month(cfg: Config, month: str, spark=None) -> MonthResult:
+def compare_month(cfg: Config, month: str, spark=None, stagers: Sequence[Stager] = ()) -> MonthResult:
     """One month on `cfg`'s engine (on Spark with the given session)."""
-    return compare_months(cfg, [month], spark)[0]
+    return compare_months(cfg, [month], spark, stagers)[0]
 
 
-def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
+def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stager] = ()) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = str(layout.month_dir(root, "rib_entries", month))
@@ -169,12 +179,13 @@ def compare_with(engine: Engine, cfg: Config, month: str) -> MonthResult:
             # What the month held (DuckDB: its connection, up to duckdb_memory_limit) is let go
             # before the hints open a connection of their own under the same limit.
             engine.end_month()
-            step("hints")
-            from bgp_congruency.selector import table as hints
-
-            local = str(layout.local(staged, "the hints"))
-            hints.stage(cfg, month, local, hints.staged_files(local), prog)
-            res.published = store.publish(staged, list(TABLE_ORDER), month, retire=DERIVED_TABLES)
+            extra: list[str] = []
+            for stage in stagers:
+                extra += stage(cfg, month, str(layout.local(staged, "the tables computed in the compare")), prog)
+            if unknown := set(extra) - set(MONTH_TABLES):
+                raise JobError(f"{month}: a stager staged {', '.join(sorted(unknown))}, not a month table")
+            tables = [t for t in MONTH_TABLES if t in (*ENGINE_TABLES, *extra, "month_summary")]
+            res.published = dict(zip(tables, store.publish(staged, tables, month, retire=DERIVED_TABLES)))
             staged = None
             prog.advance(steps)
         except KeyboardInterrupt:
@@ -208,9 +219,6 @@ def partitions(engine: Engine, cfg: Config, src: str):
     """The VP partitions the month runs in (pipeline/partitions.py: common/vp_hash.Cuts),
     from the engine's month pass; a month that cannot fit (one VP larger than a partition
     may be) is refused here, before any table is staged."""
-    from bgp_congruency.common import vp_hash
-    from bgp_congruency.pipeline import partitions as P
-
     vps = engine.vp_entries()
     if not vps:  # an engine that does not partition
         return vp_hash.even(1)
@@ -239,7 +247,6 @@ def _wait_previous(root: str, month: str, step) -> None:
     orders months)."""
     if layout.is_cluster(root):
         return
-    from bgp_congruency.common.locks import lock_path, wait_for
 
     pm, base = previous_month(month), Path(root.removeprefix("file://"))
     if lock_path(base, pm).exists():
@@ -255,7 +262,6 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
     pm = previous_month(month)
     if layout.is_cluster(root):
         return None, None  # no catalog there (lake/catalog.py): compared without transitions
-    from bgp_congruency.common.published import files
 
     base = Path(root.removeprefix("file://")).resolve()
     got = files(base, PREVIOUS_READ, pm)  # one snapshot
@@ -266,10 +272,6 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:
     """The month's provenance row (pipeline/provenance.py), staged beside its tables."""
-    from bgp_congruency.common.tables import PROVENANCE
-    from bgp_congruency.ingest.policy import for_config
-    from bgp_congruency.pipeline import provenance
-
     rows = engine.read_rows(store.month("manifest", month, "manifest.parquet"))
     cov = for_config(rows, cfg).to_dict() if rows else None
     engine.write_rows(staged, "provenance", [provenance.row(cfg, month, engine.name, rows, cov)], PROVENANCE)
@@ -293,8 +295,6 @@ class _locked:
 
 def no_space(root: str, month: str, exc: BaseException) -> str | None:
     """The one-line message for a full disk, however deep in an engine's error it is, or None."""
-    import errno
-
     if getattr(exc, "errno", None) == errno.ENOSPC or "No space left on device" in str(exc):
         return (f"{root}: no space left on device while writing month {month}; the published "
                 "tables are unchanged; free space and run again")

@@ -30,7 +30,12 @@ for the whole, 1.16x, before any month-level pass a real partitioned plan would 
 """
 from __future__ import annotations
 
+import bisect
 from typing import Callable
+
+from bgp_congruency.common import vp_hash
+from bgp_congruency.common.config import parse_bytes
+from bgp_congruency.common.duck import memory_limit
 
 #: DuckDB memory per entry of a partition, measured (bench/memfloor.py, bench/RESULTS.md
 #: "DuckDB engine: the memory the compare needs"): a 99.4M-entry month fails at 1.6 GB in
@@ -54,9 +59,6 @@ MAX_PARTITIONS = 4096
 
 def limit_bytes(cfg) -> int | None:
     """The config's duckdb_memory_limit in bytes ("auto" resolved), or None for no cap."""
-    from bgp_congruency.common.config import parse_bytes
-    from bgp_congruency.common.duck import memory_limit
-
     cap = memory_limit(cfg.duckdb_memory_limit)
     return parse_bytes(cap) if cap else None
 
@@ -107,8 +109,6 @@ def cut(vps: list[tuple[int, int]], limit_bytes: int | None, fixed: int | None =
     range is cut before the VP that would take it past `capacity(limit_bytes)` entries (a
     larger VP sits alone); past MAX_PARTITIONS ranges, the same at the fit floor (they
     spill); Unfit when not even those fit. No limit (None) or no entries: one range."""
-    from bgp_congruency.common import vp_hash
-
     if fixed:
         return vp_hash.even(fixed)
     total = sum(n for _a, n in vps)
@@ -130,10 +130,6 @@ def cut(vps: list[tuple[int, int]], limit_bytes: int | None, fixed: int | None =
 
 def sizes(vps: list[tuple[int, int]], cuts) -> list[int]:
     """Entries per partition of `cuts`, from `vps`: (peer ASN, entries)."""
-    import bisect
-
-    from bgp_congruency.common import vp_hash
-
     out = [0] * (len(cuts) - 1)
     for a, n in vps:
         out[bisect.bisect_right(cuts, vp_hash.hash_of(a)) - 1] += n

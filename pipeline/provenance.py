@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import asdict
 from datetime import datetime, timezone
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bgp_congruency.common.config import Config
@@ -32,7 +33,6 @@ def project_version() -> str:
                 return f"git {out.stdout.strip()}"
         except (OSError, subprocess.SubprocessError):
             pass
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("bgp-congruency")

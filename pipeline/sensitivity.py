@@ -13,11 +13,14 @@ import json
 import time
 from dataclasses import replace
 
-from bgp_congruency.common import layout, published
+from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.params import REPRESENTATIVE, MethodParams
+from bgp_congruency.common.tables import SENSITIVITY
+from bgp_congruency.lake import published
+from bgp_congruency.pipeline import job
 
 #: choice -> variant -> the change it makes to the month's parameters.
 CHOICES: dict[str, dict[str, dict]] = {
@@ -78,9 +81,6 @@ def variants(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[
 def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None, spark=None) -> dict:
     """Compute every wanted variant of the month and publish the `sensitivity` table
     (on `spark`, a session of the caller's, when given)."""
-    from bgp_congruency.common.tables import SENSITIVITY
-    from bgp_congruency.pipeline import job
-
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     try:
         published.require(root, month)

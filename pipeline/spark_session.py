@@ -6,6 +6,9 @@ command and this only names the application.
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 CONF_DIR = Path(__file__).with_name("sparkconf")
@@ -14,14 +17,10 @@ LOG4J = CONF_DIR / "log4j2.properties"
 
 def java_problem() -> str | None:
     """Why Spark can't start here, in one line, or None."""
-    import shutil
-    import subprocess
-
     java = Path(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
     if not java or not Path(java).exists():
         return "Java 17 or newer is needed for Spark and was not found (apt-get install openjdk-17-jre-headless, or set JAVA_HOME)"
     out = subprocess.run([str(java), "-version"], capture_output=True, text=True).stderr
-    import re
 
     m = re.search(r'version "(\d+)', out)
     if m and int(m.group(1)) < 17:

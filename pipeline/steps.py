@@ -33,28 +33,9 @@ import pyarrow as pa
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.params import MethodParams
+from bgp_congruency.common.tables import sql_type
 from bgp_congruency.congruency.method import SET_HASH_MOD
 
-#: Arrow types of the published schemas (common/tables.py) as each dialect names them.
-_SQL_TYPES = {
-    "spark": {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.int8(): "tinyint",
-              pa.float64(): "double", pa.bool_(): "boolean"},
-    "duckdb": {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER", pa.int8(): "TINYINT",
-               pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN"},
-}
-
-
-def sql_type(t: pa.DataType, dialect: str) -> str:
-    """An Arrow type of a published table in the dialect's SQL (for rows written outside the
-    steps' SQL: provenance, the empty transitions table, the hints table's casts)."""
-    if pa.types.is_list(t):
-        inner = sql_type(t.value_type, dialect)
-        return f"array<{inner}>" if dialect == "spark" else f"{inner}[]"
-    if pa.types.is_timestamp(t):
-        if dialect == "spark":
-            return "timestamp" if t.tz else "timestamp_ntz"
-        return "TIMESTAMPTZ" if t.tz else "TIMESTAMP"
-    return _SQL_TYPES[dialect][t]
 
 def empty_select(schema: pa.Schema, dialect: str) -> str:
     """A SELECT of no rows with the columns of `schema` but month, typed: a published table
@@ -217,6 +198,11 @@ _EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
 # DuckDB before 2.0 (1.5.x, whose extension wheels DuckLake needs) wants list_reduce's initial
 # value of the list's element type: both folds run over one-element lists ([y], [i]) so the
 # row (a list) is the element type; the same SQL runs on 1.5 and 2.0 (tests/test_method.py).
+def edit_distance_sql(a: str, b: str) -> str:
+    """Levenshtein distance between two ASN-list expressions, in DuckDB SQL (method.edit_distance)."""
+    return _EDIT_DUCKDB.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
+
+
 _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
       lambda prev, ys: list_reduce(list_transform(range(1, len(v4_path) + 1), lambda i: [i]),
           lambda row, iw: list_append(row, least(prev[iw[1] + 1] + 1, row[-1] + 1,

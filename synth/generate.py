@@ -10,16 +10,27 @@ routed month) write them side by side, and they are byte for byte what one proce
 """
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
 import random
 import struct
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from ipaddress import IPv4Address, IPv6Address
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bgp_congruency.common import atomic
+from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.common.tables import TABLES
+from bgp_congruency.congruency import reference
 
 from .mrt_writer import (
     ORIGIN_IGP,
@@ -290,11 +301,6 @@ GROUND_TRUTH_TABLES = ("pairs", "vps", "month_summary", "cleaning_stats")
 
 
 def _write_ground_truth(out: Path, month: str, result: dict) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from bgp_congruency.common.tables import TABLES
-
     d = out / "ground_truth" / f"month={month}"
     d.mkdir(parents=True, exist_ok=True)
     for name in GROUND_TRUTH_TABLES:
@@ -361,12 +367,6 @@ def _write_parallel(out: Path, month: str, fams, vplist, jobs, workers: int, pro
     gc.freeze() before the fork keeps the collector from touching (and so copying) every
     page of the routed month in each child. A worker that fails or dies (the OOM killer)
     stops the month with its error; the temp files of the files not finished are removed."""
-    import gc
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    from bgp_congruency.common import atomic
-
     done = []
     _WRITER.update(out=out, month=month, fams=fams, vps=vplist)
     gc.freeze()
@@ -434,10 +434,7 @@ def generate(
         raise ValueError("workers must be at least 1")
     compute_month = params = None
     if ground_truth:
-        from bgp_congruency.common.params import load_groups
-        from bgp_congruency.common.params import MethodParams
-        from bgp_congruency.congruency.reference import compute_month
-
+        compute_month = reference.compute_month
         params = method_params or MethodParams(min_coverage=min_coverage, groups=load_groups())
     net = Internet.build(seed, ases)
     vplist = choose_vps(net, seed, vps)

@@ -11,7 +11,9 @@ the last tie-break ("lowest neighbour ASN") is a plain integer comparison.
 """
 from __future__ import annotations
 
+import ipaddress
 import random
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 TIER1, TIER2, TIER3, STUB = 1, 2, 3, 4
@@ -108,8 +110,6 @@ class Graph:
         return cls(asns, [(ix[c], ix[p]) for c, p in c2p], [(ix[a], ix[b]) for a, b in p2p], pre)
 
     def index(self, asn: int) -> int:
-        from bisect import bisect_left
-
         i = bisect_left(self.asns, asn)
         if i == len(self.asns) or self.asns[i] != asn:
             raise KeyError(asn)
@@ -214,8 +214,6 @@ class Prefix:
     wire: bytes = b""  # MRT encoding: length byte + significant address bytes
 
     def __post_init__(self):
-        import ipaddress
-
         cls = ipaddress.IPv4Network if self.afi == 4 else ipaddress.IPv6Network
         bits = 32 if self.afi == 4 else 128
         self.text = str(cls((self.net, self.plen)))

@@ -20,29 +20,16 @@ import re
 import shutil
 import tempfile
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, console, duck, hooks, layout, vp_hash
 from bgp_congruency.common.duck import quote
-from bgp_congruency.common.tables import TABLES, TRANSITIONS
+from bgp_congruency.common.tables import TABLES, TRANSITIONS, spark_name, sql_type
 from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import LocalStore
-
-_SCALAR = {
-    "VARCHAR": "string", "BIGINT": "bigint", "UINTEGER": "bigint", "INTEGER": "int", "USMALLINT": "int",
-    "SMALLINT": "smallint", "UTINYINT": "smallint", "TINYINT": "tinyint", "BOOLEAN": "boolean",
-    "DOUBLE": "double", "FLOAT": "float", "TIMESTAMP WITH TIME ZONE": "timestamp", "TIMESTAMP": "timestamp_ntz",
-    "TIMESTAMP_S": "timestamp_ntz", "UBIGINT": "decimal(20,0)", "DATE": "date", "BLOB": "binary",
-}
-
-
-def spark_type(t: str) -> str:
-    """A DuckDB type in the name Spark gives the same Parquet column (messages match on both engines)."""
-    if t.endswith("[]"):
-        return f"array<{spark_type(t[:-2])}>"
-    return _SCALAR.get(t, t.lower())
 
 
 def _files(folder: str) -> list[str]:
@@ -126,8 +113,6 @@ class DuckDBEngine:
         """Connect, spilling to duckdb_temp_dir or `staged`/_spill from the first query on
         (DuckDB cannot change its temp directory once it has spilled: the month pass may),
         register `month_entries`, run the month pass."""
-        import duckdb
-
         self.end_month()
         self._work_kept, self._kept = False, None
         self.con = duckdb.connect()
@@ -140,7 +125,7 @@ class DuckDBEngine:
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
         duck.spill_to(self.con, spill)
         self.src = src
-        have = {name: spark_type(typ) for name, typ, *_ in
+        have = {name: spark_name(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
         S.check_columns(have, src)
         cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
@@ -177,7 +162,9 @@ class DuckDBEngine:
 
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions=1) -> None:
-        """Every step into staged/<table> (one file per partition); `keep`: leave the
+        """Every step into staged/<table>: a per-VP table's rows of partition i in
+        part-<i>.parquet (the hints build reads a partition's pairs and paths from these two
+        files alone, selector/table.py), a month-level table in part-0; `keep`: leave the
         connection open for another run on the same entries (the sensitivity variants),
         keeping the partitions' cleaning and per-path aggregates where the new parameters
         render them the same (a variant of min_coverage alone keeps them). A partition's
@@ -200,7 +187,6 @@ class DuckDBEngine:
         if not reuse and not self._work_kept:  # a kept connection keeps the work database it began with
             self._attach_work(staged)
             self._work_kept = keep
-        import duckdb
 
         key1 = _key(k, part_sql, self.snapshots, _inputs(self.src), duckdb.__version__,
                     [_partition_filter(cuts, i, self.bucketed) for i in range(k)],
@@ -365,7 +351,7 @@ class DuckDBEngine:
         got = [c for (c,) in self.con.execute(f"SELECT column_name FROM (DESCRIBE {name})").fetchall()]
         if got != file_schema.names:
             raise S.JobError(f"{name}: columns {got} differ from {file_schema.names}")
-        cols = ", ".join(f"CAST({f.name} AS {S.sql_type(f.type, 'duckdb')}) AS {f.name}" for f in file_schema)
+        cols = ", ".join(f"CAST({f.name} AS {sql_type(f.type, 'duckdb')}) AS {f.name}" for f in file_schema)
         os.makedirs(f"{staged}/{name}", exist_ok=True)
         # Whole files only, on disk before a partition is recorded done: a resumed run trusts them.
         with atomic.replacing(f"{staged}/{name}/part-{part}.parquet") as tmp:
@@ -403,8 +389,6 @@ class DuckDBEngine:
         self._write_arrow([pa.RecordBatch.from_pylist(rows, schema=file_schema)], schema, staged, name)
 
     def failure(self, exc: BaseException, src: str) -> str | None:
-        import duckdb
-
         if not isinstance(exc, duckdb.Error):
             return None
         first = re.sub(r"\s+", " ", str(exc)).strip().split(" Possible solutions:")[0]

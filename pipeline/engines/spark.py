@@ -8,6 +8,7 @@ executor loss.
 """
 from __future__ import annotations
 
+from bgp_congruency.common.tables import TABLES, TRANSITIONS, sql_type
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import HadoopStore
 
@@ -69,11 +70,9 @@ class SparkEngine:
                 self.spark.table(s.name).createOrReplaceTempView(S.MONTH_OF[s.name])
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
-            from bgp_congruency.common.tables import TRANSITIONS
 
             self._write(self.spark.sql(S.empty_select(TRANSITIONS, "spark")), "transitions", staged)
             return
-        from bgp_congruency.common.tables import TABLES
 
         for t, files in prev.items():  # the catalog's files of the month before (pipeline/job.py)
             df = (self.spark.read.parquet(*[literal(f) for f in files]) if files else
@@ -107,7 +106,7 @@ class SparkEngine:
         """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""
         fields = [f for f in schema if f.name != "month"]
         df = self.spark.createDataFrame([tuple(r[f.name] for f in fields) for r in rows],
-                                        schema=", ".join(f"{f.name} {S.sql_type(f.type, 'spark')}" for f in fields))
+                                        schema=", ".join(f"{f.name} {sql_type(f.type, 'spark')}" for f in fields))
         self._write(df, name, staged)
 
     def summary(self, staged: str) -> dict | None:
