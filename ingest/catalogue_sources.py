@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from bgp_congruency.common import layout
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import catalogue, download
@@ -126,8 +128,6 @@ def fetch_routeviews(url: str, timeout: float) -> list[dict]:
 
 def observed_afis(data_dir: Path) -> dict[str, tuple[tuple[int, ...], list[str]]]:
     """collector -> (families with entries, months) from every manifest under data_dir."""
-    import pyarrow.parquet as pq
-
     seen: dict[str, tuple[set[int], set[str]]] = {}
     for p in (layout.manifest_file(data_dir, m) for m in layout.months_in(data_dir, "manifest")):
         if not p.is_file():

@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.months import check_days, parse_month
 from bgp_congruency.ingest import download
 from bgp_congruency.ingest.catalogue import Collector
-from bgp_congruency.common.errors import BadInput
 
 _NAME = re.compile(r"^(rib|bview)\.(\d{8})\.(\d{4})\.(bz2|gz)$")
 

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import html.parser
 import http.client
+import json
 import os
 import time
 import urllib.error
@@ -422,8 +423,6 @@ def exists(url: str | os.PathLike, *, timeout: float = 30.0) -> bool:
 
 def get_json(url: str | os.PathLike, *, timeout: float = 30.0):
     """A JSON document from an http(s) URL or a local file; DownloadError naming the URL."""
-    import json
-
     try:
         if is_remote(url):
             try:

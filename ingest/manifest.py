@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.tables import MANIFEST as SCHEMA
-
 
 
 @dataclass
@@ -52,6 +52,15 @@ def path(data_dir: Path, month: str) -> Path:
     return layout.manifest_file(data_dir, month)
 
 
+def output_path(data_dir: Path, row: dict) -> Path:
+    """Where a row's Parquet file is in the data dir now: the layout's place for its month,
+    collector and file name. A row records the file relative to the data dir (earlier
+    versions: as the caller spelled the data dir), so the data dir can be spelled, mounted
+    or moved otherwise and its files are still found (and not ingested again)."""
+    out = Path(row["output"])
+    return Path(layout.entries_file(data_dir, row["month"], row["collector"], out.name.removesuffix(".parquet")))
+
+
 def read(data_dir: Path, month: str) -> dict[str, dict]:
     """Latest row per slot, as plain dicts."""
     p = path(data_dir, month)
@@ -64,8 +73,6 @@ def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = fr
     """Replace the rows of these slots, remove those of `drop`, keep the others; atomic rename. Safe for concurrent
     writers (one per collector, e.g. Airflow's mapped ingest tasks): the read-merge-write
     holds the month's manifest lock."""
-    from bgp_congruency.common.locks import month_lock
-
     p = path(data_dir, month)
     with month_lock(data_dir, month, part="manifest", wait_s=300):
         current = {k: r for k, r in read(data_dir, month).items() if k not in drop}

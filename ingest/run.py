@@ -18,6 +18,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
 from bgp_congruency.ingest.discovery import Slot
+from bgp_congruency.ingest.normalize import to_entries
 from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
 
 
@@ -63,7 +64,7 @@ def slots_of(cfg: Config, month: str) -> list[Slot]:
                 lambda t: f"{cfg.bgpstream_csv}: no {name} RIB listed at {t:%Y-%m-%d %H:%M}")}
         else:
             found = {s.target: s for s in discovery.discover(
-                col, month, live, root=cfg.archive_root or cfg.archive_roots.get(col.project.name),
+                col, month, live, root=canonical_root(cfg.archive_root or cfg.archive_roots.get(col.project.name)),
                 tolerance=tolerance, timeout=cfg.timeout_s,
             )} if live else {}
         for t in targets:
@@ -74,6 +75,15 @@ def slots_of(cfg: Config, month: str) -> list[Slot]:
                                f"({col.source or 'catalogue'})")
             slots.append(s)
     return slots
+
+
+def canonical_root(root: str | None) -> str | None:
+    """An archive root as slots name their files: a URL as given; a local mirror absolute,
+    symlinks resolved, so the manifest records one name for a file however the root was
+    spelled (from another folder, through a link) and a re-run finds it done."""
+    if root is None or download.is_remote(root):
+        return root
+    return str(Path(str(root).removeprefix("file://")).resolve())
 
 
 def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, batch_rows: int,
@@ -129,8 +139,6 @@ def _not_a_rib(source: str, stats: framing.FrameStats) -> str:
 
 def _framed(local: Path, slot: Slot, backend, batch_rows: int, source: str):
     """A text backend's batches, normalised, with framing.scan running in a thread beside it."""
-    from bgp_congruency.ingest.normalize import to_entries  # pyarrow.compute: only text backends pay its import
-
     result: dict = {}
 
     def check():
@@ -210,7 +218,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
         stats, decoded = done["result"]
         if stats.first_timestamp is not None:
             row.dump_time = datetime.fromtimestamp(stats.first_timestamp, timezone.utc)
-        row.output = str(writer.publish())
+        # relative to the data dir: still right when it is spelled, mounted or moved otherwise
+        row.output = os.path.relpath(writer.publish(), Path(str(cfg.data_dir)).resolve())
         writer = None
         row.records, row.sha256, row.bytes = stats.records, stats.sha256, stats.file_bytes
         row.entries_v4, row.entries_v6 = decoded[4], decoded[6]
@@ -241,7 +250,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     for s in slots:
         prev = previous.get(s.key)
         if prev and prev["status"] == "ok" and prev["url"] == s.url and prev["output"] \
-                and Path(prev["output"]).exists():
+                and manifest.output_path(cfg.data_dir, prev).exists():
             done += 1
             continue
         if prev and prev["status"] == "inactive" and s.status == "inactive" and prev["error"] == s.error:

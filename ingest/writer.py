@@ -7,9 +7,12 @@ only its own.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, layout, vp_hash
@@ -52,8 +55,6 @@ FULL_V6_TOP_16 = 0x2400
 
 def _top(prefixes: pa.Array, afi: int) -> int | None:
     """The highest first IPv4 octet, or first IPv6 16 bits, of these prefixes (None if none)."""
-    import pyarrow.compute as pc
-
     if len(prefixes) == 0:
         return None
     first = pc.list_element(pc.split_pattern(prefixes, "." if afi == 4 else ":", max_splits=1), 0)
@@ -65,8 +66,6 @@ def _top(prefixes: pa.Array, afi: int) -> int | None:
 def address_span(path: Path) -> dict | None:
     """{"v4": highest first octet or None, "v6": highest first 16 bits or None} of a
     snapshot's file, from its footer; None for files written before the span was kept."""
-    import json
-
     try:
         meta = pq.read_metadata(path).metadata or {}
         return json.loads(meta[SPAN_KEY]) if SPAN_KEY in meta else None
@@ -96,8 +95,6 @@ class SnapshotWriter:
         self._held_rows = [0] * vp_hash.BUCKETS
 
     def write(self, batch: pa.RecordBatch) -> None:
-        import numpy as np
-
         batch = batch.select(DECODED_SCHEMA.names)
         self.rows += batch.num_rows
         self._note_span(batch)
@@ -127,8 +124,6 @@ class SnapshotWriter:
             self._held[i], self._held_rows[i] = [], 0
 
     def _note_span(self, batch: pa.RecordBatch) -> None:
-        import numpy as np
-
         n = batch.num_rows
         if not n:
             return
@@ -141,8 +136,6 @@ class SnapshotWriter:
                 self.span[fam] = top if self.span[fam] is None else max(self.span[fam], top)
 
     def publish(self) -> Path:
-        import json
-
         self._flush(list(range(vp_hash.BUCKETS)))
         if hasattr(self._writer, "add_key_value_metadata"):  # pyarrow >= 17; older: no span kept
             self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})

@@ -6,7 +6,6 @@ does not clean (the compare job's staging recovery, the writers' dot-temp files)
 """
 from __future__ import annotations
 
-import os
 import time
 from datetime import datetime, timezone
 
@@ -14,46 +13,38 @@ from bgp_congruency.common import console, layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import month_lock
-from bgp_congruency.runner.state import (
-    READ,
-    SHARED_STEPS,
-    STEPS,
-    StepFailed,
-    StepResult,
-    _record,
-    _record_shared,
-    _stale,
-    _update_state,
-    _valid,
-    data_dir,
-    fingerprint,
-    read_state,
-    state_path,
-)
-from bgp_congruency.runner.steps import REGISTRY, Step, StepWarning, _cleanup, coverage, do_ingest
+from bgp_congruency.ingest import catalogue, manifest
+from bgp_congruency.ingest import run as ingest_run
+from bgp_congruency.lake import published
+from bgp_congruency.pipeline.job import no_space
+from bgp_congruency.runner import STEPS
+from bgp_congruency.runner import state as S
+from bgp_congruency.runner.state import READ, SHARED_STEPS, StepFailed, StepResult, data_dir, fingerprint
+from bgp_congruency.runner.steps import REGISTRY, Step, StepWarning, cleanup, coverage, do_ingest
 
 
 def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progress=None,
              ctx: dict | None = None) -> StepResult:
-    """Run one step unless its recorded completion is still valid; record what happened."""
-    s = REGISTRY[step]
+    """Run one step unless its recorded completion is still valid; record what happened
+    (the DAG's task for a step)."""
     with month_lock(data_dir(cfg), month):  # re-entrant: run_month holds it already
-        return _run_step(cfg, month, s, force, progress, ctx)
+        return _run_step(cfg, month, REGISTRY[step], force, progress, ctx, S.read_state(cfg, month))[0]
 
 
-def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> StepResult:
+def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx, st: dict) -> tuple[StepResult, dict]:
     step = s.name
-    rec = read_state(cfg, month)["steps"].get(step, {})
-    if not force and _valid(cfg, month, step, rec):
-        return StepResult(step, "skipped", outputs=rec.get("outputs", {}))
+    rec = st["steps"].get(step, {})
+    # The inputs' fingerprint now: what a valid record must have been made on, and (but for
+    # ingest, which makes its own inputs) what must not change while the step runs.
+    before = fingerprint(cfg, month, step)
+    if not force and S.valid(cfg, month, step, rec, before):
+        return StepResult(step, "skipped", outputs=S.absolute(cfg, rec.get("outputs", {}))), st
     t0 = time.monotonic()
-    before = None if step == "ingest" else fingerprint(cfg, month, step)
     try:
         outputs = s.run(cfg, month, progress=progress, ctx=ctx)
     except StepWarning as exc:
         res = StepResult(step, "warning", time.monotonic() - t0, error=str(exc))
-        _record(cfg, month, res, None)
-        return res
+        return res, S.record(cfg, month, res, None)
     except BaseException as exc:  # every library's own error (WarehouseError, ReportError, ...), or Ctrl-C
         if console.interrupted(exc):
             at = datetime.now(timezone.utc).strftime("%H:%M:%S UTC")
@@ -64,32 +55,30 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx) -> S
         else:
             raise
         try:  # what the step left is cleaned or finished by the next run, as after a kill
-            _record(cfg, month, res, None)
+            st = S.record(cfg, month, res, None)
         except OSError:
             pass  # no room even for the state file: the next run redoes this step anyway
         except KeyboardInterrupt:  # a second Ctrl-C while recording: still an interrupt
             raise KeyboardInterrupt from None
         if res.status == "interrupted":
             raise KeyboardInterrupt from None
-        return res
+        return res, st
     read = outputs.pop(READ, None)
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
-    fp = fingerprint(cfg, month, step, read)
-    if read is None and before is not None and fp != before:
+    fp = before if step == "ingest" else fingerprint(cfg, month, step, read)
+    if step != "ingest" and read is None and fp != before:
         # Another month's run changed what this step reads while it ran: which version it
         # read is unknown, so it is not recorded as done on either; the next run redoes it.
         res.error = "inputs changed while it ran (another month was published); the next run redoes it"
         fp = None
-    _record(cfg, month, res, fp, read)
+    st = S.record(cfg, month, res, fp, read)
     if step in SHARED_STEPS and fp is not None:
-        _record_shared(cfg, step, fp)
-    return res
+        S.record_shared(cfg, step, fp)
+    return res, st
 
 
 def _one_line(step: str, month: str, exc: Exception, cfg: Config | None = None) -> str:
     """A step's failure as one line: the full-disk message, or the error's first line."""
-    from bgp_congruency.pipeline.job import no_space
-
     if cfg is not None and (msg := no_space(str(data_dir(cfg)), month, exc)):
         return msg
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -116,17 +105,19 @@ def run_month(cfg: Config, month: str, *, force: str | None = None, only: str | 
     results: list[StepResult] = []
     overall = progress.add_task(f"run {month}", total=len(todo)) if progress is not None else None
     with month_lock(data_dir(cfg), month, wait_s=wait_s):
-        _cleanup(cfg, month)
+        cleanup(cfg, month)
+        st = S.read_state(cfg, month)  # read once; each step hands on the state it recorded
         for step in todo:
             if progress is not None:
                 progress.update(overall, description=f"run {month}: {step}")
             if any(r.status in ("failed", "not run") for r in results):
                 results.append(StepResult(step, "not run"))
             else:
-                results.append(run_step(cfg, month, step, force=step in forced, progress=progress, ctx=ctx))
+                res, st = _run_step(cfg, month, REGISTRY[step], step in forced, progress, ctx, st)
+                results.append(res)
             if progress is not None:
                 progress.advance(overall)
-    return summary(cfg, month, results)
+    return summary(cfg, month, results, st)
 
 
 def run_months(cfg: Config, months: list[str], *, force: str | None = None, only: str | None = None,
@@ -154,8 +145,6 @@ def run_months(cfg: Config, months: list[str], *, force: str | None = None, only
 def planned_collectors(cfg: Config, month: str) -> list[str]:
     """The selection's collectors that may have data in the month (the DAG maps its ingest
     over these; finish_ingest records the others' `inactive` rows)."""
-    from bgp_congruency.ingest import catalogue
-
     return [n for n, st in catalogue.active(cfg.collectors, month, cfg.catalogue).items() if st != "inactive"]
 
 
@@ -174,7 +163,7 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
 
     def change(st):
         st["steps"].setdefault("ingest", {}).setdefault("collectors", {})[collector] = res
-    _update_state(cfg, month, change)
+    S.update_state(cfg, month, change)
     if res["error"]:
         raise StepFailed(res["error"])
     return outputs
@@ -182,10 +171,7 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
 
 def finish_ingest(cfg: Config, month: str) -> StepResult:
     """After every collector's task: record the ingest step as a whole (the DAG's join)."""
-    from bgp_congruency.ingest import catalogue, manifest
-    from bgp_congruency.ingest import run as ingest_run
-
-    cols = read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
+    cols = S.read_state(cfg, month)["steps"].get("ingest", {}).get("collectors", {})
     planned = planned_collectors(cfg, month)
     notrun = [c for c in planned if c not in cols]
     idle = [c for c in catalogue.expand(cfg.collectors, cfg.catalogue) if c not in planned]
@@ -207,33 +193,29 @@ def finish_ingest(cfg: Config, month: str) -> StepResult:
 
     def change(st):
         rec = st["steps"].setdefault("ingest", {})
-        rec.update({"status": res.status, "error": res.error, "outputs": res.outputs,
+        rec.update({"status": res.status, "error": res.error, "outputs": S.relative(cfg, res.outputs),
                     "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "fingerprint": fp})
-    _update_state(cfg, month, change)
+    S.update_state(cfg, month, change)
     return res
 
 
 # --- what a month has ---------------------------------------------------------------------
 
-def summary(cfg: Config, month: str, results: list[StepResult] | None = None) -> dict:
+def summary(cfg: Config, month: str, results: list[StepResult] | None = None, st: dict | None = None) -> dict:
     """Files, entries, pairs, the non-congruent fraction and where each output is, read
-    from the data dir itself (so a skipped step reports the same as a fresh one)."""
-    from bgp_congruency.ingest import manifest as mf
-
+    from the data dir itself (so a skipped step reports the same as a fresh one); `st`: the
+    month's state as the run last wrote it (read here if None)."""
     root = data_dir(cfg)
-    rows = list(mf.read(root, month).values())
+    rows = list(manifest.read(root, month).values())
     ok = [r for r in rows if r["status"] == "ok"]
-    st_ingest = read_state(cfg, month)["steps"].get("ingest", {})
-    cov = (st_ingest.get("outputs") or {}).get("coverage")
-    from bgp_congruency.common import published
-
+    st = S.read_state(cfg, month) if st is None else st
+    cov = (st["steps"].get("ingest", {}).get("outputs") or {}).get("coverage")
     t = published.read(root, "month_summary", month)
     ms = t.to_pylist()[0] if t.num_rows else None
-    st = read_state(cfg, month)
     steps = {name: {k: v for k, v in rec.items() if k in ("status", "at", "error", "seconds", "collectors")}
              for name, rec in st["steps"].items()}
     if results is None:  # `status`: a completion on inputs another run has changed since is stale
-        for name, why in _stale(cfg, month, st).items():
+        for name, why in S.stale(cfg, month, st).items():
             steps[name].update(status="stale", error=f"{why}; the next run redoes it")
     for r in results or []:
         steps[r.step] = {**steps.get(r.step, {}), "status": r.status, "error": r.error,
@@ -242,10 +224,8 @@ def summary(cfg: Config, month: str, results: list[StepResult] | None = None) ->
     outputs = {}
     for name in STEPS:
         outputs.update({k: v for k, v in st["steps"].get(name, {}).get("outputs", {}).items() if k != "coverage"})
-    outputs["state"] = str(state_path(cfg, month))
-    # One spelling for every output (steps record some relative, some absolute).
-    outputs = {k: os.path.abspath(v) if isinstance(v, str) and not layout.is_cluster(v) else v
-               for k, v in outputs.items()}
+    # Where each output is now (recorded relative to the data dir), wherever this runs.
+    outputs = {**S.absolute(cfg, outputs), "state": str(S.state_path(cfg, month))}
     if results is not None and len(results) == 1:  # --only STEP: it succeeds when that step does
         good = results[0].status not in ("failed", "not run")
     else:

@@ -24,9 +24,15 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.ingest import catalogue, discovery, manifest
+from bgp_congruency.ingest.writer import address_span
+from bgp_congruency.ingest.writer import partial as is_partial
+from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
 INGEST_ENTRIES_PER_S = 248_549_835 / 112.8
@@ -58,6 +64,8 @@ class MonthPlan:
     download_bytes: int
     parquet_bytes: int
     seconds: float
+    #: What the month adds under DATA_DIR: its Parquet, and its MRT files where the cache keeps them.
+    disk_bytes: int = 0
     #: The month's estimated entries (every active snapshot, published or not), the VP
     #: partitions the DuckDB compare would use for them at the config's memory limit, and
     #: its estimated peak DuckDB memory (pipeline/partitions.py; an even split assumed).
@@ -90,16 +98,11 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
     """collector -> (median MRT bytes, median entries) of its LEARN_LATEST newest ok snapshots
     in the data dir. Snapshots whose prefixes all sit at the low end of the address space
     (cut samples: ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
-    import pyarrow.parquet as pq
-
-    from bgp_congruency.ingest.writer import address_span
-    from bgp_congruency.ingest.writer import partial as is_partial
-
     rows: dict[str, list[dict]] = {}
     for p in (layout.manifest_file(data_dir, m) for m in reversed(layout.months_in(data_dir, "manifest"))):  # newest first
         if not p.is_file():
             continue
-        for r in pq.read_table(p, columns=["collector", "slot", "status", "bytes", "entries_v4", "entries_v6",
+        for r in pq.read_table(p, columns=["month", "collector", "slot", "status", "bytes", "entries_v4", "entries_v6",
                                            "output"]).to_pylist():
             if r["status"] == "ok" and r["bytes"]:
                 rows.setdefault(r["collector"], []).append(r)
@@ -108,7 +111,7 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
         for r in sorted(rs, key=lambda r: r["slot"], reverse=True):
             if len(seen.get(c, ())) >= LEARN_LATEST:
                 break
-            if r["output"] and is_partial(address_span(Path(r["output"]))):
+            if r["output"] and is_partial(address_span(manifest.output_path(data_dir, r))):
                 if partial is not None:
                     partial.add(c)
                 continue
@@ -129,8 +132,6 @@ def _du(path: Path) -> int:
 
 
 def make(cfg: Config, months: list[str]) -> Plan:
-    from bgp_congruency.ingest import catalogue, discovery, manifest
-
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
@@ -185,7 +186,8 @@ def make(cfg: Config, months: list[str]) -> Plan:
                            + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
         plan.months.append(mp)
         plan.download_bytes += mp.download_bytes
-        plan.disk_bytes += mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
+        mp.disk_bytes = mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
+        plan.disk_bytes += mp.disk_bytes
         plan.seconds += mp.seconds
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
@@ -204,8 +206,6 @@ def _compare_memory(cfg: Config, entries: int, month: str) -> tuple[int, int]:
     """(partitions, peak DuckDB bytes) of the compare of a month of `entries`, by the rule of
     pipeline/partitions.py with the month split evenly (the run splits by the VPs' hash and
     their real sizes, so its partitions can be a few more). PlanError when no split fits."""
-    from bgp_congruency.pipeline import partitions as P
-
     limit = P.limit_bytes(cfg)
     even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
     try:

@@ -2,9 +2,12 @@
 the Config its params describe, a failed step as a failed task, and spark-submit's arguments."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import Config, load
+from bgp_congruency.common.months import parse_month_range
+from bgp_congruency.ingest import discovery
 from bgp_congruency.runner.state import StepFailed, StepResult, data_dir
 
 
@@ -12,8 +15,6 @@ def month_for(logical_date, explicit: str | None = None) -> str:
     """The month a scheduled run covers: the DAG fires on day 6 of month M (its five-day
     window closed), so M is the logical date's month; an explicit month wins."""
     if explicit:
-        from bgp_congruency.common.months import parse_month_range
-
         (m,) = parse_month_range(explicit, "month")
         return m
     return f"{logical_date.year}-{logical_date.month:02d}"
@@ -21,9 +22,6 @@ def month_for(logical_date, explicit: str | None = None) -> str:
 
 def config_from_params(params: dict) -> Config:
     """The Config a DAG run's params describe (same fields and defaults as the command line)."""
-    from bgp_congruency.common.config import load
-    from bgp_congruency.ingest import discovery
-
     cfg = load(params.get("config") or None)
     over = {
         "collectors": tuple(params["collectors"]) if params.get("collectors") else None,
@@ -37,8 +35,6 @@ def config_from_params(params: dict) -> Config:
     over["sensitivity"] = params.get("sensitivity") if params.get("sensitivity") is not None else None
     cfg = cfg.with_overrides(**over)
     if params.get("min_coverage") is not None:
-        from dataclasses import replace
-
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=float(params["min_coverage"])))
     return cfg
 

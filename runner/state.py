@@ -8,6 +8,12 @@ steps every month shares. Inputs per step:
 - compare: the manifest's sha256s of the month's ingested files, the method parameters,
   the engine, and the month before's published tables (transitions read them);
 - hints, lake, reports: the published tables they read.
+
+Nothing recorded depends on how the data dir was spelled or where the command ran: the
+data dir is taken canonical (`data_dir`: absolute, symlinks resolved), a step's outputs are
+recorded relative to it (`relative`), and a local archive root enters the ingest fingerprint
+canonical too. A month run from another folder, through a symlink or with an absolute path
+where a relative one was given skips what is done.
 """
 from __future__ import annotations
 
@@ -23,12 +29,12 @@ from bgp_congruency.common import atomic, layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.locks import month_lock
-from bgp_congruency.pipeline.job import TABLE_ORDER
-
-#: The steps of a month, in order; a step may read what the ones before it wrote.
-STEPS = ("ingest", "compare", "sensitivity", "hints", "lake", "reports")
-#: Tables the compare step publishes per month: the job's own list (one owner).
-MONTH_TABLES = TABLE_ORDER
+from bgp_congruency.common.months import previous_month
+from bgp_congruency.common.tables import MONTH_TABLES
+from bgp_congruency.ingest import catalogue, manifest
+from bgp_congruency.ingest.run import canonical_root
+from bgp_congruency.lake.published import listing
+from bgp_congruency.pipeline import job
 
 
 class StepFailed(CongruencyError):
@@ -47,11 +53,33 @@ class StepResult:
 # --- where things are -----------------------------------------------------------------
 
 def data_dir(cfg: Config) -> Path:
-    return layout.local(cfg.data_dir, "the monthly run")
+    """The data dir, canonical: absolute, symlinks resolved (a DAG's absolute path and a
+    person's relative one, or a link to it, are one data dir)."""
+    return layout.local(cfg.data_dir, "the monthly run").resolve()
 
 
 def state_path(cfg: Config, month: str) -> Path:
     return layout.state_file(data_dir(cfg), month)
+
+
+def relative(cfg: Config, outputs: dict) -> dict:
+    """A step's outputs as recorded: each path under the data dir relative to it."""
+    root = data_dir(cfg)
+    out = {}
+    for k, v in outputs.items():
+        if isinstance(v, str) and not layout.is_cluster(v):
+            p = Path(v).resolve()
+            v = str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+        out[k] = v
+    return out
+
+
+def absolute(cfg: Config, outputs: dict) -> dict:
+    """Recorded outputs as paths of the data dir where it is now (relative ones under it;
+    absolute ones, from earlier versions, as they are)."""
+    root = data_dir(cfg)
+    return {k: str(root / v) if isinstance(v, str) and not layout.is_cluster(v) and not os.path.isabs(v) else v
+            for k, v in outputs.items()}
 
 
 def read_state(cfg: Config, month: str) -> dict:
@@ -62,32 +90,32 @@ def read_state(cfg: Config, month: str) -> dict:
         return {"month": month, "steps": {}}
 
 
-def _update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> None:
-    """Read-modify-write of the state file, atomic and safe for concurrent tasks."""
+def update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> dict:
+    """Read-modify-write of the state file, atomic and safe for concurrent tasks; returns
+    the state as written."""
     with month_lock(data_dir(cfg), month, part="state", wait_s=300):
         st = read_state(cfg, month)
         change(st)
         atomic.write_text(state_path(cfg, month), json.dumps(st, indent=1, sort_keys=True, default=str))
+    return st
 
 
-def _record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None) -> None:
+def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None) -> dict:
+    """A step's outcome in the month's state (outputs relative to the data dir); returns the state."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     def change(st):
         st["steps"][res.step] = {  # a whole-month ingest replaces the DAG's per-collector records
             "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
-            "outputs": res.outputs, "fingerprint": fingerprint if res.status == "done" else None,
+            "outputs": relative(cfg, res.outputs), "fingerprint": fingerprint if res.status == "done" else None,
             **({READ: read} if read is not None and res.status == "done" else {})}
-    _update_state(cfg, month, change)
+    return update_state(cfg, month, change)
 
 
-def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
+def stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
     """Steps recorded done whose inputs from other months' runs changed since: the compare
     whose month before was re-published after it read it, a step whose inputs changed while
     it ran. (The rest of a fingerprint, the run's own selection and method, is the run's.)"""
-    from bgp_congruency.common.months import previous_month
-    from bgp_congruency.pipeline.job import PREVIOUS_READ
-
     out = {}
     for name, rec in st["steps"].items():
         if rec.get("status") != "done":
@@ -96,7 +124,7 @@ def _stale(cfg: Config, month: str, st: dict) -> dict[str, str]:
             out[name] = rec.get("error") or "recorded without its inputs"
         prev = (rec.get(READ) or {}).get("previous")
         if name == "compare" and prev is not None:
-            now = tables_listing(data_dir(cfg), PREVIOUS_READ, [previous_month(month)])
+            now = tables_listing(data_dir(cfg), job.PREVIOUS_READ, [previous_month(month)])
             if [list(f) for f in now] != [list(f) for f in prev]:
                 out[name] = f"{previous_month(month)} was published after this compare read it"
     return out
@@ -109,34 +137,28 @@ def _digest(obj) -> str:
 
 
 def tables_listing(root: Path, tables=MONTH_TABLES, months: list[str] | None = None) -> list:
-    """Every published file of these tables (and months), as common.published.listing gives them."""
-    from bgp_congruency.common.published import listing
-
+    """Every published file of these tables (and months), as lake.published.listing gives them."""
     return listing(root, tables, months)
 
 
 def engine(cfg: Config) -> str:
     """The engine the compare job will use (a named Spark cluster implies Spark)."""
-    from bgp_congruency.pipeline import job
-
     return job.effective_engine(cfg)
 
 
-def _manifest_ok(cfg: Config, month: str) -> list[dict]:
-    from bgp_congruency.ingest import manifest
-
+def manifest_ok(cfg: Config, month: str) -> list[dict]:
+    """The month's manifest rows of snapshots ingested `ok`."""
     return [r for r in manifest.read(data_dir(cfg), month).values() if r["status"] == "ok"]
 
 
 def _selection(cfg: Config, month: str) -> dict:
-    from bgp_congruency.ingest import catalogue
-
     cat = catalogue.load(cfg.catalogue)
     cols = {n: [cat[n].active_from, cat[n].active_until, cat[n].evidence_from, cat[n].path, cat[n].legacy_paths]
             for n in catalogue.expand(cfg.collectors, cfg.catalogue)}
     return {"collectors": cols, "days": list(cfg.days), "times": list(cfg.times),
-            "tolerance_minutes": cfg.tolerance_minutes, "archive_root": cfg.archive_root,
-            "archive_roots": dict(sorted(cfg.archive_roots.items())), "bgpstream_csv": cfg.bgpstream_csv}
+            "tolerance_minutes": cfg.tolerance_minutes, "archive_root": canonical_root(cfg.archive_root),
+            "archive_roots": {k: canonical_root(v) for k, v in sorted(cfg.archive_roots.items())},
+            "bgpstream_csv": canonical_root(cfg.bgpstream_csv)}
 
 
 #: The key of a step body's outputs that carries what it read of inputs other runs can
@@ -150,21 +172,19 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
     if step == "ingest":
         return _digest(_selection(cfg, month))
     if step == "compare":
-        files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in _manifest_ok(cfg, month))
-        from bgp_congruency.common.months import previous_month
-        from bgp_congruency.pipeline.job import PREVIOUS_READ
-
+        files = sorted((r["slot"], r["sha256"], Path(r["output"]).name) for r in manifest_ok(cfg, month))
         prev = (read or {}).get("previous")
         if prev is None:
-            prev = tables_listing(root, PREVIOUS_READ, [previous_month(month)])
-        return _digest({"files": files, "method": repr(cfg.method), "engine": engine(cfg),
+            prev = tables_listing(root, job.PREVIOUS_READ, [previous_month(month)])
+        return _digest({"files": files, "method": repr(cfg.method), "relationships": repr(cfg.relationships),
+                        "engine": engine(cfg),
                         "previous": [list(f) for f in prev]})
     if step == "sensitivity":
         return _digest({"on": cfg.sensitivity, "engine": engine(cfg),
                         "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
     if step == "hints":  # what the compare published with the month; not the hints this step may build
-        listing = tables_listing(root, tuple(t for t in MONTH_TABLES if t != "hints"), months=[month])
-        return _digest(listing if cfg.tunnels_export else {"tables": listing, "tunnels_export": False})
+        listing_ = tables_listing(root, tuple(t for t in MONTH_TABLES if t != "hints"), months=[month])
+        return _digest(listing_ if cfg.tunnels_export else {"tables": listing_, "tunnels_export": False})
     if step == "lake":
         return _digest(tables_listing(root, MONTH_TABLES))
     if step == "reports":
@@ -190,21 +210,23 @@ def _shared(cfg: Config) -> dict:
         return {}
 
 
-def _record_shared(cfg: Config, step: str, fp: str) -> None:
+def record_shared(cfg: Config, step: str, fp: str) -> None:
     with month_lock(data_dir(cfg), "shared", part="state", wait_s=300):
         st = _shared(cfg)
         st[step] = fp
         atomic.write_text(_shared_path(cfg), json.dumps(st, indent=1, sort_keys=True))
 
 
-def _valid(cfg: Config, month: str, step: str, rec: dict) -> bool:
-    """A recorded completion still stands: same inputs, outputs still there."""
+def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
+    """A recorded completion still stands: recorded on inputs whose fingerprint is `fp` (the
+    inputs now), and its outputs still there."""
     if rec.get("status") != "done":
         return False
-    fp = fingerprint(cfg, month, step)
     if rec.get("fingerprint") != fp and not (step in SHARED_STEPS and _shared(cfg).get(step) == fp):
         return False
-    outs = [v for v in rec.get("outputs", {}).values() if isinstance(v, str)]
+    outs = [v for v in absolute(cfg, rec.get("outputs", {})).values() if isinstance(v, str)]
     if step == "ingest":
-        return all(Path(r["output"]).exists() for r in _manifest_ok(cfg, month)) and bool(outs)
+        root = data_dir(cfg)
+        # Each file where the layout puts it, whatever path an earlier version recorded.
+        return bool(outs) and all(manifest.output_path(root, r).exists() for r in manifest_ok(cfg, month))
     return all(os.path.exists(v) for v in outs)

@@ -10,7 +10,20 @@ from typing import Callable
 from bgp_congruency.common import atomic, console, layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
-from bgp_congruency.runner.state import MONTH_TABLES, READ, StepFailed, _manifest_ok, data_dir, engine
+from bgp_congruency.ingest import catalogue, manifest, policy
+from bgp_congruency.ingest import run as ingest_run
+from bgp_congruency.lake import attach, published, upkeep
+from bgp_congruency.lake.attach import pinned
+from bgp_congruency.pipeline import job, sensitivity
+from bgp_congruency.pipeline import spark_session as sparkmod
+from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
+from bgp_congruency.pipeline.publish import LocalStore
+from bgp_congruency.relationships import table as relationships_table
+from bgp_congruency.reports import month_report, trend_report
+from bgp_congruency.reports import sensitivity as page
+from bgp_congruency.runner.state import READ, StepFailed, data_dir, engine, manifest_ok
+from bgp_congruency.selector import table as hints
+from bgp_congruency.selector.exports import jsonl
 
 # --- the steps ------------------------------------------------------------------------
 
@@ -19,15 +32,11 @@ def _cleanup_ingest(cfg: Config, month: str) -> None:
     atomic.clean_dead_under(layout.month_dir(data_dir(cfg), "rib_entries", month))
 
 
-def _cleanup(cfg: Config, month: str) -> None:
+def cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables and publishes never committed (see
     pipeline/publish.py; but a killed DuckDB compare's staging folder, which the compare
     resumes) and the writers' dot-temp files. Hold the month lock. The trend
     report is shared by every month: only temps of dead writers go."""
-    from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
-    from bgp_congruency.pipeline.publish import LocalStore
-    from bgp_congruency.reports import month_report, trend_report
-
     root = data_dir(cfg)
     store = LocalStore(root)
     store.recover(month, keep=DuckDBEngine.resumable(store, month))  # a killed compare's finished partitions
@@ -42,8 +51,6 @@ def _tunnels_path(cfg: Config, month: str) -> Path:
 def coverage(cfg: Config, month: str, keys: set[str] | None = None):
     """The month's coverage under the config's policy (ingest/policy.py), from the manifest
     rows of the selection's slots (all of the selection's collectors if keys is None)."""
-    from bgp_congruency.ingest import catalogue, manifest, policy
-
     names = set(catalogue.expand(cfg.collectors, cfg.catalogue))
     rows = [r for k, r in manifest.read(data_dir(cfg), month).items()
             if (k in keys if keys is not None else r["collector"] in names)]
@@ -55,8 +62,6 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
     The whole month goes on when its coverage meets the policy; one collector's task fails
     when any of its active snapshots did (the scheduler retries it), the month's join
     (finish_ingest) then applies the policy."""
-    from bgp_congruency.ingest import run as ingest_run
-
     if collector:
         cfg = cfg.with_overrides(collectors=(collector,))
 
@@ -81,35 +86,33 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
     return {**outputs, "coverage": cov.to_dict()}
 
 
-def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
-    from bgp_congruency.pipeline import job
+#: What the compare computes from its own staged tables and publishes with them (pipeline/job.Stager).
+STAGERS = (relationships_table.stage_month, hints.stage_month)
 
-    if not _manifest_ok(cfg, month):
+
+def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
+    if not manifest_ok(cfg, month):
         raise StepFailed(f"compare {month}: no snapshot of the month was ingested")
     if engine(cfg) == "spark":
-        from bgp_congruency.pipeline import spark_session as sparkmod
-
         if problem := sparkmod.java_problem():
             raise StepFailed(problem)
         ctx = {} if ctx is None else ctx
         if ctx.get("spark") is None:
             ctx["spark"] = sparkmod.session(cfg.spark_master, cfg.spark_conf)
-        (res,) = job.compare_months(cfg, [month], spark=ctx["spark"])
+        (res,) = job.compare_months(cfg, [month], spark=ctx["spark"], stagers=STAGERS)
     else:
-        (res,) = job.compare_months(cfg, [month])
+        (res,) = job.compare_months(cfg, [month], stagers=STAGERS)
     if res.error:
         raise StepFailed(res.error)
     # The publish's own folders: a later vacuum that deletes them (the month re-published
-    # since) makes this completion stale (runner/state._valid).
-    return {**dict(zip(MONTH_TABLES, res.published)), READ: {"previous": res.previous}}
+    # since) makes this completion stale (runner/state.valid).
+    return {**res.published, READ: {"previous": res.previous}}
 
 
 def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The sensitivity table and page (config `sensitivity = true`); nothing when off."""
     if not cfg.sensitivity:
         return {}
-    from bgp_congruency.pipeline import sensitivity
-    from bgp_congruency.reports import sensitivity as page
 
     out = sensitivity.run(cfg, month, progress=progress)
     return {"sensitivity": out["path"], "sensitivity_report": str(page.write(cfg, month))}
@@ -120,10 +123,6 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     when off, an earlier run's export goes: it would not match a re-published month). The
     compare publishes the hints in the month's own commit; a month published before that was
     so gets them here."""
-    from bgp_congruency.common import published
-    from bgp_congruency.selector import table as hints
-    from bgp_congruency.selector.exports import jsonl
-
     root = data_dir(cfg)
     if month not in published.months(root, "hints"):
         hints.publish(cfg, month, progress=progress)
@@ -143,25 +142,20 @@ class StepWarning(CongruencyError):
 def do_lake(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """The catalog's upkeep: once it holds more than `lake_keep_snapshots` snapshots, expire
     the older ones and delete the files none of the rest needs (lake/catalog.vacuum)."""
-    from bgp_congruency.lake import catalog
-
     root = data_dir(cfg)
-    with catalog.opened(root) as con:
-        have = con.execute(f"SELECT count(*) FROM {catalog.ALIAS}.snapshots()").fetchone()[0]
+    with attach.opened(root) as con:
+        have = con.execute(f"SELECT count(*) FROM {attach.ALIAS}.snapshots()").fetchone()[0]
     if have <= cfg.lake_keep_snapshots:
         return {"snapshots": have}
     try:
-        done = catalog.vacuum(root, cfg.lake_keep_snapshots, cfg.lake_vacuum_grace_s)
-    except catalog.LakeError as exc:  # e.g. another publish holding the catalog: nothing waits for this
+        done = upkeep.vacuum(root, cfg.lake_keep_snapshots, cfg.lake_vacuum_grace_s)
+    except attach.LakeError as exc:  # e.g. another publish holding the catalog: nothing waits for this
         raise StepWarning(f"lake {month}: {exc}; the next run tries again") from None
     return {"snapshots": done["snapshots_kept"], "expired": done["snapshots_expired"], "files_deleted": done["files_deleted"]}
 
 
 def do_reports(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     """Both reports, from one snapshot of the catalog (another month may be re-published meanwhile)."""
-    from bgp_congruency.lake.catalog import pinned
-    from bgp_congruency.reports import month_report, trend_report
-
     with pinned(data_dir(cfg)):
         return {"month_report": str(month_report.write_month_report(cfg, month)),
                 "trend_report": str(trend_report.write_trend_report(cfg))}

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from bgp_congruency.common.config import BACKENDS
 from bgp_congruency.common.errors import BadInput
 
 RAW_SCHEMA = pa.schema(
@@ -30,8 +31,6 @@ RAW_SCHEMA = pa.schema(
         ("as_path_text", pa.string()),
     ]
 )
-
-NAMES = ("native", "bgpdump", "pybgpstream")
 
 
 class Backend(Protocol):
@@ -53,8 +52,8 @@ class BackendUnavailable(BadInput):
 
 def get(name: str) -> Backend:
     """The backend module `name`, or BackendUnavailable with the reason in one line."""
-    if name not in NAMES:
-        raise BackendUnavailable(f"unknown backend {name!r} (choose from {', '.join(NAMES)})")
+    if name not in BACKENDS:
+        raise BackendUnavailable(f"unknown backend {name!r} (choose from {', '.join(BACKENDS)})")
     mod = importlib.import_module(f"bgp_congruency.ingest.backends.{name}")
     why = mod.available()
     if why:
