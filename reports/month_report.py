@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from bgp_congruency.common import layout, published
+import plotly.graph_objects as go
+
+from bgp_congruency.common import layout
+from bgp_congruency.lake import published
 from bgp_congruency.reports import query, warehouse
 from bgp_congruency.reports.page import (
     Figure,
@@ -20,6 +23,7 @@ from bgp_congruency.reports.page import (
     table_html,
     when,
 )
+from bgp_congruency.selector import calibration
 
 #: The 2014 study's section III figures (72 VPs), shown beside each month as the "2014 reference".
 REFERENCE_2014 = {
@@ -62,8 +66,6 @@ def month_path(cfg, month: str) -> Path:
 
 def month_figures(con, month: str, min_pairs: int = MIN_PAIRS) -> tuple[dict, list[dict], list[Figure]]:
     """(month_summary row, per-VP rows, figures) of one published month."""
-    import plotly.graph_objects as go
-
     p = {"month": month}
     summary = fetch_rows(con, "SELECT * FROM month_summary WHERE month = $month", p)[0]
     vps = fetch_rows(con, query.get("vp_congruency").sql, p)
@@ -287,8 +289,6 @@ def _selector_section(con, month: str) -> list[str]:
     """How often the path selector is right, each VP held out (selector_eval, `congruency
     evaluate`): coverage and accuracy per rule, and the reliability diagram (stated
     confidence against observed accuracy); a note where the month has no evaluation."""
-    import plotly.graph_objects as go
-
     head = "<h2 id='selector'>How often the path selector is right</h2>"
     if "selector_eval" not in warehouse.views(con) or not fetch_rows(
             con, "SELECT 1 AS x FROM selector_eval WHERE month = $month LIMIT 1", {"month": month}):
@@ -323,7 +323,6 @@ def _selector_section(con, month: str) -> list[str]:
                  "class was right (marker size: answers). Blue: the confidence the rules state; red: the calibrated "
                  "one (selector/calibration.py), fitted on the other sources' answers only. Points above the "
                  "diagonal: the confidence understates; below: it overstates.")
-    from bgp_congruency.selector import calibration
 
     curve = fetch_rows(con, """
         SELECT t.threshold, count(e.correct) AS answered, count(*) FILTER (WHERE e.correct) AS correct,
@@ -368,6 +367,93 @@ def _selector_section(con, month: str) -> list[str]:
             "calibrated confidence count.</p>", curve_table, ceiling_note]
 
 
+#: Words of the parting causes (parting_causes.sql) as the report's table says them.
+CAUSES = ("a link in one family only", "a relationship differs", "the same links, chosen differently")
+
+
+def _relationships_section(con, month: str) -> list[str]:
+    """The month's AS relationships per family (as_relationships): links per relationship and
+    step, the clique of each family side by side, the hybrid links, the largest customer
+    cones, and why the non-congruent pairs' paths part (named queries clique, hybrid_links,
+    customer_cones, parting_causes)."""
+    head = "<h2 id='relationships'>Who is whose provider, in each family</h2>"
+    if "as_relationships" not in warehouse.views(con) or not fetch_rows(
+            con, "SELECT 1 AS x FROM as_relationships WHERE month = $month LIMIT 1", {"month": month}):
+        return [head, "<p class='note'>No relationships for this month (published before they were inferred): "
+                f"<code>congruency relationships --month {html.escape(month)} --infer</code>, then "
+                "<code>congruency report</code>.</p>"]
+    p = {"month": month}
+    counts = fetch_rows(con, """
+        SELECT afi, count(*) AS links, count(*) FILTER (WHERE rel = 'p2c') AS p2c,
+               count(*) FILTER (WHERE rel = 'p2p') AS p2p, count(*) FILTER (WHERE step = 'rest-p2p') AS rest
+        FROM as_relationships WHERE month = $month GROUP BY afi ORDER BY afi""", p)
+    counts_table = table_html("rel-counts", ["family", "links", "p2c", "p2p", "of them by no evidence (rest-p2p)"],
+                              [[f"IPv{r['afi']}", f"{r['links']:,}", f"{r['p2c']:,}", f"{r['p2p']:,}",
+                                f"{r['rest']:,}"] for r in counts], numeric={1, 2, 3, 4})
+    clique = fetch_rows(con, query.get("clique").sql, p)
+
+    def yes(v):
+        return "yes" if v else "no"
+
+    def provs(v):
+        return ", ".join(f"AS{a}" for a in v) if v else "none"
+
+    clique_table = table_html("rel-clique", ["AS", "IPv4 clique", "IPv6 clique", "IPv4 providers", "IPv6 providers",
+                                             "IPv4 customers", "IPv6 customers"],
+                              [[f"AS{r['asn']}", yes(r["in_v4_clique"]), yes(r["in_v6_clique"]),
+                                provs(r["v4_providers"]), provs(r["v6_providers"]), r["v4_customers"] or 0,
+                                r["v6_customers"] or 0] for r in clique], numeric={5, 6})
+    hyb = fetch_rows(con, query.get("hybrid_links").sql, {**p, "limit": 1_000_000})
+    differs = [r for r in hyb if r["kind"] == "differs"]
+    both = fetch_rows(con, """
+        SELECT count(*) AS n FROM (SELECT least(as1, as2) a, greatest(as1, as2) b FROM as_relationships
+                                   WHERE month = $month GROUP BY ALL HAVING count(DISTINCT afi) = 2)""", p)[0]["n"]
+    evid = [r for r in differs if r["both_by_evidence"]]
+    hyb_note = (f"<p class='note'>{len(differs):,} of the {both:,} links seen in both families "
+                f"({share(len(differs), both)}) have a relationship that differs; {len(evid):,} of them are decided by "
+                "evidence in both families (the others are p2p in one family only for lack of evidence there: "
+                "<code>rest-p2p</code>). Giotsas and Zhou (2011) found 13% of dual-stack links hybrid. "
+                f"Links in one family only, with both ASes on the other family's paths: IPv4 "
+                f"{sum(r['kind'] == 'IPv4 only' for r in hyb):,}, IPv6 {sum(r['kind'] == 'IPv6 only' for r in hyb):,}."
+                "</p>")
+    hyb_table = table_html("rel-hybrid", ["AS", "AS", "IPv4: the first AS is", "IPv6: the first AS is", "IPv4 step",
+                                          "IPv6 step",
+                                          "paths IPv4 / IPv6"],
+                           [[f"AS{r['as_low']}", f"AS{r['as_high']}", r["ipv4"], r["ipv6"], r["ipv4_step"],
+                             r["ipv6_step"], f"{r['ipv4_paths']:,} / {r['ipv6_paths']:,}"]
+                            for r in (evid + [r for r in differs if not r["both_by_evidence"]])[:TOP_ASES]],
+                           numeric={6})
+    cones = fetch_rows(con, query.get("customer_cones").sql, {**p, "limit": TOP_ASES})
+    cone_table = table_html("rel-cones", ["AS", "customer cone, IPv4 (ASes)", "customer cone, IPv6 (ASes)"],
+                            [[f"AS{r['asn']}", "" if r["cone_v4"] is None else f"{r['cone_v4']:,}",
+                              "" if r["cone_v6"] is None else f"{r['cone_v6']:,}"] for r in cones], numeric={1, 2})
+    parts = fetch_rows(con, query.get("parting_causes").sql, p)
+    total = sum(r["pairs"] for r in parts)
+    by_cause = {c: sum(r["pairs"] for r in parts if r["cause"] == c) for c in CAUSES}
+    f = go.Figure(go.Bar(x=[by_cause[c] for c in CAUSES], y=list(CAUSES), orientation="h",
+                         marker_color=["#1f77b4", "#d62728", "#7f7f7f"],
+                         text=[share(by_cause[c], total) for c in CAUSES], textposition="auto",
+                         hovertemplate="%{y}: %{x:,} pairs<extra></extra>"))
+    plot_layout(f, f"Why the IPv4 and IPv6 paths of non-congruent pairs part, {month}", "non-congruent pairs", "cause")
+    f.update_layout(height=300, margin=dict(l=260, r=30, t=60, b=60))
+    fig = Figure("fig-parting", f, "Where a non-congruent pair's paths part (divergence.part_asn), the next AS on "
+                 "each family's path: the link to it missing from the other family's paths (the AS or the link has "
+                 "no IPv6, or no IPv4); both links in both families but a relationship that differs (hybrid); or "
+                 "the same links and relationships, and the parting AS preferring another neighbour (named query "
+                 "parting_causes).")
+    part_table = table_html("rel-parting", ["cause", "IPv4 next AS is the parting AS's", "IPv6 next AS is", "pairs",
+                                            "share"],
+                            [[r["cause"], r["ipv4_next_is"] or "-", r["ipv6_next_is"] or "-", f"{r['pairs']:,}",
+                              share(r["pairs"], total)] for r in parts[:12]], numeric={3, 4})
+    return [head, "<p class='note'>Inferred from each family's paths of the month alone (AS-Rank's steps, "
+            "relationships/METHOD.md; table <code>as_relationships</code>, <code>congruency relationships</code>). "
+            "A p2p decided by no evidence (<code>rest-p2p</code>) may be a provider link no VP sees from above.</p>",
+            counts_table, "<h3>The transit-free clique of each family</h3>", clique_table,
+            "<h3>Hybrid links</h3>", hyb_note, hyb_table,
+            "<h3>Largest customer cones</h3>", cone_table,
+            "<h3>Why paths part</h3>", figure_html(fig), part_table]
+
+
 def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
     summary, vps, figs = month_figures(con, month, min_pairs)
     by = {f.id: f for f in figs}
@@ -386,6 +472,7 @@ def month_html(con, month: str, min_pairs: int = MIN_PAIRS) -> str:
         "<h2>Cleaning</h2><p class='note'>RIB entries each rule of METHOD.md step 1 drops, in the order the "
         "rules apply; kept entries are what the comparison uses.</p>", _cleaning_table(con, month),
         "<h2>Vantage points</h2><p class='note'>Click a column to sort; type to filter.</p>", _vp_table(vps),
+        *_relationships_section(con, month),
         *_selector_section(con, month),
     ]
     reached = fetch_rows(con, "SELECT count(DISTINCT dest_asn) AS n FROM pairs WHERE month = $month", {"month": month})[0]["n"]

@@ -1,0 +1,268 @@
+"""AS relationships per month and family (issue 48, relationships/METHOD.md).
+
+- A hand-made month (tests/support/relmonth.py) whose every relationship is worked out below.
+- The SQL evidence equals the pure-Python reference, on the hand-made month and on the real
+  sample; the published table is the reference's inference of the month's paths.
+- The generated 400-AS month scored against the generator's relationships, to floors.
+- The `--compare` reader on CAIDA's 2016 serial-1 file and on small files in every format.
+- The named queries against Python recomputations of the same figures.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+from collections import defaultdict
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from bgp_congruency.common.params import MethodParams, RelationshipParams
+from bgp_congruency.lake import published
+from bgp_congruency.relationships import evidence as E
+from bgp_congruency.relationships import formats, score, summary
+from bgp_congruency.relationships import infer as I
+from tests.support import relmonth as R
+from tests.support.cli import congruency
+from tests.support.data import DATA, needs_data
+
+PARAMS = RelationshipParams(route_servers=frozenset({R.ROUTE_SERVER}), partial_feed_share=0.25)
+CAIDA_2016 = DATA / "relationships" / "20161101.as-rel.txt.bz2"
+
+
+def _by_link(rels):
+    return {(r.as1, r.as2): (r.rel, r.step) for r in rels}
+
+
+def test_the_hand_made_month_as_worked_out():
+    # IPv4. The clique: 1, 2 and 3 are the top three by transit degree and linked to each other;
+    # no path shows one reaching another through a third (10, 20, 30, 50 each reach the clique
+    # through one member: REFUTED as members).
+    c4, r4 = I.infer_paths(R.items(4), PARAMS, 4)
+    assert c4 == {1, 2, 3}
+    got = _by_link(r4)
+    assert {k for k, v in got.items() if v[1] == "clique"} == {(1, 2), (1, 3), (2, 3)}
+    # Top-down: 1 passes 10's routes to its peer 2 (VP 2: 2 1 10), so 1 provides 10; likewise
+    # 2 > 20 (VP 1: 1 2 20), 3 > 30 and 3 > 50 (VP 1: 1 3 30, 1 3 50); then down the chain,
+    # 10 passes 100's routes to its provider 1 (VP 2: 2 1 10 100): 10 > 100; 20 > 200, 30 > 300.
+    for link in ((1, 10), (2, 20), (3, 30), (3, 50), (10, 100), (20, 200), (30, 300)):
+        assert got[link] == ("p2c", "top-down"), link
+    # The route server 6695 between 10 and 20 on VP 100's paths is taken out: the link is 10-20,
+    # and no link of 6695 exists.
+    assert not any(R.ROUTE_SERVER in k for k in got)
+    # 10-20: each passes only its customers' routes to the other (100 10 20 200): no
+    # valley-free evidence of a provider, so the last step makes them peers.
+    assert got[(10, 20)] == ("p2p", "rest-p2p")
+    # 210 is on one path only, VP 50's partial feed (2 origins of 11 ASes, at most a quarter
+    # here: PARAMS): 50 20 210 is a path of three ASes and 210 is never in the middle, so 20
+    # provides 210. 20-50 stays a peering (50 has its provider 3).
+    assert got[(20, 210)] == ("p2c", "partial-vp")
+    assert got[(20, 50)] == ("p2p", "rest-p2p")
+    assert len(got) == 13
+    # IPv6: 1 does not serve 10; 20 hands 10 its provider 2's routes (VP 100: 100 10 20 2 1),
+    # and passes 10's routes up to 2 (VP 1: 1 2 20 10): 20 provides 10, the hybrid link.
+    c6, r6 = I.infer_paths(R.items(6), PARAMS, 6)
+    assert c6 == {1, 2, 3}
+    got6 = _by_link(r6)
+    assert got6[(20, 10)] == ("p2c", "top-down") and (1, 10) not in got6
+    assert len(got6) == 9
+    l4, l6 = (score.canon((r.as1, r.as2, r.rel) for r in rs) for rs in (r4, r6))
+    assert score.hybrid(l4, l6) == {(10, 20)}
+    # Evidence counts: 1-3 is on 11 IPv4 items of VPs 1, 2 and 300 (and 100).
+    assert (r4[[(r.as1, r.as2) for r in r4].index((1, 3))].paths, next(r.vps for r in r4 if (r.as1, r.as2) == (1, 3))) \
+        == (11, 3)
+
+
+def _paths_relation(con, rows):
+    t = pa.Table.from_pylist(rows, schema=pa.schema([("month", pa.string()), ("vp_group", pa.string()),
+                                                     ("vp_asn", pa.int64()), ("dest_asn", pa.int64()),
+                                                     ("afi", pa.int8()), ("path", pa.list_(pa.int64()))]))
+    con.register("hand_paths", t)
+    return "hand_paths"
+
+
+def test_sql_evidence_equals_the_reference_on_the_hand_made_month():
+    con = duckdb.connect()
+    rel = _paths_relation(con, R.rows("2026-07"))
+    for afi in (4, 6):
+        items = [(v, q) for v, p in R.items(afi) for q in I.sanitise([p], PARAMS.route_servers)]
+        ev = E.evidence(con, rel, afi, PARAMS.route_servers, MethodParams())
+        ref = I.evidence_of(items)
+        assert (ev.links, ev.trips, ev.reach) == (ref.links, ref.trips, ref.reach), afi
+        assert E.infer_family(con, rel, afi, PARAMS, MethodParams()) == I.infer_paths(R.items(afi), PARAMS, afi)
+
+
+def test_poisoned_paths_and_sanitising():
+    assert I.poisoned([5, 1, 9, 2], {1, 2}) and not I.poisoned([5, 1, 2, 9], {1, 2}) and not I.poisoned([1, 9], {1})
+    assert I.sanitise([[1, 6695, 2], [1, 64512, 2], [1, 2, 1]], {6695}, MethodParams().is_reserved) == [(1, 2)]
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_published_table_is_the_reference_on_the_real_sample(sample):
+    """The compare's stager published what the pure-Python inference gives on the month's
+    paths, and the SQL evidence equals the reference's."""
+    cfg = sample.cfg
+    paths = published.read(sample.data, "paths", "2026-07").to_pylist()
+    table = published.read(sample.data, "as_relationships", "2026-07").to_pylist()
+    con = duckdb.connect()
+    files = published.files(sample.data, ["paths"], "2026-07")["paths"]
+    rel = "read_parquet([" + ", ".join(f"'{f}'" for f in files) + "])"
+    for afi in (4, 6):
+        items = [(r["vp_asn"], r["path"]) for r in paths if r["afi"] == afi]
+        clique, rels = I.infer_paths(items, cfg.relationships, afi, cfg.method.is_reserved)
+        mine = sorted((r["as1"], r["as2"], r["rel"], r["step"], r["paths"], r["vps"]) for r in table if r["afi"] == afi)
+        assert mine == sorted((r.as1, r.as2, r.rel, r.step, r.paths, r.vps) for r in rels), afi
+        ev = E.evidence(con, rel, afi, cfg.relationships.route_servers, cfg.method)
+        ref = I.evidence_of((v, q) for v, p in items for q in I.sanitise([p], cfg.relationships.route_servers))
+        assert ev.links == ref.links and ev.trips == ref.trips, afi
+
+
+@pytest.mark.slow
+def test_the_generated_month_against_the_generators_relationships(generated):
+    """The 400-AS generated month (12 VPs): PPV and TPR per family, to floors a step below
+    what bench/relationships.py measures (bench/RESULTS.md)."""
+    from bgp_congruency.synth.truth import load
+
+    rs = summary.rows(generated.cfg, "2026-07")
+    got = summary.compare_truth(rs, load(generated.archive).net, "2026-07")
+    for afi in (4, 6):
+        t = got[afi]
+        assert t["p2c"]["ppv"] >= 0.97 and t["p2c"]["tpr"] >= 0.85, (afi, t)
+        assert t["p2p"]["ppv"] >= 0.45 and t["p2p"]["tpr"] >= 0.85, (afi, t)
+        assert t["both"] == t["links"], "every inferred link is a link of the generator"
+    # the clique of each family is the generator's tier-1
+    net = load(generated.archive).net
+    tier1 = sorted(a for i, a in enumerate(net.asns) if net.tier[i] == 1)
+    assert summary.clique([r for r in rs if r["afi"] == 4]) == tier1
+
+
+# ------------------------------------------------------------------ relationship files
+SERIAL1 = "# input clique: 1 2\n# a comment\n1|2|0\n1|10|-1\n20|2|0\n"
+SERIAL2 = "# serial-2\n1|2|0|bgp\n1|10|-1|bgp\n5|6|1|mlp\n"
+AS2REL = [{"asn1": 1, "asn2": 2, "paths_count": 5, "peers_count": 3, "rel": 0},
+          {"asn1": 1, "asn2": 10, "paths_count": 9, "peers_count": 4, "rel": 1},
+          {"asn1": 10, "asn2": 1, "paths_count": 2, "peers_count": 1, "rel": 1},   # fewer paths: 1 > 10 wins
+          {"asn1": 20, "asn2": 2, "paths_count": 3, "peers_count": 2, "rel": 0},
+          {"asn1": 20, "asn2": 2, "paths_count": 3, "peers_count": 2, "rel": 1}]   # a tie: p2p
+
+
+@pytest.mark.parametrize("name, content, fmt", [
+    ("x.as-rel.txt", SERIAL1, "caida-serial-1"),
+    ("x.as-rel.txt.bz2", bz2.compress(SERIAL1.encode()), "caida-serial-1"),
+    ("x.as-rel2.txt.gz", gzip.compress(SERIAL2.encode()), "caida-serial-2"),
+    ("as2rel-v6-latest.json", json.dumps(AS2REL), "bgpkit-as2rel"),
+])
+def test_relationship_files_in_each_format(tmp_path, name, content, fmt):
+    p = tmp_path / name
+    p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    f = formats.read(p)
+    assert f.format == fmt and f.afi == (6 if "v6" in name else 4)
+    want = {(1, 2): "p2p", (1, 10): "p2c"}
+    assert {k: v for k, v in f.links.items() if k in want} == want
+    if fmt == "caida-serial-1":
+        assert f.links[(2, 20)] == "p2p" and f.clique == [1, 2]
+    if fmt == "caida-serial-2":
+        assert f.links[(5, 6)] == "s2s"
+    if fmt == "bgpkit-as2rel":
+        assert f.links[(2, 20)] == "p2p" and len(f.links) == 3
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "empty"),
+    ("1|2\n", "line 1: expected as1|as2|rel (serial-1) or as1|as2|rel|source (serial-2)"),
+    ("1|2|0\n1|x|0\n", "line 2: expected an ASN, got 'x'"),
+    ("1|2|0\n3|4|2\n", "line 2: relationship '2': expected -1 (p2c) or 0 (p2p)"),
+    ("1|2|0\n3|4|0|bgp\n", "line 2: expected 3 '|'-separated fields like the lines before"),
+    ('[{"asn1": 1, "asn2": 2, "rel": 7}]', "entry 1: rel 7: expected 1 (asn1 upstream of asn2) or 0 (peers)"),
+    ('[{"asn1": 1}]', "entry 1: expected {asn1, asn2, paths_count, peers_count, rel}"),
+    ('[{"asn1": 1,', "line 1: not JSON"),
+])
+def test_bad_relationship_files_are_one_line_naming_file_and_line(tmp_path, content, message):
+    p = tmp_path / "rel.txt"
+    p.write_text(content)
+    with pytest.raises(formats.RelFileError) as e:
+        formats.read(p)
+    assert str(e.value).startswith(f"{p}: ") and message in str(e.value) and "\n" not in str(e.value)
+
+
+@needs_data
+def test_caidas_2016_file():
+    f = formats.read(CAIDA_2016)
+    assert (f.format, f.afi, len(f.links)) == ("caida-serial-1", 4, 239_064)  # data/relationships/README.md
+    assert f.clique == [174, 209, 286, 701, 1239, 1299, 2828, 2914, 3257, 3320, 3356, 5511, 6453, 6461, 6762,
+                        7018, 12956]
+    assert f.links[(1299, 3356)] == f.links[(3356, 6939)] == "p2p"  # lines 1299|3356|0, 3356|6939|0
+    assert sum(v == "p2c" for v in f.links.values()) + sum(v == "p2p" for v in f.links.values()) == 239_064
+
+
+# ------------------------------------------------------------------ the command and the queries
+@pytest.mark.slow
+@needs_data
+def test_the_command_on_the_real_sample(sample, tmp_path):
+    r = congruency("relationships", "--data-dir", str(sample.data), "--asn", "6939", "--compare", str(CAIDA_2016),
+                   "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    rs = summary.rows(sample.cfg, "2026-07")
+    fam = summary.by_family(rs)
+    assert out["families"]["4"]["clique"] == summary.clique(fam[4])
+    assert out["families"]["6"]["clique"] == summary.clique(fam[6])
+    he = out["ases"]["6939"]
+    # Hurricane Electric: in the IPv6 clique and transit-free there, not in IPv4 (its IPv4 provider shows)
+    assert he["6"]["in_clique"] and he["6"]["transit_free"], he
+    assert not he["4"]["in_clique"] and he["4"]["providers"], he
+    c = out["compare"]
+    ours = summary.links(fam[4])
+    theirs = score.canon((a, b, rel) for (a, b), rel in formats.read(CAIDA_2016).links.items())
+    both = [k for k in ours if k in theirs]
+    assert c["both"] == len(both) and c["agree"] == sum(ours[k] == theirs[k] for k in both)
+    # the IPv4 clique's members are all in CAIDA's 2016 clique, ten years apart
+    assert set(out["families"]["4"]["clique"]) <= set(c["clique"]["file"])
+    text = congruency("relationships", "--data-dir", str(sample.data), "--asn", "6939").stdout
+    assert "AS6939 IPv6: in the clique; providers none (transit-free)" in text, text
+
+
+@pytest.mark.slow
+@needs_data
+def test_the_named_queries_against_python(sample):
+    rs = summary.rows(sample.cfg, "2026-07")
+    fam = summary.by_family(rs)
+
+    def query(name, *args):
+        r = congruency("query", name, "--data-dir", str(sample.data), "--month", "2026-07", "--format", "json", *args)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    # customer cones: an AS and everything below it through p2c links, per family
+    below = {afi: defaultdict(set) for afi in (4, 6)}
+    for r in rs:
+        if r["rel"] == "p2c":
+            below[r["afi"]][r["as1"]].add(r["as2"])
+
+    def cone(afi, a):
+        seen, todo = {a}, [a]
+        while todo:
+            for c in below[afi].get(todo.pop(), ()):
+                if c not in seen:
+                    seen.add(c)
+                    todo.append(c)
+        return len(seen)
+
+    for row in query("customer_cones", "--limit", "15"):
+        for afi in (4, 6):
+            v = row[f"cone_v{afi}"]
+            assert v is None or v == cone(afi, row["asn"]), (row, afi)
+    # hybrid links
+    l4, l6 = summary.links(fam[4]), summary.links(fam[6])
+    hyb = query("hybrid_links", "--limit", "100000")
+    assert {(r["as_low"], r["as_high"]) for r in hyb if r["kind"] == "differs"} == score.hybrid(l4, l6)
+    # the clique side by side
+    cl = query("clique")
+    assert sorted(r["asn"] for r in cl if r["in_v4_clique"]) == summary.clique(fam[4])
+    assert sorted(r["asn"] for r in cl if r["in_v6_clique"]) == summary.clique(fam[6])
+    # why paths part: the causes cover every non-congruent pair
+    causes = query("parting_causes")
+    div = published.read(sample.data, "divergence", "2026-07").num_rows
+    assert sum(r["pairs"] for r in causes) == div
