@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -24,13 +25,23 @@ def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
                    help="TOML of candidate tunnel endpoints ([[endpoint]] name, ipv4, ipv6, and for mpt tunnel): rank their "
                         "underlay paths and choose --k of them")
     p.add_argument("--k", type=int, metavar="N", help="paths to choose among the endpoints' (default 2)")
+    g = p.add_argument_group("the source's own evidence (a source that is no VP; docs/guide.md)")
+    for afi in (4, 6):
+        g.add_argument(f"--via{afi}", metavar="AS[:REL][,AS...]",
+                       help=f"the ASes the source hands IPv{afi} traffic to, the primary first; REL is what each "
+                            "is to it: provider (the default), peer or customer")
+    g.add_argument("--atlas", metavar="FILE", help="RIPE Atlas traceroute results from the source host: each "
+                   "destination's first hop in another AS is its neighbour toward it")
+    g.add_argument("--warts", metavar="FILE", help="scamper warts traceroutes from the source host, read as --atlas")
+    g.add_argument("--stored-traces", action="store_true",
+                   help="the month's traces of the source stored by `congruency trace --store`, read as --atlas")
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "advise",
         parents=parents,
-        help="which IPv4/IPv6 tunnel paths are disjoint, and how to use them (MPTCP, MPT)",
+        help=command_help('advise'),
         description=(
             "Read the month's published paths (DATA_DIR/paths, vps, pairs; rib_entries for address "
             "lookups) and print one hint per (source, destination): the IPv4 and IPv6 AS paths, a "
@@ -46,10 +57,37 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.set_defaults(func=main)
 
 
+def source_evidence(args: argparse.Namespace, cfg: Config, month: str):
+    """The source's evidence from the flags, the endpoints file's [source] table and the
+    config's [source] (when it names the --from AS); traces last (their first hops win for
+    the destinations they reach). Bad input fails here, before any answer."""
+    from bgp_congruency.dataplane import first_hops
+    from bgp_congruency.dataplane.traces import read_atlas, read_warts
+    from bgp_congruency.selector.question import Evidence, evidence_of, load_source, parse_source
+
+    src = parse_source(args.source).asn
+    ev = evidence_of(args.via4, args.via6)
+    if args.endpoints:
+        ev = ev.merged(load_source(args.endpoints))
+    if cfg.source.asn == src:
+        ev = ev.merged(evidence_of(cfg.source.via4, cfg.source.via6, what="[source] "))
+    traced = Evidence(how="traces")
+    if args.atlas:
+        traced = traced.merged(first_hops.evidence(cfg, month, read_atlas(args.atlas), src, "traces"))
+    if args.warts:
+        traced = traced.merged(first_hops.evidence(cfg, month, read_warts(args.warts), src, "traces"))
+    if args.stored_traces:
+        traced = traced.merged(first_hops.stored_evidence(cfg, month, src))
+    return ev.merged(traced) if traced else ev
+
+
 def ask(args: argparse.Namespace, cfg: Config) -> dict:
     from bgp_congruency.selector.advice import advise
+    from bgp_congruency.selector.month import resolve_month
 
-    return advise(cfg, args.source, args.to, month=args.month, endpoints=args.endpoints, k=args.k)
+    month = resolve_month(cfg, args.month)
+    ev = source_evidence(args, cfg, month)
+    return advise(cfg, args.source, args.to, month=month, endpoints=args.endpoints, k=args.k, evidence=ev or None)
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
@@ -85,8 +123,10 @@ def text(h: dict) -> str:
              + (f", rule {h['rule']}" if h.get("rule") and h["rule"] != "vp" else "")
              + (f" (right {h['rule_accuracy']:.0%} of the time in the month's evaluation)"
                 if h.get("rule_accuracy") is not None and h["hint_class"] != "unknown" else ""),
-             f"  IPv4 path: {path(h['v4_path'])}" + (f"  ({h['prefix_v4']})" if h["prefix_v4"] else ""),
-             f"  IPv6 path: {path(h['v6_path'])}" + (f"  ({h['prefix_v6']})" if h["prefix_v6"] else ""),
+             f"  IPv4 path: {path(h['v4_path'])}" + (f"  ({h['prefix_v4']})" if h["prefix_v4"] else "")
+             + (f"  via AS{h['via_v4']}" if h.get("via_v4") else ""),
+             f"  IPv6 path: {path(h['v6_path'])}" + (f"  ({h['prefix_v6']})" if h["prefix_v6"] else "")
+             + (f"  via AS{h['via_v6']}" if h.get("via_v6") else ""),
              f"  shared ASes: {', '.join(f'AS{a}' for a in h['shared_asns']) or 'none'}",
              f"  mode: {h['mode']}. {h['rationale']}",
              f"  path manager: {h['path_manager']}",

@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -13,7 +14,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "evaluate",
         parents=parents,
-        help="how often the path selector is right: each VP held out, its answers against its own pairs",
+        help=command_help('evaluate'),
         description=(
             "For every VP AS of the month with pairs, hide all of its VPs from what the path selector "
             "reads, ask the selector for that AS to each destination it has a pair for (so the answer "
@@ -39,6 +40,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--dests", type=int, metavar="N", default=None,
                    help="with --truth: destinations per AS, among the month's pair destinations (default 30)")
     p.add_argument("--seed", type=int, metavar="N", default=None, help="with --truth: the draw's seed (default 1)")
+    p.add_argument("--reveal", choices=("none", "first-hop", "neighbours"), default="none",
+                   help="what the selector is told of each held-out source: none (only the month, today's rules), "
+                        "first-hop (its neighbour toward each destination per family), neighbours (the set of its "
+                        "neighbours per family; what each is to it from the month's as_relationships). Each mode's "
+                        "rows replace only that mode's, and calibrate that mode's answers")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -65,38 +71,55 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             truth = load(args.truth)
         except TruthError as exc:
             raise BadInput(f"--truth: {exc}") from None
-    with console.progress() as prog:
-        task = prog.add_task("generated ASes" if args.truth else "held-out VP ASes", total=None)
+    from bgp_congruency.common import layout
+    from bgp_congruency.common.locks import month_lock
+    from bgp_congruency.selector import reveal as R
+    from bgp_congruency.selector.month import resolve_month
+
+    month = resolve_month(cfg, args.month)
+    # The month is held (and its folder written) before any work: a read-only data dir or a
+    # running publish of the month says so at once, not after minutes of computing.
+    with month_lock(layout.local(cfg.data_dir, "congruency evaluate"), month, wait_s=0), \
+            console.progress() as prog:
+        what = "generated ASes" if args.truth else (
+            "held-out VP ASes" if args.reveal == "none" else f"destination partitions ({args.reveal})")
+        task = prog.add_task(what, total=None)
         seen = [0]
 
-        def tick(i, n, asn):
+        def tick(i, n, asn=None):
             seen[0] = n
             prog.update(task, total=n, completed=i)
 
         if truth is not None:
             try:
-                month, rows = E.against_truth(cfg, truth, args.month, sources=args.sources or E.TRUTH_SOURCES,
+                month, rows = E.against_truth(cfg, truth, month, sources=args.sources or E.TRUTH_SOURCES,
                                               dests=args.dests or E.TRUTH_DESTS,
-                                              seed=1 if args.seed is None else args.seed, progress=tick)
+                                              seed=1 if args.seed is None else args.seed, progress=tick,
+                                              reveal=args.reveal)
             except TruthError as exc:
                 raise BadInput(f"--truth {args.truth}: {exc}") from None
+        elif args.reveal == "none":
+            month, rows = E.held_out(cfg, month, tick)
         else:
-            month, rows = E.held_out(cfg, args.month, tick)
+            rows = R.answers(cfg, month, args.reveal, tick)
         prog.update(task, total=seen[0], completed=seen[0])
-    where = E.publish(cfg, month, rows, E.KINDS_TRUTH if truth is not None else ("vp",))
+        where, rows = E.publish(cfg, month, rows, E.KINDS_TRUTH if truth is not None else ("vp",), args.reveal)
     s = E.summary(rows)
     if args.json:
-        json.dump({"month": month, "table": str(where), **s}, sys.stdout, indent=1)
+        json.dump({"month": month, "reveal": args.reveal, "table": str(where), **s}, sys.stdout, indent=1)
         print()
         return 0
     who = "ASes that are no VP, against the generator's true paths" if args.truth else "each VP held out"
+    if args.reveal != "none":
+        who += f", {args.reveal} revealed"
     print(f"{month}: {s['pairs']:,} pairs, {who}: answered {s['answered']:,} "
           f"(coverage {_pct(s['coverage'])}), class right {s['correct']:,} (accuracy {_pct(s['accuracy'])})")
+    w = max(map(len, [*s["rules"], *(k + "s" for k in s["kinds"])]))  # every row's numbers in one column
     for rule, r in s["rules"].items():
-        print(f"  {rule:<9} {r['pairs']:>6,} pairs, answered {r['answered']:>6,}, accuracy {_pct(r['accuracy'])}")
+        print(f"  {rule:<{w}} {r['pairs']:>6,} pairs, answered {r['answered']:>6,}, accuracy {_pct(r['accuracy'])}")
     if args.truth:
         for kind, r in s["kinds"].items():
-            print(f"  {kind + 's':<9} {r['pairs']:>6,} pairs, answered {r['answered']:>6,} "
+            print(f"  {kind + 's':<{w}} {r['pairs']:>6,} pairs, answered {r['answered']:>6,} "
                   f"(coverage {_pct(r['coverage'])}), accuracy {_pct(r['accuracy'])}")
     print(f"  mode right {_pct(s['mode_accuracy'])}; paths exact: IPv4 {_pct(s['paths']['v4']['exact'])}, "
           f"IPv6 {_pct(s['paths']['v6']['exact'])}; within one AS hop: IPv4 {_pct(s['paths']['v4']['within_one_hop'])}, "

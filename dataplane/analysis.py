@@ -28,8 +28,11 @@ from collections.abc import Sequence
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.dataplane.stable import StablePath, stable_path
-from bgp_congruency.selector.rules import classify
 from bgp_congruency.dataplane.traces import Trace, TraceError, address
+from bgp_congruency.selector.advice import advise
+from bgp_congruency.selector.month import lookup_origins, resolve_month
+from bgp_congruency.selector.question import parse_source
+from bgp_congruency.selector.rules import classify
 
 
 def select(traces: Sequence[Trace], to: Sequence[str] | None, sources: Sequence[str] | None = None
@@ -95,10 +98,8 @@ def shared_routers(v4: set[str], v6: set[str], aliases: Sequence[Sequence[str]] 
     return out
 
 
-def _map(cfg: Config, month: str, addrs: set[str]) -> dict[str, tuple[str, int | None, str | None]]:
+def map_addresses(cfg: Config, month: str, addrs: set[str]) -> dict[str, tuple[str, int | None, str | None]]:
     """address -> (kind, asn, prefix): kind `private`, `unmapped` or `mapped`."""
-    from bgp_congruency.selector.month import lookup_origins
-
     nets = {a: ipaddress.ip_network(a) for a in addrs}  # a host network: /32 or /128
     con = duck.connect(cfg)
     try:
@@ -117,10 +118,6 @@ def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, 
             month: str | None = None, aliases: Sequence[Sequence[str]] | None = None,
             sources: Sequence[str] | None = None) -> dict:
     """The answer for one destination (both families where traces reach it), as a dict (--json)."""
-    from bgp_congruency.selector.advice import advise
-    from bgp_congruency.selector.month import resolve_month
-    from bgp_congruency.selector.question import parse_source
-
     month = resolve_month(cfg, month)
     src_asn = parse_source(source).asn if source is not None else None  # ASN, AS6939 or GROUP:ASN
     groups = select(traces, to, sources)
@@ -128,7 +125,7 @@ def analyse(cfg: Config, traces: Sequence[Trace], *, source: str | None = None, 
     addrs = {a for sp in paths.values() for h in sp.hops for a in h.addresses}
     srcs = {t.src for ts in groups.values() for t in ts if t.src}
     dsts = {f: groups[f][0].dst for f in groups}
-    mapping = _map(cfg, month, addrs | srcs | set(dsts.values()))
+    mapping = map_addresses(cfg, month, addrs | srcs | set(dsts.values()))
     if src_asn is None:
         found = sorted({mapping[s][1] for s in srcs if mapping[s][1] is not None})
         if len(found) != 1:

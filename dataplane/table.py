@@ -7,8 +7,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bgp_congruency.common import layout, published
+from bgp_congruency.common import layout
 from bgp_congruency.common.tables import TRACES
+from bgp_congruency.lake import published
 
 
 def rows(answer: dict, traced_at: datetime) -> list[dict]:

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ripe.atlas.sagan import TracerouteResult
+
 from bgp_congruency.common.errors import BadInput
 
 #: scamper's trace methods this command runs (Paris traceroute keeps one flow per trace).
@@ -78,8 +80,6 @@ def _by_ttl(pairs: Iterable[tuple[int, str | None]]) -> tuple[tuple[str | None, 
 def read_atlas(path: str | Path) -> list[Trace]:
     """RIPE Atlas traceroute results: a JSON array, or one JSON object per line (the API's
     and the daily dumps' formats)."""
-    from ripe.atlas.sagan import TracerouteResult
-
     p = Path(path)
     try:
         text = p.read_text()
@@ -89,12 +89,21 @@ def read_atlas(path: str | Path) -> list[Trace]:
         raise TraceError(f"{p}: not text (RIPE Atlas results are JSON)") from None
     if not text.strip():
         raise TraceError(f"{p}: empty (no RIPE Atlas traceroute results)")
-    try:
-        stripped = text.lstrip()
-        raws = json.loads(text) if stripped.startswith("[") else \
-            [json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{p}: not complete JSON ({exc.msg} at line {exc.lineno}): truncated?") from None
+    if text.lstrip().startswith("["):
+        try:
+            raws = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TraceError(f"{p}: not complete JSON ({exc.msg} at line {exc.lineno}): truncated?") from None
+    else:  # one result a line: the line a cut or a bad byte is on
+        raws = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                raws.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise TraceError(f"{p}: line {n} is not complete JSON ({exc.msg} at column {exc.colno}): "
+                                 "truncated?") from None
     out = []
     sagan = logging.getLogger("ripe.atlas.sagan")
     level, sagan.level = sagan.level, logging.CRITICAL  # it logs every unreachable hop
@@ -102,8 +111,10 @@ def read_atlas(path: str | Path) -> list[Trace]:
         for i, raw in enumerate(raws if isinstance(raws, list) else [raws], 1):
             where = f"{p} result {i}"
             if not isinstance(raw, dict) or raw.get("type") != "traceroute":
-                kind = raw.get("type") if isinstance(raw, dict) else type(raw).__name__
-                raise TraceError(f"{where}: a {kind!r} result, not a traceroute (RIPE Atlas type 'traceroute')")
+                got = (f"a JSON {type(raw).__name__}" if not isinstance(raw, dict) else
+                       "a JSON object without a RIPE Atlas result type" if raw.get("type") is None else
+                       f"a {raw['type']!r} result")
+                raise TraceError(f"{where}: {got}, not a traceroute (RIPE Atlas type 'traceroute')")
             try:
                 r = TracerouteResult(raw)
             except Exception as exc:  # sagan raises its own and plain errors on malformed results

@@ -17,10 +17,22 @@ from pathlib import Path
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.tables import HINTS
-from bgp_congruency.selector import calibration, rules as selector
-from bgp_congruency.selector.month import Month, lookup_origins, resolve_month
-from bgp_congruency.selector.question import (MAX_CANDIDATE_PATHS, Destination, HintError, Source, load_endpoints,
-                               parse_destination, parse_source)
+from bgp_congruency.lake import published
+from bgp_congruency.lake.attach import pinned
+from bgp_congruency.selector import calibration
+from bgp_congruency.selector import rules as selector
+from bgp_congruency.selector.month import Month, local_root, lookup_origins, resolve_month, table_relation
+from bgp_congruency.selector.question import (
+    MAX_CANDIDATE_PATHS,
+    Destination,
+    Evidence,
+    HintError,
+    Neighbour,
+    Source,
+    load_endpoints,
+    parse_destination,
+    parse_source,
+)
 
 
 def _empty_hint(month: str, src: int) -> dict:
@@ -47,9 +59,9 @@ def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: in
         q4, q6 = selector.from_source(src, p4 and p4[0], p6 and p6[0], proxy == "upstream")
         p4, p6 = (p4 and q4 and (q4, *p4[1:])), (p6 and q6 and (q6, *p6[1:]))
     if p4:
-        h.update(v4_path=list(p4[0]), stability_v4=p4[1])
+        h.update(v4_path=list(p4[0]), stability_v4=p4[1], via_v4=p4[0][1] if len(p4[0]) > 1 else None)
     if p6:
-        h.update(v6_path=list(p6[0]), stability_v6=p6[1])
+        h.update(v6_path=list(p6[0]), stability_v6=p6[1], via_v6=p6[0][1] if len(p6[0]) > 1 else None)
     hops4 = len(h["v4_path"]) - 1 if p4 else None
     hops6 = len(h["v6_path"]) - 1 if p6 else None
     who = f"VP {vp[0]}:AS{vp[1]}" + (f" (proxy for AS{src})" if proxy else "")
@@ -65,8 +77,9 @@ def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: in
     return h
 
 
-def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
-    """One hint for (source, destination); origins come from lookup_origins."""
+def _hint(m: Month, src: Source, dest: Destination, origins: dict, evidence: Evidence | None = None) -> dict:
+    """One hint for (source, destination); origins come from lookup_origins. A source that is
+    no VP is answered from its `evidence` where it has some (rules 8-10), else by proxies."""
     h = _empty_hint(m.month, src.asn)
     h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
     notes: list[str] = []
@@ -109,6 +122,12 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
         if len(vps) > 1:
             notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
         best["rule"] = "vp"
+    elif evidence:
+        best, kind = evidence_answer(m, src.asn, d4, d6, evidence)
+        if "how" in best:
+            notes.append(best.pop("how"))
+        notes.extend(_calibrated_note(m, kind, best["hint_class"]))
+        best["rule"] = kind
     else:
         best, kind = proxy_answer(m, src.asn, d4, d6, notes)
         best["rule"] = kind or "none"
@@ -122,21 +141,33 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict) -> dict:
     return best
 
 
-def _hint_stub(m: Month, src: int, d4: int, d6: int) -> tuple[dict, str] | None:
-    """(the hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py),
-    its rule); None when a family has no neighbour with a route to the destination."""
-    got = {}
+def _stub_routes(m: Month, src: int, d4: int | None, d6: int | None) -> tuple[dict, dict]:
+    """Rule 5 per family: afi -> (neighbour, path, stability, snapshots, VPs) where a neighbour
+    seen right before the stub has a route to the destination; and afi -> why not, for the
+    families without one."""
+    got, why = {}, {}
+    near = m.neighbours(src)
     for afi, d in ((4, d4), (6, d6)):
         if d is None:
-            return None
+            why[afi] = f"no IPv{afi} destination"
+            continue
         routes = m.provider_routes(src, d, afi)
         pick = selector.stub_route(src, {n: r[0] for n, r in routes.items()})
         if pick is None:
-            return None
+            seen = ", ".join(f"AS{n}" for n in sorted(near[afi])) or "none"
+            why[afi] = (f"provider rule: no IPv{afi} path to AS{d} crosses an AS seen right before AS{src} in "
+                        f"IPv{afi} ({seen})")
+            continue
         got[afi] = (pick[0], pick[1], *routes[pick[0]][1:])
+    return got, why
+
+
+def _hint_stub(m: Month, src: int, d4: int, d6: int, got: dict) -> tuple[dict, str]:
+    """(the hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py),
+    its rule) from _stub_routes' routes of both families."""
     (n4, p4, s4, k4, w4), (n6, p6, s6, k6, w6) = got[4], got[6]
     h = _empty_hint(m.month, src)
-    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, v4_path=list(p4), v6_path=list(p6),
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, v4_path=list(p4), v6_path=list(p6), via_v4=n4, via_v6=n6,
              stability_v4=s4, stability_v6=s6, proxies=sorted(set(w4) | set(w6)), snapshots=min(k4, k6))
     cls, shared = selector.classify(p4, p6, src, d4, d6)
     h["shared_asns"] = shared
@@ -179,6 +210,148 @@ def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None =
     return h, rule
 
 
+def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: dict | None) -> tuple | None:
+    """(rule, path from the source, stability, snapshots, neighbour, why) of one family by rules
+    8-10 of selector/rules.py, or (None, ..., why) when none gives a path: `why` says what each
+    rule found. `rels`: the month's relationships around the source (Month.relations), or None."""
+    tried = []
+    hop = ev.first_hop.get((afi, dest))
+    if hop is not None:
+        if hop == dest:
+            return "first-hop", (src, dest), 1.0, m.snapshots, hop, f"the first hop AS{hop} is the destination"
+        r = m.routes({hop}, dest, afi, src).get(hop)
+        if r:
+            return "first-hop", (src, *r[0]), r[1], r[2], hop, f"the first hop AS{hop} and its route"
+        tried.append(f"no IPv{afi} path to AS{dest} crosses the first hop AS{hop}")
+    r = m.routes({src}, dest, afi, src).get(src)
+    if r:
+        return "through", r[0], r[1], r[2], r[0][1] if len(r[0]) > 1 else dest, "VPs' paths cross the source"
+    tried.append(f"no VP's IPv{afi} path to AS{dest} crosses AS{src}")
+    nbrs = ev.via.get(afi, ())
+    # Rules 10 and 11: every neighbour with a route, observed or (rule 11) one AS further from
+    # the month's relationships; the source's choice among them by preference.
+    heads = [Neighbour(hop, "provider", 0)] if hop is not None else list(nbrs)
+    if heads:
+        seen = m.routes({n.asn for n in heads}, dest, afi, src) if hop is None else {}
+        missing = {n.asn for n in heads if n.asn not in seen and n.asn != dest}
+        guessed = inferred_routes(m, src, dest, afi, missing) if rels is not None and missing else {}
+        cands = []
+        for n in heads:
+            if n.asn == dest:
+                route, stab, snaps, rule = (dest,), 1.0, m.snapshots, "neighbours"
+            elif n.asn in seen:
+                (route, stab, snaps, _who), rule = seen[n.asn], "neighbours"
+            elif n.asn in guessed:
+                (route, stab, snaps, _m_is), rule = guessed[n.asn], "inferred"
+            else:
+                continue
+            is_ = "provider" if hop is not None else (rels or {}).get((src, n.asn), n.rel)
+            if rule == "inferred":
+                nxt = guessed[n.asn][3]
+            else:
+                nxt = (rels or {}).get((n.asn, route[1])) if len(route) > 1 and rels is not None else None
+            if selector.exported(is_, route, nxt):
+                cands.append((selector.neighbour_key(is_, route, n.order, n.asn), n.asn, is_, route, stab, snaps, rule))
+        if cands:
+            _k, n, is_, route, stab, snaps, rule = min(cands)
+            why = (f"its {is_} AS{n} (Gao-Rexford preference)" if rule == "neighbours" else
+                   f"its {is_} AS{n}, whose route is inferred from the month's relationships (AS{route[1]}'s)")
+            return rule, (src, *route), stab, snaps, n, why
+        what = f"the first hop AS{hop}" if hop is not None else \
+            f"its IPv{afi} neighbours ({', '.join(f'AS{n.asn}' for n in nbrs)})"
+        tried.append(f"neither {what} nor their neighbours in the month's relationships have a route to AS{dest} "
+                     "it would be given")
+    return None, None, None, None, None, "; ".join(tried)
+
+
+def inferred_routes(m: Month, src: int, dest: int, afi: int, heads: set[int]) -> dict[int, tuple]:
+    """head -> (its route: head, then its chosen neighbour's observed route; stability,
+    snapshots, what that neighbour is to head) for each of `heads` the month's relationships
+    give a route (rule 11): among head's neighbours in the family's as_relationships whose
+    observed route crosses neither the source nor head and that head would be given (a
+    provider gives every route, a peer or a customer its own and its customers'), a customer,
+    then a peer, then a provider; then the shortest; then the lowest ASN."""
+    rels = m.relations(afi, heads) or {}
+    below = {b for (a, b) in rels if a in heads}
+    routes = m.routes(below, dest, afi, src)
+    more = m.relations(afi, set(routes)) or {}
+    out = {}
+    for h in heads:
+        best = None
+        for (a, b), b_is in rels.items():
+            if a != h or b not in routes or b == src:
+                continue
+            route, stab, snaps, _who = routes[b]
+            if h in route:
+                continue
+            nxt = more.get((b, route[1])) if len(route) > 1 else None
+            if b_is != "provider" and not (len(route) == 1 or nxt == "customer"):
+                continue
+            key = (selector.NEIGHBOUR_CLASSES.index(b_is), len(route), b)
+            if best is None or key < best[0]:
+                best = (key, ((h, *route), stab, snaps, b_is))
+        if best:
+            out[h] = best[1]
+    return out
+
+
+def evidence_answer(m: Month, src: int, d4: int | None, d6: int | None, ev: Evidence,
+                    fallback: bool = selector.DESTINATION_FALLBACK) -> tuple[dict, str] | None:
+    """The hint of a source from its own evidence (rules 8-10 of selector/rules.py), each family
+    on its own; a family with no path leaves the answer unknown, keeping the other family's
+    path (with `fallback`, rule 6 `destination` gives the class instead: measured, and left
+    out, selector/rules.py DESTINATION_FALLBACK). None when the evidence says nothing."""
+    if not ev:
+        return None
+    ases = {src} | {n.asn for ns in ev.via.values() for n in ns} | set(ev.first_hop.values())
+    got = {}
+    for afi, d in ((4, d4), (6, d6)):
+        if d is None:
+            got[afi] = (None, None, None, None, None, f"no IPv{afi} destination")
+            continue
+        rels = m.relations(afi, ases)
+        got[afi] = family_route(m, src, d, afi, ev, rels)
+    h = _empty_hint(m.month, src)
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
+    for afi in (4, 6):
+        rule, path, stab, _snaps, _n, _why = got[afi]
+        if path:
+            h[f"v{afi}_path"], h[f"stability_v{afi}"] = list(path), stab
+    (r4, p4, s4, k4, n4, w4), (r6, p6, s6, k6, n6, w6) = got[4], got[6]
+    h.update(via_v4=n4, via_v6=n6)
+    if p4 and p6:
+        rule = selector.weakest([r4, r6])
+        cls, shared = selector.classify(p4, p6, src, d4, d6)
+        h["shared_asns"] = shared
+        h["snapshots"] = min(k4, k6)
+        h.update(selector.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, h["snapshots"], m.snapshots,
+                                      proxy=rule != "first-hop",
+                                      calibrated=calibration.confidence(m.calibration, rule, cls)))
+        h["how"] = (f"AS{src} is not a vantage point; from its {ev.how} evidence: IPv4 via {w4}, IPv6 via {w6} "
+                    f"(rules {r4} and {r6})" if r4 != r6 else
+                    f"AS{src} is not a vantage point; from its {ev.how} evidence: IPv4 via {w4}, IPv6 via {w6} "
+                    f"(rule {r4})")
+        return h, rule
+    missing = {afi: w for afi, (r, pth, *_rest, w) in got.items() if not pth}
+    dest = _hint_destination(m, src, d4, d6) if fallback and d4 is not None and d4 == d6 else None
+    if dest is not None:
+        other, _kind = dest
+        for afi in (4, 6):  # a family's path found stays in the answer
+            if h[f"v{afi}_path"]:
+                other[f"v{afi}_path"], other[f"stability_v{afi}"] = h[f"v{afi}_path"], h[f"stability_v{afi}"]
+        other["how"] = ("; ".join(f"IPv{a}: {w}" for a, w in missing.items())
+                        + f"; so the class most pairs to AS{d4} show: " + other["how"].split(": ", 1)[-1])
+        return other, "destination"
+    found = [a for a in (4, 6) if h[f"v{a}_path"]]
+    if found:
+        h["how"] = "; ".join(f"IPv{a}: via {got[a][5]} (rule {got[a][0]})" for a in found)
+    h.update(selector.hint_fields("unknown", h["stability_v4"], h["stability_v6"],
+                                  len(p4) - 1 if p4 else None, len(p6) - 1 if p6 else None, None, None))
+    h["reason"] = "; ".join(f"IPv{a}: {w}" for a, w in missing.items()) + (
+        f": only IPv{found[0]} has a path" if found else "")
+    return h, "none"
+
+
 def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
     """The hint of a source that is no VP, by the rules of selector/rules.py in their order:
     VPs whose paths cross it; then a stub's neighbours' routes, else the class through its one
@@ -192,15 +365,26 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
         return [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
 
     tried = [("through", proxies("through", m.through_vps(src, dests)))]
+    partial, why = {}, {}  # a stub's family that rule 5 found a path for, and why the others have none
     if not any(c["hint_class"] != "unknown" for c in tried[0][1]):
         if m.is_stub(src):
-            got = _hint_stub(m, src, d4, d6)
+            partial, why = _stub_routes(m, src, d4, d6)
+            got = _hint_stub(m, src, d4, d6, partial) if len(partial) == 2 else None
             if got is None:
                 near = m.neighbours(src)
                 if len(near[4]) == 1 and near[4] == near[6]:
                     got = _hint_destination(m, src, d4, d6, behind=next(iter(near[4])))
+                    if got is None:
+                        why["one-neighbour"] = (f"one-neighbour rule: no pair to AS{d4} to take the class of "
+                                                f"AS{next(iter(near[4]))}'s from")
+                else:
+                    why["one-neighbour"] = ("one-neighbour rule: the ASes seen right before it differ between the "
+                                            f"families (IPv4 {_ases(near[4])}, IPv6 {_ases(near[6])})")
         else:
             got = _hint_destination(m, src, d4, d6)
+            if got is None:
+                why["destination"] = (f"destination rule: no pair of the month goes to AS{d4}" if d4 == d6 else
+                                      "destination rule: the families go to different origins")
         if got is not None:
             other, kind = got
             notes.append(other.pop("how"))
@@ -213,8 +397,16 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
     if not cands:
         h = _empty_hint(m.month, src)
         h.update(dest_asn=d4, dest_asn_v6=d6)
-        return _unknown(h, f"AS{src} is not a vantage point in {m.month}, no vantage point's path to "
-                           "the destination crosses it and none is seen right after it on the month's paths"), None
+        for afi, (n, path, stab, _k, _w) in partial.items():  # a family's own path stays in the answer
+            h.update({f"v{afi}_path": list(path), f"stability_v{afi}": stab, f"via_v{afi}": n})
+        reasons = [f"through rule: no VP's path to the destination crosses AS{src}"] + list(why.values()) + \
+            ["upstream rule: no VP is seen right after it on the month's paths"]
+        only = [a for a in (4, 6) if h[f"v{a}_path"]]
+        return _unknown(h, f"AS{src} is not a vantage point in {m.month}; " + "; ".join(reasons)
+                        + (f": only IPv{only[0]} has a path" if only else ""),
+                        h["stability_v4"], h["stability_v6"],
+                        len(h["v4_path"]) - 1 if h["v4_path"] else None,
+                        len(h["v6_path"]) - 1 if h["v6_path"] else None), None
     known = [c for c in cands if c["hint_class"] != "unknown"]
     cls, agree = selector.combine_proxies([c["hint_class"] for c in known])
     pick = [c for c in known if c["hint_class"] == cls] or cands
@@ -240,6 +432,10 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
     return best, kind
 
 
+def _ases(asns) -> str:
+    return ", ".join(f"AS{a}" for a in sorted(asns)) or "none"
+
+
 def _calibrated_note(m: Month, rule: str, cls: str) -> list[str]:
     """What the confidence of such an answer is measured on, when the month has it."""
     c = calibration.confidence(m.calibration, rule, cls)
@@ -255,7 +451,7 @@ def _calibrated_note(m: Month, rule: str, cls: str) -> list[str]:
 
 def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
            month: str | None = None, endpoints: str | Path | list[Destination] | None = None,
-           k: int | None = None) -> dict:
+           k: int | None = None, evidence: Evidence | None = None) -> dict:
     """Path-selector advice for traffic from `source` (ASN, or GROUP:ASN for one VP) to `to`
     (an ASN, a prefix, an address, or one IPv4 and one IPv6 address of a host), over the
     month's published tables (default: the latest published month).
@@ -280,22 +476,26 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
              if endpoints is not None else [parse_destination(to)])
     if 2 * len(dests) > MAX_CANDIDATE_PATHS:
         raise HintError(f"--endpoints: at most {MAX_CANDIDATE_PATHS // 2} endpoints, got {len(dests)}")
-    month = resolve_month(cfg, month)
-    con = duck.connect(cfg)
-    try:
-        m = Month(con, cfg, month)
-        m.calibration = month_calibration(con, cfg, month)
-        on, _ = m.seen(src.asn)
-        if not on:
-            raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
-        for d in dests:
-            if d.asn is not None and not m.seen(d.asn)[0]:
-                raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
-        nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
-        origins = lookup_origins(con, cfg, month, nets)
-        hints = [_hint(m, src, d, origins) for d in dests]
-    finally:
-        con.close()
+    # One attached catalog for every read of the question, at one snapshot (it writes nothing).
+    with pinned(local_root(cfg), hold=True):
+        month = resolve_month(cfg, month)
+        con = duck.connect(cfg)
+        try:
+            m = Month(con, cfg, month)
+            m.calibration = month_calibration(con, cfg, month)
+            on, _ = m.seen(src.asn)
+            if not on:
+                raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
+            for d in dests:
+                if d.asn is not None and not m.seen(d.asn)[0]:
+                    raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
+            nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
+            origins = lookup_origins(con, cfg, month, nets)
+            if evidence and any(vp[1] == src.asn for vp in m.vps):
+                evidence = None  # a VP's own paths are what it uses: they answer, not the evidence
+            hints = [_hint(m, src, d, origins, evidence) for d in dests]
+        finally:
+            con.close()
     # How often each rule was right in the month's evaluation (congruency evaluate). A VP's own
     # answer (rule `vp`) is its observation, not a prediction: not in it.
     held_out = calibration.rule_accuracy(m.calibration)
@@ -311,9 +511,6 @@ def month_calibration(con, cfg: Config, month: str) -> calibration.Fit | None:
     """The calibration of the month's evaluation (selector_eval: the VPs held out, and in a
     generated month the ASes that are no VP), counted in SQL (a few cells, however many
     rows); None before it ran."""
-    from bgp_congruency.common import published
-    from bgp_congruency.selector.month import local_root, table_relation
-
     if month not in published.months(local_root(cfg), "selector_eval"):
         return None
     rows = con.execute(f"""SELECT rule, predicted_class = 'congruent', count(*), count(*) FILTER (WHERE correct)
@@ -335,5 +532,12 @@ def select(hints: list[dict], k: int, src: int) -> dict:
 
     note = (f"--k {k}: only {len(cands)} candidate path(s) exist; all of them are chosen"
             if k > len(cands) else None)
+    if chosen and (n := selector.collapsed(chosen)) < len(chosen):
+        same = "; ".join(" and ".join(f"{c.key[0]} IPv{c.key[1]}" for c in chosen if tuple(c.path) == p)
+                         for p in dict.fromkeys(tuple(c.path) for c in chosen)
+                         if sum(tuple(c.path) == p for c in chosen) > 1)
+        collapse = (f"the {len(chosen)} chosen paths are {n} distinct AS path(s): {same} follow the same ASes "
+                    "(no other choice parts them)")
+        note = f"{note}; {collapse}" if note else f"--k {k}: {collapse}"
     return {"k": k, "ranking": [row(c) for c in selector.rank(cands)], "chosen": [row(c) for c in chosen],
             "shared_asns": sorted(selector.shared_among([c.path for c in chosen], src)), "note": note}

@@ -119,3 +119,29 @@ def curve(rows: list[dict], key: str = "calibrated_confidence") -> list[dict]:
         out.append({"threshold": t, "answered": len(kept), "coverage": len(kept) / len(rows) if rows else None,
                     "accuracy": sum(r["correct"] for r in kept) / len(kept) if kept else None})
     return out
+
+
+def held_out_sql(con, relation: str) -> str:
+    """held_out over a relation of evaluation rows, in SQL (the same figures, for a month of
+    millions of rows): the SELECT of its rows with `calibrated_confidence` set, fitted per
+    `reveal` (each evaluation mode calibrates its own answers) on the other source ASes' rows."""
+    return f"""
+        WITH a AS (SELECT * EXCLUDE (calibrated_confidence), coalesce(reveal, 'none') AS rv,
+                          predicted_class = 'congruent' AS cong FROM {relation}),
+        cell AS (SELECT rv, rule, cong, count(*) AS n, count(*) FILTER (WHERE correct) AS k
+                 FROM a WHERE correct IS NOT NULL GROUP BY ALL),
+        own AS (SELECT rv, vp_asn, rule, cong, count(*) AS n, count(*) FILTER (WHERE correct) AS k
+                FROM a WHERE correct IS NOT NULL GROUP BY ALL),
+        rul AS (SELECT rv, rule, sum(n) AS n, sum(k) AS k FROM cell GROUP BY ALL),
+        ownrule AS (SELECT rv, vp_asn, rule, sum(n) AS n, sum(k) AS k FROM own GROUP BY ALL),
+        rest AS (
+            SELECT a.*, coalesce(c.n, 0) - coalesce(o.n, 0) AS cn, coalesce(c.k, 0) - coalesce(o.k, 0) AS ck,
+                   coalesce(r.n, 0) - coalesce(orr.n, 0) AS rn, coalesce(r.k, 0) - coalesce(orr.k, 0) AS rk
+            FROM a LEFT JOIN cell c ON c.rv = a.rv AND c.rule = a.rule AND c.cong = a.cong
+            LEFT JOIN own o ON o.rv = a.rv AND o.vp_asn = a.vp_asn AND o.rule = a.rule AND o.cong = a.cong
+            LEFT JOIN rul r ON r.rv = a.rv AND r.rule = a.rule
+            LEFT JOIN ownrule orr ON orr.rv = a.rv AND orr.vp_asn = a.vp_asn AND orr.rule = a.rule)
+        SELECT * EXCLUDE (rv, cong, cn, ck, rn, rk),
+               CASE WHEN predicted_class = 'unknown' OR rn < {MIN_ANSWERS} THEN NULL
+                    ELSE (ck + {PRIOR_ANSWERS} * (rk / rn)) / (cn + {PRIOR_ANSWERS}) END AS calibrated_confidence
+        FROM rest"""

@@ -27,16 +27,24 @@ import random
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from bgp_congruency.common import duck, layout, published
+import pyarrow as pa
+
+from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
+from bgp_congruency.common.tables import SELECTOR_EVAL
 from bgp_congruency.congruency.method import edit_distance
+from bgp_congruency.lake import published
 from bgp_congruency.selector import calibration, rules
-from bgp_congruency.selector.advice import proxy_answer
+from bgp_congruency.selector.advice import evidence_answer, proxy_answer
 from bgp_congruency.selector.month import Month, resolve_month, table_relation
+from bgp_congruency.selector.question import Evidence, Neighbour
+from bgp_congruency.synth import truth as T
 
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
 RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "none")
+#: The rules of the evaluation with the source's evidence revealed (selector/rules.py 8-10, then 6).
+REVEALED_RULES = ("first-hop", "through", "neighbours", "inferred", "destination", "none")
 
 
 def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
@@ -72,6 +80,56 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
         con.close()
 
 
+def revealed_evidence(reveal: str, own: dict, v4, v6, dest: int) -> Evidence:
+    """What `--reveal` gives of a held-out VP AS for one of its pairs: `own` (afi -> its
+    neighbours, the most used first: neighbours_of) for `neighbours`, the second AS of the
+    pair's two paths for `first-hop`."""
+    if reveal == "first-hop":
+        return Evidence({}, {(4, dest): int(v4[1]), (6, dest): int(v6[1])}, "revealed first-hop")
+    return Evidence({afi: tuple(Neighbour(n, "provider", i) for i, n in enumerate(ns)) for afi, ns in own.items()},
+                    {}, "revealed neighbours")
+
+
+def neighbours_of(con, paths: str, asn: int) -> dict[int, list[int]]:
+    """afi -> the second ASes of `asn`'s paths of the month, the most used first (then the lower ASN)."""
+    out: dict[int, list[int]] = {4: [], 6: []}
+    for afi, n in con.execute(f"""SELECT afi, path[2] FROM {paths} WHERE vp_asn = ? AND len(path) >= 2
+                                  GROUP BY ALL ORDER BY afi, count(*) DESC, path[2]""", [asn]).fetchall():
+        out[int(afi)].append(int(n))
+    return out
+
+
+def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
+                       fallback: bool = rules.DESTINATION_FALLBACK) -> list[dict]:
+    """The revealed evaluation one question at a time with selector/advice.evidence_answer: the
+    reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
+    con = duck.connect(cfg)
+    try:
+        con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
+        con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
+        pairs = con.execute("""
+            SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
+            FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
+        by_asn: dict[int, list] = defaultdict(list)
+        for p in pairs:
+            by_asn[int(p[1])].append(p)
+        rows = []
+        for asn, mine in sorted(by_asn.items()):
+            if asns is not None and asn not in asns:
+                continue
+            m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths", pairs="eval_pairs")
+            own = neighbours_of(con, "eval_paths", asn) if reveal == "neighbours" else {}
+            for g, a, d, v4, v6, congruent, shared, adjacent in mine:
+                observed = rules.hint_class(congruent, shared, adjacent)
+                h, rule = evidence_answer(m, int(a), int(d), int(d), revealed_evidence(reveal, own, v4, v6, int(d)),
+                                          fallback)
+                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
+                             "reveal": reveal})
+        return rows
+    finally:
+        con.close()
+
+
 def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: dict, rule: str | None) -> dict:
     """One evaluated answer: the selector's `hint` (from `rule`) for src -> dest against the
     observed (or true) paths v4, v6 and their class."""
@@ -85,22 +143,59 @@ def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: di
             "v4_exact": e4, "v6_exact": e6, "v4_hop_distance": h4, "v6_hop_distance": h6}
 
 
-#: The kinds of source of the evaluation against a generated archive's routes (synth/truth.KINDS).
-KINDS_TRUTH = ("stub", "transit")
+#: The kinds of source of the evaluation against a generated archive's routes (synth/truth.KINDS;
+#: with a reveal, stubs with one neighbour per family apart from multi-homed ones: `homing`).
+KINDS_TRUTH = ("stub", "multihomed-stub", "transit")
 #: Sources and destinations per source of the evaluation against a generated archive's routes.
 TRUTH_SOURCES, TRUTH_DESTS = 40, 30
 
 
+def truth_evidence(net, month: str, reveal: str, src: int, true: dict, dest: int) -> Evidence:
+    """What `--reveal` gives of a generated source: its true first hop per family toward `dest`
+    (first-hop), or its true neighbours per family with their true relationships, providers
+    first, then peers, then customers, each by ASN (neighbours)."""
+    if reveal == "first-hop":
+        return Evidence({}, {(afi, dest): true[(afi, src, dest)][1] for afi in (4, 6)}, "revealed first-hop")
+    return Evidence({afi: tuple(Neighbour(a, rel, i) for i, (rel, a) in enumerate(ns))
+                     for afi, ns in truth_neighbours(net, month, src).items()}, {}, "revealed neighbours")
+
+
+def truth_neighbours(net, month: str, src: int) -> dict[int, list[tuple[str, int]]]:
+    """afi -> (what it is to src, ASN) of src's neighbours in the generated Internet, providers
+    first, then peers, then customers, each by ASN."""
+    i = net.asns.index(src)
+    out = {}
+    for afi in (4, 6):
+        c2p, p2p, _pre, _present = net.relationships(afi, month)
+        ns = [("provider", net.asns[p]) for c, p in c2p if c == i] + \
+             [("peer", net.asns[b if a == i else a]) for a, b in p2p if i in (a, b)] + \
+             [("customer", net.asns[c]) for c, p in c2p if p == i]
+        out[afi] = sorted(ns, key=lambda x: (NEIGHBOUR_ORDER.index(x[0]), x[1]))
+    return out
+
+
+#: The order the generated sources' neighbours are declared in.
+NEIGHBOUR_ORDER = ("provider", "peer", "customer")
+
+
+def homing(net, month: str, src: int) -> str:
+    """stub (one neighbour it can leave through in each family), multihomed-stub, or transit
+    (it has customers)."""
+    ns = truth_neighbours(net, month, src)
+    if any(rel == "customer" for afi in ns for rel, _a in ns[afi]):
+        return "transit"
+    return "multihomed-stub" if any(len(ns[afi]) > 1 for afi in ns) else "stub"
+
+
 def against_truth(cfg: Config, truth, month: str | None = None, sources: int = TRUTH_SOURCES,
-                  dests: int = TRUTH_DESTS, seed: int = 1, progress=None) -> tuple[str, list[dict]]:
+                  dests: int = TRUTH_DESTS, seed: int = 1, progress=None, reveal: str = "none"
+                  ) -> tuple[str, list[dict]]:
     """(month, one row per (source, destination)): the selector's answer for ASes that are no
     VP of a generated month (synth/truth.py: half stubs, half transit, drawn with `seed`,
     among those the month's paths show: the selector answers no other), each to `dests` of the
     month's pair destinations, against the generator's true paths of both families. Every VP
     stays visible (the sources are none); a row's `kind` says stub or transit. `truth`: the
     archive's generated Internet (synth/truth.load)."""
-    from bgp_congruency.synth import truth as T
-
     month = resolve_month(cfg, month)
     t = truth
     if t.months and month not in t.months:
@@ -128,8 +223,10 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
                 if v4 is None or v6 is None:  # no dual-stacked route: nothing to be right about
                     continue
                 observed, _ = rules.classify(v4, v6, s, d)
-                rows.append({**_row(month, None, s, d, v4, v6, observed, *proxy_answer(m, s, d, d, [])),
-                             "kind": t.kind(s)})
+                got = proxy_answer(m, s, d, d, []) if reveal == "none" else \
+                    evidence_answer(m, s, d, d, truth_evidence(t.net, month, reveal, s, true, d))
+                rows.append({**_row(month, None, s, d, v4, v6, observed, *got),
+                             "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows
     finally:
         con.close()
@@ -171,7 +268,9 @@ def summary(rows: list[dict]) -> dict:
                             if given else None}
     kinds = sorted({r["kind"] for r in rows})
     cal = calibration.reliability(rows)
-    return {**_acc(rows), "rules": {k: _acc([r for r in rows if r["rule"] == k]) for k in RULES},
+    revealed = any(r.get("reveal") not in (None, "none") for r in rows)
+    return {**_acc(rows), "rules": {k: _acc([r for r in rows if r["rule"] == k])
+                                    for k in (REVEALED_RULES if revealed else RULES)},
             "kinds": {k: _acc([r for r in rows if r["kind"] == k]) for k in kinds},
             "destination_ceiling": destination_ceiling(rows),
             "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),
@@ -182,21 +281,41 @@ def summary(rows: list[dict]) -> dict:
             "confusion": {o: dict(sorted(c.items())) for o, c in sorted(confusion.items())}}
 
 
-def publish(cfg: Config, month: str, rows: list[dict], kinds: tuple[str, ...]) -> Path:
+def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[str, ...],
+            reveal: str = "none") -> tuple[Path, list[dict]]:
     """The month's `selector_eval` table (docs/SCHEMA.md): `rows` instead of the month's rows
-    of `kinds` (held-out VPs, or a generated month's stubs and transit ASes), beside
-    those of the other kinds; every row's calibrated confidence is fitted again on the whole
-    (selector/calibration.py, leave one source out). Sets `calibrated_confidence` on `rows`."""
-    from bgp_congruency.common.tables import SELECTOR_EVAL
-
+    of `kinds` (held-out VPs, or a generated month's stubs and transit ASes) and of this
+    `reveal`, beside the others; every row's calibrated confidence is fitted again, per reveal
+    (selector/calibration.py, leave one source out, in SQL). Returns the file and `rows` with
+    their calibrated confidence."""
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    kept = []
-    if month in published.months(root, "selector_eval"):
-        for r in published.read(root, "selector_eval", month).to_pylist():
-            r = {**r, "month": month, "kind": r.get("kind") or "vp"}  # rows from before kinds are VPs held out
-            if r["kind"] not in kinds:
-                kept.append(r)
-    every = kept + rows
-    for r, c in zip(every, calibration.held_out(every)):
-        r["calibrated_confidence"] = c
-    return published.write_rows(root, "selector_eval", month, every, SELECTOR_EVAL)
+    new = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(
+        [{**r, "reveal": r.get("reveal", reveal)} for r in rows], schema=SELECTOR_EVAL.remove(
+            SELECTOR_EVAL.get_field_index("calibrated_confidence")))
+    new = new.append_column("calibrated_confidence", pa.nulls(new.num_rows, pa.float64())) \
+        if "calibrated_confidence" not in new.column_names else new
+    new = new.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
+    con = duck.connect(cfg)
+    try:
+        con.register("eval_new", new)
+        parts = ["SELECT * FROM eval_new"]
+        if month in published.months(root, "selector_eval"):
+            old = published.read(root, "selector_eval", month)
+            for f in SELECTOR_EVAL:  # rows from before a column existed
+                if f.name not in old.column_names:
+                    old = old.append_column(f.name, pa.nulls(old.num_rows, f.type))
+            con.register("eval_old", old.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL))
+            # rows from before kinds are VPs held out, from before reveal today's rules (none)
+            parts.append(f"""SELECT * FROM eval_old WHERE NOT (coalesce(kind, 'vp') IN
+                             ({', '.join(duck.quote(k) for k in kinds)}) AND coalesce(reveal, 'none') = {duck.quote(reveal)})""")
+        every = con.sql(f"SELECT * REPLACE (coalesce(kind, 'vp') AS kind, coalesce(reveal, 'none') AS reveal) "
+                        f"FROM ({' UNION ALL BY NAME '.join(parts)})").to_arrow_table()
+        con.register("eval_every", every)
+        fitted = con.sql(f"SELECT * FROM ({calibration.held_out_sql(con, 'eval_every')}) "
+                         "ORDER BY reveal, kind, vp_asn, vp_group, dest_asn").to_arrow_table()
+    finally:
+        con.close()
+    fitted = fitted.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
+    where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
+    mine = [r for r in fitted.to_pylist() if r["reveal"] == reveal and r["kind"] in kinds]
+    return where, mine

@@ -7,9 +7,14 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bgp_congruency.common import duck, layout, published
-from bgp_congruency.common.duck import quote
+from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.months import parse_month
+from bgp_congruency.common.table_docs import DOCS
+from bgp_congruency.lake import published
+from bgp_congruency.pipeline.steps import empty_select
+from bgp_congruency.selector import rules
 from bgp_congruency.selector.question import HintError
 
 
@@ -19,8 +24,6 @@ def local_root(cfg: Config) -> Path:
 
 def resolve_month(cfg: Config, month: str | None) -> str:
     """The month asked for (it must be published), or the latest published one."""
-    from bgp_congruency.common.months import parse_month
-
     if month is None:
         months = published.months(local_root(cfg))
         if not months:
@@ -36,7 +39,7 @@ def resolve_month(cfg: Config, month: str | None) -> str:
 
 def table_relation(cfg: Config, table: str, month: str) -> str:
     """The month's rows of a published table, as a relation for FROM: the catalog's files
-    (lake/catalog.py; of the snapshot the command reads, catalog.pinned), an empty typed
+    (lake/catalog.py; of the snapshot the command reads, attach.pinned), an empty typed
     relation where the table has no rows (no file), or for ingest's rib_entries its folder."""
     if table == "rib_entries":
         return f"read_parquet({quote(duck.glob_literal(layout.month_dir(local_root(cfg), table, month)) + '/*/*.parquet')})"
@@ -47,9 +50,6 @@ def files_relation(files: list[str], table: str) -> str:
     """Parquet files of a documented table as a relation for FROM; an empty typed one where
     there are none."""
     if not files:
-        from bgp_congruency.common.table_docs import DOCS
-        from bgp_congruency.pipeline.steps import empty_select
-
         return f"({empty_select(DOCS[table].schema, 'duckdb')})"
     return "read_parquet([" + ", ".join(quote(duck.glob_literal(f)) for f in files) + "])"  # names, not patterns
 
@@ -130,6 +130,9 @@ class Month:
         self.paths = f"(SELECT * FROM {src}{keep})"
         self.pairs = f"(SELECT * FROM {pairs or table_relation(cfg, 'pairs', month)}{keep})"
         self.snapshots = month_snapshots(con, cfg, month, src)  # the month's, hidden VPs included
+        #: The month's as_relationships as a relation (None: not published for the month).
+        self.relationships = (table_relation(cfg, "as_relationships", month)
+                              if month in published.months(local_root(cfg), "as_relationships") else None)
         self.vps = {(g, int(a)) for g, a in con.execute(
             f"SELECT DISTINCT vp_group, vp_asn FROM {self.paths}").fetchall()}
 
@@ -202,6 +205,52 @@ class Month:
             if int(n) not in best or key < best[int(n)][0]:
                 best[int(n)] = (key, (tuple(int(x) for x in route), stab, snaps, [int(v) for v in who]))
         return {n: v for n, (_k, v) in best.items()}
+
+    def routes(self, asns: set[int], dest: int, afi: int, src: int) -> dict[int, tuple]:
+        """asn -> (its route to `dest` in family `afi` from it on, stability, snapshots, VP ASes
+        showing it) for each of `asns` the month's paths show (rules.best_route: its own path
+        where it is a VP, else the suffix most VP ASes show, the shortest, the lowest ASNs);
+        a route on which `src` follows the AS is left out (the source would loop)."""
+        if not asns:
+            return {}
+        rows = self.con.execute(f"""
+            WITH q AS (SELECT unnest($a::BIGINT[]) AS n)
+            SELECT q.n, p.path[list_position(p.path, q.n):] AS route, bool_or(p.path[1] = q.n) AS own,
+                   count(DISTINCT p.vp_asn) AS vps, max(p.stability), max(p.snapshots),
+                   list(DISTINCT p.vp_asn ORDER BY p.vp_asn)
+            FROM {self.paths} p JOIN q ON list_position(p.path, q.n) >= 1
+            WHERE p.afi = $f AND p.dest_asn = $d
+            GROUP BY ALL""", {"a": sorted(asns), "f": afi, "d": dest}).fetchall()
+        cands: dict[int, list] = {}
+        for n, route, own, vps, stab, snaps, who in rows:
+            route = tuple(int(x) for x in route)
+            if src in route[1:]:
+                continue
+            cands.setdefault(int(n), []).append((bool(own), int(vps), route, stab, snaps, [int(v) for v in who]))
+        out = {}
+        for n, cs in cands.items():
+            c = cs[rules.best_route([(own, vps, route) for own, vps, route, *_ in cs])]
+            out[n] = (c[2], c[3], c[4], c[5])
+        return out
+
+    def relations(self, afi: int, ases: set[int]) -> dict[tuple[int, int], str] | None:
+        """(a, b) -> what b is to a (provider, peer, customer) for the month's as_relationships
+        links of family `afi` that touch `ases`; None when the month has no relationships."""
+        if self.relationships is None:
+            return None
+        if not ases:
+            return {}
+        out = {}
+        for a, b, rel in self.con.execute(f"""
+                SELECT as1, as2, rel FROM {self.relationships}
+                WHERE afi = $f AND (list_contains($a::BIGINT[], as1) OR list_contains($a::BIGINT[], as2))""",
+                {"f": afi, "a": sorted(ases)}).fetchall():
+            a, b = int(a), int(b)
+            if rel == "p2c":
+                out[(a, b)], out[(b, a)] = "customer", "provider"
+            else:
+                out[(a, b)] = out[(b, a)] = "peer"
+        return out
 
     def paths_of(self, vps: list[tuple[str, int]], dests: set[int]) -> dict:
         """(group, vp_asn, dest, afi) -> (path, stability, snapshots)."""

@@ -44,6 +44,80 @@ def parse_source(text: str) -> Source:
     return Source(parse_asn(text, "--from"))
 
 
+#: What a declared neighbour can be to the source (`--via4 AS:peer`); the default is provider.
+NEIGHBOUR_IS = ("provider", "peer", "customer")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """An AS the source hands traffic to in one family: what it is to the source (declared;
+    the month's relationships win where they have the link) and its place in the declared
+    order (0: the primary)."""
+
+    asn: int
+    rel: str = "provider"
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the operator knows of its source beyond the month: per family the neighbours it
+    hands traffic to (`via`), and per (family, destination AS) the neighbour a trace showed
+    toward it (`first_hop`); `how` says where it came from, for the answer's notes."""
+
+    via: dict[int, tuple[Neighbour, ...]] = field(default_factory=dict)
+    first_hop: dict[tuple[int, int], int] = field(default_factory=dict)
+    how: str = "declared"
+
+    def __bool__(self) -> bool:
+        return bool(self.first_hop) or any(self.via.values())
+
+    def merged(self, other: "Evidence") -> "Evidence":
+        """This evidence and `other`'s: neighbours of both (ours first), first hops of both."""
+        via = {}
+        for afi in (4, 6):
+            mine = list(self.via.get(afi, ()))
+            have = {n.asn for n in mine}
+            mine += [Neighbour(n.asn, n.rel, len(mine) + i) for i, n in enumerate(other.via.get(afi, ()))
+                     if n.asn not in have]
+            if mine:
+                via[afi] = tuple(mine)
+        how = other.how if not self else self.how if not other or other.how == self.how else f"{self.how} and {other.how}"
+        return Evidence(via, {**other.first_hop, **self.first_hop}, how)
+
+
+def parse_via(text, afi: int, what: str | None = None) -> tuple[Neighbour, ...]:
+    """`AS[:provider|peer|customer][,AS...]` (or a list of such strings): the source's
+    neighbours in family `afi`, primary first."""
+    what = what or f"--via{afi}"
+    items = text if isinstance(text, (list, tuple)) else str(text).split(",")
+    out: list[Neighbour] = []
+    for item in items:
+        item = str(item).strip()
+        if not item:
+            continue
+        asn_text, _, rel = item.partition(":")
+        rel = rel.strip().lower() or "provider"
+        if rel not in NEIGHBOUR_IS:
+            raise HintError(f"{what}: {item!r}: the relationship must be provider, peer or customer")
+        asn = parse_asn(asn_text, what)
+        if any(n.asn == asn for n in out):
+            raise HintError(f"{what}: AS{asn} is given twice")
+        out.append(Neighbour(asn, rel, len(out)))
+    if not out:
+        raise HintError(f"{what}: expected AS[:provider|peer|customer][,AS...], got {text!r}")
+    return tuple(out)
+
+
+def evidence_of(via4=None, via6=None, what: str = "") -> Evidence:
+    """Declared neighbours (either may be None) as Evidence."""
+    via = {}
+    for afi, text in ((4, via4), (6, via6)):
+        if text is not None and text != []:
+            via[afi] = parse_via(text, afi, f"{what}via{afi}" if what else None)
+    return Evidence(via, {}, "declared")
+
+
 @dataclass
 class Destination:
     """What the question names: an AS, or a host/prefix per family (resolved to origins)."""
@@ -81,6 +155,9 @@ def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -
                 dest.addrs[addr.version] = str(addr)
         except ValueError as exc:
             raise HintError(f"--to: not an ASN, prefix or IP address: {t!r} ({exc})") from None
+        mapped = getattr(net.network_address, "ipv4_mapped", None)
+        if mapped is not None:  # ::ffff:a.b.c.d is an IPv4 host: its IPv6 paths say nothing of it
+            raise HintError(f"--to: {t} is an IPv4-mapped IPv6 address; give the IPv4 address {mapped} as such")
         if net.version in dest.nets:
             raise HintError(f"--to: two IPv{net.version} destinations ({dest.nets[net.version]}, {t}); "
                             "give at most one per family")
@@ -99,8 +176,9 @@ def load_endpoints(path: str | Path) -> list[Destination]:
     except ConfigError as exc:
         raise HintError(str(exc)) from None
     eps = data.get("endpoint")
-    if set(data) - {"endpoint"} or not isinstance(eps, list) or not eps:
-        raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and nothing else")
+    if set(data) - {"endpoint", "source"} or not isinstance(eps, list) or not eps:
+        raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and at most a "
+                        "[source] table (via4, via6)")
     out, names = [], set()
     for i, ep in enumerate(eps, 1):
         if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6", "tunnel"}:
@@ -132,3 +210,19 @@ def load_endpoints(path: str | Path) -> list[Destination]:
                 raise HintError(f"{p}: endpoint {name}: tunnel is not an IP address: {ep['tunnel']!r}") from None
         out.append(dest)
     return out
+
+
+def load_source(path: str | Path) -> Evidence:
+    """The [source] table of an endpoints file: the source host's neighbours per family
+    (`via4 = "3356,174:peer"` or a list); empty Evidence when the file has none."""
+    p = Path(path)
+    try:
+        data = read_toml(p, "endpoints file")
+    except ConfigError as exc:
+        raise HintError(str(exc)) from None
+    src = data.get("source")
+    if src is None:
+        return Evidence()
+    if not isinstance(src, dict) or set(src) - {"via4", "via6"}:
+        raise HintError(f"{p}: [source]: only the keys via4 and via6 are allowed (AS[:provider|peer|customer],...)")
+    return evidence_of(src.get("via4"), src.get("via6"), what=f"{p}: [source] ")

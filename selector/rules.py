@@ -83,9 +83,11 @@ destination; then upstream):
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
+
+import numpy as np
 
 from bgp_congruency.congruency.method import shared_adjacent, shared_asns
 from bgp_congruency.selector import gain
@@ -155,6 +157,19 @@ def primary_afi(stability_v4: float | None, stability_v6: float | None,
     return 6 if (hops_v6 or 0) < (hops_v4 or 0) else 4
 
 
+#: Why primary_afi kept its family, as the congruent advice says it: the more stable; as
+#: stable, the shorter; as stable and as long (IPv4); or no path of the source known (rule 6).
+WHY_PRIMARY = ("steadier", "shorter", "tie", "pathless")
+
+
+def primary_why(stability_v4: float | None, stability_v6: float | None,
+                hops_v4: int | None, hops_v6: int | None) -> str:
+    """Which of WHY_PRIMARY made primary_afi's choice (the one family with a path: steadier)."""
+    if stability_v4 is None or stability_v6 is None or stability_v4 != stability_v6:
+        return "steadier"
+    return "tie" if (hops_v4 or 0) == (hops_v6 or 0) else "shorter"
+
+
 def confidence(stability_v4: float | None, stability_v6: float | None, snapshots: int | None,
                month_snapshots: int | None, proxy: bool = False, agreement: float = 1.0) -> float:
     """How far to trust a hint, in [0, 1]:
@@ -209,6 +224,67 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
     return cls, known[cls] / sum(known.values())
 
 
+# ------------------------------------------------------------------ the source's own evidence
+# Rules 8-10 (issue 47): the operator says which ASes its host hands traffic to in each family
+# (`--via4/--via6`, an endpoints or config [source] table) or traces show it (`--atlas`,
+# `--warts`, stored traces: the first hop in another AS). Each family's path is chosen on its
+# own, in this order:
+#  8. `first-hop`: the neighbour toward this destination is known (a trace to it, or the
+#     evaluation's --reveal first-hop): the source in front of that neighbour's route
+#     (`best_route`), or (source, destination) when the neighbour is the destination.
+#  9. `through`: VPs' paths to the destination cross the source: its own route, the one most VP
+#     ASes show (then the shortest, then the lowest ASNs) from the source on.
+# 10. `neighbours`: the source's neighbours in the family are known, not which one this
+#     destination uses: among those whose route the month shows and that would give it to
+#     the source (`exported`: a provider gives every route, a peer or a customer only its own
+#     and its customers'), Gao-Rexford preference (`neighbour_key`): a route through a
+#     customer, then a peer, then a provider; then the shortest; then the declared order.
+#     The neighbour's relationship is the month's (as_relationships) where it has the link,
+#     else the declared one (default: provider).
+# The pair's rule is the least sure of its two families' (EVIDENCE_RULES order): `through` and
+# `neighbours` are the fallbacks, in that order, when the first hop's route is not observed. A
+# family with no path by these rules leaves the answer unknown, the other family's path kept
+# (DESTINATION_FALLBACK: rule 6 was measured as a further fallback and left out).
+
+#: Rule 6 (`destination`) as the last fallback of the evidence rules: off. Measured on the real
+#: 2026-07 sample with first hops revealed, it answered the 542 pairs the evidence rules left
+#: (coverage 75.0% -> 100%) 50.7% right, and its calibrated confidence missed the observed
+#: accuracy by up to 0.26 on bins of over 30 answers (congruency evaluate --reveal first-hop):
+#: neither accurate nor calibratable, so a family without a path stays unknown.
+DESTINATION_FALLBACK = False
+#: What a neighbour is to the source, the most preferred route first (Gao-Rexford).
+NEIGHBOUR_CLASSES = ("customer", "peer", "provider")
+#: The evidence rules from the surest; a pair's rule is its two families' later one.
+EVIDENCE_RULES = ("first-hop", "through", "neighbours", "inferred")
+
+
+def best_route(cands: Sequence[tuple[bool, int, Sequence[int]]]) -> int | None:
+    """The index of the route to use among (own, VP ASes showing it, route) candidates of one
+    AS to one destination: its own path where it is a VP (the route it uses), then the route
+    most VP ASes show from it on, then the shortest, then the lowest ASNs; None when empty."""
+    if not cands:
+        return None
+    return min(range(len(cands)), key=lambda i: (not cands[i][0], -cands[i][1], len(cands[i][2]), list(cands[i][2])))
+
+
+def exported(neighbour_is: str, route: Sequence[int], next_is: str | None) -> bool:
+    """Whether a neighbour gives the source this route of its (valley-free export): a provider
+    every route; a peer or a customer only its own (the route is the neighbour alone) and its
+    customers' (`next_is`: what the route's next AS is to the neighbour; unknown: given)."""
+    return neighbour_is == "provider" or len(route) == 1 or next_is in (None, "customer")
+
+
+def neighbour_key(neighbour_is: str, route: Sequence[int], order: int, asn: int) -> tuple:
+    """Rule 10's preference among a source's neighbours for one destination: the route through
+    a customer, then a peer, then a provider; then the shortest; then the declared order."""
+    return NEIGHBOUR_CLASSES.index(neighbour_is), len(route), order, asn
+
+
+def weakest(rules: Sequence[str]) -> str:
+    """The pair's rule: the later of its families' rules in EVIDENCE_RULES."""
+    return max(rules, key=EVIDENCE_RULES.index)
+
+
 #: The class of a stub behind its one neighbour P (the same in both families), from the class
 #: of P's paths (rule 7): P is then shared, next to the stub on both paths.
 BEHIND_ONE_NEIGHBOUR = {"congruent": "congruent", "disjoint": "shared-edge", "shared-edge": "shared-edge",
@@ -248,12 +324,13 @@ class Advice:
 
 
 @functools.lru_cache(maxsize=None)
-def advice(cls: str, primary: int | None, cautious: str | None = None, pathless: bool = False) -> Advice:
+def advice(cls: str, primary: int | None, cautious: str | None = None, why: str = "steadier") -> Advice:
     """Mode and settings for a class; `primary` is the family kept when only one is used.
     `cautious` says why an `aggregate` advice must not be trusted (a proxy source whose
     proxies disagree or whose confidence is low): it becomes `backup`, the reason in its
-    rationale. `pathless`: the class comes without the source's paths (rule 6), so the
-    rationale does not call the primary family the steadier one.
+    rationale. `why` (WHY_PRIMARY) is why `primary` was kept, as a congruent advice says it:
+    steadier, shorter (as steady), a full tie, or pathless (the class comes without the
+    source's paths, rule 6).
 
     disjoint -> aggregate (no shared AS: the case where aggregation works best);
     shared-edge -> aggregate (the shared AS sits next to an end, often the access provider:
@@ -313,8 +390,10 @@ def advice(cls: str, primary: int | None, cautious: str | None = None, pathless:
         cc = _CC_UPSTREAM
         transport = (f"plain TCP/UDP over IPv{primary}; MPTCP or MPT add failover only"
                      if primary else "none")
-        steadier = (f"no path of the source is known, so IPv{primary}, the older family, is kept" if pathless
-                    else f"IPv{primary} is the steadier one")
+        steadier = {"pathless": f"no path of the source is known, so IPv{primary}, the older family, is kept",
+                    "shorter": f"both are as steady and IPv{primary} is the shorter one",
+                    "tie": f"both are as steady and as long, so IPv{primary}, the older family, is kept",
+                    }.get(why, f"IPv{primary} is the steadier one")
         rationale = ("Both families follow the same AS path, so a second subflow adds no AS-level "
                      f"diversity; {steadier}." if cls == "congruent" else
                      (f"Only IPv{primary} has a path, so there is nothing to combine it with."
@@ -352,9 +431,17 @@ def shared_among(paths: Sequence[Sequence[int]], src: int) -> set[int]:
 
 
 def selection_key(paths: Sequence[Candidate], src: int) -> tuple:
-    """What choose_k minimises: shared ASes, then -total stability, then total hops."""
-    return (len(shared_among([c.path for c in paths], src)),
+    """What choose_k minimises: shared ASes; then more distinct AS paths (identical paths, one
+    endpoint's IPv4 and IPv6 over the same ASes, never tie with paths that part); then
+    -total stability; then total hops."""
+    return (len(shared_among([c.path for c in paths], src)), -collapsed(paths),
             -round(sum(c.stability for c in paths), 9), sum(len(c.path) - 1 for c in paths))
+
+
+def collapsed(paths: Sequence[Candidate]) -> int:
+    """How many distinct AS paths the chosen candidates are (fewer than chosen: some follow
+    the same ASes, e.g. one endpoint's IPv4 and IPv6 paths)."""
+    return len({tuple(c.path) for c in paths})
 
 
 def rank(cands: Sequence[Candidate]) -> list[Candidate]:
@@ -367,11 +454,12 @@ MAX_SEARCH_NODES = 2_000_000
 
 
 def choose_k(cands: Sequence[Candidate], k: int, src: int) -> list[Candidate]:
-    """The k candidates that share the fewest ASes (ties: most stable, then shortest, then
-    the earliest in rank order). Exact: a branch-and-bound search over subsets in rank
-    order; a branch is cut when even its best completion (shared ASes so far, which never
-    decrease; the most stable and the shortest remaining paths) cannot beat the best set
-    found. Raises ValueError past MAX_SEARCH_NODES."""
+    """The k candidates that share the fewest ASes (ties: the most distinct AS paths, then
+    most stable, then shortest, then the earliest in rank order: selection_key). Exact: a
+    branch-and-bound search over subsets in rank order; a branch is cut when even its best
+    completion (shared ASes so far, which never decrease; every remaining path a new one;
+    the most stable and the shortest remaining paths) cannot beat the best set found.
+    Raises ValueError past MAX_SEARCH_NODES."""
     if k < 1:
         raise ValueError("k must be >= 1")
     order = rank(cands)
@@ -395,8 +483,8 @@ def choose_k(cands: Sequence[Candidate], k: int, src: int) -> list[Candidate]:
                 best, best_key = list(chosen), key
             return
         if best_key is not None:
-            bound = (len(shared_among([c.path for c in chosen], src)), -round(s + sum(stab[start:start + need]), 9),
-                     h + sum(sorted(hops[start:])[:need]))
+            bound = (len(shared_among([c.path for c in chosen], src)), -(collapsed(chosen) + need),
+                     -round(s + sum(stab[start:start + need]), 9), h + sum(sorted(hops[start:])[:need]))
             if bound >= best_key:
                 return
         for i in range(start, len(order) - need + 1):
@@ -431,7 +519,8 @@ def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None
         elif conf < PROXY_MIN_CONFIDENCE:
             why = f"the confidence {conf:.2f} is below {PROXY_MIN_CONFIDENCE}"
     return {"hint_class": cls, "confidence": conf, "primary_afi": primary,
-            **advice(cls, primary, why, pathless=stated is not None).as_dict(), "caveat": LOWER_BOUND}
+            **advice(cls, primary, why, "pathless" if stated is not None else
+                     primary_why(stability_v4, stability_v6, hops_v4, hops_v6)).as_dict(), "caveat": LOWER_BOUND}
 
 
 # ------------------------------------------------------------------ the same, over arrays
@@ -440,24 +529,29 @@ def hint_fields(cls: str, stability_v4: float | None, stability_v6: float | None
 
 def primary_afi_array(stability_v4, stability_v6, hops_v4, hops_v6):
     """primary_afi over arrays of pairs that have both paths (no stability is null); int8."""
-    import numpy as np
-
     s4, s6 = np.asarray(stability_v4, dtype=float), np.asarray(stability_v6, dtype=float)
     h4, h6 = np.nan_to_num(np.asarray(hops_v4, dtype=float)), np.nan_to_num(np.asarray(hops_v6, dtype=float))
     v6 = np.where(s4 != s6, s6 > s4, h6 < h4)
     return np.where(v6, 6, 4).astype(np.int8)
 
 
-def confidence_array(stability_v4, stability_v6, snapshots, month_snapshots: int | None):
-    """confidence (no proxy) over arrays; rounded exactly as Python's round(c, 6) (numpy's
-    rounding of c * 1e6 is exact except within rounding error of a half: those few are redone)."""
-    import numpy as np
+def primary_why_array(stability_v4, stability_v6, hops_v4, hops_v6):
+    """primary_why over arrays of pairs that have both paths, as indexes into WHY_PRIMARY; int8."""
+    s4, s6 = np.asarray(stability_v4, dtype=float), np.asarray(stability_v6, dtype=float)
+    h4, h6 = np.nan_to_num(np.asarray(hops_v4, dtype=float)), np.nan_to_num(np.asarray(hops_v6, dtype=float))
+    return np.where(s4 != s6, 0, np.where(h4 == h6, 2, 1)).astype(np.int8)
 
+
+def confidence_array(stability_v4, stability_v6, snapshots, month_snapshots: int | None, factor=1.0):
+    """confidence over arrays (`factor`: PROXY_FACTOR where a proxy stands in, per row or for
+    all); rounded exactly as Python's round(c, 6) (numpy's rounding of c * 1e6 is exact except
+    within rounding error of a half: those few are redone)."""
     s4, s6 = np.asarray(stability_v4, dtype=float), np.asarray(stability_v6, dtype=float)
     snaps = np.asarray(snapshots, dtype=float)
     if not month_snapshots:
         return np.zeros(len(s4))
     c = np.minimum(s4, s6) * np.minimum(1.0, snaps / month_snapshots)
+    c = np.where(np.asarray(factor) != 1.0, c * factor, c)
     y = c * 1e6
     out = np.rint(y) / 1e6
     near_half = np.abs(y - np.floor(y) - 0.5) < 1e-6

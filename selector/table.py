@@ -2,20 +2,26 @@
 columns (no Python per row), staged and published like the compare's tables."""
 from __future__ import annotations
 
+import re
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck, vp_hash
-from bgp_congruency.common.duck import quote
+from bgp_congruency.common import console, duck, vp_hash
 from bgp_congruency.common.config import Config
-from bgp_congruency.common.tables import HINTS
-from bgp_congruency.pipeline.steps import sql_type
+from bgp_congruency.common.duck import quote
+from bgp_congruency.common.tables import HINTS, sql_type
+from bgp_congruency.lake import published
+from bgp_congruency.lake.attach import pinned
+from bgp_congruency.lake.commit import data_files
+from bgp_congruency.pipeline.partitions import limit_bytes
+from bgp_congruency.pipeline.publish import LocalStore
 from bgp_congruency.selector import rules as selector
 from bgp_congruency.selector.month import files_relation, local_root, month_snapshots, resolve_month
-
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
 
@@ -25,8 +31,6 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
     columns (selector's *_array forms; no Python per key): the key, hint_class, primary_afi
     and confidence; and the advice (selector.advice) of each (class, primary family), a
     handful of rows. None when the month has no pairs."""
-    import numpy as np
-
     keys = con.sql(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").to_arrow_table()
     if keys.num_rows == 0:
         return None
@@ -38,12 +42,14 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
              for c in combos.tolist()]
     cls = pa.array(names, pa.string()).take(pa.array(which.ravel()))
     primary = selector.primary_afi_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
+    why = selector.primary_why_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
     conf = selector.confidence_array(col["stability_v4"], col["stability_v6"], col["snapshots"], month_snapshots)
     derived = keys.append_column("hint_class", cls).append_column("primary_afi", pa.array(primary)) \
-        .append_column("confidence", pa.array(conf, pa.float64()))
-    adv = sorted({(n, a) for n in names for a in (4, 6)})
-    rows = [{"hint_class": n, "primary_afi": a, **selector.advice(n, a).as_dict(), "caveat": selector.LOWER_BOUND}
-            for n, a in adv]
+        .append_column("primary_why", pa.array(why)).append_column("confidence", pa.array(conf, pa.float64()))
+    adv = sorted({(n, a, w) for n in names for a in (4, 6) for w in range(len(selector.WHY_PRIMARY) - 1)})
+    rows = [{"hint_class": n, "primary_afi": a, "primary_why": w,
+             **selector.advice(n, a, why=selector.WHY_PRIMARY[w]).as_dict(), "caveat": selector.LOWER_BOUND}
+            for n, a, w in adv]
     return derived, pa.Table.from_pylist(rows)
 
 
@@ -53,11 +59,11 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
 BYTES_PER_PAIR = 2000
 
 
-def partitions(con, cfg: Config, pairs_files: list[str]) -> int:
-    """The VP partitions the month's hints are built in: from its pairs (Parquet metadata)."""
-    from bgp_congruency.pipeline.partitions import limit_bytes
-
-    if cfg.compare_partitions:
+def partitions(con, cfg: Config, pairs_files: list[str], fixed: bool = True) -> int:
+    """The VP partitions the month's hints (or these pairs files' share of them) are built
+    in: from the pairs (Parquet metadata) and the memory limit; a fixed compare_partitions
+    where `fixed` and the config has one."""
+    if fixed and cfg.compare_partitions:
         return cfg.compare_partitions
     n = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
                     {"f": [duck.glob_literal(f) for f in pairs_files]}).fetchone()[0] if pairs_files else 0
@@ -97,8 +103,9 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
     for f in HINTS:
         if f.name == "month":
             expr = quote(month)
-        elif f.name in ("source_asn", "dest_asn_v6"):
-            expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn"}[f.name]
+        elif f.name in ("source_asn", "dest_asn_v6", "via_v4", "via_v6"):
+            expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn", "via_v4": "i.v4_path[2]",
+                    "via_v6": "i.v6_path[2]"}[f.name]
         elif f.name in direct:
             expr = f"i.{f.name}"
         elif f.name == "via_proxy":
@@ -116,12 +123,11 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
         cols.append(f"CAST({expr} AS {sql_type(f.type, 'duckdb')}) AS {f.name}")
     return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
             "JOIN hint_advice a ON a.hint_class = d.hint_class AND a.primary_afi = d.primary_afi "
+            "AND a.primary_why = d.primary_why "
             "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
 
 
 def _published_files(cfg: Config, month: str) -> dict[str, list[str]]:
-    from bgp_congruency.common import published
-
     return published.files(local_root(cfg), ["pairs", "paths"], month)
 
 
@@ -136,22 +142,43 @@ def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
         HINTS, (pa.Table.from_batches([b]).cast(HINTS).to_batches()[0] for b in reader if b.num_rows))
 
 
+#: A file of one VP partition of the compare (pipeline/engines/duckdb.py writes each per-VP
+#: table's rows of partition i to part-<i>.parquet).
+_PART = re.compile(r"part-(\d+)\.parquet")
+
+
+def _compare_parts(files: dict[str, list[str]]) -> list[dict[str, list[str]]] | None:
+    """The month's pairs and paths files as the compare's VP partitions, each a {pairs, paths}
+    of its own files (the DuckDB engine's part-<i>.parquet of both tables); None where the
+    names do not line up (Spark's files, a month published before)."""
+    by = {t: {Path(f).name: f for f in files[t]} for t in ("pairs", "paths")}
+    names = set(by["pairs"])
+    if not names or names != set(by["paths"]) or not all(_PART.fullmatch(n) for n in names):
+        return None
+    return [{t: [by[t][n]] for t in by} for n in sorted(names, key=lambda n: int(_PART.fullmatch(n).group(1)))]
+
+
 def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], prog) -> dict:
     """Write the month's hints table into `staged`/hints (a VP partition at a time: memory
     follows the partition, not the month) from `files`, the month's pairs and paths: the
     compare's own staged tables, so that the month's commit publishes its hints with them
-    (pipeline/job.py). Returns rows per class. `prog`: the caller's rich Progress."""
-    from bgp_congruency.pipeline.publish import LocalStore
-
+    (pipeline/job.py). The partitions are the compare's own where its files show them (each
+    reads only its two files, no scan of the month per partition), each split again only if
+    its pairs need more than the memory limit; else VP hash ranges over the whole month.
+    Returns rows per class. `prog`: the caller's rich Progress."""
     store = LocalStore(local_root(cfg))
     con = duck.connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
     try:
         store.mkdirs(f"{staged}/hints")
-        k = partitions(con, cfg, files["pairs"])
-        task = prog.add_task(f"hints {month}", total=k)
-        for i in range(k):
-            out = Path(staged) / "hints" / f"part-{i}.parquet"
-            sql = _hints_sql(con, month, files, (i, k))
+        parts = _compare_parts(files)
+        if parts and len(parts) > 1:  # the compare's partitions, split again only where memory says
+            plan = [(g, i, k) for g in parts for k in [partitions(con, cfg, g["pairs"], fixed=False)] for i in range(k)]
+        else:  # one file or none per table, or files of no VP partition: VP hash ranges of the month
+            plan = [(files, i, k) for k in [partitions(con, cfg, files["pairs"])] for i in range(k)]
+        task = prog.add_task(f"hints {month}", total=len(plan))
+        for j, (group, i, k) in enumerate(plan):
+            out = Path(staged) / "hints" / f"part-{j}.parquet"
+            sql = _hints_sql(con, month, group, (i, k))
             if sql is None:
                 pq.write_table(HINTS.empty_table(), out, compression="zstd")
             else:
@@ -169,9 +196,14 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
 
 def staged_files(staged: str) -> dict[str, list[str]]:
     """The pairs and paths files a compare staged (what the catalog will register)."""
-    from bgp_congruency.lake.catalog import data_files
-
     return {t: data_files(Path(staged) / t) for t in ("pairs", "paths")}
+
+
+def stage_month(cfg: Config, month: str, staged: str, progress) -> list[str]:
+    """The compare's stager (pipeline/job.Stager): the month's hints from the pairs and paths
+    it staged, published in the month's own commit."""
+    stage(cfg, month, staged, staged_files(staged), progress)
+    return ["hints"]
 
 
 def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
@@ -181,12 +213,6 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     under DATA_DIR/_staging, then committed to the catalog: readers see the old hints or the
     new. Returns a summary: month, rows, rows per class, path, seconds. `progress`: the
     caller's rich Progress (one display), else its own."""
-    from contextlib import nullcontext
-
-    from bgp_congruency.common import console
-    from bgp_congruency.lake.catalog import pinned
-    from bgp_congruency.pipeline.publish import LocalStore
-
     t0 = time.perf_counter()
     month = resolve_month(cfg, month)
     store = LocalStore(local_root(cfg))

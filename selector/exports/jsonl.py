@@ -24,16 +24,22 @@ record batch at a time by DuckDB's `to_json`, not per row in Python, with bounde
 """
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
+import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as ds
 
-from bgp_congruency.common import atomic
+from bgp_congruency.common import atomic, duck
+from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import HINTS
+from bgp_congruency.lake import published
 
 SCHEMA = "congruency.hints/1"
 
@@ -41,14 +47,9 @@ SCHEMA = "congruency.hints/1"
 def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
     """Record batches of at most BATCH rows (of a Config's published month, a table, a
     reader or an iterable of batches), or the dicts of an iterable as they are."""
-    from bgp_congruency.common.config import Config
-
     if isinstance(source, Config):
-        import pyarrow.dataset as ds
-
         if month is None:
             raise ValueError("jsonl.write: month is required when the source is a Config")
-        from bgp_congruency.common import published
 
         if month not in published.months(source.data_dir, "hints"):
             raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run congruency run --month {month})")
@@ -92,8 +93,6 @@ def _render(con, batch: pa.RecordBatch) -> memoryview:
 def _joined(arr: pa.Array) -> memoryview:
     """The strings of a (possibly sliced) Arrow string array end to end, without copying
     them one by one: the data buffer between the array's first and last offsets."""
-    import numpy as np
-
     if pa.types.is_string_view(arr.type):
         arr = arr.cast(pa.large_string())
     if len(arr) == 0:
@@ -123,13 +122,6 @@ def line(row: Mapping) -> str:
 
 def dump(source, fp: IO[str], month: str | None = None) -> int:
     """Write hints to an open text file; returns the number of lines."""
-    import codecs
-
-    import duckdb
-
-    from bgp_congruency.common import duck
-    from bgp_congruency.common.config import Config
-
     # A batch's UTF-8 bytes go straight to the file's buffer when the file is UTF-8.
     raw = getattr(fp, "buffer", None)
     if raw is not None and codecs.lookup(getattr(fp, "encoding", None) or "ascii").name != "utf-8":
