@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -15,7 +16,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
     p = sub.add_parser(
         "catalogue", parents=parents,
-        help="list the collectors active in a month, or rebuild the catalogue from RIPEstat and RouteViews",
+        help=command_help('catalogue'),
         description="The collector catalogue: every RouteViews and RIS collector with an MRT archive, "
                     "its archive folders, the families its RIBs carry and its active period, each with "
                     "its source. The shipped ingest/catalogue.toml is used unless the config's "

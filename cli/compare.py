@@ -5,22 +5,23 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import ENGINES, Config
 from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from bgp_congruency.pipeline.job import TABLE_ORDER
+    from bgp_congruency.common.tables import MONTH_TABLES
 
     p = sub.add_parser(
         "compare",
         parents=parents,
-        help="run the congruency job (DuckDB in-process, or Spark) on a month of ingested RIB entries",
+        help=command_help('compare'),
         description=(
             "Read DATA_DIR/rib_entries/month=YYYY-MM, clean paths, pick representative paths "
             "and compare IPv4 with IPv6 per dual-stacked vantage point (congruency/METHOD.md). "
-            f"Publishes {', '.join(TABLE_ORDER)} (transitions against the month before, when "
+            f"Publishes {', '.join(MONTH_TABLES)} (transitions against the month before, when "
             "published) together under "
             "DATA_DIR/<table>/month=YYYY-MM, replacing that month only. Two engines give the "
             "same tables: duckdb (the default: in-process, no Java, for one machine; memory capped by "
@@ -33,7 +34,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help="the month, YYYY-MM (repeat for several; each is published on its own)")
     p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
                    help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
-    p.add_argument("--engine", choices=("duckdb", "spark"),
+    p.add_argument("--engine", choices=ENGINES,
                    help="duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
     p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark setting")
@@ -68,7 +69,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if engine == "spark" and (problem := spark_session.java_problem()):
         console.error(problem)
         return 2
-    results = job.compare_months(cfg, args.month)
+    from bgp_congruency.runner.steps import STAGERS
+
+    results = job.compare_months(cfg, args.month, stagers=STAGERS)
     rc = 0
     for r in results:
         if r.error:
@@ -83,7 +86,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             console.err.print(
                 f"compare {r.month} ({engine}): {s['pairs']:,} pairs from {s['vps_with_pairs']} VPs, "
                 f"non-congruent {fmt(s['noncongruent_fraction'])}, per-VP median "
-                f"{fmt(s['vp_noncongruent_median'])}; published {', '.join(r.published)}"
+                f"{fmt(s['vp_noncongruent_median'])}; published {', '.join(r.published.values())}"
             )
     return rc
 

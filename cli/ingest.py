@@ -5,10 +5,11 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console, months
-from bgp_congruency.ingest import backends, catalogue, discovery
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import BACKENDS, Config
 from bgp_congruency.common.errors import BadInput
+from bgp_congruency.ingest import backends, catalogue, discovery
 
 COLLECTORS_HELP = ("all, routeviews, ris, or comma-separated collector names (default route-views2,route-views6); "
                    "only those active in the month are fetched, the others are 'inactive' in the manifest "
@@ -31,7 +32,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "ingest",
         parents=parents,
-        help="discover, download, check and decode a month's RIB snapshots into Parquet",
+        help=command_help('ingest'),
         description=(
             "Discover the RIB snapshots of a month window in the RouteViews / RIPE RIS "
             "archives, download them (cached, resumable), check every MRT record, decode "
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--source", nargs=2, metavar=("KIND", "FILE"),
                    help="where the RIB dumps are listed instead of the archives: bgpstream-csv FILE, a "
                         "BGPStream csvfile listing (path,project,type,collector,file time,span,written)")
-    p.add_argument("--backend", choices=backends.NAMES, help="MRT decoder (default native: the built-in one-pass decoder)")
+    p.add_argument("--backend", choices=BACKENDS, help="MRT decoder (default native: the built-in one-pass decoder)")
     p.add_argument("--concurrency", type=int, help="snapshots processed at once (default 2)")
     p.add_argument("--tolerance-minutes", type=int,
                    help="a missing snapshot may be replaced by the nearest dump this close (default 120)")

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "lake",
         parents=parents,
-        help="the catalog of the published tables: snapshots, vacuum, migrate, relocate",
+        help=command_help('lake'),
         description=(
             "The published tables live in a DuckLake catalog (DATA_DIR/catalog.sqlite): every "
             "publish is one snapshot, readers see one snapshot at a time, and an old snapshot can "
@@ -37,13 +38,13 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.common import layout
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import attach, upkeep
 
     root = layout.local(cfg.data_dir, "congruency lake")
     if args.action == "snapshots":
-        with catalog.opened(root) as con:
+        with attach.opened(root) as con:
             out = [{"snapshot": i, "at": str(at), "author": a, "message": m} for i, at, a, m in con.execute(
-                f"SELECT snapshot_id, snapshot_time, author, commit_message FROM {catalog.ALIAS}.snapshots() "
+                f"SELECT snapshot_id, snapshot_time, author, commit_message FROM {attach.ALIAS}.snapshots() "
                 "ORDER BY 1").fetchall()]
         if args.json:
             json.dump(out, sys.stdout, indent=1)
@@ -55,11 +56,11 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if args.action == "vacuum":
         keep = cfg.lake_keep_snapshots if args.keep is None else args.keep
         grace = cfg.lake_vacuum_grace_s if args.grace is None else args.grace
-        out = catalog.vacuum(root, keep, grace)
+        out = upkeep.vacuum(root, keep, grace)
     elif args.action == "relocate":
-        out = catalog.relocate(root)
+        out = upkeep.relocate(root)
     else:
-        done = catalog.migrate(root)
+        done = upkeep.migrate(root)
         out = {"migrated": done}
         if not done and not args.json:
             console.err.print(f"{root}: nothing to migrate (no table published before the catalog, "

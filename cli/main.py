@@ -16,17 +16,42 @@ from bgp_congruency.common import console, layout
 from bgp_congruency.common.config import ConfigError, load
 from bgp_congruency.common.errors import CongruencyError
 
-
-#: Subcommand modules of cli/, in --help order; each has register(sub, parents).
 #: Commands that read published tables: they read one snapshot of the catalog throughout
-#: (lake/catalog.pinned), so a month re-published meanwhile is seen whole, old or new.
-READERS = ("query", "report", "advise", "export", "trace",
-            "evaluate")
+#: (lake/attach.pinned), so a month re-published meanwhile is seen whole, old or new.
+READERS = ("query", "report", "advise", "export", "trace", "evaluate", "relationships")
+#: Readers that write no catalog: they hold one attached catalog for the whole command.
+PURE_READERS = ("query", "report", "advise", "export", "trace")
 #: Commands that only read what an earlier one wrote: a data dir that does not exist is a
 #: misspelling, said the same way by each (the others create it).
 NEEDS_DATA = (*READERS, "compare", "sensitivity", "sql", "lake", "evaluate")
-COMMANDS = ("run", "plan", "catalogue", "ingest", "compare", "sensitivity", "synth", "sql", "query", "lake", "report", "advise", "export", "trace",
-            "evaluate")
+#: Every command: its module in cli/ (each has register(sub, parents), which adds its
+#: parsers) and its one line of help. `congruency --help` lists these without importing any
+#: module, and a command loads only its own module, so `--help` and `advise` start fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    'run': ('run', 'run every step of a month (ingest, compare, hints, lake, reports); resumable'),
+    'status': ('run', 'show what a month has: steps done, failed snapshots, pairs, outputs'),
+    'plan': ('plan', 'before a backfill: per month, the snapshots a run would fetch, and its download, disk and time'),
+    'catalogue': ('catalogue', 'list the collectors active in a month, or rebuild the catalogue from RIPEstat and RouteViews'),
+    'ingest': ('ingest', "discover, download, check and decode a month's RIB snapshots into Parquet"),
+    'compare': ('compare', 'run the congruency job (DuckDB in-process, or Spark) on a month of ingested RIB entries'),
+    'sensitivity': ('sensitivity', 'recompute a published month under each variant of each open choice of the method'),
+    'synth': ('synth', 'generate a synthetic RouteViews + RIS archive of MRT RIBs with ground truth'),
+    'sql': ('sql', 'open the duckdb client on the published tables (read-only), or print the lines that do'),
+    'query': ('query', 'run a named query (reports/queries/NAME.sql) or your own SQL on the published tables'),
+    'lake': ('lake', 'the catalog of the published tables: snapshots, vacuum, migrate, relocate'),
+    'report': ('report', 'write a self-contained offline HTML report of a month (--month) or of all months (--trend)'),
+    'advise': ('advise', 'which IPv4/IPv6 tunnel paths are disjoint, and how to use them (MPTCP, MPT)'),
+    'export': ('export', 'write hints as JSON Lines, a Linux MPTCP script or an MPT connection file'),
+    'trace': ('trace', 'router-level congruency of a destination from traceroutes (RIPE Atlas, warts, live scamper)'),
+    'evaluate': ('evaluate', 'how often the path selector is right: each VP held out, its answers against its own pairs'),
+    'relationships': ('relationships', "a month's AS relationships per family (clique, hybrid links), scored "
+                      "against a CAIDA or BGPKIT file"),
+}
+
+
+def command_help(name: str) -> str:
+    """A command's one line of help (COMMANDS), for its module's parser."""
+    return COMMANDS[name][1]
 
 
 class _Help(argparse.HelpFormatter):
@@ -56,6 +81,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
+def snapshot_id(text: str) -> int:
+    """--as-of: a catalog snapshot's number (0 or more); argparse says what is wrong."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a catalog snapshot's number (0 or more; congruency lake snapshots "
+                                         f"lists them), got {text!r}")
+    return n
+
+
 class _Version(argparse.Action):
     """--version: computed when asked (git describe), the same strings provenance rows hold."""
 
@@ -69,7 +106,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `congruency` parser: with `command`, only that command's module is imported and
+    every other command is its one line of help (enough for `--help` and for parsing that
+    command); None: every command in full (the generated docs)."""
     config = Parser(add_help=False)
     config.add_argument("--config", metavar="FILE", help="TOML file with settings (docs/configuration.md)")
     common = Parser(add_help=False, parents=[config])
@@ -81,14 +121,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version, help="the project's and the method's versions, as provenance records them")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        mod = importlib.import_module(f"bgp_congruency.cli.{module}")
-        mod.register(sub, [common] if getattr(mod, "USES_DATA_DIR", True) else [config])
+    wanted = {m for m, _h in COMMANDS.values()} if command is None else {COMMANDS[command][0]} if command else set()
+    done: set[str] = set()
+    for name, (module, hlp) in COMMANDS.items():
+        if module not in wanted:
+            sub.add_parser(name, help=hlp)  # listed in --help; parsed only when asked for (its module then)
+        elif module not in done:
+            done.add(module)
+            mod = importlib.import_module(f"bgp_congruency.cli.{module}")
+            mod.register(sub, [common] if getattr(mod, "USES_DATA_DIR", True) else [config])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else "")
     args = parser.parse_args(argv)
     try:
         cfg = load(args.config)
@@ -115,10 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from contextlib import nullcontext
 
-    from bgp_congruency.lake.catalog import pinned
+    from bgp_congruency.lake.attach import pinned
 
     try:
-        with pinned(cfg.data_dir) if args.command in READERS and local else nullcontext():
+        hold = args.command in PURE_READERS and not getattr(args, "store", False)  # trace --store publishes
+        with pinned(cfg.data_dir, hold=hold) if args.command in READERS and local \
+                else nullcontext():
             rc = args.func(args, cfg)
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return rc

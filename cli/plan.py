@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.cli.run import add_selection
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "plan",
         parents=parents,
-        help="before a backfill: per month, the snapshots a run would fetch, and its download, disk and time",
+        help=command_help('plan'),
         description=(
             "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
             "`congruency run` with the same flags would fetch, how many are already published or "
@@ -64,7 +65,7 @@ def _table(plan) -> None:
         t.add_column(c, justify="left" if c == "month" else "right")
     for m in plan.months:
         t.add_row(m.month, str(len(m.collectors)), str(len(m.probes)), str(m.snapshots), str(m.published), str(m.cached),
-                  str(m.to_fetch), human(m.download_bytes), human(m.parquet_bytes), duration(m.seconds),
+                  str(m.to_fetch), human(m.download_bytes), human(m.disk_bytes), duration(m.seconds),
                   f"{m.entries / 1e6:,.0f}M", str(m.partitions), human(m.compare_peak_bytes))
     from rich.console import Console
 
@@ -82,6 +83,8 @@ def _table(plan) -> None:
               f"snapshot of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)"
               + (f"; {', '.join(cut)}: the ingested snapshots cover only the low end of the address space "
                  "(cut samples), so they do not size it" if cut else ""))
+    print("disk: what the month adds under DATA_DIR, its Parquet and, with cache_policy keep, its MRT files; with "
+          "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
     print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_rows_per_s']:,} "

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from bgp_congruency.cli.main import command_help, snapshot_id
 from bgp_congruency.common import atomic, console
 from bgp_congruency.common.config import Config
 
@@ -16,7 +17,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "query",
         parents=parents,
-        help="run a named query (reports/queries/NAME.sql) or your own SQL on the published tables",
+        help=command_help('query'),
         description=(
             "Run a named query from reports/queries/ with bound parameters, or --sql, on a "
             "read-only connection to the published tables (the catalog's snapshot current when it "
@@ -35,20 +36,29 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help=f"output format (default table: the first {TABLE_ROWS} rows and how many there are; "
                         "csv, json and parquet give every row, streamed a batch at a time)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (required for parquet)")
-    p.add_argument("--as-of", type=int, metavar="SNAPSHOT", dest="as_of",
+    p.add_argument("--as-of", type=snapshot_id, metavar="SNAPSHOT", dest="as_of",
                    help="read the tables as this catalog snapshot had them (congruency lake snapshots; "
                         "provenance.catalog_snapshot names the one that published each month)")
     p.set_defaults(func=main)
 
 
+def named_lines() -> list[str]:
+    """The named queries, one line each with their parameters (`--list`, docs/commands.md)."""
+    from bgp_congruency.reports import query
+
+    out = []
+    for q in query.named().values():
+        ps = " ".join(f"--{p}" if p in ("month", "vp") else f"--param {p}=" for p in q.params)
+        out.append(f"{q.name:<16} {q.summary}{f'  [{ps}]' if ps else ''}")
+    return out
+
+
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.lake.catalog import pinned
+    from bgp_congruency.lake.attach import pinned
     from bgp_congruency.reports import query, warehouse
 
     if args.list:
-        for q in query.named().values():
-            ps = " ".join(f"--{p}" if p in ("month", "vp") else f"--param {p}=" for p in q.params)
-            print(f"{q.name:<16} {q.summary}{f'  [{ps}]' if ps else ''}")
+        print("\n".join(named_lines()))
         return 0
     if bool(args.name) == bool(args.sql):
         console.error("give a query NAME or --sql \"...\" (or --list)")
@@ -227,7 +237,10 @@ def _table(reader, f) -> None:
         total += batch.num_rows
     widths = [max([len(n)] + [len(r[i]) for r in rows]) for i, n in enumerate(names)]
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
-    fmt = lambda cells: "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|\n"
+
+    def fmt(cells):
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|\n"
+
     more = (f"({total:,} rows, the first {len(rows)} shown; --format csv or json gives them all)"
             if total > len(rows) else f"({total} rows)")
     f.write((line + fmt(names) + line + "".join(fmt(r) for r in rows) + line + more + "\n").encode())

@@ -40,6 +40,10 @@ def commands_md() -> str:
             for a in nested:
                 for sname, sp in a.choices.items():
                     out += ["", f"### congruency {name} {sname}", "", "```text", sp.format_help().rstrip(), "```"]
+            if name == "query":  # the named queries, as `congruency query --list` prints them
+                from bgp_congruency.cli.query import named_lines
+
+                out += ["", "### the named queries (`congruency query --list`)", "", "```text", *named_lines(), "```"]
         return "\n".join(out) + "\n"
     finally:
         if old is None:
@@ -68,7 +72,8 @@ def _fields(cls) -> list[tuple[str, str, str]]:
             doc = [line.split("#", 1)[1].strip()]
         default = ast.unparse(node.value) if node.value is not None else ""
         if default.startswith("field("):
-            default = {"dict": "{}", "MethodParams": "[method] below"}.get(
+            default = {"dict": "{}", "MethodParams": "[method] below",
+                       "RelationshipParams": "[relationships] below", "SourceParams": "[source] below"}.get(
                 default.split("default_factory=")[-1].rstrip(")"), default)
         out.append((node.target.id, default, " ".join(doc)))
     return out
@@ -83,7 +88,7 @@ def _table(rows) -> list[str]:
 
 def configuration_md() -> str:
     from bgp_congruency.common.config import Config
-    from bgp_congruency.common.params import MethodParams
+    from bgp_congruency.common.params import MethodParams, RelationshipParams, SourceParams
 
     return "\n".join([
         "# Configuration", "",
@@ -98,6 +103,12 @@ def configuration_md() -> str:
         "```toml", (DOCS / "config.example.toml").read_text().rstrip(), "```", "",
         "## Top level", "", *_table(_fields(Config)), "",
         "## [method]", "", *_table(_fields(MethodParams)), "",
+        "## [relationships]", "",
+        "The AS-relationship inference of each month and family ([relationships/METHOD.md]"
+        "(../relationships/METHOD.md)).", "", *_table(_fields(RelationshipParams)), "",
+        "## [source]", "",
+        "The operator's own host ([guide.md](guide.md), advice from a host that is no vantage point).", "",
+        *_table(_fields(SourceParams)), "",
     ])
 
 

@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -13,7 +14,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "report",
         parents=parents,
-        help="write a self-contained offline HTML report of a month (--month) or of all months (--trend)",
+        help=command_help('report'),
         description=(
             "Write one HTML file with plotly.js embedded (no network needed): --month YYYY-MM to "
             "DATA_DIR/reports/month=YYYY-MM/report.html (provenance, headline numbers beside the 2014 "
@@ -36,8 +37,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.common import published
     from bgp_congruency.common.months import parse_month
+    from bgp_congruency.lake import published
     from bgp_congruency.reports import month_report, trend_report, warehouse
 
     if args.min_pairs is not None and (args.trend or args.min_pairs < 0):

@@ -7,19 +7,22 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from rich.text import Text
+
 from bgp_congruency.cli.ingest import COLLECTORS_HELP, check_collectors
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import ENGINES, Config
 from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from bgp_congruency.runner.state import STEPS
+    from bgp_congruency.runner import STEPS
 
     p = sub.add_parser(
         "run",
         parents=parents,
-        help="run every step of a month (ingest, compare, hints, lake, reports); resumable",
+        help=command_help('run'),
         description=(
             "Run a month end to end: ingest its RIB snapshots, the congruency job, then the "
             "hints export (DATA_DIR/exports/month=M/tunnels.jsonl; config tunnels_export = false "
@@ -47,7 +50,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
     p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
                    help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
-    p.add_argument("--engine", choices=("duckdb", "spark"),
+    p.add_argument("--engine", choices=ENGINES,
                    help="compare engine: duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
     p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
     p.add_argument("--tolerate-failures", action="store_true", default=None,
@@ -57,7 +60,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
     s = sub.add_parser(
         "status", parents=parents,
-        help="show what a month has: steps done, failed snapshots, pairs, outputs",
+        help=command_help('status'),
         description="Read DATA_DIR/_runs/month=YYYY-MM/state.json and the manifest of a month "
                     "(or a range) and print its status; exit 1 if a step failed or the month was never run.",
     )
@@ -138,7 +141,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
 
 def status_main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.runner import month as runner, state
+    from bgp_congruency.runner import month as runner
+    from bgp_congruency.runner import state
 
     cfg, months = options(args, cfg)
     from bgp_congruency.ingest import manifest
@@ -163,9 +167,9 @@ def print_summary(s: dict, as_json: bool) -> None:
         return
     out = console.err
     frac = s["noncongruent_fraction"]
-    out.print(f"[bold]{s['month']}[/]: {s['files']} files, {s['entries']:,} entries, "
-              f"{'n/a' if s['pairs'] is None else format(s['pairs'], ',')} pairs, non-congruent "
-              f"{'n/a' if frac is None else format(frac, '.1%')}")
+    out.print(Text.assemble((s["month"], "bold"), f": {s['files']} files, {s['entries']:,} entries, "
+                            f"{'n/a' if s['pairs'] is None else format(s['pairs'], ',')} pairs, non-congruent "
+                            f"{'n/a' if frac is None else format(frac, '.1%')}"))
     for name, st in s["steps"].items():
         extra = f" ({st['error']})" if st.get("error") and st.get("status") != "failed" else ""
         out.print(f"  {name:10} {st.get('status', '?')}{extra}")

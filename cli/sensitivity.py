@@ -5,8 +5,9 @@ import argparse
 import json
 import sys
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common import console
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import ENGINES, Config
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
     p = sub.add_parser(
         "sensitivity", parents=parents,
-        help="recompute a published month under each variant of each open choice of the method",
+        help=command_help('sensitivity'),
         description=(
             "One factor at a time against the month's own parameters (its provenance): "
             + "; ".join(names()) + ". The month's entries are read once; each distinct "
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--month", required=True, metavar="YYYY-MM", help="a published month")
     p.add_argument("--variants", metavar="NAME,...",
                    help="choice=variant names or whole choices (default: all), e.g. min_coverage,first_as_rule=off")
-    p.add_argument("--engine", choices=("duckdb", "spark"), help="compare engine (default: the config's)")
+    p.add_argument("--engine", choices=ENGINES, help="compare engine (default: the config's)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(func=main)
 

@@ -5,6 +5,7 @@ import argparse
 import shutil
 import subprocess
 
+from bgp_congruency.cli.main import command_help, snapshot_id
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -13,7 +14,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "sql",
         parents=parents,
-        help="open the duckdb client on the published tables (read-only), or print the lines that do",
+        help=command_help('sql'),
         description=(
             "Start the `duckdb` command-line client with the data dir's catalog attached read-only "
             "and a view per table under its own name (pairs, vps, month_summary, ..., rib_entries): "
@@ -23,7 +24,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         ),
     )
     p.add_argument("--month", metavar="YYYY-MM", help="only this month's rows in every view")
-    p.add_argument("--as-of", type=int, metavar="SNAPSHOT", dest="as_of",
+    p.add_argument("--as-of", type=snapshot_id, metavar="SNAPSHOT", dest="as_of",
                    help="the tables as this catalog snapshot had them (congruency lake snapshots)")
     p.add_argument("--print", action="store_true", help="print the statements; start nothing")
     p.set_defaults(func=main)
@@ -31,35 +32,35 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
 
 def statements(root, month: str | None, as_of: int | None) -> list[str]:
     """LOAD, ATTACH (read-only, at `as_of`) and the views, as the duckdb client takes them."""
-    from bgp_congruency.common.duck import quote
-    from bgp_congruency.lake import catalog, views
+    from bgp_congruency.lake import attach, commit, views
 
     out = []
     in_lake: dict[str, set[str]] = {}
-    if catalog.exists(root):
-        out += [f"LOAD {quote(catalog.extension_file(n))};" for n in catalog.extensions(root)]
-        opts = "READ_ONLY" + (f", SNAPSHOT_VERSION {int(as_of)}" if as_of is not None else "")
-        out.append(f"ATTACH {quote(catalog.catalog_url(root))} AS {catalog.ALIAS} ({opts});")
-        with catalog.opened(root, snapshot=as_of) as con:
-            in_lake = catalog.attached_columns(con)
+    if attach.exists(root):
+        out = attach.attach_sql(root, snapshot=as_of)
+        with attach.opened(root, snapshot=as_of) as con:
+            in_lake = commit.attached_columns(con)
     elif as_of is not None:
-        raise catalog.NoCatalog(catalog.no_catalog(root))
+        raise attach.NoCatalog(attach.no_catalog(root))
     sql, made = views.statements(root, in_lake, month)
     if not made:
-        raise catalog.NoCatalog(catalog.no_catalog(root))
-    return out + [s + ";" for s in sql if not s.startswith("COMMENT")]
+        raise attach.NoCatalog(attach.no_catalog(root))
+    return [s + ";" for s in out] + [s + ";" for s in sql if not s.startswith("COMMENT")]
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.common import layout
+    from bgp_congruency.common.duck import quote
     from bgp_congruency.common.months import parse_month
+    from bgp_congruency.lake import published
 
+    root = layout.local(cfg.data_dir, "congruency sql").resolve()
     if args.month:
         parse_month(args.month)
-    root = layout.local(cfg.data_dir, "congruency sql").resolve()
+        published.require(root, args.month)  # not published: say which are, as `query` does
     lines = statements(root, args.month, args.as_of)
     if args.print:
-        from bgp_congruency.lake.catalog import masked
+        from bgp_congruency.lake.attach import masked
 
         shown = [masked(ln) for ln in lines]
         if shown != lines:
@@ -85,4 +86,6 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         init = Path(tmp) / "init.sql"
         init.touch(mode=0o600)
         init.write_text("\n".join(lines) + "\n")
-        return subprocess.run([exe, "-init", str(init)]).returncode
+        # `.read` before stdin, not -init: -init writes "-- Loading resources from ..." (with
+        # colour codes) on stderr, which a script reading the output then has to strip.
+        return subprocess.run([exe, "-cmd", f".read {quote(str(init))}"]).returncode

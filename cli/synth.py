@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common.errors import BadInput
 
 #: synth writes an archive (--out), not a data dir: no --data-dir (cli/main.py).
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "synth",
         parents=parents or [],
-        help="generate a synthetic RouteViews + RIS archive of MRT RIBs with ground truth",
+        help=command_help('synth'),
         description=(
             "Build a synthetic Internet (tiered AS graph, IPv4 and IPv6 relationships, "
             "Gao-Rexford routing, growing IPv6 adoption) and write what its collectors would "
@@ -67,7 +69,6 @@ def main(args: argparse.Namespace, cfg=None) -> int:
     from pathlib import Path
 
     from bgp_congruency.common import console
-
     from bgp_congruency.synth.generate import default_workers, generate
 
     if not args.out:

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from bgp_congruency.cli.main import command_help
 from bgp_congruency.common.config import Config
 from bgp_congruency.dataplane.traces import METHODS, TraceError
 
@@ -14,7 +15,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p = sub.add_parser(
         "trace",
         parents=parents,
-        help="router-level congruency of a destination from traceroutes (RIPE Atlas, warts, live scamper)",
+        help=command_help('trace'),
         description=(
             "Read traceroutes toward one dual-stacked destination (RIPE Atlas results, scamper warts "
             "files, or a live scamper run from this host), take each family's stable path (the hop "

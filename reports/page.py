@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
+from plotly.offline import get_plotlyjs
+
 from bgp_congruency.common import atomic, hooks
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.reports import warehouse
@@ -124,8 +127,6 @@ td:first-child { white-space: nowrap; }
 
 
 def page_html(title: str, intro: str, sections: list[str], by: str = "congruency report") -> str:
-    from plotly.offline import get_plotlyjs
-
     now = stamp()
     # No network at all: the page may load nothing but what it carries inline.
     csp = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -162,8 +163,6 @@ def num(x) -> str:
 
 def render(cfg, page, out) -> Path:
     """Render `page(con)` and write it atomically to `out` (a path, or a function giving the default)."""
-    import duckdb
-
     try:
         target = Path(out() if callable(out) else out)
         con = warehouse.memory(cfg)

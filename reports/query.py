@@ -14,7 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
+
 from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.months import parse_month
+from bgp_congruency.lake import published
 
 QUERIES_DIR = Path(__file__).parent / "queries"
 #: Statement kinds `--sql` accepts: reading only (COPY ... TO, SET, ATTACH, CREATE TEMP ... are refused).
@@ -93,8 +97,6 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
             raise BadValue(f"query {q.name} needs --{p.name.replace('_', '-')} ({p.help})"
                              if p.name in ("month", "vp") else f"query {q.name} needs --param {p.name}=... ({p.help})")
         if p.kind == "month":
-            from bgp_congruency.common.months import parse_month
-
             try:
                 parse_month(text)
             except ValueError:
@@ -112,8 +114,6 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
 
 def check_months(q: Query, values: dict[str, object], root) -> None:
     """Every month parameter must be a published month (common/published.py): NoResults."""
-    from bgp_congruency.common import published
-
     for k, v in values.items():
         if q.params[k].kind == "month":
             published.require(root, v)
@@ -135,8 +135,6 @@ def run_named(con, name: str, given: dict[str, str | None]):
 
 def run_sql(con, sql: str):
     """The analyst's own SQL: one statement that only reads; a pyarrow RecordBatchReader."""
-    import duckdb
-
     try:
         stmts = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -159,8 +157,6 @@ _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?(?P<res
 
 def _check_read_only(con, s) -> None:
     """Only SELECT, or EXPLAIN [ANALYZE] of one SELECT (EXPLAIN ANALYZE runs its statement)."""
-    import duckdb
-
     kind = str(s.type).rsplit(".", 1)[-1]
     if kind == "EXPLAIN":
         m = _EXPLAIN.fullmatch(s.query)
@@ -190,8 +186,6 @@ BATCH_ROWS = 65_536
 
 def _run(con, sql: str, params):
     """The result as a pyarrow RecordBatchReader (streamed from DuckDB)."""
-    import duckdb
-
     try:
         # A relation streams; con.execute() would hold every row (a DB-API result) first.
         rel = con.sql(sql, params=params) if params else con.sql(sql)

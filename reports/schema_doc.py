@@ -11,26 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-
 from bgp_congruency.common import atomic
 from bgp_congruency.common.table_docs import DOCS
+from bgp_congruency.common.tables import sql_type
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "SCHEMA.md"
-
-
-def type_name(t: pa.DataType) -> str:
-    """The DuckDB type a view shows for an Arrow type."""
-    if pa.types.is_list(t):
-        return type_name(t.value_type) + "[]"
-    if pa.types.is_map(t):
-        return f"MAP({type_name(t.key_type)}, {type_name(t.item_type)})"
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMP WITH TIME ZONE" if t.tz else "TIMESTAMP"
-    return {
-        pa.string(): "VARCHAR", pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",
-        pa.int64(): "BIGINT", pa.uint32(): "UINTEGER", pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN",
-    }.get(t, str(t).upper())
 
 
 def _cell(s: str) -> str:
@@ -62,7 +47,7 @@ def render() -> str:
             out.append("| `month` | VARCHAR | YYYY-MM | calendar month of the RIB snapshots "
                        "(partition key, from the directory name) | ingest |")
         for col, c in d.columns.items():
-            t = type_name(d.schema.field(col).type)
+            t = sql_type(d.schema.field(col).type, "duckdb")
             out.append(f"| `{col}` | {t} | {_cell(c.unit)} | {_cell(c.meaning)} | {_cell(c.step)} |")
     return "\n".join(out) + "\n"
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import plotly.graph_objects as go
+
 from bgp_congruency.common import layout
 from bgp_congruency.reports import warehouse
 from bgp_congruency.reports.page import Figure, ReportError, fetch_rows, figure_html, page_html, plot_layout, render
@@ -47,8 +49,6 @@ def effects(rows: list[dict], key: str, published: dict | None = None) -> tuple[
 
 
 def figures(rows: list[dict], month: str, published: dict) -> list[Figure]:
-    import plotly.graph_objects as go
-
     figs = []
     for key, (label, _get) in FIGURES.items():
         default, eff = effects(rows, key, published)

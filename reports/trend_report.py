@@ -2,9 +2,16 @@
 across every published month (DATA_DIR/reports/trend.html)."""
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
+from urllib.parse import quote
+
+import plotly.graph_objects as go
 
 from bgp_congruency.common import layout
+from bgp_congruency.common.months import parse_month_range, previous_month
+from bgp_congruency.lake import published
 from bgp_congruency.reports import warehouse
 from bgp_congruency.reports.page import (
     TRANSITION_KINDS,
@@ -26,16 +33,12 @@ def trend_path(cfg) -> Path:
 
 def _calendar(first: str, last: str) -> list[str]:
     """Every month from first to last: the trend's x axis, so a missing month is a gap."""
-    from bgp_congruency.common.months import parse_month_range
-
     return parse_month_range(f"{first}..{last}")
 
 
 def trend_data(con) -> dict:
     """The trend's numbers: per published month its summary, transitions both ways (None
     where the month before was not published: not applicable), and per-VP fractions."""
-    from bgp_congruency.common.months import previous_month
-
     ms = fetch_rows(con, "SELECT month, pairs, noncongruent_fraction, non_adopter_fraction, vps_with_pairs, "
                     "vp_noncongruent_min AS lo, vp_noncongruent_q1 AS q1, vp_noncongruent_median AS med, "
                     "vp_noncongruent_q3 AS q3, vp_noncongruent_max AS hi FROM month_summary ORDER BY month")
@@ -70,8 +73,6 @@ def trend_data(con) -> dict:
 
 
 def trend_figures(con, data: dict | None = None) -> tuple[list[dict], list[Figure]]:
-    import plotly.graph_objects as go
-
     d = data or trend_data(con)
     ms, axis = d["months"], d["axis"]
     at = {r["month"]: r for r in ms}
@@ -142,10 +143,6 @@ def trend_figures(con, data: dict | None = None) -> tuple[list[dict], list[Figur
 
 def _trend_table(d: dict) -> str:
     """Per month (missing months included, marked), with the CSV of the same rows."""
-    import csv
-    import io
-    from urllib.parse import quote
-
     at = {r["month"]: r for r in d["months"]}
     head = ["month", "pairs", "VPs with pairs", "non-congruent (%)", "per-VP median (%)", "non-adopter share (%)",
             "inputs (provenance)", "became congruent", "became non-congruent"]
@@ -186,8 +183,6 @@ def trend_html(con) -> str:
 
 def write_trend_report(cfg, out: Path | None = None) -> Path:
     """DATA_DIR/reports/trend.html (or `out`): every published month, offline."""
-    from bgp_congruency.common import published
-
     if not published.months(warehouse.data_root(cfg)):  # ingested only, or nothing yet
         raise ReportError(f"{warehouse.data_root(cfg)}: no published tables of any month to show a trend of "
                           "(run congruency run for a month first)")
