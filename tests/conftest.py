@@ -1,24 +1,31 @@
-"""Fixtures shared by the suite (a real Spark session, the real 2026-07 pair ingested once)
-and the markers that make the fast loop: a test is marked from what it uses, so
+"""Fixtures shared by the suite: one real Spark session, the real 2026-07 pair ingested once,
+and the months computed once per session (tests/support/computed.py), each read only.
 
-    pytest -m "not spark and not kernel and not browser"
+Markers are written on the tests, never guessed: `spark` (a Spark session, spark-submit or a
+standalone cluster), `kernel` (network namespaces, mounts, `ip mptcp` on the real kernel),
+`browser` (headless Chromium), `slow` (over a second on a 2-core machine: a real month end to
+end, or a fixture that computes one). The fast loop,
 
-runs everything that needs no JVM, no network namespaces or mounts and no Chromium, and
-adding `and not slow` (tests marked by hand that take over a second: a real month end to
-end, and every test using a fixture that runs months, _SLOW_FIXTURES) leaves the loop of
-under two minutes a change is checked with first."""
+    pytest -m "not spark and not kernel and not browser and not slow"
+
+imports no pyspark and starts no browser (tests/test_suite.py checks it).
+"""
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 from dataclasses import replace
 
 import pytest
 
+from tests.support import computed
 from tests.support.data import RV2_2026
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+pytest_plugins = ["tests.support.fastloop"]
+
+#: The session's data dirs that tests only read, checked unchanged when the session ends.
+_WATCHED: list[computed.Untouched] = []
 
 
 @pytest.fixture(scope="session")
@@ -60,32 +67,64 @@ def ingested_2026(tmp_path_factory, config):
                                 backend=fast_backend())
     out = ingest_run.run(cfg, "2026-07")
     assert [r.status for r in out.rows] == ["ok", "ok"], [r.error for r in out.rows]
+    _WATCHED.append(computed.Untouched(data))
     return data
 
 
-#: marker -> what in a test's source or fixtures means it needs that part.
-_USES = {
-    "spark": ("spark", "SparkEngine", "engine=\"spark\"", "--engine\", \"spark", "spark-submit", "cluster"),
-    "kernel": ("unshare", "netns", "ip mptcp", "namespace("),
-    "browser": ("Chromium(",),
-}
+# --- the months computed once per session (read only) ------------------------------------
 
 
-#: Fixtures that run months end to end (tests/test_backfill.py's multi-month backfill, 20 s;
-#: tests/test_run.py's real month, 8 s): a test using one is `slow`, whichever test runs it first.
-_SLOW_FIXTURES = {"backfill", "reference"}
+def _watched(c: computed.Computed) -> computed.Computed:
+    _WATCHED.append(computed.Untouched(c.data))
+    return c
+
+
+@pytest.fixture(scope="session")
+def sample(tmp_path_factory, ingested_2026) -> computed.Computed:
+    """The real sample month through `congruency run` (the demo's): read only."""
+    return _watched(computed.build_sample(tmp_path_factory.mktemp("sample"), ingested_2026))
+
+
+@pytest.fixture(scope="session")
+def sample_evaluated(tmp_path_factory, sample) -> computed.Computed:
+    """The sample month with the selector's held-out evaluation: read only."""
+    return _watched(computed.build_evaluated(tmp_path_factory.mktemp("sample-evaluated"), sample))
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> computed.Computed:
+    """The generated 400-AS month, run and evaluated: read only."""
+    return _watched(computed.build_generated(tmp_path_factory.mktemp("generated")))
+
+
+@pytest.fixture(scope="session")
+def two_months(tmp_path_factory) -> computed.Computed:
+    """Two small generated months run in order: read only."""
+    return _watched(computed.build_two_months(tmp_path_factory.mktemp("two-months")))
+
+
+@pytest.fixture(scope="session")
+def hint_month(tmp_path_factory) -> computed.Computed:
+    """The path selector's hand-made month: read only."""
+    return _watched(computed.build_hint_month(tmp_path_factory.mktemp("hint-month")))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A computed month some test wrote into fails the session, naming the files."""
+    touched = {str(w.data): w.changed() for w in _WATCHED}
+    touched = {d: f for d, f in touched.items() if f}
+    if touched:
+        for d, files in touched.items():
+            print(f"\nerror: a test wrote into the read-only month {d}: {', '.join(files[:8])}", file=sys.stderr)
+        session.exitstatus = 1
 
 
 def pytest_collection_modifyitems(config, items):
+    """With pytest-xdist (`make test` runs two workers, --dist loadgroup), the tests of one
+    Spark JVM run on one worker and those on the kernel's namespaces and mounts on one worker
+    (each group in order on its worker, never two of its tests at once); the rest share both."""
     for item in items:
-        fn = getattr(item, "function", None)
-        try:
-            src = inspect.getsource(fn) if fn else ""
-        except (OSError, TypeError):
-            src = ""
-        names = set(getattr(item, "fixturenames", ()))
-        for marker, needles in _USES.items():
-            if item.get_closest_marker(marker) is None and (marker in names or any(n in src for n in needles)):
-                item.add_marker(marker)
-        if names & _SLOW_FIXTURES and item.get_closest_marker("slow") is None:
-            item.add_marker("slow")
+        if item.get_closest_marker("spark") or item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif item.get_closest_marker("kernel"):
+            item.add_marker(pytest.mark.xdist_group("kernel"))

@@ -22,11 +22,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from bgp_congruency.common import published as pub
 from bgp_congruency.common.months import parse_month_range, previous_month
 from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.congruency import reference
+from bgp_congruency.lake import published as pub
 from bgp_congruency.synth.generate import generate
+from tests.support.cli import congruency
 from tests.support.data import ARCHIVE, needs_data
 from tests.support.month import canon, compute_reference, published
 
@@ -140,6 +141,7 @@ def test_every_month_publishes_with_the_expected_collectors(backfill):
         assert cols == {k.split("@")[0] for k, v in want.items() if v == "ok"}, m
 
 
+@pytest.mark.slow
 def test_pairs_equal_the_reference_where_collectors_come_and_go(backfill):
     """2009-11 (rrc01 running, one rrc00 snapshot missing) and 2010-04 (rrc01 retired)."""
     data = backfill["data"]
@@ -151,6 +153,7 @@ def test_pairs_equal_the_reference_where_collectors_come_and_go(backfill):
         assert len(ref["pairs"]) >= 15, (m, len(ref["pairs"]))
 
 
+@pytest.mark.slow
 def test_transitions_link_consecutive_months(backfill):
     data = backfill["data"]
     """Each month's transitions are the reference's against the month before's published
@@ -165,6 +168,7 @@ def test_transitions_link_consecutive_months(backfill):
         assert canon(published(data, "transitions", m)) == canon(want), m
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_everything(backfill):
     again = _run(backfill["data"], backfill["archive"], backfill["cfg"])
     for s in again:
@@ -202,6 +206,7 @@ def test_real_sample_with_every_collector(tmp_path):
         "route-views.jinx", "route-views.saopaulo", "route-views.siex", "rrc02", "rrc08", "rrc09"]
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
     """A data dir on a small tmpfs: the first month is published, then the disk is filled to
@@ -318,3 +323,28 @@ def test_only_one_step_succeeds_when_that_step_does(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(r.stdout)
     assert s["ok"] is True and s["steps"]["ingest"]["status"] == "done" and s["pairs"] is None
+
+
+# --- 12. plan does not size collectors from cut samples -----------------------------------------
+
+@pytest.mark.slow
+def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_path):
+    """The sample RIBs are the first 1-2 MiB of full dumps (MANIFEST.md): IPv4 up to
+    23.105.0.0/20, IPv6 up to 2001:da8:7035::/48. Ingest keeps each file's address span
+    in its footer; plan sizes such collectors by its assumption, not by 15 MB a month."""
+    from bgp_congruency.ingest.writer import address_span, partial
+
+    files = sorted((ingested_2026 / "rib_entries" / "month=2026-07").rglob("*.parquet"))
+    spans = {f.parent.name: address_span(f) for f in files}
+    assert spans == {"collector=route-views2": {"v4": 23, "v6": None},
+                     "collector=route-views6": {"v4": None, "v6": 0x2001}}
+    assert all(partial(s) for s in spans.values())
+    assert not partial({"v4": 223, "v6": None}) and not partial({"v4": None, "v6": 0x2C0F}) and not partial(None)
+    # regional tables are not cut: AFRINIC's IPv4 tops out at 197, ARIN's IPv6 at 2620::
+    assert not partial({"v4": 197, "v6": None}) and not partial({"v4": None, "v6": 0x2620})
+    r = congruency("plan", "--month", "2026-08", "--collectors", "route-views2,route-views6", "--data-dir",
+                   str(ingested_2026), "--json")
+    plan = json.loads(r.stdout)
+    assert plan["assumed"] == ["route-views2", "route-views6"] and plan["rates"]["sizes_from_data_dir"] == []
+    assert plan["rates"]["partial_samples"] == ["route-views2", "route-views6"]
+    assert plan["months"][0]["download_bytes"] > 500e6  # 10 full RIBs, not 10 x 1.5 MB

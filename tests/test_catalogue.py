@@ -18,6 +18,7 @@ from bgp_congruency.ingest import catalogue
 from bgp_congruency.ingest import catalogue_sources as cs
 from bgp_congruency.ingest.policy import assess
 from tests.support.archive_server import serve
+from tests.support.cli import congruency
 from tests.support.data import DATA
 
 FACTS = DATA / "collectors"
@@ -215,3 +216,27 @@ def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
                 "--config", str(tmp_path / "cfg.toml")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: plan: disk_budget 1GB: ") and "needs about" in err[0]
+
+
+# --- 8. one word for each collector state ------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("month", ["2009-06", "2014-06", "2026-07"])
+def test_catalogue_list_and_plan_count_alike(tmp_path, month):
+    """`catalogue list` counted collectors no source dates (first seen 2025-2026) as active
+    in 2009-06 (30) where `plan` said 22 active + 8 probed."""
+    lst = congruency("catalogue", "list", "--month", month, "--json")
+    rows = json.loads(lst.stdout)["collectors"]
+    import calendar
+
+    last = calendar.monthrange(*map(int, month.split("-")))[1]  # the whole month, as `list` sees it
+    plan = congruency("plan", "--month", month, "--collectors", "all", "--days", f"1-{last}", "--data-dir",
+                      str(tmp_path / "d"), "--json")
+    [m] = json.loads(plan.stdout)["months"]
+    probes = sorted(r["name"] for r in rows if r["state"] == "probe")
+    active = sorted(r["name"] for r in rows if r["state"] in ("active", "partial"))
+    assert (active, probes) == (sorted(m["collectors"]), sorted(m["probes"]))
+    assert {r["state"] for r in rows} <= {"active", "partial", "probe"}
+    text = congruency("catalogue", "list", "--month", month).stdout.strip().splitlines()[-1]
+    assert text.startswith(f"{len(active)} collector(s) active in {month}")
+    assert (f", {len(probes)} to probe" in text) == bool(probes)

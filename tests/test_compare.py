@@ -22,8 +22,15 @@ from bgp_congruency.common.tables import TABLES
 from bgp_congruency.pipeline import job
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
-from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
-from tests.support.month import read_published
+from tests.support.month import (
+    HAND_CASES,
+    VARIANT_CASES,
+    assert_same_as_reference,
+    canon,
+    published,
+    read_published,
+    write_entries,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -36,12 +43,8 @@ def file_schema(data: Path, table: str, month: str) -> list[tuple[str, str]]:
     return list(schemas.pop())
 
 
-def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
-    """The DuckDB engine on the same rib_entries (in a data dir of its own, months run in the
-    same order) gives the Spark engine's tables, transitions included: same rows, same
-    column order and types, both those of common/tables.py."""
-    from bgp_congruency.common.tables import TRANSITIONS
-
+def _duckdb_twin(spark_data: Path, config, month: str, params) -> Path:
+    """The DuckDB engine's tables of the same rib_entries, in a data dir beside `spark_data`."""
     duck = spark_data.parent / f"{spark_data.name}-duckdb"
     (duck / "rib_entries").mkdir(parents=True, exist_ok=True)
     link = duck / "rib_entries" / f"month={month}"
@@ -54,6 +57,17 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
     cfg = replace(config.with_overrides(data_dir=duck, engine="duckdb"), method=params)
     [res] = job.compare_months(cfg, [month])
     assert res.error is None, res.error
+    return duck
+
+
+def assert_engines_agree(spark_data: Path, config, month: str, params, duck: Path | None = None) -> None:
+    """The DuckDB engine on the same rib_entries (in a data dir of its own, months run in the
+    same order; `duck`: one the session computed already) gives the Spark engine's tables,
+    transitions included: same rows, same column order and types, both those of common/tables.py."""
+    from bgp_congruency.common.tables import TRANSITIONS
+
+    if duck is None:
+        duck = _duckdb_twin(spark_data, config, month, params)
     for table in (*TABLES, "transitions"):
         schema = TRANSITIONS if table == "transitions" else TABLES[table]
         want = [(f.name, str(f.type)) for f in schema if f.name != "month"]
@@ -74,17 +88,24 @@ def assert_engines_agree(spark_data: Path, config, month: str, params) -> None:
 
 
 # ------------------------------------------------------------------ real data
-def test_real_pair_matches_reference(spark, config, ingested_2026):
-    cfg = config.with_overrides(data_dir=ingested_2026)
+@pytest.mark.slow
+def test_real_pair_matches_reference(spark, config, ingested_2026, sample, tmp_path):
+    """The Spark engine on the real sample: the reference's tables, and those the session's
+    DuckDB run published (`sample`)."""
+    data = tmp_path / "data"
+    for sub in ("rib_entries", "manifest"):
+        (data / sub).mkdir(parents=True)
+        (data / sub / "month=2026-07").symlink_to(ingested_2026 / sub / "month=2026-07")
+    cfg = config.with_overrides(data_dir=data)
     res = job.compare_month(cfg, "2026-07", spark=spark)
     assert res.error is None, res.error
-    ref = assert_same_as_reference(ingested_2026, "2026-07", cfg.method)
-    assert_engines_agree(ingested_2026, config, "2026-07", cfg.method)
-    vps_with_pairs = {r["vp_asn"] for r in published(ingested_2026, "vps", "2026-07") if r["pairs"]}
+    ref = assert_same_as_reference(data, "2026-07", cfg.method)
+    assert_engines_agree(data, config, "2026-07", cfg.method, duck=sample.data)
+    vps_with_pairs = {r["vp_asn"] for r in published(data, "vps", "2026-07") if r["pairs"]}
     assert vps_with_pairs == PEERS_IN_BOTH_2026
     [summary] = ref["month_summary"]
     assert res.summary["pairs"] == summary["pairs"] > 1000
-    pairs = {(r["vp_asn"], r["dest_asn"]): r for r in published(ingested_2026, "pairs", "2026-07")}
+    pairs = {(r["vp_asn"], r["dest_asn"]): r for r in published(data, "pairs", "2026-07")}
     assert len(pairs) == summary["pairs"]
     # Independent evidence: the most frequent prepend-free path in `bgpdump -m` of each file
     # for a sample of pairs is the pair's IPv4 / IPv6 path.
@@ -299,3 +320,20 @@ def test_spark_submit_runs_the_job(config, tmp_path):
     import json
 
     assert json.loads(p.stdout.splitlines()[-1])["engine"] == "spark"  # spark-submit implies Spark
+
+
+def test_the_spark_engine_takes_a_data_dir_with_glob_characters_literally(two_months, tmp_path, spark):
+    """A month of the two-month archive compared on Spark in `run[1]{a,b}`: the tables DuckDB
+    published for it elsewhere (Spark globs every path it reads)."""
+    from tests.support.cli import rows
+
+    data = tmp_path / "run[1]{a,b}"
+    (data / "rib_entries").mkdir(parents=True)
+    (data / "manifest").mkdir()
+    for sub in ("rib_entries", "manifest"):
+        os.symlink(two_months.data / sub / "month=2026-01", data / sub / "month=2026-01")
+    cfg = two_months.cfg.with_overrides(data_dir=data, engine="spark")
+    [res] = job.compare_months(cfg, ["2026-01"], spark=spark)
+    assert res.error is None, res.error
+    for table in ("pairs", "paths", "vps", "divergence", "month_summary"):
+        assert rows(data, table, "2026-01") == rows(two_months.data, table, "2026-01"), table

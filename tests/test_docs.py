@@ -3,9 +3,15 @@ docs/configuration.md from Config's and MethodParams' field comments (cli/refere
 like docs/SCHEMA.md from the schemas (tests/test_warehouse.py)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bgp_congruency.cli import reference
+from tests.support.cli import BOUND_S, congruency, env
+from tests.support.computed import writable
 
 
 @pytest.mark.parametrize("name", sorted(reference.FILES))
@@ -17,9 +23,10 @@ def test_generated_reference_is_current(name):
 def test_every_setting_is_explained():
     """A field without a `#:` comment would show '-' in docs/configuration.md."""
     from bgp_congruency.common.config import Config
-    from bgp_congruency.common.params import MethodParams
+    from bgp_congruency.common.params import MethodParams, RelationshipParams, SourceParams
 
-    bare = [n for cls in (Config, MethodParams) for n, _, doc in reference._fields(cls) if not doc]
+    bare = [n for cls in (Config, MethodParams, RelationshipParams, SourceParams)
+            for n, _, doc in reference._fields(cls) if not doc]
     assert bare == [], f"explain these fields with a #: comment: {bare}"
 
 
@@ -28,3 +35,63 @@ def test_every_command_is_in_the_reference():
 
     text = reference.commands_md()
     assert all(f"## congruency {c}\n" in text for c in (*COMMANDS, "status"))
+
+
+def test_version_is_the_provenance_version():
+    from bgp_congruency.pipeline.provenance import method_version, project_version
+
+    r = congruency("--version")
+    assert (r.returncode, r.stdout) == (0, f"congruency {project_version()} (method {method_version()})\n")
+
+
+def test_compare_help_names_every_table_it_publishes():
+    from bgp_congruency.common.tables import MONTH_TABLES as TABLE_ORDER
+
+    text = " ".join(congruency("compare", "--help").stdout.split())
+    assert f"Publishes {', '.join(TABLE_ORDER)} " in text
+
+
+def test_the_package_metadata_builds_without_the_licence_warning():
+    """setuptools warns (and stops building on 2027-02-18) on `license = { text = ... }`:
+    the SPDX string needs setuptools >= 77."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT"
+    assert any(r.startswith("setuptools>=77") for r in meta["build-system"]["requires"])
+
+
+@pytest.mark.slow
+def test_the_readme_examples_on_the_demo_run_as_written(sample, tmp_path):
+    """Every `congruency ...` line of the README and docs/ that names data/demo, run as written on a
+    copy of the demo month (the README's own paths mapped to this machine's): exit 0, no
+    traceback (before issue 30, `status --month 2026-07` after `make demo` said "never run")."""
+    import re
+    import shlex
+
+    from tests.support.data import DATA
+
+    root = Path(__file__).resolve().parents[1]
+    demo = writable(sample.data, tmp_path / "demo")
+    text = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        pending = ""
+        for cmd in block.replace("\\\n", " ").splitlines():
+            pending += cmd + "\n"
+            try:  # a quoted argument may go on over several lines (--sql "...")
+                words = shlex.split(pending, comments=True)
+            except ValueError:
+                continue
+            pending = ""
+            if words and words[0] in ("congruency", ".venv/bin/congruency") and "data/demo" in words:
+                lines.append(words)
+    assert len(lines) >= 12
+    # the examples a newcomer tries right after `make demo` are among them
+    assert {"status", "advise", "query", "report", "export", "sensitivity"} <= {w[1] for w in lines}
+    for words in lines:
+        args = [w.replace("data/demo", str(demo)).replace("../shared/data", str(DATA)) for w in words[1:]]
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True, text=True, cwd=tmp_path,
+                           timeout=BOUND_S, env=env(PYTHONPATH=str(root)))
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (words, r.stderr[-1500:])

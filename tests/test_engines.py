@@ -18,9 +18,9 @@ import pytest
 
 from bgp_congruency.common import duck as caps
 from bgp_congruency.common.config import ConfigError, load
-from bgp_congruency.common.published import files as published_files
 from bgp_congruency.common.tables import TABLES
 from bgp_congruency.congruency import reference
+from bgp_congruency.lake.published import files as published_files
 from bgp_congruency.pipeline import job
 from bgp_congruency.pipeline.publish import LocalStore
 from tests.support import cases
@@ -389,7 +389,7 @@ def test_partition_rule():
 def test_local_store_publishes_a_month_in_one_commit_and_keeps_others(tmp_path):
     """A publish moves the staged tables to folders of their own and commits them at once:
     the month's files are the new ones, the other month's are untouched, nothing is staged."""
-    from bgp_congruency.common import published
+    from bgp_congruency.lake import published
     from tests.support.month import publish_rows
 
     pair = {"vp_group": "g", "vp_asn": 1, "dest_asn": 2, "v4_path": [1, 2], "v6_path": [1, 2], "congruent": True,
@@ -442,6 +442,7 @@ def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
     assert not list((tmp_path / "_staging").glob("*"))
 
 
+@pytest.mark.slow
 def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, tmp_path):
     data = tmp_path / "data"
     (data / "rib_entries").mkdir(parents=True)

@@ -11,9 +11,10 @@ import pytest
 from bgp_congruency.cli.main import main as cli
 from bgp_congruency.congruency import reference
 from bgp_congruency.congruency.method import shared_adjacent, shared_asns
-from bgp_congruency.selector import calibration, evaluate as E
+from bgp_congruency.selector import calibration
+from bgp_congruency.selector import evaluate as E
 from tests.support import hintdata
-from tests.support.month import compare_real
+from tests.support.computed import GEN_MONTH, writable
 from tests.support.month import publish_rows, read_published
 
 MONTH = hintdata.MONTH
@@ -169,13 +170,11 @@ def _destination_recomputed(pairs: list[dict], paths: list[dict], through: set) 
 
 
 @pytest.fixture(scope="module")
-def real_eval(ingested_2026, config, tmp_path_factory):
-    """The real 2026-07 sample compared, then evaluated (rows published as selector_eval)."""
-    data = tmp_path_factory.mktemp("eval-real")
-    cfg = compare_real(data, ingested_2026, config, copy=True)
-    month, rows = E.held_out(cfg)
-    E.publish(cfg, month, rows, ("vp",))
-    return cfg, month, rows
+def real_eval(sample_evaluated):
+    """The real 2026-07 sample, evaluated (the session's): its config, month, and the rows
+    published as selector_eval."""
+    rows = [{**r, "month": "2026-07"} for r in read_published(sample_evaluated.data, "selector_eval", "2026-07").to_pylist()]
+    return sample_evaluated.cfg, "2026-07", rows
 
 
 @pytest.mark.slow
@@ -200,6 +199,7 @@ def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
     assert s["destination_ceiling"] == pytest.approx(ceiling) and ceiling < 0.9  # why 90% needs the source's routes
 
 
+@pytest.mark.browser
 @pytest.mark.slow
 def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
     """The section in headless Chromium: the rules table says the summary's numbers and the
@@ -208,8 +208,8 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
 
     cfg, month, rows = real_eval
     s = E.summary(rows)
-    assert cli(["report", "--month", month, "--data-dir", str(cfg.data_dir)]) == 0
-    page = cfg.data_dir / "reports" / f"month={month}" / "report.html"
+    page = tmp_path / "report.html"
+    assert cli(["report", "--month", month, "--data-dir", str(cfg.data_dir), "--out", str(page)]) == 0
     b = Chromium(tmp_path)
     try:
         b.open(page)
@@ -318,24 +318,23 @@ def test_calibration_worked_by_hand():
 
 
 # ------------------------------------------------------------------ a generated month: ASes that are no VP
-GEN_MONTH = "2026-07"
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    """A generated month (400 ASes, 12 VPs, two snapshots) ingested, compared and its VPs held out."""
-    from bgp_congruency.synth import generate
+def truth_evaluated(generated, tmp_path_factory):
+    """A copy of the session's generated month (its VPs held out) evaluated again against the
+    generator's truth: `evaluate --truth --sources 30 --dests 20`; (data dir, its config, the
+    summary printed, the VP rows before)."""
+    import subprocess
+    import sys
 
-    tmp = tmp_path_factory.mktemp("truth")
-    generate(tmp / "archive", seed=11, ases=400, vps=12, months=(GEN_MONTH,), snapshots_per_month=2,
-             ground_truth=False, workers=1)
-    (tmp / "cfg.toml").write_text('engine = "duckdb"\nduckdb_threads = 2\nduckdb_memory_limit = "1GB"\n')
-    data = tmp / "data"
-    assert cli(["run", "--month", GEN_MONTH, "--days", "2", "--times", "00:00", "--collectors",
-                "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(tmp / "archive"), "--data-dir",
-                str(data), "--config", str(tmp / "cfg.toml"), "--default-free-share", "0.5"]) == 0
-    assert cli(["evaluate", "--data-dir", str(data), "--config", str(tmp / "cfg.toml")]) == 0
-    return tmp
+    data = writable(generated.data, tmp_path_factory.mktemp("truth") / "data")
+    before = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "evaluate", "--data-dir", str(data), "--config",
+                        str(generated.config_file), "--truth", str(generated.archive), "--sources", "30", "--dests",
+                        "20", "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return data, generated.config_file, json.loads(r.stdout), before
 
 
 @pytest.mark.slow
@@ -346,8 +345,8 @@ def test_the_generator_rebuilt_from_its_archive_routes_as_its_vps_showed(generat
     from bgp_congruency.synth import truth as T
     from bgp_congruency.synth.generate import UNSTABLE
 
-    t = T.load(generated / "archive")
-    pairs = read_published(generated / "data", "pairs", GEN_MONTH).to_pylist()
+    t = T.load(generated.archive)
+    pairs = read_published(generated.data, "pairs", GEN_MONTH).to_pylist()
     assert {p["vp_asn"] for p in pairs} <= t.vp_asns and len(pairs) > 1000
     true = t.paths(GEN_MONTH, sorted({p["vp_asn"] for p in pairs}), sorted({p["dest_asn"] for p in pairs}))
     same = [p for p in pairs if (true[(4, p["vp_asn"], p["dest_asn"])], true[(6, p["vp_asn"], p["dest_asn"])])
@@ -402,24 +401,19 @@ def _stub_class(paths: list[dict], src: int, dest: int) -> str | None:
 
 
 @pytest.mark.slow
-def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, capsys):
+def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, truth_evaluated):
     """`evaluate --truth`: stubs and transit ASes that are no VP, each answer against the
     generator's routes; every provider-rule answer recomputed from the paths table; the VPs'
     held-out rows stay beside them, and the calibration is refitted over both."""
     from bgp_congruency.synth import truth as T
 
-    data, cfg = generated / "data", generated / "cfg.toml"
-    before = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
+    data, _cfg, s, before = truth_evaluated
     assert before and {r["kind"] for r in before} == {"vp"}
-    rc = cli(["evaluate", "--data-dir", str(data), "--config", str(cfg), "--truth", str(generated / "archive"),
-              "--sources", "30", "--dests", "20", "--json"])
-    s = json.loads(capsys.readouterr().out)
-    assert rc == 0
     rows = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
     vp, gen = [r for r in rows if r["kind"] == "vp"], [r for r in rows if r["kind"] != "vp"]
     assert sorted(map(repr, ({k: v for k, v in r.items() if k != "calibrated_confidence"} for r in vp))) == \
         sorted(map(repr, ({k: v for k, v in r.items() if k != "calibrated_confidence"} for r in before)))
-    t = T.load(generated / "archive")
+    t = T.load(generated.archive)
     srcs = {r["vp_asn"] for r in gen}
     assert len(srcs) == 30 and not srcs & t.vp_asns and {r["vp_group"] for r in gen} == {None}
     assert {r["kind"] for r in gen} == {"stub", "transit"}
@@ -454,13 +448,10 @@ def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, capsy
 
 
 @pytest.mark.slow
-def test_advise_states_the_calibrated_confidence(generated, capsys):
+def test_advise_states_the_calibrated_confidence(truth_evaluated, capsys):
     """After the month's evaluation, a stub's answer states the share of such answers that were
     right (its cell of the published selector_eval), and says so."""
-    data, cfg = generated / "data", generated / "cfg.toml"
-    assert cli(["evaluate", "--data-dir", str(data), "--config", str(cfg), "--truth", str(generated / "archive"),
-                "--sources", "30", "--dests", "20"]) == 0
-    capsys.readouterr()
+    data, cfg, _s, _before = truth_evaluated
     rows = read_published(data, "selector_eval", GEN_MONTH).to_pylist()
     stub = next(r for r in rows if r["kind"] == "stub" and r["rule"] == "provider")
     rc = cli(["advise", "--data-dir", str(data), "--config", str(cfg), "--from", str(stub["vp_asn"]), "--to",

@@ -21,6 +21,7 @@ from bgp_congruency.selector.exports import validate as v
 from bgp_congruency.selector.exports.local import Interface
 from bgp_congruency.selector.table import publish as publish_hints
 from tests.support import hintdata
+from tests.support.cli import congruency
 from tests.support.hintdata import MONTH
 
 IFACES = ["--interface", "eth0=192.0.2.10@192.0.2.1", "--interface", "eth1=2001:db8:ff::10@2001:db8:ff::1"]
@@ -413,8 +414,54 @@ def test_mptcp_follows_the_endpoints_and_k_choice(data, tmp_path, capsys):
     capsys.readouterr()
     assert run(data, "export", "--format", "mptcp", "--from", "10", "--endpoints", str(f), "--k", "7",
                *IFACES, "--out", str(out)) == 0
-    assert capsys.readouterr().err == "note: --k 7: only 4 candidate path(s) exist; all of them are chosen\n"
-    assert "# --k 7: only 4 candidate path(s) exist; all of them are chosen" in out.read_text()
+    note = ("--k 7: only 4 candidate path(s) exist; all of them are chosen; the 4 chosen paths are 3 distinct AS "
+            "path(s): e400 IPv4 and e400 IPv6 follow the same ASes (no other choice parts them)")
+    assert capsys.readouterr().err == f"note: {note}\n"
+    assert f"# {note}" in out.read_text()
+
+
+def test_k_paths_that_part_beat_identical_paths_and_every_comment_says_what_is_configured(data, tmp_path, capsys):
+    """Issue 46: one endpoint's IPv4 and IPv6 paths over the same ASes (e400: 10 1 400 twice)
+    must not be the k=2 choice while paths that part exist (e200: 10 1 3 200, 10 1 4 200; all
+    share AS1); chosen alone (only e400), the choice says it collapsed to one AS path, and each
+    export's comments claim what the file then configures: one IPv4 subflow (the hint is
+    congruent: single-path), one MPT path."""
+    both = tmp_path / "both.toml"
+    both.write_text('[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n'
+                    '[[endpoint]]\nname = "e200"\nipv4 = "10.0.200.1"\nipv6 = "2001:db8:c8::1"\n')
+    ans = advise(load().with_overrides(data_dir=data), "10", endpoints=both, k=2)
+    chosen = [tuple(r["path"]) for r in ans["selection"]["chosen"]]
+    assert len(set(chosen)) == 2 and ans["selection"]["note"] is None, ans["selection"]
+    # shared AS1 either way (not counted: the paths' only common transit); then the choice
+    # that parts, the shortest such: e400 IPv4 with e200's
+    assert chosen[0] == (10, 1, 400) and chosen[1] in {(10, 1, 3, 200), (10, 1, 4, 200)}
+    alone = tmp_path / "alone.toml"
+    alone.write_text('[[endpoint]]\nname = "e400"\nipv4 = "10.1.144.1"\nipv6 = "2001:db8:190::1"\n')
+    sel = advise(load().with_overrides(data_dir=data), "10", endpoints=alone, k=2)["selection"]
+    assert sel["note"] == ("--k 2: the 2 chosen paths are 1 distinct AS path(s): e400 IPv4 and e400 IPv6 follow "
+                           "the same ASes (no other choice parts them)")
+    capsys.readouterr()
+    script = tmp_path / "m.sh"
+    assert run(data, "export", "--format", "mptcp", "--from", "10", "--endpoints", str(alone), "--k", "2",
+               *IFACES, "--out", str(script)) == 0
+    text = script.read_text()
+    claims = [x for x in text.splitlines() if x.startswith("# --k 2 chose")]
+    assert claims == ["# --k 2 chose e400 IPv4, e400 IPv6; this script configures e400's IPv4 (not IPv6: the hint is "
+                      "congruent, mode single-path)"], claims
+    # the commands the script runs: one endpoint, IPv4's, as its comment says
+    added = re.findall(r"ip mptcp endpoint add (\S+) dev (\S+) id \d+ (\w[\w ]*?)(?:;|$)", text)
+    assert [(a, d) for a, d, _f in added] == [("192.0.2.10", "eth0")], added
+    conf = tmp_path / "m.conf"
+    assert run(data, "export", "--format", "mpt", "--from", "10", "--endpoints", str(alone), "--k", "2",
+               *IFACES, "--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.2", "--out", str(conf)) == 0
+    body = conf.read_text()
+    ini = configparser.ConfigParser()
+    ini.read_string("\n".join(x for x in body.splitlines() if not x.startswith(";")))
+    paths = [s for s in ini.sections() if s.startswith("path_")]
+    assert ini["connection"]["path_count"] == str(len(paths)) == "1"
+    [claim] = [x for x in body.splitlines() if re.match(r"; \d+ path\(s\): ", x)]
+    assert claim == "; 1 path(s): IPv4 over eth0 (not IPv6: the hint is congruent, mode single-path)", claim
+    assert ini[paths[0]]["ip_ver"] == "4"
 
 
 def test_folders_where_files_belong_are_bad_input(data, tmp_path, capsys):
@@ -429,3 +476,113 @@ def test_folders_where_files_belong_are_bad_input(data, tmp_path, capsys):
         assert run(data, "export", "--format", "mptcp", "--from", "10", *args) == 2, args
         assert capsys.readouterr().err == err
     assert list(d.iterdir()) == []
+
+
+# --- the real sample month: each family's answer on its own; advise and export agree --------
+
+@pytest.mark.slow
+def test_an_uncovered_family_keeps_the_other_path(sample, tmp_path):
+    """1403 -> 8.8.8.8 has an IPv4 path (1403 15169); the host's IPv6 address, which no
+    IPv6 prefix of the month covers, must not drop it (before issue 30: v4_path None)."""
+    from bgp_congruency.selector.advice import advise
+
+    [v4only] = advise(sample.cfg, "1403", "8.8.8.8")["hints"]
+    assert v4only["v4_path"] == [1403, 15169]
+    [both] = advise(sample.cfg, "1403", ["8.8.8.8", "2001:4860:4860::8888"])["hints"]
+    assert (both["v4_path"], both["v6_path"], both["prefix_v4"]) == ([1403, 15169], None, "8.8.8.0/24")
+    assert both["hint_class"] == "unknown" and both["mode"] == "single-path" and both["primary_afi"] == 4
+    assert both["reason"] == ("no IPv6 prefix of 2026-07 covers 2001:4860:4860::8888/128: "
+                              "only IPv4 has a path")
+    assert both["mptcp_flags_v4"] == "subflow" and both["mptcp_flags_v6"] is None
+    ends = tmp_path / "ends.toml"
+    ends.write_text('[[endpoint]]\nname = "dns"\nipv4 = "8.8.8.8"\nipv6 = "2001:4860:4860::8888"\n')
+    [ep] = advise(sample.cfg, "1403", endpoints=ends)["hints"]
+    assert (ep["v4_path"], ep["reason"]) == ([1403, 15169], both["reason"])
+
+
+@pytest.mark.slow
+def test_export_configures_what_advise_says(sample, tmp_path):
+    """`export --format mptcp` writes the single-path config `advise` describes (before
+    issue 30: exit 3, "no known path")."""
+    r = congruency("export", "--format", "mptcp", "--from", "1403", "--to", "8.8.8.8", "--interface",
+                   "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8::10/64", "--data-dir",
+                   str(sample.data), "--out", str(tmp_path / "c.sh"))
+    assert r.returncode == 0, r.stderr
+    script = (tmp_path / "c.sh").read_text()
+    assert "ip mptcp endpoint add 192.0.2.10 dev eth0 id 1 subflow" in script
+    assert "2001:db8::10" not in script.split("# -- apply")[-1]
+
+
+@pytest.mark.slow
+def test_advise_and_export_agree_on_every_hint(sample):
+    """Over every hint of the sample month: the MPTCP plan configures exactly the families
+    the advice gives subflow flags, with those flags; a hint with no path is refused."""
+    from bgp_congruency.lake import published
+    from bgp_congruency.selector.exports import mptcp
+    from bgp_congruency.selector.exports.local import Interface
+    from bgp_congruency.selector.exports.validate import Unanswerable
+
+    rows = published.read(sample.data, "hints", "2026-07").to_pylist()
+    ifaces = [Interface("eth0", "192.0.2.10", None, 24), Interface("eth1", "2001:db8::10", None, 64)]
+    assert len(rows) == 2167
+    seen = set()
+    for h in rows:
+        flags = {f: h[f"mptcp_flags_v{f}"] for f in (4, 6) if h[f"mptcp_flags_v{f}"] is not None}
+        if not flags:
+            with pytest.raises(Unanswerable):
+                mptcp.endpoints_for(h, ifaces)
+            continue
+        plan = mptcp.endpoints_for(h, ifaces)
+        got = {4 if ":" not in e.address else 6: e.flags for e in plan.endpoints}
+        assert got == flags, h
+        assert (len(got) == 1) == (h["mode"] == "single-path"), h
+        seen.add((h["hint_class"], h["mode"]))
+    assert {m for _c, m in seen} == {"aggregate", "backup", "single-path"}
+
+
+# --- operator configs ------------------------------------------------------------------------------
+
+HOST100 = ["--to", "10.0.100.1", "--to", "2001:db8:64::1"]  # disjoint from AS10 (tests/support/hintdata.py)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.0/24", "--interface", "eth1=2001:db8:ff::10/64"],
+     "error: --interface eth0: address 192.0.2.0 is the network address of 192.0.2.0/24, not a host's"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.255/24", "--interface", "eth1=2001:db8:ff::10/64"],
+     "error: --interface eth0: address 192.0.2.255 is the broadcast address of 192.0.2.0/24, not a host's"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::/64"],
+     "error: --interface eth1: address 2001:db8:ff:: is the network address of 2001:db8:ff::/64, not a host's"),
+    (["--format", "mpt", "--interface", "eth0=192.0.2.10@192.0.2.1", "--interface",
+      "eth1=2001:db8:ff::10@2001:db8:ff::1", "--tunnel-local", "10.99.0.1", "--tunnel-remote", "10.99.0.1"],
+     "error: the --to host: its tunnel address 10.99.0.1 is --tunnel-local's: the two ends of a tunnel need "
+     "different addresses"),
+    (["--format", "mptcp", "--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::10/64",
+      "--out", "/nonexistent/dir/o.sh"],
+     "error: --out: no such folder /nonexistent/dir (it is not created: a typo would otherwise leave files "
+     "where nobody looks)"),
+])
+def test_operator_config_mistakes_are_refused(hint_month, argv, message):
+    r = congruency("export", "--from", "10", *HOST100, *argv, "--data-dir", str(hint_month.data))
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n")
+    assert not Path("/nonexistent").exists()
+
+
+def test_a_server_config_for_other_addresses_is_warned(hint_month):
+    ifaces = ["--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::10/64"]
+    r = congruency("export", "--format", "mptcp", "--role", "server", "--from", "10", *HOST100, *ifaces,
+                   "--data-dir", str(hint_month.data))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines() == [
+        "warning: --role server: the hint was computed for the IPv4 address 10.0.100.1, but this server's IPv4 "
+        "interfaces are eth0 192.0.2.10; its clients' paths may differ",
+        "warning: --role server: the hint was computed for the IPv6 address 2001:db8:64::1, but this server's IPv6 "
+        "interfaces are eth1 2001:db8:ff::10; its clients' paths may differ"]
+    mine = ["--interface", "eth0=10.0.100.1/24", "--interface", "eth1=2001:db8:64::1/64"]
+    r = congruency("export", "--format", "mptcp", "--role", "server", "--from", "10", *HOST100, *mine,
+                   "--data-dir", str(hint_month.data))
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+def test_export_help_says_the_script_replaces_the_endpoints():
+    r = congruency("export", "--help")
+    assert "replaces every MPTCP endpoint of the network namespace" in " ".join(r.stdout.split())

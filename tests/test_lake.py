@@ -20,12 +20,15 @@ import pytest
 
 from bgp_congruency import lake
 from bgp_congruency.cli.main import main as cli
-from bgp_congruency.common import published
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.table_docs import DOCS
-from tests.support.month import copy_data_dir, publish_rows
+from bgp_congruency.common.tables import sql_type
+from bgp_congruency.lake import published
+from tests.support.cli import BOUND_S, congruency
+from tests.support.computed import writable
+from tests.support.data import ARCHIVE
+from tests.support.month import copy_data_dir, publish_rows, read_published
 from tests.support.warehouse import MONTHS, published_multi_month
-from tests.support.month import read_published
 
 
 @pytest.fixture(scope="session")
@@ -83,17 +86,16 @@ def test_schema_doc_is_generated_from_tables():
 # ---------------------------------------------------------------------------------- the warehouse
 @pytest.mark.slow
 def test_views_equal_the_parquet(wh, capsys):
-    from bgp_congruency.lake import catalog
-    from bgp_congruency.reports import schema_doc
+    from bgp_congruency.lake import attach, published
 
     con = lake.connect(wh)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
     # Every table the catalog holds (those no month published yet are empty), and ingest's two.
-    assert views == {"manifest", "rib_entries"} | set(catalog.tables())
+    assert views == {"manifest", "rib_entries"} | set(attach.tables())
     for name in views:
         doc = DOCS[name]
         described = con.execute(f"DESCRIBE {name}").fetchall()
-        want = [("month", "VARCHAR")] + [(f.name, schema_doc.type_name(f.type)) for f in doc.schema if f.name != "month"]
+        want = [("month", "VARCHAR")] + [(f.name, sql_type(f.type, "duckdb")) for f in doc.schema if f.name != "month"]
         want += [("catalog_snapshot", "BIGINT")] if name == "provenance" else []
         assert [(r[0], r[1]) for r in described] == want, name
         comments = dict(con.execute("SELECT column_name, comment FROM duckdb_columns() WHERE table_name = ?",
@@ -116,6 +118,7 @@ def test_views_equal_the_parquet(wh, capsys):
     con.close()
 
 
+@pytest.mark.slow
 def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path, capsys):
     """`congruency sql --print` gives the lines a plain duckdb client needs (LOAD, ATTACH, the
     views); the client and lake.connect() answer alike from any working directory, read-only."""
@@ -149,6 +152,7 @@ def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path, cap
         con.close()
 
 
+@pytest.mark.slow
 def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys):
     """What is being written, staged, or moved into place but not committed is not read; a
     commit is seen by a connection held open, at its next query."""
@@ -176,11 +180,11 @@ def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys
     assert con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0] == entries
     assert con.execute("SELECT count(*) FROM rib_entries WHERE month = '2026-07'").fetchall()[0][0] == 0
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == 0
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import commit, upkeep
 
-    assert catalog.orphans(data, "2026-07") == [moved]
+    assert upkeep.orphans(data, "2026-07") == [moved]
     # The commit: visible at once to the connection held open.
-    catalog.publish(data, "2026-07", {"pairs": str(moved)})
+    commit.publish(data, "2026-07", {"pairs": str(moved)})
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-07'").fetchall()[0][0] == \
         pq.read_table(one).num_rows
     assert con.execute(count).fetchall()[0][0] == before + pq.read_table(one).num_rows
@@ -196,15 +200,16 @@ def _summary_rows(data: Path, month: str, pairs: int) -> dict[str, list[dict]]:
             "month_summary": [{"pairs": pairs}]}
 
 
+@pytest.mark.slow
 def test_a_reader_pinned_to_a_snapshot_gets_the_same_bytes_after_three_republishes(multi_month, tmp_path, capsys):
     """`congruency query --as-of N` (N: provenance's catalog_snapshot, or `lake snapshots`)
     answers byte for byte as before three re-publishes of the month; without it, the new."""
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import attach
 
     data = _copy(multi_month, tmp_path)
     D = ("--data-dir", str(data))
-    with catalog.opened(data) as con:
-        pinned = catalog.current(con)
+    with attach.opened(data) as con:
+        pinned = attach.current(con)
     q = ("query", "--format", "csv", "--sql",
          "SELECT p.month, count(*) AS pairs, any_value(s.pairs) AS summary FROM pairs p JOIN month_summary s "
          "USING (month) WHERE month = '2026-03' GROUP BY ALL")
@@ -221,10 +226,11 @@ def test_a_reader_pinned_to_a_snapshot_gets_the_same_bytes_after_three_republish
     assert con.execute("SELECT count(*) FROM pairs WHERE month = '2026-03'").fetchone()[0] == \
         int(first.splitlines()[1].split(",")[1])
     con.close()
-    rc, _, err = _cli(capsys, *q, "--as-of", "999999", *D)
-    assert rc == 1 and "999999" in err
+    rc, _, err = _cli(capsys, *q, "--as-of", "999999", *D)  # issue 46: one line, exit 2, the snapshots kept
+    assert rc == 2 and len(err.splitlines()) == 1 and "999999" in err and "snapshots" in err, err
 
 
+@pytest.mark.slow
 def test_migrate_registers_a_data_dir_published_before_the_catalog_in_place(multi_month, tmp_path, capsys):
     """A data dir in the layout before the catalog (files right in <table>/month=M/): readers
     say what to run; `congruency lake migrate` registers every month without copying a file."""
@@ -252,6 +258,7 @@ def test_migrate_registers_a_data_dir_published_before_the_catalog_in_place(mult
 
 
 # ---------------------------------------------------------------------------------- named queries
+@pytest.mark.slow
 def test_named_queries_against_the_parquet(wh, capsys):
     m, prev = "2026-03", "2026-02"
     vps = [r for r in _read(wh, "vps", m) if r["pairs"] > 0]
@@ -301,6 +308,7 @@ def test_named_queries_against_the_parquet(wh, capsys):
     assert want and [(r["vp_group"], r["dest_asn"]) for r in got] == want
 
 
+@pytest.mark.slow
 def test_query_list_formats_and_own_sql(wh, capsys, tmp_path):
     from bgp_congruency.reports.query import named
 
@@ -397,6 +405,7 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     assert sorted(p.name for p in data.iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     """The real 2026-07-30 pair, ingested but not compared: its entries are queryable, the
     compare-table queries and reports say the month has no results."""
@@ -440,7 +449,7 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     import pyarrow as pa
 
     from bgp_congruency.common.tables import SELECTOR_EVAL
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import attach, commit, published
 
     data = tmp_path / "data"
     data.mkdir()
@@ -453,9 +462,9 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     monkeypatch.setitem(DOCS, "selector_eval", dataclasses.replace(DOCS["selector_eval"], schema=old))
     published.write_rows(data, "selector_eval", "2026-06", [{**row, "month": "2026-06"}], old)
     monkeypatch.undo()
-    with catalog.opened(data) as con:
-        assert catalog.attached_columns(con)["selector_eval"] == set(old.names)
-        files = catalog.files(con, "selector_eval", "2026-06")
+    with attach.opened(data) as con:
+        assert commit.attached_columns(con)["selector_eval"] == set(old.names)
+        files = published.table_files(con, "selector_eval", "2026-06")
     q = f"SELECT month, vp_asn, {a}, {b} FROM selector_eval ORDER BY month"
     con = lake.connect(data)
     try:  # before any publish: the documented columns, NULL
@@ -471,7 +480,150 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     finally:
         con.close()
     assert f"add column selector_eval.{a}; add column selector_eval.{b}" in messages, messages
-    with catalog.opened(data) as con:
-        assert catalog.attached_columns(con)["selector_eval"] == set(SELECTOR_EVAL.names)
-        assert catalog.files(con, "selector_eval", "2026-06") == files and all(Path(f).is_file() for f in files)
+    with attach.opened(data) as con:
+        assert commit.attached_columns(con)["selector_eval"] == set(SELECTOR_EVAL.names)
+        assert published.table_files(con, "selector_eval", "2026-06") == files and all(Path(f).is_file() for f in files)
     assert pq.read_schema(files[0]).names == [n for n in old.names if n != "month"]  # the old file, not rewritten
+
+
+# --- `congruency query` streams its result --------------------------------------------------
+
+def _peak_rss_mb(*args: str) -> tuple[int, subprocess.CompletedProcess]:
+    """Peak RSS (MiB) of `congruency ARGS` alone, measured by a parent that runs nothing else."""
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, "
+            "stderr=subprocess.PIPE, text=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
+            "r.returncode); sys.stderr.write(r.stderr)")
+    r = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True,
+                       text=True, timeout=BOUND_S)
+    mb, rc = map(int, r.stdout.split())
+    return mb, subprocess.CompletedProcess(args, rc, "", r.stderr)
+
+
+@pytest.mark.slow
+def test_query_streams_a_large_result(sample, tmp_path):
+    """`select * from rib_entries` (843,626 rows) as csv: memory for a batch, not the result
+    (before issue 30: 958 MiB peak here against 130 for `select 1`; streamed about 265)."""
+    base, r = _peak_rss_mb("query", "--sql", "select 1", "--format", "csv", "--data-dir", str(sample.data))
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "all.csv"
+    peak, r = _peak_rss_mb("query", "--sql", "select * from rib_entries", "--format", "csv", "--out", str(out),
+                           "--data-dir", str(sample.data))
+    assert r.returncode == 0, r.stderr
+    with open(out) as f:
+        assert sum(1 for _ in f) == 1 + 679_347 + 164_279  # bgpdump -m lines of the two RIBs
+    assert peak - base < 350, (peak, base)
+
+
+@pytest.mark.slow
+def test_query_table_shows_a_bounded_number_of_rows(sample):
+    r = congruency("query", "--sql", "select prefix, as_path from rib_entries", "--data-dir", str(sample.data))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1] == "(843,626 rows, the first 40 shown; --format csv or json gives them all)"
+    assert len([x for x in lines if x.startswith("| ")]) == 1 + 40
+    small = congruency("query", "--sql", "select 1 as a union all select 2", "--data-dir", str(sample.data))
+    assert small.stdout.splitlines()[-1] == "(2 rows)"
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("SELECT 1; SELECT 2", "--sql: 2 statements given; one --sql runs one statement (run each with its own --sql)"),
+    ("SELEC 1", "--sql: Parser Error: syntax error at or near \"SELEC\""),
+    ("SELECT * FROM nope", "--sql: Catalog Error: Table with name nope does not exist!"),
+])
+@pytest.mark.slow
+def test_query_sql_errors_say_sql_alike(sample, sql, message):
+    r = congruency("query", "--sql", sql, "--data-dir", str(sample.data))
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr.startswith(f"error: {message}"), r.stderr
+    assert len(r.stderr.splitlines()) == 1
+
+
+def test_query_list_gives_whole_sentences():
+    r = congruency("query", "--list")
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("divergence_ases ")]
+    assert "over the month or for one VP: on how many pairs each is IPv4-only or IPv6-only, and for how many VPs." \
+        in line
+
+
+# --- what an analyst can trust (the real sample month) ----------------------------------------
+
+def _run_sample(data, *more):
+    """`congruency run` of the sample month in `data` (a copy of the session's), as the demo runs it."""
+    return congruency("run", "--month", "2026-07", "--days", "30", "--times", "14:00", "--archive-root", str(ARCHIVE),
+                      "--data-dir", str(data), "--min-coverage", "0", "--json", *more, timeout=600)
+
+
+@pytest.mark.slow
+def test_the_run_keeps_the_snapshots_the_config_says(sample, tmp_path):
+    """`lake_keep_snapshots = 3`: each re-publish adds snapshots; the run's lake step expires
+    all but three and deletes the files none of them needs (grace 0); the tables read the same."""
+    import json
+
+    from bgp_congruency.lake import attach, published
+
+    data = writable(sample.data, tmp_path / "data")
+    (tmp_path / "c.toml").write_text("lake_keep_snapshots = 3\nlake_vacuum_grace_s = 0\n")
+    before = published.read(data, "pairs", "2026-07")
+    for _ in range(2):
+        r = _run_sample(data, "--force", "compare", "--config", str(tmp_path / "c.toml"))
+        assert r.returncode == 0, r.stderr[-2000:]
+    s = json.loads(r.stdout)
+    assert s["steps"]["lake"]["status"] == "done"
+    with attach.opened(data) as con:
+        kept = [r[0] for r in con.execute("SELECT snapshot_id FROM lake.snapshots()").fetchall()]
+    assert len(kept) == 3
+    needed = set()
+    for k in kept:  # the files of the kept snapshots stay, those of the others are gone
+        with attach.opened(data, snapshot=k) as con:
+            needed |= set(published.table_files(con, "pairs", "2026-07"))
+    assert {str(p) for p in (data / "pairs" / "month=2026-07").rglob("*.parquet")} == needed
+    assert sorted(map(repr, published.read(data, "pairs", "2026-07").to_pylist())) == \
+        sorted(map(repr, before.to_pylist()))
+
+
+@pytest.mark.slow
+def test_every_format_prints_the_manifest_and_tells_null_from_empty(sample, capsys):
+    """The manifest's MAP column `skipped` in csv and table form (csv crashed on it), as the
+    same JSON text in both; NULL and '' apart; a large double without an exponent."""
+    import json
+
+    from bgp_congruency.cli.main import main as cli
+
+    sql = ("SELECT slot, skipped, NULL AS nothing, '' AS empty, 1234567.0::DOUBLE AS big FROM manifest "
+           "ORDER BY slot")
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql, "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == '"slot","skipped","nothing","empty","big"'
+    assert lines[1] == '"route-views2@20260730T1400","{}",,"",1234567'
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[3] == "| route-views2@20260730T1400 | {}      | NULL    |       | 1234567 |"
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["skipped"] == {}  # a JSON object in every format
+    # one timestamp spelling (ISO 8601 UTC) in every format, nested ones included
+    sql = ("SELECT dump_time, [dump_time] AS l, TIMESTAMP '2026-07-30 14:00:00.5' AS frac FROM manifest "
+           "ORDER BY slot LIMIT 1")
+    want = ["2026-07-30T14:00:00Z", '["2026-07-30T14:00:00Z"]', "2026-07-30T14:00:00.500000Z"]
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == '"2026-07-30T14:00:00Z","[""2026-07-30T14:00:00Z""]",' \
+                                                       '"2026-07-30T14:00:00.500000Z"'
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql]) == 0
+    assert [c.strip() for c in capsys.readouterr().out.splitlines()[3].split("|")[1:-1]] == want
+    assert cli(["query", "--data-dir", str(sample.data), "--sql", sql, "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)[0]
+    assert [got["dump_time"], json.dumps(got["l"]), got["frac"]] == want
+
+
+@pytest.mark.slow
+def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(sample, capsys):
+    from bgp_congruency.cli.main import main as cli
+
+    for name in ("selector_input", "divergence_ases"):
+        assert cli(["query", name, "--data-dir", str(sample.data), "--month", "2026-07", "--vp", "99999"]) == 2
+        out, err = capsys.readouterr()
+        assert (out, err) == ("", "error: vp: AS99999 is not a vantage point in 2026-07 (congruency query "
+                                  "vp_congruency --month 2026-07 lists them)\n")
+    assert cli(["query", "selector_input", "--data-dir", str(sample.data), "--month", "2026-07", "--vp", "1403"]) == 0
+    want = sum(1 for r in read_published(sample.data, "pairs", "2026-07").to_pylist()
+               if r["vp_asn"] == 1403 and not r["congruent"] and not r["shared_asns"])
+    assert want > 0 and capsys.readouterr().out.splitlines()[-1] == f"({want} rows)"

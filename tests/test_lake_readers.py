@@ -3,6 +3,7 @@
 an error; a publish killed before, in or after its commit leaves the old month or the new one,
 the next run finishes it, and vacuum leaves no file that no snapshot needs.
 
+Readers are an analyst's held connection and `congruency query` calls (a new connection each).
 The real 2026-07 sample (route-views2 + route-views6), compared with the DuckDB engine; the
 two versions are min_coverage 0 (2,167 pairs) and 0.5 (2,159 pairs).
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,12 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from bgp_congruency.runner.steps import STAGERS
+from tests.support.cli import congruency, env, rows
+from tests.support.computed import writable
 from tests.support.data import needs_data
 
 pytestmark = [needs_data, pytest.mark.slow]
 
 MONTH = "2026-07"
-#: min_coverage -> the month's pairs (tests/test_first_hour.py, `make demo`).
+#: min_coverage -> the month's pairs (`make demo` computes the 0.0 one; tests/test_compare.py checks
+#: it against the pure-Python reference).
 PAIRS = {0.0: 2167, 0.5: 2159}
 BOUND_S = 300
 
@@ -61,13 +65,46 @@ print(json.dumps({"answers": n, "seen": seen, "mixed": mixed[:5], "n_mixed": len
 """
 
 
+#: A user's script calling `congruency query` in process, a new connection per call (the
+#: query command opens the lake pinned to its current snapshot: three tables, one snapshot).
+QUERY_READER = r"""
+import contextlib, io, json, sys, time
+from pathlib import Path
+from bgp_congruency.cli.main import main
+
+stop = Path(sys.argv[2])
+q = ("SELECT (SELECT count(*) FROM pairs WHERE month = '2026-07') AS a, "
+     "(SELECT sum(pairs) FROM vps WHERE month = '2026-07') AS b, "
+     "(SELECT pairs FROM month_summary WHERE month = '2026-07') AS c")
+seen, mixed, errors, n = {}, [], [], 0
+print("ready", flush=True)
+deadline = time.monotonic() + float(sys.argv[3])
+while not stop.exists() and time.monotonic() < deadline:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["query", "--data-dir", sys.argv[1], "--sql", q, "--format", "json"])
+    if rc != 0:
+        errors.append(err.getvalue().strip()[-300:])
+        continue
+    n += 1
+    [row] = json.loads(out.getvalue())
+    a, b, c = row["a"], int(row["b"]), row["c"]
+    if a == b == c:
+        seen[a] = seen.get(a, 0) + 1
+    else:
+        mixed.append([a, b, c])
+print(json.dumps({"answers": n, "seen": seen, "mixed": mixed[:5], "n_mixed": len(mixed),
+                  "errors": errors[:5], "n_errors": len(errors)}))
+"""
+
+
 def _env() -> dict:
     root = str(Path(__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def _reader(data: Path, stop: Path, limit_s: float = BOUND_S) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", READER, str(data), str(stop), str(limit_s)], stdout=subprocess.PIPE,
+def _reader(data: Path, stop: Path, limit_s: float = BOUND_S, script: str = READER) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", script, str(data), str(stop), str(limit_s)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=_env())
     assert p.stdout.readline().strip() == "ready", p.stderr.read()
     return p
@@ -81,42 +118,39 @@ def _finish(p: subprocess.Popen, stop: Path) -> dict:
 
 
 @pytest.fixture
-def month(ingested_2026, config, tmp_path):
-    """The sample month compared once (min_coverage 0) in a data dir of the test's own."""
-    from bgp_congruency.pipeline import job
-
-    data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):
-        shutil.copytree(ingested_2026 / sub / f"month={MONTH}", data / sub / f"month={MONTH}")
-    cfg = config.with_overrides(data_dir=data, engine="duckdb")
-    [res] = job.compare_months(cfg, [MONTH])
-    assert res.error is None and res.summary["pairs"] == PAIRS[0.0], res.error
-    return cfg
+def month(sample, config, tmp_path):
+    """The sample month (min_coverage 0, the session's `congruency run`) in a data dir of the
+    test's own."""
+    data = writable(sample.data, tmp_path / "data")
+    return config.with_overrides(data_dir=data, engine="duckdb")
 
 
 def _with_coverage(cfg, cov: float):
     return replace(cfg, method=replace(cfg.method, min_coverage=cov))
 
 
-def test_an_analyst_holding_a_connection_sees_every_republish_whole(month, tmp_path):
-    """The issue's loop: 12 re-publishes alternating min_coverage 0.5 and 0 while another
-    process queries four tables over one connection (the hints among them): 0 errors, 0 mixed,
-    both versions."""
+def test_readers_see_every_republish_whole(month, tmp_path):
+    """The issue's loop: 12 re-publishes alternating min_coverage 0.5 and 0 while two other
+    processes read: an analyst querying four tables over one connection held open (the hints
+    among them), and a script calling `congruency query` in process (a new connection per
+    call): 0 errors, 0 mixed, both versions seen by each."""
     from bgp_congruency.pipeline import job
 
     stop = tmp_path / "stop"
-    reader = _reader(month.data_dir, stop)
+    readers = {"held connection": _reader(month.data_dir, stop),
+               "congruency query": _reader(month.data_dir, stop, script=QUERY_READER)}
     try:
         for i in range(12):
             cov = 0.5 if i % 2 == 0 else 0.0
-            [res] = job.compare_months(_with_coverage(month, cov), [MONTH])
+            [res] = job.compare_months(_with_coverage(month, cov), [MONTH], stagers=STAGERS)
             assert res.error is None and res.summary["pairs"] == PAIRS[cov], res.error
     finally:
-        got = _finish(reader, stop)
-    assert got["n_errors"] == 0, got["errors"]
-    assert got["n_mixed"] == 0, got["mixed"]
-    assert set(got["seen"]) == {str(n) for n in PAIRS.values()}, got
-    assert got["answers"] > 12
+        got = {name: _finish(p, stop) for name, p in readers.items()}
+    for name, g in got.items():
+        assert g["n_errors"] == 0, (name, g["errors"])
+        assert g["n_mixed"] == 0, (name, g["mixed"])
+        assert set(g["seen"]) == {str(n) for n in PAIRS.values()}, (name, g)
+        assert g["answers"] > 12, (name, g)
 
 
 def _compare(data: Path, cov: float, **env) -> subprocess.Popen:
@@ -155,8 +189,7 @@ def test_a_publish_killed_before_in_and_after_its_commit(month, tmp_path):
     after the commit, while a reader loops: the old month, the old month, the new month; no
     mix, no error; the next compare finishes; vacuum leaves only the files the kept snapshot
     reads."""
-    from bgp_congruency.common import published
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import attach, published, upkeep
 
     data = month.data_dir
     stop = tmp_path / "stop"
@@ -170,7 +203,7 @@ def test_a_publish_killed_before_in_and_after_its_commit(month, tmp_path):
             os.killpg(p.pid, signal.SIGKILL)
             p.communicate(timeout=60)
             assert _answer(data) == PAIRS[after], point
-            left = catalog.orphans(data, MONTH)
+            left = upkeep.orphans(data, MONTH)
             if point != "published":
                 assert left, point  # what the kill left, invisible
             # the next run of the month cleans up and publishes the other version
@@ -190,12 +223,150 @@ def test_a_publish_killed_before_in_and_after_its_commit(month, tmp_path):
     # without rows of the current publish of a table that has none (transitions: no month before)
     import pyarrow.parquet as pq
 
-    catalog.vacuum(data, keep=1, grace_s=0)
-    with catalog.opened(data) as con:
-        live = {f for t in catalog.tables() for f in catalog.files(con, t)}
-    left = {str(f) for t in catalog.tables() for f in (data / t).rglob("*.parquet")}
+    upkeep.vacuum(data, keep=1, grace_s=0)
+    with attach.opened(data) as con:
+        live = {f for t in attach.tables() for f in published.table_files(con, t)}
+    left = {str(f) for t in attach.tables() for f in (data / t).rglob("*.parquet")}
     assert live and live <= left
-    assert all(pq.read_metadata(f).num_rows == 0 and os.path.dirname(f) in catalog.registered_folders(data)
+    assert all(pq.read_metadata(f).num_rows == 0 and os.path.dirname(f) in upkeep.registered_folders(data)
                for f in left - live), left - live
-    assert not [d for t in catalog.tables() for d in (data / t).glob("month=*/*") if not any(d.iterdir())]
+    assert not [d for t in attach.tables() for d in (data / t).glob("month=*/*") if not any(d.iterdir())]
     assert published.read(data, "pairs", MONTH).num_rows == _answer(data)
+
+
+# --- a read-only data dir (a mount, a snapshot, a container volume) ---------------------------
+
+READERS = (
+    ("query", "vp_congruency", "--month", "2026-02", "--format", "csv"),
+    ("advise", "--from", "{vp}", "--to", "{dest}", "--month", "2026-02", "--json"),
+    ("export", "--format", "jsonl", "--from", "{vp}", "--to", "{dest}", "--month", "2026-02"),
+    ("report", "--month", "2026-02", "--out", "{out}/month.html"),
+    ("report", "--trend", "--out", "{out}/trend.html"),
+    ("status", "--month", "2026-02", "--json"),
+)
+
+
+def _readonly(data: Path, *args: str) -> subprocess.CompletedProcess:
+    """`congruency ARGS` in a mount namespace where the data dir is a read-only bind mount
+    (as an NFS export mounted read-only or a `:ro` volume is: writes fail with EROFS)."""
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(data), sys.executable, "-m", "bgp_congruency.cli.main",
+                           *args, "--data-dir", str(data)], capture_output=True, text=True, timeout=BOUND_S,
+                          env=env())
+
+
+@pytest.fixture(scope="module")
+def readonly_ok(tmp_path_factory):
+    probe = tmp_path_factory.mktemp("probe")
+    r = subprocess.run(["unshare", "--mount", "sh", "-c",
+                        'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && ! touch "$0/x"', str(probe)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"no mount namespace here (root and unshare needed): {r.stderr.strip()[:200]}")
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("args", READERS, ids=lambda a: " ".join(a[:2]))
+def test_readers_on_a_read_only_mount(readonly_ok, two_months, tmp_path, args):
+    """Each reader answers from a read-only data dir exactly what it answers from the
+    writable one (before issue 30: `error: .../_tables.gate.lock: Read-only file system`)."""
+    pairs = rows(two_months.data, "pairs", "2026-02")
+    vp, dest = str(pairs[0]["vp_asn"]), str(pairs[0]["dest_asn"])
+    ro_out, rw_out = tmp_path / "ro", tmp_path / "rw"
+    ro_out.mkdir(), rw_out.mkdir()
+    fill = lambda out: [a.format(vp=vp, dest=dest, out=out) for a in args]  # noqa: E731
+    ro = _readonly(two_months.data, *fill(ro_out))
+    assert ro.returncode == 0, ro.stderr
+    rw = congruency(*fill(rw_out), "--data-dir", str(two_months.data), env=env())
+    assert rw.returncode == 0, rw.stderr
+    assert ro.stdout == rw.stdout
+    for f in rw_out.iterdir():
+        assert (ro_out / f.name).stat().st_size > 0
+
+
+@pytest.mark.kernel
+def test_writer_on_a_read_only_mount_says_so(readonly_ok, two_months):
+    r = _readonly(two_months.data, "sensitivity", "--month", "2026-02", "--variants", "min_coverage=0.8")
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()[-1:]
+    assert "read-only file system: `congruency sensitivity` writes there" in line, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+# --- a read-only copy of a data dir at another path (issue 46) ----------------------------------
+
+ATLAS = "traceroute/atlas-traceroute-results.jsonl"
+#: Every reader, as the command a person types (DATA: the data dir, OUT: a folder outside it),
+#: with what it reads on standard input.
+RO_READERS = {
+    "query": (["query", "vp_congruency", "--month", "2026-07", "--format", "csv"], None),
+    "sql": (["sql"], "SELECT month, pairs FROM month_summary;\n"),
+    "status": (["status", "--month", "2026-07", "--json"], None),
+    "advise": (["advise", "--from", "1403", "--to", "8.8.8.8", "--json"], None),
+    "trace": (["trace", "--atlas", "SHARED/" + ATLAS, "--to", "78.46.48.134", "--from", "1403", "--json"], None),
+    "export": (["export", "--format", "jsonl", "--month", "2026-07"], None),
+    "report": (["report", "--month", "2026-07", "--out", "OUT/month.html"], None),
+    "report --trend": (["report", "--trend", "--out", "OUT/trend.html"], None),
+}
+#: lake.connect from Python, as an analyst's script opens it.
+CONNECT = ("from bgp_congruency import lake; import sys; con = lake.connect(sys.argv[1]); "
+           "print(con.execute('SELECT count(*), sum(pairs) FROM vps').fetchall(), "
+           "con.execute('SELECT count(*) FROM hints').fetchall())")
+
+
+def _ro_script(src: Path, dst: Path, out: Path) -> str:
+    """A shell script run in a mount namespace of its own: `dst` (elsewhere) a read-only bind
+    mount of `src`, every reader run on it, each one's output and exit code in `out`."""
+    from tests.support.data import DATA
+
+    lines = ['set -u', f'mount --bind "{src}" "{dst}"', f'mount -o remount,bind,ro "{dst}"',
+             f'touch "{dst}/x" 2>/dev/null && exit 97']  # it must be read-only
+    for name, (args, stdin) in RO_READERS.items():
+        cmd = [sys.executable, "-m", "bgp_congruency.cli.main", *args, "--data-dir", str(dst)]
+        cmd = [c.replace("SHARED", str(DATA)).replace("OUT", str(out / "ro")) for c in cmd]
+        feed = f' < "{out / (name + ".in")}"' if stdin else ""
+        lines.append(" ".join(f"'{c}'" for c in cmd) + f'{feed} > "{out}/ro-{name}.out" 2> "{out}/ro-{name}.err"; '
+                     f'echo $? > "{out}/ro-{name}.rc"')
+    lines.append(f'"{sys.executable}" -c "{CONNECT}" "{dst}" > "{out}/ro-connect.out" 2> "{out}/ro-connect.err"; '
+                 f'echo $? > "{out}/ro-connect.rc"')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.kernel
+def test_every_reader_reads_a_read_only_copy_at_another_path(readonly_ok, sample, tmp_path):
+    """Issue 46: the month's data dir as a read-only bind mount at another path (an NFS mount,
+    a container volume, a snapshot): every reader answers there, writing nothing, exactly what
+    it answers from the data dir itself (paths in the answers spelled with the original's), and
+    `report --out` writes its page outside the mount. Before: every reader refused with "the
+    catalog of <old path>, not of <new path>"."""
+    from tests.support.data import DATA
+
+    src, dst, out = sample.data, tmp_path / "mnt" / "copy", tmp_path / "out"
+    dst.mkdir(parents=True)
+    (out / "ro").mkdir(parents=True)
+    (out / "rw").mkdir()
+    for name, (_args, stdin) in RO_READERS.items():
+        if stdin:
+            (out / f"{name}.in").write_text(stdin)
+    (tmp_path / "ro.sh").write_text(_ro_script(src, dst, out))
+    r = subprocess.run(["unshare", "--mount", "sh", str(tmp_path / "ro.sh")], capture_output=True, text=True,
+                       timeout=600, env=env())
+    assert r.returncode == 0, r.stderr
+    for name, (args, stdin) in RO_READERS.items():
+        cmd = [c.replace("SHARED", str(DATA)).replace("OUT", str(out / "rw")) for c in args]
+        want = congruency(*cmd, "--data-dir", str(src), input=stdin)
+        assert want.returncode == 0, (name, want.stderr)
+        got = (out / f"ro-{name}.out").read_text().replace(str(dst), str(src))
+        err = (out / f"ro-{name}.err").read_text()
+        assert (out / f"ro-{name}.rc").read_text().strip() == "0", (name, err)
+        assert got == want.stdout, name
+        assert "Traceback" not in err and "relocate" not in err, (name, err)
+    import re
+
+    for page in ("month.html", "trend.html"):  # the same page but for the minute it was made
+        ro, rw = ((out / d / page).read_text() for d in ("ro", "rw"))
+        ro, rw = (re.sub(r"Generated \d{4}-\d\d-\d\dT\d\d:\d\dZ", "Generated T", x) for x in (ro, rw))
+        assert ro.replace(str(dst), str(src)) == rw, page
+    want = subprocess.run([sys.executable, "-c", CONNECT, str(src)], capture_output=True, text=True, timeout=120)
+    assert (out / "ro-connect.rc").read_text().strip() == "0", (out / "ro-connect.err").read_text()
+    assert (out / "ro-connect.out").read_text() == want.stdout and "2167" in want.stdout

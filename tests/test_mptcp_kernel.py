@@ -86,6 +86,7 @@ def hint_data(tmp_path_factory):
     return hint
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dest, mode", [("100", "aggregate"), ("300", "backup"), ("400", "single-path")])
 def test_script_applied_in_a_fresh_namespace_reads_back(hint_data, tmp_path, dest, mode):
     h = hint_data(dest)
@@ -176,6 +177,7 @@ def subflow_bytes(ns: str, port: int) -> dict[str, int]:
     return out
 
 
+@pytest.mark.kernel
 def test_end_to_end_ipv4_and_ipv6_subflows(hint_data, tmp_path):
     h = hint_data("100")
     assert h["hint_class"] == "disjoint" and h["mptcp_flags_v4"] == h["mptcp_flags_v6"] == "subflow fullmesh"
@@ -252,6 +254,7 @@ def _with_state(a: str) -> tuple:
     ([Interface("eth0", "10.78.0.1"), Interface("eth7", "fd78::1")], "error: device eth7 does not exist"),
     ([Interface("eth0", "10.78.0.1"), Interface("eth1", "fd78::9")], "error: address fd78::9 is not configured on eth1"),
 ])
+@pytest.mark.kernel
 def test_preflight_failure_changes_nothing(hint_data, tmp_path, ifaces, error):
     """A mistyped device or an address not on its device: one error line, exit 1, and the
     state found (a stale endpoint, limits, MPTCP off) left exactly as it was."""
@@ -265,6 +268,7 @@ def test_preflight_failure_changes_nothing(hint_data, tmp_path, ifaces, error):
         assert _state(ns["a"]) == before
 
 
+@pytest.mark.kernel
 def test_a_failure_while_applying_restores_what_was_found(hint_data, tmp_path):
     """The kernel refusing the second endpoint (injected: an `ip` in front of the real one
     fails that one command) rolls back to the endpoints, limits and sysctl found."""

@@ -16,6 +16,8 @@ import pytest
 from bgp_congruency.cli.main import main as cli
 from bgp_congruency.common.table_docs import DOCS
 from tests.support.chromium import Chromium, check_page, shot_dir
+from tests.support.cli import congruency
+from tests.support.computed import writable
 from tests.support.warehouse import MONTHS, published_multi_month
 
 
@@ -35,6 +37,7 @@ def _read(data: Path, table: str, month: str) -> list[dict]:
     return pq.read_table(data / table / f"month={month}").to_pylist()
 
 
+@pytest.mark.browser
 def test_the_page_checks_catch_requests_and_errors(browser, tmp_path):
     """Negative controls: a page that fetches and throws is reported (the request is to a
     refused port on 127.0.0.1, so nothing leaves the machine); a blank page reads as blank."""
@@ -53,17 +56,18 @@ def test_the_page_checks_catch_requests_and_errors(browser, tmp_path):
     assert stats["colors"] == 1 and stats["ink"] == 0, stats  # what check_page's non-blank test rejects
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_month_report_in_chromium(browser, data, tmp_path):
     assert_month_report(browser, data, "2026-03", shot_dir(tmp_path), "month-2026-03")
 
 
-def test_real_sample_month_report(browser, ingested_2026, tmp_path):
-    """The real 2026-07-30 route-views2 + route-views6 pair, compared by the DuckDB engine."""
-    data = tmp_path / "data"
-    for t in ("rib_entries", "manifest"):  # a copy: other tests publish into the shared fixture
-        shutil.copytree(ingested_2026 / t, data / t)
-    assert cli(["compare", "--month", "2026-07", "--engine", "duckdb", "--min-coverage", "0",
-                "--data-dir", str(data)]) == 0
+@pytest.mark.slow
+@pytest.mark.browser
+def test_real_sample_month_report(browser, sample, tmp_path):
+    """The real 2026-07-30 route-views2 + route-views6 pair as `congruency run` publishes it
+    (a copy: the report is written into the data dir)."""
+    data = writable(sample.data, tmp_path / "data")
     assert_month_report(browser, data, "2026-07", shot_dir(tmp_path), "month-2026-07-real")
 
 
@@ -174,6 +178,8 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     assert browser.eval("document.getElementById('vp-count').textContent") == f"{cls['transit']} of {len(vps)} VPs"
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_trend_report_in_chromium(browser, data, tmp_path):
     assert cli(["report", "--trend", "--data-dir", str(data)]) == 0
     page = data / "reports" / "trend.html"
@@ -234,6 +240,7 @@ def _became_noncongruent(data: Path, prev: str, month: str) -> int:
                if not r["congruent"] and (r["vp_group"], r["vp_asn"], r["dest_asn"]) in before)
 
 
+@pytest.mark.browser
 def test_trend_with_a_missing_month_and_with_one_month(browser, tmp_path):
     """A month without data is a gap on the axis, named on the page, and its successor's
     changes are not applicable; one published month says the trend needs two."""
@@ -264,6 +271,8 @@ def test_trend_with_a_missing_month_and_with_one_month(browser, tmp_path):
     assert "1 published month, 2026-01 to 2026-01." in text and "fig-trend-transitions" not in text
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_six_month_demo_through_the_pipeline(browser, tmp_path):
     """docs/querying.md's synthetic example: `congruency synth` (growing IPv6 adoption), then ingest and
     compare month by month in order (what `congruency run --months` does); the trend report
@@ -297,3 +306,21 @@ def test_six_month_demo_through_the_pipeline(browser, tmp_path):
         assert got["median"][i] == pytest.approx(100 * truth["vp_noncongruent_median"], rel=1e-9), m
         assert got["q3"][i] == pytest.approx(100 * truth["vp_noncongruent_q3"], rel=1e-9), m
         assert got["all"][i] == pytest.approx(100 * truth["noncongruent_fraction"], rel=1e-9), m
+
+
+@pytest.mark.slow
+def test_trend_report_of_an_ingested_only_data_dir_is_one_line(ingested_2026, tmp_path):
+    data = tmp_path / "data"
+    for sub in ("rib_entries", "manifest"):  # ingested, nothing compared (the fixture's dir is shared)
+        shutil.copytree(ingested_2026 / sub, data / sub)
+    r = congruency("report", "--trend", "--out", str(tmp_path / "t.html"), "--data-dir", str(data))
+    assert r.returncode == 1 and not (tmp_path / "t.html").exists()
+    assert r.stderr == (f"error: {data}: no published tables of any month to show a trend of "
+                        "(run congruency run for a month first)\n")
+
+
+@pytest.mark.slow
+def test_the_trend_table_says_what_each_month_rests_on(sample):
+    """A --min-coverage 0 month reads as lenient in the trend too, with its snapshots."""
+    text = (sample.data / "reports" / "trend.html").read_text()
+    assert "<td>2 snapshot(s); threshold 0 (lenient)</td>" in text

@@ -20,10 +20,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from bgp_congruency.lake import published, upkeep
+from tests.support.cli import congruency, env, steps
+from tests.support.cli import rows as table_rows
+from tests.support.cli import wait_for as wait_for_file
+from tests.support.computed import TWO_MONTHS, writable
 from tests.support.data import ARCHIVE, PEERS_IN_BOTH_2026, RV2_2026, needs_data
-from bgp_congruency.common import published
-from bgp_congruency.lake import catalog
-from tests.support.month import copy_data_dir, publish_rows
+from tests.support.month import publish_rows
 
 pytestmark = needs_data
 
@@ -112,28 +115,32 @@ def previous_state(data: Path, month: str = "2026-06") -> str:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """An uninterrupted run, then the same with a published month before it."""
-    tmp = tmp_path_factory.mktemp("run-ref")
+def with_previous(sample, tmp_path_factory):
+    """The sample month (the session's `congruency run` of it) computed again with a month
+    published before it: 2026-06, the sample's tables with its congruent pairs left out."""
+    tmp = tmp_path_factory.mktemp("run-prev")
     _config(tmp)
-    first = tmp / "first"
-    r = run(first)
+    data = writable(sample.data, tmp / "data")
+    seed_previous(sample.data, data)
+    r = run(data, str(ARCHIVE), "--force", "compare")
     assert r.returncode == 0, r.stderr
-    data = tmp / "data"
-    copy_data_dir(first, data)
-    seed_previous(first, data)
-    r2 = run(data, str(ARCHIVE), "--force", "compare")
-    assert r2.returncode == 0, r2.stderr
-    return {"first": first, "data": data, "summary": json.loads(r.stdout), "summary2": json.loads(r2.stdout)}
+    return {"data": data, "summary": json.loads(r.stdout)}
 
 
 @pytest.mark.slow
-def test_run_summary_and_outputs(reference):
-    s = reference["summary"]
+def test_run_summary_and_outputs(sample, with_previous):
+    """What `run` (and `status`) says of the sample month: files and entries (bgpdump's line
+    counts), pairs as published, the 13 VPs of the shared data's MANIFEST.md, each output where
+    the layout puts it; with the month before published, transitions lists the pairs that
+    became congruent."""
+    r = congruency("status", "--month", MONTH, "--data-dir", str(sample.data), "--config", str(sample.config_file),
+                   "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
     assert s["ok"] and s["month"] == MONTH and s["files"] == 2 and s["entries"] == ENTRIES
     assert [n for n, st in s["steps"].items() if st["status"] == "done"][:2] == ["ingest", "compare"]
     assert s["failed_slots"] == []
-    data = reference["first"]
+    data = sample.data
     ms = published.read(data, "month_summary", MONTH).to_pylist()[0]
     assert s["pairs"] == ms["pairs"] == published.read(data, "pairs", MONTH).num_rows > 0
     assert s["noncongruent_fraction"] == ms["noncongruent_fraction"]
@@ -143,15 +150,15 @@ def test_run_summary_and_outputs(reference):
         assert Path(s["outputs"][t]).parent == data / t / f"month={MONTH}"  # this publish's folder
     assert Path(s["outputs"]["manifest"]).is_file() and Path(s["outputs"]["state"]).is_file()
     # with the month before published, transitions lists the pairs that became congruent
-    tr = published.read(reference["data"], "transitions", MONTH)
+    assert with_previous["summary"]["steps"]["compare"]["status"] == "done"
+    tr = published.read(with_previous["data"], "transitions", MONTH)
     assert tr.num_rows == sum(1 for r in rows(data, "pairs") if json.loads(r)["congruent"]) > 0
 
 
 @pytest.mark.slow
-def test_rerun_skips_then_force_redoes(reference, tmp_path):
+def test_rerun_skips_then_force_redoes(sample, tmp_path):
     _config(tmp_path)
-    data = tmp_path / "data"
-    copy_data_dir(reference["first"], data)
+    data = writable(sample.data, tmp_path / "data")
     before = published.listing(data, ["pairs"])
     r = run(data)
     assert r.returncode == 0, r.stderr
@@ -165,7 +172,7 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
     r = run(data, str(ARCHIVE), "--force", "compare")
     st = json.loads(r.stdout)["steps"]
     assert (st["ingest"]["status"], st["compare"]["status"]) == ("skipped", "done"), r.stderr
-    assert rows(data, "pairs") == rows(reference["first"], "pairs")
+    assert rows(data, "pairs") == rows(sample.data, "pairs")
     # a range runs in order and a failed month does not stop the next: 2026-06 has no dumps
     r = run(data, str(ARCHIVE), "--months", "2026-06..2026-07")
     assert r.returncode == 1
@@ -193,7 +200,7 @@ def test_rerun_skips_then_force_redoes(reference, tmp_path):
 
 
 @pytest.mark.slow
-def test_kills_at_every_stage_then_resume(reference, tmp_path):
+def test_kills_at_every_stage_then_resume(sample, with_previous, tmp_path):
     """SIGKILL mid-download, mid-decode, mid-compare, mid-publish; a second run of the month
     meanwhile is refused (the lock); the last run waits for the lock and finishes the month
     with tables identical to the uninterrupted run's; nothing is left behind."""
@@ -201,7 +208,7 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
 
     _config(tmp_path)
     data = tmp_path / "data"
-    seed_previous(reference["first"], data)
+    seed_previous(sample.data, data)
     prev = previous_state(data)
     rv2 = "/" + str(RV2_2026.relative_to(ARCHIVE))
     pause = tmp_path / "paused"
@@ -252,13 +259,13 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
         assert not any(s.exists() for s in staged) or point == "publish"
         pause.unlink()
         assert previous_state(data) == prev
-        assert published.months(data) == ["2026-06"] and catalog.orphans(data, MONTH)
+        assert published.months(data) == ["2026-06"] and upkeep.orphans(data, MONTH)
     # queues behind the lock; runs only the (skipped) ingest; the month's cleanup goes first
     waiting = start(data, str(ARCHIVE), "--wait", "120", "--only", "ingest")
     out, err = waiting.communicate(timeout=BOUND_S)
     assert waiting.returncode == 0, err
     assert json.loads(out)["steps"]["ingest"]["status"] == "skipped"
-    assert not catalog.orphans(data, MONTH) and not [p for p in (data / "_staging").iterdir() if p.is_dir()]
+    assert not upkeep.orphans(data, MONTH) and not [p for p in (data / "_staging").iterdir() if p.is_dir()]
     assert previous_state(data) == prev
     # Killed after the commit: the new month is published whole, the staging folder is left
     p = start(data, CONGRUENCY_PAUSE_AT="published", CONGRUENCY_PAUSE_FILE=str(pause))
@@ -267,32 +274,33 @@ def test_kills_at_every_stage_then_resume(reference, tmp_path):
     pause.unlink()
     assert published.months(data) == ["2026-06", MONTH]
     for t in TABLES:
-        assert rows(data, t) == rows(reference["data"], t), t
+        assert rows(data, t) == rows(with_previous["data"], t), t
     assert previous_state(data) == prev
     r = run(data)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["ok"] and s["entries"] == ENTRIES
     for t in TABLES:
-        assert rows(data, t) == rows(reference["data"], t), t
+        assert rows(data, t) == rows(with_previous["data"], t), t
     assert previous_state(data) == prev
     assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]  # only the lock files
     assert not [f for f in data.rglob("*.tmp")]
 
 
+@pytest.mark.kernel
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
-def test_full_disk_while_publishing(reference, tmp_path):
+def test_full_disk_while_publishing(sample, tmp_path):
     """A data dir on a small tmpfs: filled up, the compare fails with one line, the month's
     published tables are unchanged, and a retry once there is room finishes it."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    need = sum(f.stat().st_size for f in reference["first"].rglob("*") if f.is_file())
+    need = sum(f.stat().st_size for f in sample.data.rglob("*") if f.is_file())
     size = need // 1024 + 24_000  # KiB: the month as it is, and room to rewrite its outputs
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}k", "tmpfs", str(mnt)], check=True)
     try:
         data = mnt / "data"
-        copy_data_dir(reference["first"], data)
+        writable(sample.data, data)
         _config(mnt)
         before = previous_state(data, MONTH)
         free = shutil.disk_usage(mnt).free
@@ -310,7 +318,7 @@ def test_full_disk_while_publishing(reference, tmp_path):
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["steps"]["compare"]["status"] == "done"
         for t in TABLES:
-            assert rows(data, t) == rows(reference["first"], t), t
+            assert rows(data, t) == rows(sample.data, t), t
         assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
@@ -342,14 +350,20 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
     assert {c: v["status"] for c, v in st["collectors"].items()} == {"route-views2": "done", "route-views6": "done"}
 
 
-def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsys):
-    """An ImportError in a step's module is that step's failure (one line, exit 1), not 'unavailable'."""
+@pytest.mark.slow
+def test_a_step_that_cannot_import_fails(sample, tmp_path, monkeypatch, capsys):
+    """An ImportError while a step runs (a lazily imported module: pyspark, pybgpstream) is that
+    step's failure (one line, exit 1), not 'unavailable'."""
     from bgp_congruency.cli.main import main as cli
+    from bgp_congruency.runner import steps
 
     _config(tmp_path)
-    data = tmp_path / "data"
-    copy_data_dir(reference["first"], data)
-    monkeypatch.setitem(sys.modules, "bgp_congruency.selector.exports", None)  # `from bgp_congruency.selector.exports import jsonl` raises ImportError
+    data = writable(sample.data, tmp_path / "data")
+
+    def broken(*a, **k):
+        raise ImportError("No module named 'bgp_congruency.selector.exports'", name="bgp_congruency.selector.exports")
+
+    monkeypatch.setattr(steps.jsonl, "write", broken)
     rc = cli(["run", "--month", MONTH, *SELECT, "--archive-root", str(ARCHIVE), "--data-dir", str(data),
               "--config", str(tmp_path / "cfg.toml"), "--only", "hints", "--force", "hints", "--json"])
     out, err = capsys.readouterr()
@@ -359,7 +373,8 @@ def test_a_step_that_cannot_import_fails(reference, tmp_path, monkeypatch, capsy
     assert len(errors) == 1 and "hints" in errors[0] and "bgp_congruency.selector.exports" in errors[0], err
 
 
-def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
+@pytest.mark.slow
+def test_status_and_bad_data_dirs_are_one_line(sample, tmp_path, capsys):
     """A data dir that is a file: exit 2; a month never run: exit 1; an OSError: one line,
     exit 1; a closed stdout (`| head`): quiet exit 141, no traceback."""
     from bgp_congruency.cli.main import main as cli
@@ -381,8 +396,7 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     assert not typo.exists()
     assert cli(["query", "--list", "--data-dir", str(typo)]) == 0  # needs no data
     capsys.readouterr()
-    data = tmp_path / "data"
-    copy_data_dir(reference["first"], data)
+    data = writable(sample.data, tmp_path / "data")
     assert cli(["status", "--month", "2026-05", "--data-dir", str(data)]) == 1
     out, err = capsys.readouterr()
     assert not out and err.startswith("error: month 2026-05: never run") and err.count("\n") == 1, err
@@ -400,14 +414,14 @@ def test_status_and_bad_data_dirs_are_one_line(reference, tmp_path, capsys):
     assert err == f"error: {state}: Is a directory\n", err
 
 
-def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(reference, tmp_path):
+@pytest.mark.slow
+def test_temp_files_of_a_killed_step_are_cleaned_by_the_next_run(sample, tmp_path):
     """SIGKILL while the month's report is written under its temp name: the next run of the
     month removes it (its writer is dead) and finishes; a live writer's temp file is kept."""
     from bgp_congruency.common import atomic
 
     _config(tmp_path)
-    data = tmp_path / "data"
-    copy_data_dir(reference["first"], data)
+    data = writable(sample.data, tmp_path / "data")
     pause = tmp_path / "paused"
     p = start(data, str(ARCHIVE), "--force", "reports", CONGRUENCY_PAUSE_AT="report",
               CONGRUENCY_PAUSE_FILE=str(pause))
@@ -481,3 +495,214 @@ def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
         m.peer_index("192.0.2.1", "v", [("192.0.2.1", "192.0.2.1", 65000)])
     assert sorted(tmp_path.iterdir()) == sorted([final, mrt]) and m.size == mrt.stat().st_size > 0
 
+
+# === the months of a small generated archive (tests/support/computed.two_months) ===========
+
+def _run_args(two, data: Path, month: str, *more: str) -> list[str]:
+    """`run` of one month of the two-month archive, as the session computed them."""
+    return ["run", "--month", month, "--days", "1", "--times", "00:00", "--collectors",
+            "route-views2,route-views6", "--archive-root", str(two.archive), "--data-dir", str(data),
+            "--config", str(two.config_file), "--min-coverage", "0.5", "--json", *more]
+
+
+# --- 1. transitions are computed from the month before as it is, and recorded so -------
+
+@pytest.mark.slow
+def test_parallel_months_wait_for_the_month_before(two_months, tmp_path):
+    """2026-01 and 2026-02 started together: 2026-02's compare waits for 2026-01's run
+    (paused, holding its month, with its tables staged) and then reads its tables. Before
+    issue 30 it compared against nothing and recorded done with 0 transitions."""
+    data = tmp_path / "data"
+    flag = tmp_path / "paused"
+    jan = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(two_months, data, "2026-01")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
+                                    CONGRUENCY_PAUSE_S="4"))
+    try:
+        wait_for_file(flag, jan)
+        feb = congruency(*_run_args(two_months, data, "2026-02"))
+        assert feb.returncode == 0, feb.stderr[-2000:]
+        assert jan.wait(BOUND_S) == 0, jan.communicate()[1][-2000:]
+    finally:
+        jan.kill()
+    assert table_rows(data, "transitions", "2026-02") == table_rows(two_months.data, "transitions", "2026-02")
+
+
+@pytest.mark.slow
+def test_republish_during_compare_is_redone(two_months, tmp_path):
+    """2026-01 re-published while 2026-02's compare runs (paused after reading it): 2026-02
+    is recorded on the files it read, so `status` calls it stale and the next run redoes it
+    (before issue 30 the fingerprint was taken after the step, and the next run skipped it)."""
+    data = tmp_path / "data"
+    for m in TWO_MONTHS:
+        assert congruency(*_run_args(two_months, data, m)).returncode == 0
+    flag = tmp_path / "paused"
+    feb = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(two_months, data, "2026-02", "--force", "compare")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
+                                    CONGRUENCY_PAUSE_S="6"))
+    try:
+        wait_for_file(flag, feb)
+        jan = congruency(*_run_args(two_months, data, "2026-01", "--force", "compare"))
+        assert jan.returncode == 0, jan.stderr[-2000:]
+        out, err = feb.communicate(timeout=BOUND_S)
+        assert feb.returncode == 0, err[-2000:]
+    finally:
+        feb.kill()
+    status = congruency("status", "--month", "2026-02", "--data-dir", str(data), "--config",
+                        str(two_months.config_file), "--json")
+    assert steps(status.stdout)["compare"]["status"] == "stale"
+    again = congruency(*_run_args(two_months, data, "2026-02"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert steps(again.stdout)["compare"]["status"] == "done"
+    assert table_rows(data, "transitions", "2026-02") == table_rows(two_months.data, "transitions", "2026-02")
+    status = congruency("status", "--month", "2026-02", "--data-dir", str(data), "--config",
+                        str(two_months.config_file), "--json")
+    assert {s["status"] for s in steps(status.stdout).values()} == {"done"}
+
+
+# --- 5. data dirs whose names have glob characters -----------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["run[1]", "a*b?{c,d}"])
+def test_a_data_dir_with_glob_characters(two_months, tmp_path, name):
+    """Every step and reader takes the folder literally (before issue 30: the hints step
+    failed with "No files found that match the pattern", advise with a traceback)."""
+    data = tmp_path / name
+    r = congruency(*_run_args(two_months, data, "2026-01"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert {s["status"] for s in steps(r.stdout).values()} == {"done"}
+    for table in ("pairs", "hints"):
+        assert table_rows(data, table, "2026-01") == table_rows(two_months.data, table, "2026-01")
+    pair = table_rows(data, "pairs", "2026-01")[0]
+    for args in (("advise", "--from", str(pair["vp_asn"]), "--to", str(pair["dest_asn"]), "--month", "2026-01", "--json"),
+                 ("query", "vp_congruency", "--month", "2026-01", "--format", "csv"),
+                 ("export", "--format", "jsonl", "--month", "2026-01")):
+        got = congruency(*args, "--data-dir", str(data))
+        want = congruency(*args, "--data-dir", str(two_months.data))
+        assert got.returncode == 0 and "Traceback" not in got.stderr, got.stderr
+        assert got.stdout == want.stdout, args
+
+
+# --- 6. Ctrl-C --------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["ingest", "compare"])
+def test_ctrl_c_is_one_line_recorded_interrupted_and_resumed(two_months, tmp_path, point):
+    """SIGINT to the command's process group (what a terminal's Ctrl-C does) while a step
+    works: one line, exit 130, the step recorded `interrupted` (not failed), `status` exit 0,
+    and the next run finishes the month with the tables a run without interruption gives
+    (the compare's from the partitions the interrupted one finished)."""
+    data, flag = tmp_path / "data", tmp_path / "paused"
+    proc = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(two_months, data, "2026-01")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env(CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(flag), CONGRUENCY_PAUSE_S="3"))
+    try:
+        wait_for_file(flag, proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND_S)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted; `congruency run` stopped (run it again to resume)"
+    assert "Traceback" not in err and out == ""
+    st = congruency("status", "--month", "2026-01", "--data-dir", str(data), "--json")
+    assert st.returncode == 0, st.stderr
+    rec = steps(st.stdout)[point]
+    assert rec["status"] == "interrupted" and rec["error"].startswith("Ctrl-C at "), rec
+    again = congruency(*_run_args(two_months, data, "2026-01"))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert steps(again.stdout)[point]["status"] == "done"
+    if point == "compare":  # interrupted with every partition done: the next run computes none again
+        assert "partitions' cleaning and 1 of 1 partitions' tables are reused" in again.stderr, again.stderr[-2000:]
+    for table in ("pairs", "paths", "month_summary"):
+        assert table_rows(data, table, "2026-01") == table_rows(two_months.data, table, "2026-01")
+
+
+# --- 11. logs that are not a terminal ---------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_log_off_a_terminal_has_one_line_per_event_and_no_wrapping(two_months, tmp_path):
+    """stderr to a pipe (cron, Airflow): every output's path on its label's line however long
+    (before issue 30 the summary wrapped at 80 columns), and progress as one stamped line per
+    event in the order things happened (rich drew every bar at the end)."""
+    import re
+
+    data = tmp_path / ("a-data-dir-whose-path-is-longer-than-eighty-columns-on-its-own-" + "x" * 40)
+    r = congruency(*[a for a in _run_args(two_months, data, "2026-01") if a != "--json"], env=env(COLUMNS="80"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    for key in ("pairs", "month_report", "state"):
+        [line] = [x for x in lines if x.split()[:1] == [key] and "/" in x]  # the output, not the status
+        assert line.split()[1].startswith(str(data)), line
+    events = [x for x in lines if re.match(r"\d\d:\d\d:\d\d ", x)]
+    assert events and "━" not in r.stderr
+    assert [x[:8] for x in events] == sorted(x[:8] for x in events)
+    said = [x[9:] for x in events]
+    for step in ("ingest", "compare", "hints", "lake", "reports"):
+        assert f"run 2026-01: {step}" in said
+    order = [said.index(x) for x in ("run 2026-01: compare", "compare 2026-01 (duckdb): started",
+                                     "compare 2026-01 (duckdb): publishing", "run 2026-01: hints")]
+    assert order == sorted(order)
+    assert any(x.startswith("compare 2026-01 (duckdb): done (3/3, ") for x in said)
+
+
+@pytest.mark.slow
+def test_the_default_free_threshold_has_its_own_word(two_months, tmp_path):
+    """`--default-free-share` (the VPs' threshold, METHOD.md 5); `--min-coverage` stays as its
+    old name; "coverage" is the snapshot policy's word alone."""
+    for cmd in ("run", "compare"):
+        text = " ".join(congruency(cmd, "--help").stdout.split())
+        assert "--default-free-share SHARE, --min-coverage SHARE" in text
+    bad = congruency(*_run_args(two_months, tmp_path / "d", "2026-01")[:-3], "--default-free-share", "2")
+    assert bad.stderr == "error: --default-free-share (--min-coverage): expected a number from 0 to 1, got 2.0\n"
+    a = congruency(*_run_args(two_months, tmp_path / "a", "2026-01")[:-3], "--default-free-share", "0.5", "--json")
+    b = congruency(*_run_args(two_months, tmp_path / "b", "2026-01")[:-3], "--min-coverage", "0.5", "--json")
+    assert a.returncode == b.returncode == 0, a.stderr + b.stderr
+    assert table_rows(tmp_path / "a", "pairs", "2026-01") == table_rows(tmp_path / "b", "pairs", "2026-01")
+
+
+def test_status_names_the_data_dir_it_looked_in(tmp_path):
+    r = congruency("status", "--month", "2026-07", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr == (f"error: month 2026-07: never run in {tmp_path / 'data'} (no state, no manifest there; "
+                        "another --data-dir? `make demo` writes data/demo)\n")
+
+
+
+
+# --- a finished month is a finished month, however its data dir is spelled ------------------
+
+@pytest.mark.slow
+def test_a_finished_month_is_not_done_again_however_the_data_dir_is_spelled(sample, tmp_path):
+    """Issue 46: the demo's month run again from another folder with the data dir absolute,
+    from the clone's folder with it relative (and the archive root relative), and through a
+    symlink: every step skipped each time, no Parquet file rewritten (the manifest's
+    ingested_at kept), the state records its outputs relative to the data dir, and `status`
+    from any folder prints paths that exist."""
+    from bgp_congruency.ingest import manifest
+
+    clone = tmp_path / "clone"
+    data = writable(sample.data, clone / "data" / "demo")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(clone / "data")
+    files = {p: p.stat().st_mtime_ns for p in data.rglob("*.parquet")}
+    stamped = sorted((r["slot"], str(r["ingested_at"])) for r in manifest.read(data, MONTH).values())
+    base = ["run", "--month", MONTH, *SELECT[:-2], "--min-coverage", "0", "--config", str(sample.config_file), "--json"]
+    spellings = [(tmp_path / "elsewhere", str(data), str(ARCHIVE)),
+                 (clone, "data/demo", os.path.relpath(ARCHIVE, clone)),
+                 (tmp_path, "link/demo", os.path.relpath(ARCHIVE, tmp_path))]
+    for cwd, d, archive in spellings:
+        r = congruency(*base, "--data-dir", d, "--archive-root", archive, cwd=cwd)
+        assert r.returncode == 0, r.stderr[-2000:]
+        got = {k: v["status"] for k, v in json.loads(r.stdout)["steps"].items()}
+        assert set(got.values()) == {"skipped"}, (cwd, d, got)
+    assert {p: p.stat().st_mtime_ns for p in data.rglob("*.parquet")} == files
+    assert sorted((r["slot"], str(r["ingested_at"])) for r in manifest.read(data, MONTH).values()) == stamped
+    state = json.loads((data / "_runs" / f"month={MONTH}" / "state.json").read_text())
+    recorded = [v for s in state["steps"].values() for v in (s.get("outputs") or {}).values() if isinstance(v, str)]
+    assert recorded and not [v for v in recorded if os.path.isabs(v)], recorded
+    assert {Path(r["output"]).is_absolute() for r in manifest.read(data, MONTH).values()} == {False}
+    s = congruency("status", "--month", MONTH, "--data-dir", "link/demo", "--json", cwd=tmp_path)
+    outs = json.loads(s.stdout)["outputs"]
+    assert outs and all(Path(v).exists() for v in outs.values() if isinstance(v, str)), outs

@@ -6,15 +6,18 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from bgp_congruency.cli.main import main as cli
 from bgp_congruency.common.config import load
 from bgp_congruency.common.tables import HINTS
+from bgp_congruency.lake import published
 from bgp_congruency.selector import rules as selector
 from bgp_congruency.selector.advice import advise
 from bgp_congruency.selector.month import resolve_month
@@ -22,7 +25,6 @@ from bgp_congruency.selector.rules import Candidate, choose_k, rank, selection_k
 from bgp_congruency.selector.table import publish as publish_hints
 from tests.support import hintdata
 from tests.support.data import needs_data
-from bgp_congruency.common import published
 from tests.support.hintdata import CLASSES, MONTH, PATHS
 from tests.support.month import read_published
 
@@ -532,24 +534,22 @@ def test_no_published_month(tmp_path, capsys):
 # ------------------------------------------------------------------ the real 2026-07 pair
 @pytest.mark.slow
 @needs_data
-def test_real_month_classes_equal_pairs(ingested_2026, config, tmp_path_factory):
-    """The compare job (DuckDB engine) publishes the real month, then the selector reads it."""
-    from tests.support.month import compare_real
-
-    data = tmp_path_factory.mktemp("hints-real")
-    cfg = compare_real(data, ingested_2026, config)
+@pytest.mark.slow
+def test_real_month_classes_equal_pairs(sample):
+    """The real month as `congruency run` publishes it (its hints in the compare's commit):
+    every hint's class is its pair's; advise gives the table's hint."""
+    cfg, data = sample.cfg, sample.data
     assert resolve_month(cfg, None) == "2026-07"  # the latest published month
-    summary = publish_hints(cfg)
     rows = read_published(data, "hints", "2026-07").to_pylist()
     pairs = read_published(data, "pairs", "2026-07").to_pylist()
-    assert summary["rows"] == len(rows) == len(pairs) == 2167
+    assert len(rows) == len(pairs) == 2167
     by_key = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in rows}
     for p in pairs:
         r = by_key[(p["vp_group"], p["vp_asn"], p["dest_asn"])]
         assert r["hint_class"] == expected_class(p)
         assert r["shared_asns"] == p["shared_asns"]
     counts = {c: sum(expected_class(p) == c for p in pairs) for c in selector.CLASSES if c != "unknown"}
-    assert summary["classes"] == {c: n for c, n in sorted(counts.items()) if n}
+    assert {c: sum(r["hint_class"] == c for r in rows) for c in counts} == counts
     # advise gives the same hint as the table, through the same method functions
     rnd = random.Random(7)
     for p in rnd.sample(pairs, 25):
@@ -585,3 +585,80 @@ def test_array_forms_equal_the_definitions():
     want_c = [selector.confidence(a, b, int(s), ms) for a, b, s in zip(s4.tolist(), s6.tolist(), snaps)]
     assert got_p.tolist() == want_p
     assert got_c.tolist() == want_c
+
+
+def _proxy_answer(paths: list[dict], pairs: list[dict], src: int, dest: int) -> tuple[str, list[int], float, str]:
+    """The non-VP rule of selector/rules.py recomputed from the paths and pairs tables alone:
+    (class, proxies, agreement, rule); the through rule, then for a source that is no stub
+    the destination rule, then the upstream rule (the real sample's sources here are no stubs)."""
+    from bgp_congruency.congruency.method import shared_adjacent, shared_asns
+
+    by = {(r["vp_group"], r["vp_asn"], r["afi"]): tuple(r["path"]) for r in paths if r["dest_asn"] == dest}
+    vps = sorted({(g, a) for g, a, _ in by})
+    through = [vp for vp in vps if any(src in by.get((*vp, f), ())[1:] for f in (4, 6))]
+    after = {r["path"][i + 1] for r in paths for i in range(len(r["path"]) - 1) if r["path"][i] == src}
+    upstream = sorted({(r["vp_group"], r["vp_asn"]) for r in paths if r["vp_asn"] in after})
+
+    def cls_of(vp, up):
+        got = []
+        for f in (4, 6):
+            p = by.get((*vp, f))
+            if p is None:
+                return None
+            got.append(p[p.index(src):] if src in p[1:] else ((src, *p) if up else None))
+        if None in got or (src in by[(*vp, 4)][1:]) != (src in by[(*vp, 6)][1:]):
+            return None
+        v4, v6 = got
+        if v4 == v6:
+            return "congruent"
+        shared = shared_asns(v4, v6, src, dest)
+        return "disjoint" if not shared else ("shared-edge" if shared_adjacent(v4, v6, shared) else "shared-core")
+
+    order = ["disjoint", "shared-edge", "shared-core", "congruent"]
+    classes = [c for c in (cls_of(vp, False) for vp in through) if c]
+    if classes:
+        best = max(classes, key=order.index)
+        return best, sorted({a for _, a in through}), classes.count(best) / len(classes), "through"
+    assert after, f"AS{src} is a stub"
+    votes: dict[str, list[int]] = {}
+    for p in pairs:
+        if p["dest_asn"] == dest:
+            c = ("congruent" if p["congruent"] else "disjoint" if not p["shared_asns"] else
+                 "shared-edge" if p["shared_adjacent"] else "shared-core")
+            votes.setdefault(c, []).append(p["vp_asn"])
+    if votes:
+        best = max(votes, key=lambda c: (len(votes[c]), order.index(c)))
+        return best, sorted(set(votes[best])), len(votes[best]) / sum(map(len, votes.values())), "destination"
+    classes = [c for c in (cls_of(vp, True) for vp in upstream) if c]
+    if classes:
+        best = max(classes, key=order.index)
+        return best, sorted({a for _, a in upstream}), classes.count(best) / len(classes), "upstream"
+    return "unknown", [], 0.0, "none"
+
+
+@pytest.mark.slow
+def test_advice_for_sources_that_are_no_vp_follows_the_proxy_rule(sample):
+    """Issue 18: `advise --from 577 --to 812` said disjoint/aggregate though 3 of 5 proxies said
+    shared-edge. Now: the most cautious class, recomputed here from the paths table, and no
+    aggregate advice while the proxies (or, for the destination rule, the pairs) disagree."""
+    import json
+
+    paths = read_published(sample.data, "paths", "2026-07").to_pylist()
+    pairs = read_published(sample.data, "pairs", "2026-07").to_pylist()
+    rules = []
+    for src in (577, 3356):
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "advise", "--data-dir", str(sample.data), "--from", str(src),
+                            "--to", "812", "--json"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        [h] = json.loads(r.stdout)["hints"]
+        cls, proxies, agree, rule = _proxy_answer(paths, pairs, src, 812)
+        assert (h["hint_class"], h["proxies"], h["via_proxy"], h["rule"]) == (cls, proxies, True, rule)
+        assert cls != "unknown" and agree < 1 and h["mode"] != "aggregate"
+        if rule == "destination":  # a class without paths
+            assert h["v4_path"] is None and h["v6_path"] is None and h["confidence"] == pytest.approx(agree)
+        else:
+            assert h["v4_path"][0] == h["v6_path"][0] == src
+        rules.append(rule)
+    # since rule 6 both answer by the destination's pairs, which disagree too (the through
+    # proxies' cautious combination is worked by hand in test_selector.py, AS5 -> AS300)
+    assert rules == ["destination", "destination"]

@@ -13,9 +13,10 @@ from bgp_congruency.cli.main import main as cli
 from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.congruency import reference
 from tests.support.cases import R
+from tests.support.cli import congruency
+from tests.support.computed import writable
 from tests.support.data import needs_data
-from tests.support.month import write_entries
-from tests.support.month import read_published
+from tests.support.month import read_published, write_entries
 
 M = "2024-09"
 
@@ -201,6 +202,7 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     assert rows[("min_coverage", "0.95")]["pairs"] < 2167
 
 
+@pytest.mark.browser
 def test_the_page_in_chromium(tmp_path, capsys):
     """The tornado charts and the table render offline (the report tests' checks: no request,
     no error, every trace drawn, titles and hover); the biggest choice is named."""
@@ -218,3 +220,17 @@ def test_the_page_in_chromium(tmp_path, capsys):
     finally:
         b.close()
     assert len(figs) == 3  # no non-congruent pair here shares an AS: no adjacency figure
+
+
+@pytest.mark.slow
+def test_sensitivity_summary_says_undefined_as_the_page_does(sample, tmp_path):
+    """grouping=per_collector on route-views2 + route-views6 leaves no VP dual-stacked: no
+    pairs, so the figure is undefined (before issue 30 the summary said +0.0 .. +0.0)."""
+    data = writable(sample.data, tmp_path / "data")
+    r = congruency("sensitivity", "--month", "2026-07", "--variants", "grouping,min_coverage=0.5",
+                   "--data-dir", str(data))
+    assert r.returncode == 0, r.stderr
+    [line] = [x for x in r.stderr.splitlines() if x.split()[:1] == ["grouping"]]
+    assert line.split() == ["grouping", "undefined", "(undefined:", "per_collector:", "no", "pairs)"], line
+    [line] = [x for x in r.stderr.splitlines() if x.split()[:1] == ["min_coverage"]]
+    assert " .. " in line and "undefined" not in line

@@ -269,8 +269,8 @@ def test_ipv6_adoption_grows_and_relationships_differ(archive):
     assert counts == sorted(counts) and counts[0] < counts[-1] < len(net.asns)
     assert all(not x or y for a, b in zip(adopted, adopted[1:]) for x, y in zip(a, b))  # nobody drops IPv6
     c2p6, p2p6, _, _ = net.relationships(6, "2026-07")
-    v4 = {frozenset(l) for l in net.c2p + net.p2p}
-    v6 = {frozenset(l) for l in c2p6 + p2p6}
+    v4 = {frozenset(e) for e in net.c2p + net.p2p}
+    v6 = {frozenset(e) for e in c2p6 + p2p6}
     assert v6 - v4 and v4 - v6  # IPv6-only links (open peering, tunnels) and missing ones
     out, _ = archive
     by_month = json.loads((out / "SYNTH.json").read_text())["topology"]["ipv6_adopters"]

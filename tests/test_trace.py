@@ -193,14 +193,14 @@ def test_a_trace_that_leaves_the_bgp_path_differs(month, tmp_path, capsys):
 
 
 def test_stored_runs_are_a_table_the_published_tables_join(tmp_path, capsys):
-    from bgp_congruency.common import published
+    from bgp_congruency.lake import published
 
     data = publish_month(tmp_path / "data")  # its own: the traces are published into it
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 3
                     + [atlas_result("2001:db8:a::9", H100[1], V6_100, 6)] * 3)
     for _ in range(2):
         rc, out, err = run(capsys, "--data-dir", str(data), "--atlas", str(f), "--store")
-        assert rc == 0 and "stored in " in err
+        assert rc == 0 and "stored in " in err, err
     files = published.files(data, ["traces"], hintdata.MONTH)["traces"]  # appended: a publish each
     assert len(files) == 2 and len({Path(f).parent for f in files}) == 2
     capsys.readouterr()
@@ -222,6 +222,10 @@ def test_stored_runs_are_a_table_the_published_tables_join(tmp_path, capsys):
     ("", "empty (no RIPE Atlas traceroute results)"),
     ('{"af": 4, "type": "traceroute", "dst_addr": "10.0.100.1", "resu', "not complete JSON"),
     ('{"af": 4, "type": "ping", "dst_addr": "10.0.100.1", "result": []}\n', "a 'ping' result, not a traceroute"),
+    # one result a line, the seventh cut: its own line is named (issue 46: "line 1")
+    ("".join('{"af": 4, "type": "ping"}\n' for _ in range(6)) + '{"af": 4, "ty', "line 7 is not complete JSON"),
+    ('{"af": 4, "dst_addr": "10.0.100.1"}\n', "result 1: a JSON object without a RIPE Atlas result type, not a traceroute"),
+    ("[1, 2]", "result 1: a JSON int, not a traceroute"),
 ])
 def test_bad_atlas_file_is_one_line(month, tmp_path, capsys, content, message):
     f = tmp_path / "bad.json"
@@ -342,6 +346,7 @@ def _testbed(ns: dict, shared: bool) -> tuple[tuple[str, str], list[list[str]]]:
     return dst, aliases
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("shared", [False, True], ids=["disjoint", "shared"])
 def test_live_scamper_in_a_namespace_testbed(month, tmp_path, shared):
     from tests.support.netns import Netns

@@ -11,12 +11,18 @@ from pathlib import Path
 
 import pytest
 
+#: Browsers started in this process (the fast loop starts none: tests/support/fastloop.py).
+STARTED = 0
+
 
 class Chromium:
     """Headless Chromium on an ephemeral 127.0.0.1 DevTools port, one page, events recorded."""
 
     def __init__(self, tmp: Path):
         import websocket
+
+        global STARTED
+        STARTED += 1
 
         exe = shutil.which("chromium") or shutil.which("chromium-browser")
         if not exe:

@@ -10,14 +10,14 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
-from bgp_congruency.ingest.writer import SnapshotWriter
 from bgp_congruency.congruency import reference
+from bgp_congruency.ingest.writer import SnapshotWriter
 from tests.support import cases
 
 
 def read_published(data: Path, table: str, month: str) -> pa.Table:
     """A published table's rows of `month`, as the catalog has them now (month not a column)."""
-    from bgp_congruency.common import published as pub
+    from bgp_congruency.lake import published as pub
 
     return pub.read(data, table, month)
 
@@ -29,7 +29,7 @@ def publish_rows(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
 
     from bgp_congruency.common import layout
     from bgp_congruency.common.table_docs import DOCS
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import commit
 
     pid = f"{month}-{uuid.uuid4().hex[:8]}"
     folders = {}
@@ -38,7 +38,7 @@ def publish_rows(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
         d.mkdir(parents=True)
         pq.write_table(pa.Table.from_pylist(rows_, schema=DOCS[name].schema).drop_columns(["month"]), d / "part-0.parquet")
         folders[name] = str(d)
-    catalog.publish(data, month, folders)
+    commit.publish(data, month, folders)
 
 
 def copy_data_dir(src: Path, dst: Path) -> Path:
@@ -46,11 +46,11 @@ def copy_data_dir(src: Path, dst: Path) -> Path:
     (`congruency lake relocate`, what a user copying one runs)."""
     import shutil
 
-    from bgp_congruency.lake import catalog
+    from bgp_congruency.lake import upkeep
 
     shutil.copytree(src, dst, symlinks=True)
     if (dst / "catalog.sqlite").is_file():
-        catalog.relocate(dst)
+        upkeep.relocate(dst)
     return dst
 
 

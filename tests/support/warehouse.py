@@ -6,7 +6,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 
 from bgp_congruency.cli.main import main as cli
-from bgp_congruency.common import published
+from bgp_congruency.lake import published
 from tests.support.month import ENTRY_COLS, publish_rows, read_published
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
