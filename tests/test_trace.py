@@ -312,28 +312,17 @@ def test_several_destinations_need_to(month, tmp_path, capsys):
 # links (`peer`) let each end keep its own AS's address. Disjoint: IPv4 h-r1-d, IPv6 h-r2-d
 # toward AS100's host (BGP: [10, 1, 100] and [10, 2, 100]); shared: both families through r1
 # toward AS400's host (BGP: [10, 1, 400] twice).
-def _p2p(a_ns, a_if, a_addr, b_ns, b_if, b_addr):
-    from tests.support.netns import sh
-
-    sh("ip", "link", "add", a_if, "netns", a_ns, "type", "veth", "peer", "name", b_if, "netns", b_ns)
-    for ns, ifn, mine, peer in ((a_ns, a_if, a_addr, b_addr), (b_ns, b_if, b_addr, a_addr)):
-        sh("ip", "addr", "add", mine, "peer", peer, "dev", ifn, *(["nodad"] if ":" in mine else []), ns=ns)
-        sh("ip", "link", "set", ifn, "up", ns=ns)
-        if ":" in peer:  # IPv6 `peer` installs no route to the peer: add it
-            sh("ip", "-6", "route", "replace", peer, "dev", ifn, ns=ns)
-
-
 def _testbed(ns: dict, shared: bool) -> tuple[tuple[str, str], list[list[str]]]:
     """Builds the topology; returns the destination's two addresses and the routers' aliases."""
-    from tests.support.netns import sh
+    from tests.support.netns import p2p, sh
 
     h, r1, r2, d = ns["h"], ns["r1"], ns["r2"], ns["d"]
     dst = H400 if shared else H100
     v6_router, v6_asn_addr = (r1, "2001:db8:1::") if shared else (r2, "2001:db8:2::")
-    _p2p(h, "h4", "10.0.10.1", r1, "r1h", "10.0.1.1")
-    _p2p(r1, "r1d", "10.0.1.2", d, "d4", dst[0])
-    _p2p(h, "h6", "2001:db8:a::1", v6_router, "v6h", v6_asn_addr + "1")
-    _p2p(v6_router, "v6d", v6_asn_addr + "2", d, "d6", dst[1])
+    p2p(h, "h4", "10.0.10.1", r1, "r1h", "10.0.1.1")
+    p2p(r1, "r1d", "10.0.1.2", d, "d4", dst[0])
+    p2p(h, "h6", "2001:db8:a::1", v6_router, "v6h", v6_asn_addr + "1")
+    p2p(v6_router, "v6d", v6_asn_addr + "2", d, "d6", dst[1])
     for r in (r1, r2):
         sh("sysctl", "-qw", "net.ipv4.ip_forward=1", ns=r)
         sh("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1", ns=r)

@@ -48,3 +48,14 @@ def veth(a_ns, a_if, a_addr, b_ns, b_if, b_addr):
             extra = ["nodad"] if ":" in addr else []
             sh("ip", "addr", "add", addr, "dev", ifn, *extra, ns=ns)
         sh("ip", "link", "set", ifn, "up", ns=ns)
+
+
+def p2p(a_ns, a_if, a_addr, b_ns, b_if, b_addr):
+    """A point-to-point veth link: each end keeps its own address (its own AS's prefix) and
+    reaches the other's as a peer address."""
+    sh("ip", "link", "add", a_if, "netns", a_ns, "type", "veth", "peer", "name", b_if, "netns", b_ns)
+    for ns, ifn, mine, peer in ((a_ns, a_if, a_addr, b_addr), (b_ns, b_if, b_addr, a_addr)):
+        sh("ip", "addr", "add", mine, "peer", peer, "dev", ifn, *(["nodad"] if ":" in mine else []), ns=ns)
+        sh("ip", "link", "set", ifn, "up", ns=ns)
+        if ":" in peer:  # IPv6 `peer` installs no route to the peer: add it
+            sh("ip", "-6", "route", "replace", peer, "dev", ifn, ns=ns)
