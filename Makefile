@@ -175,6 +175,10 @@ check: setup
 	cd ingest/native && PATH="$(CARGO_PATH)" PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --release --quiet
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(FAST)"
 
+# Test processes (pytest-xdist): one per core on the 2-core CI machine; each takes whole
+# files, and the Spark and kernel tests as one group each (tests/conftest.py).
+TEST_WORKERS ?= 2
+
 # Everything: the lint and the layers, the Rust decoder's own unit tests (framing, AS path
 # segments, ADD-PATH, AS4_PATH merge, text forms, parallel bzip2), then the whole suite in
 # .venv, then the DAG tests in .venv-airflow.
@@ -182,7 +186,7 @@ test: installs
 	$(BIN)/ruff check .
 	@$(MAKE) --no-print-directory layers
 	cd ingest/native && PATH="$(CARGO_PATH)" PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --release --quiet
-	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q
+	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider tests/test_dag.py
 
 clean:

@@ -210,7 +210,8 @@ def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None =
     return h, rule
 
 
-def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: dict | None) -> tuple | None:
+def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: dict | None,
+                 inferred: bool = selector.INFERRED_ROUTES) -> tuple | None:
     """(rule, path from the source, stability, snapshots, neighbour, why) of one family by rules
     8-10 of selector/rules.py, or (None, ..., why) when none gives a path: `why` says what each
     rule found. `rels`: the month's relationships around the source (Month.relations), or None."""
@@ -234,7 +235,7 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
     if heads:
         seen = m.routes({n.asn for n in heads}, dest, afi, src) if hop is None else {}
         missing = {n.asn for n in heads if n.asn not in seen and n.asn != dest}
-        guessed = inferred_routes(m, src, dest, afi, missing) if rels is not None and missing else {}
+        guessed = inferred_routes(m, src, dest, afi, missing) if inferred and rels is not None and missing else {}
         cands = []
         for n in heads:
             if n.asn == dest:
@@ -296,7 +297,8 @@ def inferred_routes(m: Month, src: int, dest: int, afi: int, heads: set[int]) ->
 
 
 def evidence_answer(m: Month, src: int, d4: int | None, d6: int | None, ev: Evidence,
-                    fallback: bool = selector.DESTINATION_FALLBACK) -> tuple[dict, str] | None:
+                    fallback: bool = selector.DESTINATION_FALLBACK,
+                    inferred: bool = selector.INFERRED_ROUTES) -> tuple[dict, str] | None:
     """The hint of a source from its own evidence (rules 8-10 of selector/rules.py), each family
     on its own; a family with no path leaves the answer unknown, keeping the other family's
     path (with `fallback`, rule 6 `destination` gives the class instead: measured, and left
@@ -310,7 +312,7 @@ def evidence_answer(m: Month, src: int, d4: int | None, d6: int | None, ev: Evid
             got[afi] = (None, None, None, None, None, f"no IPv{afi} destination")
             continue
         rels = m.relations(afi, ases)
-        got[afi] = family_route(m, src, d, afi, ev, rels)
+        got[afi] = family_route(m, src, d, afi, ev, rels, inferred)
     h = _empty_hint(m.month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
     for afi in (4, 6):

@@ -100,7 +100,8 @@ def neighbours_of(con, paths: str, asn: int) -> dict[int, list[int]]:
 
 
 def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
-                       fallback: bool = rules.DESTINATION_FALLBACK) -> list[dict]:
+                       fallback: bool = rules.DESTINATION_FALLBACK,
+                       inferred: bool = rules.INFERRED_ROUTES) -> list[dict]:
     """The revealed evaluation one question at a time with selector/advice.evidence_answer: the
     reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
     con = duck.connect(cfg)
@@ -122,7 +123,7 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)
                 h, rule = evidence_answer(m, int(a), int(d), int(d), revealed_evidence(reveal, own, v4, v6, int(d)),
-                                          fallback)
+                                          fallback, inferred)
                 rows.append({**_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
                              "reveal": reveal})
         return rows
@@ -188,8 +189,8 @@ def homing(net, month: str, src: int) -> str:
 
 
 def against_truth(cfg: Config, truth, month: str | None = None, sources: int = TRUTH_SOURCES,
-                  dests: int = TRUTH_DESTS, seed: int = 1, progress=None, reveal: str = "none"
-                  ) -> tuple[str, list[dict]]:
+                  dests: int = TRUTH_DESTS, seed: int = 1, progress=None, reveal: str = "none",
+                  inferred: bool = rules.INFERRED_ROUTES) -> tuple[str, list[dict]]:
     """(month, one row per (source, destination)): the selector's answer for ASes that are no
     VP of a generated month (synth/truth.py: half stubs, half transit, drawn with `seed`,
     among those the month's paths show: the selector answers no other), each to `dests` of the
@@ -224,7 +225,8 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
                     continue
                 observed, _ = rules.classify(v4, v6, s, d)
                 got = proxy_answer(m, s, d, d, []) if reveal == "none" else \
-                    evidence_answer(m, s, d, d, truth_evidence(t.net, month, reveal, s, true, d))
+                    evidence_answer(m, s, d, d, truth_evidence(t.net, month, reveal, s, true, d),
+                                    inferred=inferred)
                 rows.append({**_row(month, None, s, d, v4, v6, observed, *got),
                              "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows

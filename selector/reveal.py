@@ -162,7 +162,7 @@ def _inferred_sql(qs: str) -> str:
         WHERE pick = 1"""
 
 
-def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: int) -> str:
+def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: int, inferred: bool) -> str:
     """The answers of rule `kind` for the questions of partition `part`: columns vp_group, v,
     d, afi, rule, n, route (from n on; through: from the source on), stab, snaps. For the heads
     (rules 10 and 11) the observed routes and the questions still without one are temp tables
@@ -177,7 +177,7 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
     else:  # the first hop's observed route was rule 8's
         con.execute("CREATE OR REPLACE TEMP TABLE ev_obs AS SELECT *, NULL::BIGINT[] AS route, NULL::DOUBLE AS stab, "
                     "NULL::BIGINT AS snaps FROM ev_hq WHERE false")
-    if has_rel:
+    if inferred:
         n_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, 'provider')"
         missing = f"""SELECT q.*, {n_is} AS n_is FROM ev_hq q
                      LEFT JOIN ev_rel vr ON vr.afi = q.afi AND vr.a = q.v AND vr.b = q.n
@@ -200,8 +200,8 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
             ORDER BY list_position(['customer', 'peer', 'provider'], n_is), len(route), ord, n) = 1"""
 
 
-def answers(cfg: Config, month: str, reveal: str, progress=None,
-            fallback: bool = rules.DESTINATION_FALLBACK) -> pa.Table:
+def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool = rules.DESTINATION_FALLBACK,
+            inferred: bool = rules.INFERRED_ROUTES) -> pa.Table:
     """One row per pair of the month: the evidence rules' answer for the pair's VP AS held out,
     under `reveal` (first-hop or neighbours), with everything selector_eval records but the
     calibrated confidence."""
@@ -210,6 +210,7 @@ def answers(cfg: Config, month: str, reveal: str, progress=None,
     con = duck.connect(cfg)
     try:
         snaps, has_rel = _setup(con, cfg, month)
+        use_rel = has_rel and inferred
         k = partitions(con, cfg)
         kinds = ("first-hop", "through", "heads") if reveal == "first-hop" else ("through", "heads")
         con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
@@ -219,7 +220,7 @@ def answers(cfg: Config, month: str, reveal: str, progress=None,
             for kind in kinds:
                 con.execute(f"""INSERT INTO ev_fam
                     SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
-                    FROM ({_family_sql(con, kind, reveal, part, has_rel, snaps)}) c
+                    FROM ({_family_sql(con, kind, reveal, part, has_rel, snaps, use_rel)}) c
                     ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
             if progress:
                 progress(i + 1, k)

@@ -252,6 +252,13 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #: accuracy by up to 0.26 on bins of over 30 answers (congruency evaluate --reveal first-hop):
 #: neither accurate nor calibratable, so a family without a path stays unknown.
 DESTINATION_FALLBACK = False
+#: Rule 11 (`inferred`: a neighbour's route not observed, taken one AS further from the month's
+#: relationships): off. Measured on the real 2026-07 sample it answered the pairs the first hop's
+#: observed route left (coverage 75.0% -> 100%, 86.6% of them right) but one source's answers
+#: (AS1403: 84 congruent answers, 29% right) put its calibration off by up to 0.27, leaving one
+#: VP AS out at a time; on the generated 400-AS month it raised the neighbours mode's coverage
+#: from 39% to 75% at 71% accuracy (bench/RESULTS.md). Not calibrated, so not kept.
+INFERRED_ROUTES = False
 #: What a neighbour is to the source, the most preferred route first (Gao-Rexford).
 NEIGHBOUR_CLASSES = ("customer", "peer", "provider")
 #: The evidence rules from the surest; a pair's rule is its two families' later one.

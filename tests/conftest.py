@@ -120,11 +120,15 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_collection_modifyitems(config, items):
-    """With pytest-xdist (`make test` runs two workers, --dist loadgroup), the tests of one
-    Spark JVM run on one worker and those on the kernel's namespaces and mounts on one worker
-    (each group in order on its worker, never two of its tests at once); the rest share both."""
+    """With pytest-xdist (`make test` runs two workers, --dist loadgroup), each worker takes
+    whole groups: the tests of one Spark JVM, those on the kernel's namespaces and mounts, and
+    every other file by itself (its module fixtures are then built once). A group's tests run in
+    order on its worker; the session's computed months are built by each worker that needs them."""
     for item in items:
         if item.get_closest_marker("spark") or item.get_closest_marker("cluster"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            group = "spark"
         elif item.get_closest_marker("kernel"):
-            item.add_marker(pytest.mark.xdist_group("kernel"))
+            group = "kernel"
+        else:
+            group = item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))

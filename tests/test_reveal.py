@@ -40,10 +40,10 @@ def hand(hint_month, tmp_path_factory):
     return hint_month.cfg.with_overrides(data_dir=data)
 
 
-def _answer(cfg, src, dest, ev):
+def _answer(cfg, src, dest, ev, inferred=False):
     con = duck.connect(cfg)
     try:
-        h, rule = evidence_answer(Month(con, cfg, MONTH), src, dest, dest, ev)
+        h, rule = evidence_answer(Month(con, cfg, MONTH), src, dest, dest, ev, inferred=inferred)
     finally:
         con.close()
     return h, rule
@@ -87,10 +87,13 @@ def test_the_rules_as_worked_out_by_hand(hand):
     assert (h["v4_path"], h["via_v4"], rule) == ([99, 1, 5, 6, 300], 1, "neighbours")
     h, rule = _answer(hand, 42, 300, _via("5:peer,1:peer", "2"))
     assert (rule, h["v4_path"], h["hint_class"]) == ("none", None, "unknown")
-    # (G) Rule 11: AS30 has no route to AS100 on any path; the month says AS1 provides it, and
-    # AS1's route is 1 100: AS30's is inferred as 30 1 100. The pair's rule is the least sure.
-    h, rule = _answer(hand, 99, 100, _via("30", "2"))
+    # (G) Rule 11 (off by default: rules.INFERRED_ROUTES): AS30 has no route to AS100 on any
+    # path; the month says AS1 provides it, and AS1's route is 1 100: AS30's is inferred as
+    # 30 1 100. The pair's rule is the least sure. Off, that family has no path.
+    h, rule = _answer(hand, 99, 100, _via("30", "2"), inferred=True)
     assert (h["v4_path"], h["v6_path"], rule) == ([99, 30, 1, 100], [99, 2, 100], "inferred")
+    h, rule = _answer(hand, 99, 100, _via("30", "2"))
+    assert (h["v4_path"], h["v6_path"], rule) == (None, [99, 2, 100], "none")
     # (H) A family no rule gives a path stays unknown, the other family's path kept, each
     # rule's reason said (DESTINATION_FALLBACK is off).
     h, rule = _answer(hand, 99, 500, _via("1", "2"))
@@ -107,21 +110,26 @@ def test_declared_neighbours_are_parsed_or_refused():
             parse_via(bad, 4)
 
 
-def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(hand):
+@pytest.mark.parametrize("inferred", [False, True], ids=["rules 8-10", "with rule 11"])
+def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(hand, inferred):
     for reveal in ("first-hop", "neighbours"):
-        sql = sorted(R.answers(hand, MONTH, reveal).to_pylist(), key=lambda r: (r["vp_asn"], r["dest_asn"]))
-        ref = sorted(E.held_out_reference(hand, MONTH, reveal), key=lambda r: (r["vp_asn"], r["dest_asn"]))
+        sql = sorted(R.answers(hand, MONTH, reveal, inferred=inferred).to_pylist(),
+                     key=lambda r: (r["vp_asn"], r["dest_asn"]))
+        ref = sorted(E.held_out_reference(hand, MONTH, reveal, inferred=inferred),
+                     key=lambda r: (r["vp_asn"], r["dest_asn"]))
         assert [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in sql] == \
             [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in ref], reveal
 
 
 @pytest.mark.slow
 @needs_data
-@pytest.mark.parametrize("reveal, asns", [("first-hop", {49788, 20130, 7660}), ("neighbours", {20130, 7660})])
-def test_the_set_based_evaluation_equals_its_reference_on_the_real_sample(sample, reveal, asns):
+@pytest.mark.parametrize("reveal, asns, inferred", [("first-hop", {49788, 20130, 7660}, False),
+                                                     ("neighbours", {20130, 7660}, False),
+                                                     ("first-hop", {7660, 20130}, True)])
+def test_the_set_based_evaluation_equals_its_reference_on_the_real_sample(sample, reveal, asns, inferred):
     """Every held-out question of these VP ASes (the reference is slow: one query per question)."""
-    sql = [r for r in R.answers(sample.cfg, "2026-07", reveal).to_pylist() if r["vp_asn"] in asns]
-    ref = E.held_out_reference(sample.cfg, "2026-07", reveal, asns)
+    sql = [r for r in R.answers(sample.cfg, "2026-07", reveal, inferred=inferred).to_pylist() if r["vp_asn"] in asns]
+    ref = E.held_out_reference(sample.cfg, "2026-07", reveal, asns, inferred=inferred)
     key = lambda r: (r["vp_asn"], r["vp_group"], r["dest_asn"])  # noqa: E731
     assert len(sql) == len(ref) > 100
     cols = [c for c in ref[0] if c != "calibrated_confidence"]
