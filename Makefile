@@ -27,7 +27,7 @@ define make_venv
 	$(1)/bin/python -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
 	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps -r $(2)
 	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps --build-constraints $(BUILD_PINS) -e .
-	touch $(1)/.installed
+	touch $(1)/bin/.installed
 endef
 
 $(BIN)/.installed: pyproject.toml $(LOCK) $(BUILD_PINS)
@@ -62,7 +62,7 @@ $(WHEELS)/.native: $(BIN)/.installed $(NATIVE_SRC)
 
 define install_native
 	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps --reinstall $(WHEELS)/congruency_mrt-*.whl
-	touch $(1)/.native
+	touch $(1)/bin/.native
 endef
 
 $(BIN)/.native: $(BIN)/.installed $(WHEELS)/.native
