@@ -458,7 +458,7 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     row = {"vp_group": "route-views", "vp_asn": 10, "dest_asn": 100, "rule": "through", "proxies": 1,
            "observed_class": "disjoint", "predicted_class": "disjoint", "correct": True, "confidence": 0.5,
            "observed_mode": "aggregate", "predicted_mode": "aggregate", "v4_exact": True, "v6_exact": True,
-           "v4_hop_distance": 0, "v6_hop_distance": 0, "kind": "vp", "calibrated_confidence": 0.75}
+           "v4_hop_distance": 0, "v6_hop_distance": 0, "kind": "vp", "calibrated_confidence": 0.75, "reveal": "none"}
     monkeypatch.setitem(DOCS, "selector_eval", dataclasses.replace(DOCS["selector_eval"], schema=old))
     published.write_rows(data, "selector_eval", "2026-06", [{**row, "month": "2026-06"}], old)
     monkeypatch.undo()

@@ -85,7 +85,11 @@ def assert_month_report(browser, data: Path, month: str, shots: Path, name: str)
     pairs = _read(data, "pairs", month)
     summary = _read(data, "month_summary", month)[0]
     cls = Counter(r["vp_class"] for r in vps)
-    assert list(figs) == ["fig-cdf", "fig-hops", "fig-hops-share", "fig-shared", "fig-nonadopter", "fig-divergence"]
+    rel = (data / "as_relationships" / f"month={month}").exists()
+    assert list(figs) == ["fig-cdf", "fig-hops", "fig-hops-share", "fig-shared", "fig-nonadopter", "fig-divergence"] \
+        + ["fig-parting"] * rel  # the relationships section: a month with its relationships inferred
+    if rel:
+        assert figs["fig-parting"]["points"] == [3]  # one bar per cause (reports/month_report.CAUSES)
     # the CDF leaves out VPs with fewer than MIN_PAIRS pairs and names them; hover has the counts
     from bgp_congruency.reports.month_report import MIN_PAIRS, TOP_ASES
 
