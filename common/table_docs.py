@@ -20,6 +20,7 @@ from bgp_congruency.common.tables import (
     MONTH_SUMMARY,
     PAIRS,
     PATHS,
+    PREFIX_ORIGINS,
     PROVENANCE,
     RIB_ENTRIES,
     SELECTOR_EVAL,
@@ -296,6 +297,19 @@ document(
     vps=("VP ASes whose paths show the link", "VPs", _REL),
     step=("the step that decided it: clique | top-down | partial-vp | larger-customer | provider-less | "
           "clique-stub | stub-providers | fold-p2p | rest-p2p", "-", _REL),
+)
+
+document(
+    "prefix_origins", PREFIX_ORIGINS,
+    "One row per (address family, prefix, origin AS) of the month's RIB entries: what the longest-prefix match "
+    "of addresses reads (advise, export, trace), one small table instead of every entry.",
+    "prefix_origins/month=YYYY-MM/PUBLISH/*.parquet",
+    month=_MONTH,
+    afi=("address family: 4 or 6", "-", "ingest: decode"),
+    prefix=("announced prefix, as in rib_entries", "-", "ingest: decode"),
+    origin_asn=("last ASN of the path (entries whose path ends in a set or is empty are left out)", "ASN",
+                "ingest: decode"),
+    entries=("RIB entries of the month with that prefix and origin", "rows", "selector/origins.py"),
 )
 
 _SEL = "path selector (selector/rules.py)"

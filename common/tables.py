@@ -343,9 +343,21 @@ AS_RELATIONSHIPS = pa.schema(
     ]
 )
 
+#: The month's prefixes and their origins, as many RIB entries as show each pair: the
+#: longest-prefix match of addresses (selector/origins.py) reads it instead of rib_entries.
+PREFIX_ORIGINS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("afi", pa.int8()),
+        ("prefix", pa.string()),
+        ("origin_asn", ASN),
+        ("entries", pa.int64()),
+    ]
+)
+
 #: Tables computed inside the compare from the engine's staged tables, in this order (each
 #: may read those before it): pipeline/job.py's stagers, handed in by runner/steps.py.
-STAGED_TABLES = ("as_relationships", "hints")
+STAGED_TABLES = ("as_relationships", "prefix_origins", "hints")
 #: What one month's compare publishes in one catalog commit, in this order: the engine's
 #: tables, the provenance row, the tables computed from them inside the compare
 #: (STAGED_TABLES), month_summary last (its row says the month is published).

@@ -184,6 +184,8 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
                         "tables": tables_listing(root, ("month_summary", "provenance"), [month])})
     if step == "hints":  # what the compare published with the month; not the hints this step may build
         listing_ = tables_listing(root, tuple(t for t in MONTH_TABLES if t != "hints"), months=[month])
+        if cfg.source.asn is not None:  # the site's own advice in the export follows its [source]
+            return _digest({"tables": listing_, "tunnels_export": cfg.tunnels_export, "source": repr(cfg.source)})
         return _digest(listing_ if cfg.tunnels_export else {"tables": listing_, "tunnels_export": False})
     if step == "lake":
         return _digest(tables_listing(root, MONTH_TABLES))

@@ -22,8 +22,10 @@ from bgp_congruency.relationships import table as relationships_table
 from bgp_congruency.reports import month_report, trend_report
 from bgp_congruency.reports import sensitivity as page
 from bgp_congruency.runner.state import READ, StepFailed, data_dir, engine, manifest_ok
+from bgp_congruency.selector import origins, reveal
 from bgp_congruency.selector import table as hints
 from bgp_congruency.selector.exports import jsonl
+from bgp_congruency.selector.question import evidence_of
 
 # --- the steps ------------------------------------------------------------------------
 
@@ -87,7 +89,7 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
 
 
 #: What the compare computes from its own staged tables and publishes with them (pipeline/job.Stager).
-STAGERS = (relationships_table.stage_month, hints.stage_month)
+STAGERS = (relationships_table.stage_month, origins.stage_month, hints.stage_month)
 
 
 def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) -> dict:
@@ -131,7 +133,14 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     if not cfg.tunnels_export:
         _tunnels_path(cfg, month).unlink(missing_ok=True)
         return {"hints": str(where)}
-    return {"hints": str(where), "tunnels_jsonl": str(jsonl.write(cfg, _tunnels_path(cfg, month), month))}
+    site = None
+    if cfg.source.asn is not None and (cfg.source.via4 or cfg.source.via6):
+        ev = evidence_of(list(cfg.source.via4) or None, list(cfg.source.via6) or None, what="[source] ")
+        site = reveal.site_hints(cfg, month, cfg.source.asn, ev.via)
+    out = {"hints": str(where), "tunnels_jsonl": str(jsonl.write(cfg, _tunnels_path(cfg, month), month, site))}
+    if site is not None:
+        out["site_hints"] = site.num_rows
+    return out
 
 
 class StepWarning(CongruencyError):

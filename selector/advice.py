@@ -35,7 +35,7 @@ from bgp_congruency.selector.question import (
 )
 
 
-def _empty_hint(month: str, src: int) -> dict:
+def empty_hint(month: str, src: int) -> dict:
     h = {name: None for name in HINTS.names}
     h.update(month=month, source_asn=src, via_proxy=False, proxies=[], shared_asns=[], notes=[],
              caveat=selector.LOWER_BOUND)
@@ -52,7 +52,7 @@ def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: in
               paths: dict) -> dict:
     """The hint from one VP's paths: the source's own, or (proxy "through"/"upstream") a
     proxy VP's seen from the source (selector.from_source)."""
-    h = _empty_hint(m.month, src)
+    h = empty_hint(m.month, src)
     h.update(vp_group=vp[0], vp_asn=vp[1], via_proxy=proxy is not None, dest_asn=d4, dest_asn_v6=d6)
     p4, p6 = paths.get((*vp, d4, 4)), paths.get((*vp, d6, 6))
     if proxy:
@@ -80,7 +80,7 @@ def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: in
 def _hint(m: Month, src: Source, dest: Destination, origins: dict, evidence: Evidence | None = None) -> dict:
     """One hint for (source, destination); origins come from lookup_origins. A source that is
     no VP is answered from its `evidence` where it has some (rules 8-10), else by proxies."""
-    h = _empty_hint(m.month, src.asn)
+    h = empty_hint(m.month, src.asn)
     h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
     notes: list[str] = []
     uncovered: dict[int, str] = {}  # a family whose address no prefix covers has no path
@@ -166,7 +166,7 @@ def _hint_stub(m: Month, src: int, d4: int, d6: int, got: dict) -> tuple[dict, s
     """(the hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py),
     its rule) from _stub_routes' routes of both families."""
     (n4, p4, s4, k4, w4), (n6, p6, s6, k6, w6) = got[4], got[6]
-    h = _empty_hint(m.month, src)
+    h = empty_hint(m.month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, v4_path=list(p4), v6_path=list(p6), via_v4=n4, via_v6=n6,
              stability_v4=s4, stability_v6=s6, proxies=sorted(set(w4) | set(w6)), snapshots=min(k4, k6))
     cls, shared = selector.classify(p4, p6, src, d4, d6)
@@ -195,7 +195,7 @@ def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None =
     if cls == "unknown":
         return None
     rule = "destination" if behind is None else "one-neighbour"
-    h = _empty_hint(m.month, src)
+    h = empty_hint(m.month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[cls])),
              shared_asns=[] if behind is None or cls == "congruent" else [behind])
     h.update(selector.hint_fields(cls, None, None, None, None, None, m.snapshots, proxy=True, agreement=share,
@@ -313,7 +313,7 @@ def evidence_answer(m: Month, src: int, d4: int | None, d6: int | None, ev: Evid
             continue
         rels = m.relations(afi, ases)
         got[afi] = family_route(m, src, d, afi, ev, rels, inferred)
-    h = _empty_hint(m.month, src)
+    h = empty_hint(m.month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
     for afi in (4, 6):
         rule, path, stab, _snaps, _n, _why = got[afi]
@@ -397,7 +397,7 @@ def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tupl
     if not any(c["hint_class"] != "unknown" for c in cands):  # the first kind that has proxies says why
         kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
     if not cands:
-        h = _empty_hint(m.month, src)
+        h = empty_hint(m.month, src)
         h.update(dest_asn=d4, dest_asn_v6=d6)
         for afi, (n, path, stab, _k, _w) in partial.items():  # a family's own path stays in the answer
             h.update({f"v{afi}_path": list(path), f"stability_v{afi}": stab, f"via_v{afi}": n})
@@ -484,12 +484,15 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
         con = duck.connect(cfg)
         try:
             m = Month(con, cfg, month)
-            m.calibration = month_calibration(con, cfg, month)
-            on, _ = m.seen(src.asn)
-            if not on:
+            fits = month_calibration(con, cfg, month) or {}
+            # an answer from the source's evidence is calibrated on the evaluation of that
+            # evidence (first hops known, or only the neighbours), others on today's rules
+            mode = "none" if not evidence else "first-hop" if evidence.first_hop else "neighbours"
+            m.calibration = fits.get(mode)
+            if not m.seen(src.asn):
                 raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
             for d in dests:
-                if d.asn is not None and not m.seen(d.asn)[0]:
+                if d.asn is not None and not m.seen(d.asn):
                     raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
             nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
             origins = lookup_origins(con, cfg, month, nets)
@@ -509,15 +512,23 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     return {"month": month, "hints": hints, "selection": selection}
 
 
-def month_calibration(con, cfg: Config, month: str) -> calibration.Fit | None:
-    """The calibration of the month's evaluation (selector_eval: the VPs held out, and in a
-    generated month the ASes that are no VP), counted in SQL (a few cells, however many
-    rows); None before it ran."""
+def month_calibration(con, cfg: Config, month: str) -> dict[str, calibration.Fit] | None:
+    """The calibrations of the month's evaluation per reveal (selector_eval: none for today's
+    rules, first-hop and neighbours for answers from the source's evidence; the VPs held out,
+    and in a generated month the ASes that are no VP), counted in SQL (a few cells, however
+    many rows); None before it ran."""
     if month not in published.months(local_root(cfg), "selector_eval"):
         return None
-    rows = con.execute(f"""SELECT rule, predicted_class = 'congruent', count(*), count(*) FILTER (WHERE correct)
-        FROM {table_relation(cfg, "selector_eval", month)} WHERE correct IS NOT NULL GROUP BY ALL""").fetchall()
-    return {(r, bool(c)): (int(n), int(k)) for r, c, n, k in rows}
+    rel = table_relation(cfg, "selector_eval", month)
+    have = {r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {rel})").fetchall()}
+    reveal = "coalesce(reveal, 'none')" if "reveal" in have else "'none'"
+    rows = con.execute(f"""SELECT {reveal}, rule, predicted_class = 'congruent', count(*),
+                                  count(*) FILTER (WHERE correct)
+        FROM {rel} WHERE correct IS NOT NULL GROUP BY ALL""").fetchall()
+    out: dict[str, calibration.Fit] = {}
+    for rv, r, c, n, k in rows:
+        out.setdefault(rv, {})[(r, bool(c))] = (int(n), int(k))
+    return out
 
 
 def select(hints: list[dict], k: int, src: int) -> dict:

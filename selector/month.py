@@ -87,9 +87,13 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
             lens.append(n)
     cand = pa.table({"k": keys, "afi": pa.array(afis, pa.int8()), "prefix": cands, "plen": lens})
     con.register("lpm_candidates", cand)
+    if month in published.months(local_root(cfg), "prefix_origins"):  # the month's prefix table, small
+        src, n = table_relation(cfg, "prefix_origins", month), "sum(e.entries)"
+    else:  # a month published before it: every entry
+        src, n = table_relation(cfg, "rib_entries", month), "count(*)"
     rows = con.execute(f"""
-        SELECT c.k, c.plen, e.prefix, e.origin_asn, count(*) AS n
-        FROM {table_relation(cfg, 'rib_entries', month)} e
+        SELECT c.k, c.plen, e.prefix, e.origin_asn, {n} AS n
+        FROM {src} e
         JOIN lpm_candidates c ON e.prefix = c.prefix AND e.afi = c.afi
         WHERE e.origin_asn IS NOT NULL
         GROUP BY ALL
@@ -133,15 +137,21 @@ class Month:
         #: The month's as_relationships as a relation (None: not published for the month).
         self.relationships = (table_relation(cfg, "as_relationships", month)
                               if month in published.months(local_root(cfg), "as_relationships") else None)
+        # the VPs with a path (the vps table's row of each, not a scan of the paths)
         self.vps = {(g, int(a)) for g, a in con.execute(
-            f"SELECT DISTINCT vp_group, vp_asn FROM {self.paths}").fetchall()}
+            f"SELECT DISTINCT vp_group, vp_asn FROM {table_relation(cfg, 'vps', month)} "
+            f"WHERE (origins_v4 > 0 OR origins_v6 > 0){keep.replace(' WHERE', ' AND')}").fetchall()}
 
-    def seen(self, asn: int) -> tuple[bool, bool]:
-        """(on any path of the month, origin of any path of the month)."""
-        on, origin = self.con.execute(
-            f"SELECT bool_or(list_contains(path, ?)), bool_or(dest_asn = ?) FROM {self.paths}",
-            [asn, asn]).fetchall()[0]
-        return bool(on), bool(origin)
+    def seen(self, asn: int) -> bool:
+        """On any path of the month: a VP, or an end of a link of the month's relationships
+        (every AS of a path of two or more ASes; a small table), else a scan of the paths."""
+        if any(a == asn for _g, a in self.vps):
+            return True
+        if self.relationships is not None:
+            return bool(self.con.execute(f"SELECT count(*) > 0 FROM {self.relationships} WHERE as1 = $a OR as2 = $a",
+                                         {"a": asn}).fetchall()[0][0])
+        return bool(self.con.execute(f"SELECT bool_or(list_contains(path, ?)) FROM {self.paths}",
+                                     [asn]).fetchall()[0][0])
 
     def through_vps(self, asn: int, dests: set[int]) -> list[tuple[str, int]]:
         """VPs whose path to one of `dests` crosses `asn`: they show its own route."""

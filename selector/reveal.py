@@ -26,10 +26,12 @@ import pyarrow as pa
 
 from bgp_congruency.common import duck, vp_hash
 from bgp_congruency.common.config import Config
+from bgp_congruency.common.tables import HINTS
 from bgp_congruency.lake import published
 from bgp_congruency.pipeline.partitions import limit_bytes
 from bgp_congruency.pipeline.steps import edit_distance_sql
-from bgp_congruency.selector import rules
+from bgp_congruency.selector import calibration, rules
+from bgp_congruency.selector.advice import empty_hint, month_calibration
 from bgp_congruency.selector.month import local_root, table_relation
 
 REVEALS = ("none", "first-hop", "neighbours")
@@ -83,16 +85,22 @@ def _setup(con, cfg: Config, month: str) -> int:
     else:
         con.execute("CREATE OR REPLACE TEMP TABLE ev_rel (afi TINYINT, a BIGINT, b BIGINT, b_is VARCHAR)")
         has_rel = False
-    # the questions: one per pair and family; what each may use
+    return int(snaps), has_rel
+
+
+def _held_out_questions(con) -> None:
+    """The questions of the held-out evaluation: one per pair and family, with the pair's own
+    path (its first hop) and its VP AS's neighbours (ev_nb: declared `provider`, the most
+    used first)."""
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_q AS
         SELECT vp_group, vp_asn AS v, dest_asn AS d, afi, CASE afi WHEN 4 THEN v4_path ELSE v6_path END AS own_path
         FROM ev_pairs, (SELECT unnest([4, 6]) AS afi)""")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_nb AS
         SELECT vp_asn AS v, afi, path[2] AS n, row_number() OVER (PARTITION BY vp_asn, afi
-                                                                  ORDER BY count(*) DESC, path[2]) - 1 AS ord
+                                                                  ORDER BY count(*) DESC, path[2]) - 1 AS ord,
+               'provider' AS rel
         FROM ev_paths WHERE len(path) >= 2 AND vp_asn IN (SELECT DISTINCT vp_asn FROM ev_pairs)
         GROUP BY vp_asn, afi, path[2]""")
-    return int(snaps), has_rel
 
 
 def _questions(kind: str, reveal: str, part: str) -> str:
@@ -100,13 +108,14 @@ def _questions(kind: str, reveal: str, part: str) -> str:
     AS whose route it reads (n: the first hop, the source itself, or each neighbour), the
     neighbour's declared order, and what n is to the source as declared."""
     if kind == "first-hop":
-        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord FROM ev_q"
+        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
     elif kind == "through":
-        q = "SELECT vp_group, v, d, afi, v AS n, 0 AS ord FROM ev_q"
+        q = "SELECT vp_group, v, d, afi, v AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
     elif reveal == "first-hop":  # rule 11 for the first hop whose route is not observed
-        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord FROM ev_q"
+        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
     else:
-        q = "SELECT q.vp_group, q.v, q.d, q.afi, nb.n, nb.ord FROM ev_q q JOIN ev_nb nb ON nb.v = q.v AND nb.afi = q.afi"
+        q = ("SELECT q.vp_group, q.v, q.d, q.afi, nb.n, nb.ord, nb.rel FROM ev_q q "
+             "JOIN ev_nb nb ON nb.v = q.v AND nb.afi = q.afi")
     return f"SELECT * FROM ({q}) WHERE {part} AND n IS NOT NULL"
 
 
@@ -115,14 +124,14 @@ def _best_sql(qs: str, snaps: int, at_dest: bool) -> str:
     table, the held-out VP AS's paths left out and routes on which it follows n dropped; with
     `at_dest`, n = d is the route (d), as sure as the month."""
     dest = f"""
-        UNION ALL SELECT vp_group, v, d, afi, n, ord, [d] AS route, true AS own, 1::BIGINT AS vps,
+        UNION ALL SELECT vp_group, v, d, afi, n, ord, rel, [d] AS route, true AS own, 1::BIGINT AS vps,
                          1.0::DOUBLE AS stab, {int(snaps)}::BIGINT AS snaps
         FROM ({qs}) WHERE n = d""" if at_dest else ""
     return f"""
-        SELECT vp_group, v, d, afi, n, ord, route, stab, snaps FROM (
+        SELECT vp_group, v, d, afi, n, ord, rel, route, stab, snaps FROM (
             SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, n
                                          ORDER BY own DESC, vps DESC, len(route), route) AS rk
-            FROM (SELECT qs.vp_group, qs.v, qs.d, qs.afi, qs.n, qs.ord, r.route, bool_or(r.own) AS own,
+            FROM (SELECT qs.vp_group, qs.v, qs.d, qs.afi, qs.n, qs.ord, qs.rel, r.route, bool_or(r.own) AS own,
                          count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
                   FROM ({qs}) qs JOIN ev_routes r ON r.afi = qs.afi AND r.dest = qs.d AND r.n = qs.n
                   WHERE qs.n <> qs.d AND r.vp <> qs.v AND NOT list_contains(r.route[2:], qs.v)
@@ -139,22 +148,23 @@ def _inferred_sql(qs: str) -> str:
     heads = f"SELECT * FROM ({qs}) WHERE n <> d"
     # A head that is not the source's provider gives it only its customers' routes: only its
     # customers' routes can make it a candidate (the same choice: customers rank first).
-    below = f"""SELECT h.vp_group, h.v, h.d, h.afi, hr.b AS n, h.n AS head, h.ord AS head_ord, hr.b_is AS m_is
+    below = f"""SELECT h.vp_group, h.v, h.d, h.afi, hr.b AS n, h.n AS head, h.ord AS head_ord, h.rel, hr.b_is AS m_is
                 FROM ({heads}) h JOIN ev_rel hr ON hr.afi = h.afi AND hr.a = h.n AND hr.b <> h.v
                 WHERE h.n_is = 'provider' OR hr.b_is = 'customer'"""
     best = f"""
-        SELECT vp_group, v, d, afi, n, head, head_ord, m_is, route, stab, snaps FROM (
+        SELECT vp_group, v, d, afi, n, head, head_ord, rel, m_is, route, stab, snaps FROM (
             SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, head, n
                                          ORDER BY own DESC, vps DESC, len(route), route) AS rk
-            FROM (SELECT b.vp_group, b.v, b.d, b.afi, b.n, b.head, b.head_ord, b.m_is, r.route, bool_or(r.own) AS own,
+            FROM (SELECT b.vp_group, b.v, b.d, b.afi, b.n, b.head, b.head_ord, b.rel, b.m_is, r.route,
+                         bool_or(r.own) AS own,
                          count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
                   FROM ({below}) b JOIN ev_routes r ON r.afi = b.afi AND r.dest = b.d AND r.n = b.n
                   WHERE r.vp <> b.v AND NOT list_contains(r.route[2:], b.v)
                   GROUP BY ALL))
         WHERE rk = 1 AND NOT list_contains(route, head)"""
     return f"""
-        SELECT vp_group, v, d, afi, head AS n, head_ord AS ord, list_prepend(head, route) AS route, stab, snaps,
-               m_is FROM (
+        SELECT vp_group, v, d, afi, head AS n, head_ord AS ord, rel, list_prepend(head, route) AS route, stab,
+               snaps, m_is FROM (
             SELECT b.*, row_number() OVER (PARTITION BY b.vp_group, b.v, b.d, b.afi, b.head
                 ORDER BY list_position(['customer', 'peer', 'provider'], b.m_is), len(b.route), b.n) AS pick
             FROM ({best}) b LEFT JOIN ev_rel nr ON nr.afi = b.afi AND nr.a = b.n AND nr.b = b.route[2] AND len(b.route) > 1
@@ -176,9 +186,9 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev_obs AS {_best_sql('SELECT * FROM ev_hq', snaps, True)}")
     else:  # the first hop's observed route was rule 8's
         con.execute("CREATE OR REPLACE TEMP TABLE ev_obs AS SELECT *, NULL::BIGINT[] AS route, NULL::DOUBLE AS stab, "
-                    "NULL::BIGINT AS snaps FROM ev_hq WHERE false")
+                    "NULL::BIGINT AS snaps FROM ev_hq WHERE false")  # columns of _best_sql's
     if inferred:
-        n_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, 'provider')"
+        n_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, q.rel)"
         missing = f"""SELECT q.*, {n_is} AS n_is FROM ev_hq q
                      LEFT JOIN ev_rel vr ON vr.afi = q.afi AND vr.a = q.v AND vr.b = q.n
                      ANTI JOIN ev_obs o
@@ -188,7 +198,7 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
         con.execute("CREATE OR REPLACE TEMP TABLE ev_inf AS SELECT *, NULL::VARCHAR AS m_is FROM ev_obs WHERE false")
     cands = """SELECT *, NULL::VARCHAR AS m_is, 'neighbours' AS rule FROM ev_obs
                UNION ALL BY NAME SELECT *, 'inferred' AS rule FROM ev_inf"""
-    source_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, 'provider')"
+    source_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, c.rel)"
     nxt = "CASE WHEN c.rule = 'inferred' THEN c.m_is ELSE nr.b_is END" if has_rel else "NULL"
     return f"""
         SELECT vp_group, v, d, afi, rule, n, route, stab, snaps FROM (
@@ -210,6 +220,7 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
     con = duck.connect(cfg)
     try:
         snaps, has_rel = _setup(con, cfg, month)
+        _held_out_questions(con)
         use_rel = has_rel and inferred
         k = partitions(con, cfg)
         kinds = ("first-hop", "through", "heads") if reveal == "first-hop" else ("through", "heads")
@@ -323,3 +334,78 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
 
 def where(cfg: Config) -> Path:
     return local_root(cfg)
+
+
+# ------------------------------------------------------------------ the site's own advice
+def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> pa.Table:
+    """The hints of the operator's host (the config's [source]: its AS `src` and neighbours
+    `via`, afi -> selector.question.Neighbour tuple) toward every destination of the month's
+    pairs, by rules 9-10 (through, neighbours) set-based as the evaluation answers them: the
+    rows `run`'s hints step adds to the month's tunnels export (HINTS' columns)."""
+    con = duck.connect(cfg)
+    try:
+        snaps, has_rel = _setup(con, cfg, month)
+        con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_q AS
+            SELECT '' AS vp_group, {int(src)}::BIGINT AS v, d, afi, NULL::BIGINT[] AS own_path
+            FROM (SELECT DISTINCT dest_asn AS d FROM ev_pairs WHERE dest_asn <> {int(src)}),
+                 (SELECT unnest([4, 6]) AS afi)""")
+        nb = pa.table({"v": pa.array([src] * sum(len(ns) for ns in via.values()), pa.int64()),
+                       "afi": pa.array([afi for afi, ns in via.items() for _n in ns], pa.int32()),
+                       "n": pa.array([n.asn for ns in via.values() for n in ns], pa.int64()),
+                       "ord": pa.array([n.order for ns in via.values() for n in ns], pa.int64()),
+                       "rel": [n.rel for ns in via.values() for n in ns]})
+        con.register("site_nb", nb)
+        con.execute("CREATE OR REPLACE TEMP TABLE ev_nb AS SELECT * FROM site_nb")
+        con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
+            rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
+        k = partitions(con, cfg)
+        for i in range(k):
+            part = f"{vp_hash.sql_partition('d', k)} = {i}" if k > 1 else "true"
+            for kind in ("through", "heads"):
+                con.execute(f"""INSERT INTO ev_fam
+                    SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
+                    FROM ({_family_sql(con, kind, 'neighbours', part, has_rel, snaps, False)}) c
+                    ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
+            if progress:
+                progress(i + 1, k)
+        shared, cls = _class_sql("p4", "p6", str(int(src)), "d")
+        rows = con.execute(f"""
+            WITH f AS (
+                SELECT q.d, f4.rule AS r4, f6.rule AS r6, f4.n AS n4, f6.n AS n6,
+                       CASE WHEN f4.rule IS NULL THEN NULL WHEN f4.rule = 'through' THEN f4.route
+                            ELSE list_prepend({int(src)}, f4.route) END AS p4,
+                       CASE WHEN f6.rule IS NULL THEN NULL WHEN f6.rule = 'through' THEN f6.route
+                            ELSE list_prepend({int(src)}, f6.route) END AS p6,
+                       f4.stab AS s4, f6.stab AS s6, least(f4.snaps, f6.snaps) AS k
+                FROM (SELECT DISTINCT d FROM ev_q) q
+                LEFT JOIN ev_fam f4 ON f4.d = q.d AND f4.afi = 4 LEFT JOIN ev_fam f6 ON f6.d = q.d AND f6.afi = 6)
+            SELECT *, CASE WHEN p4 IS NOT NULL AND p6 IS NOT NULL THEN {shared} END AS shared,
+                   CASE WHEN p4 IS NOT NULL AND p6 IS NOT NULL THEN {cls} END AS cls
+            FROM f ORDER BY d""").fetchall()
+    finally:
+        con.close()
+    con = duck.connect(cfg)
+    try:
+        fits = month_calibration(con, cfg, month)
+    finally:
+        con.close()
+    fit = (fits or {}).get("neighbours")
+    out = []
+    for d, r4, r6, n4, n6, p4, p6, s4, s6, k, shared, cls in rows:
+        h = empty_hint(month, src)
+        h.update(via_proxy=True, dest_asn=d, dest_asn_v6=d, via_v4=n4, via_v6=n6,
+                 v4_path=p4, v6_path=p6, stability_v4=s4 if p4 else None, stability_v6=s6 if p6 else None)
+        if cls:
+            rule = rules.weakest([r4, r6])
+            h.update(shared_asns=shared, snapshots=k)
+            h.update(rules.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, k, snaps, proxy=rule != "first-hop",
+                                       calibrated=calibration.confidence(fit, rule, cls)))
+            h["notes"] = [f"AS{src}'s own advice from its [source] neighbours (rule {rule})"]
+        else:
+            missing = [a for a, p in ((4, p4), (6, p6)) if not p]
+            h.update(rules.hint_fields("unknown", h["stability_v4"], h["stability_v6"],
+                                       len(p4) - 1 if p4 else None, len(p6) - 1 if p6 else None, None, None))
+            h["reason"] = (" and ".join(f"IPv{a}" for a in missing) + f": no path from AS{src}'s [source] neighbours "
+                           f"to AS{d} in {month}")
+        out.append(h)
+    return pa.Table.from_pylist(out, schema=HINTS)

@@ -80,6 +80,11 @@ destination; then upstream):
    between the families is left unknown: its paths differ from the first hop, but which non-congruent class they
    make was right only half the time (86 of 173, the destination's most common
    non-congruent class).
+
+Rules 8-11 answer from the source's own evidence (declared neighbours, its traceroutes'
+first hops) instead of rules 1-7; they are written out below, above their functions
+(`best_route`, `exported`, `neighbour_key`), with the fallbacks measured and left off
+(DESTINATION_FALLBACK, INFERRED_ROUTES).
 """
 from __future__ import annotations
 

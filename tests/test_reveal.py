@@ -18,6 +18,7 @@ from bgp_congruency.lake import published
 from bgp_congruency.selector import evaluate as E
 from bgp_congruency.selector import reveal as R
 from bgp_congruency.selector.advice import evidence_answer
+from bgp_congruency.selector.exports import jsonl
 from bgp_congruency.selector.month import Month
 from bgp_congruency.selector.question import Evidence, HintError, Neighbour, evidence_of, parse_via
 from tests.support import hintdata
@@ -353,3 +354,25 @@ def test_a_live_trace_from_the_source_gives_its_neighbours(tmp_path):
     # answer follows their routes in the month (1 100, 2 100): disjoint, as the trace itself shows
     assert (hint["v4_path"], hint["v6_path"], hint["via_v4"], hint["via_v6"]) == ([99, 1, 100], [99, 2, 100], 1, 2)
     assert (hint["hint_class"], hint["rule"]) == ("disjoint", "first-hop")
+
+
+def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path):
+    """`run` with a [source] adds the site's hints to the tunnels export: one per destination
+    of the month, each the advice `advise --via4 --via6` gives for it (the reference)."""
+    ev = _via("1,5:peer", "2,5:peer")
+    site = R.site_hints(hand, MONTH, 99, ev.via).to_pylist()
+    con = duck.connect(hand)
+    try:
+        dests = sorted(r[0] for r in con.execute(
+            f"SELECT DISTINCT dest_asn FROM read_parquet('{hand.data_dir}/pairs/**/*.parquet') WHERE dest_asn <> 99"
+        ).fetchall())
+    finally:
+        con.close()
+    assert sorted(r["dest_asn"] for r in site) == dests and len(dests) > 3
+    for r in site:
+        h, _rule = _answer(hand, 99, r["dest_asn"], ev)
+        assert (r["source_asn"], r["v4_path"], r["v6_path"], r["hint_class"]) == \
+            (99, h["v4_path"], h["v6_path"], h["hint_class"]), r["dest_asn"]
+    out = jsonl.write([], tmp_path / "tunnels.jsonl", MONTH, R.site_hints(hand, MONTH, 99, ev.via))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == len(site) and all(r["source_asn"] == 99 and r["vp_asn"] is None for r in rows)

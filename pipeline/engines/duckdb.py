@@ -95,6 +95,12 @@ def _label(name: str, i: int, k: int) -> str:
     return name if k == 1 else f"{name} ({i + 1}/{k})"
 
 
+#: Tables written in an order, in row groups small enough that a reader asking for one
+#: destination reads a few of them (min/max statistics): `advise` looks a destination's
+#: routes up in `paths` (selector/month.py), not scanning the month.
+SORTED = {"paths": (" ORDER BY afi, dest_asn, vp_asn", ", ROW_GROUP_SIZE 30000")}
+
+
 class DuckDBEngine:
     name = "duckdb"
 
@@ -354,9 +360,10 @@ class DuckDBEngine:
         cols = ", ".join(f"CAST({f.name} AS {sql_type(f.type, 'duckdb')}) AS {f.name}" for f in file_schema)
         os.makedirs(f"{staged}/{name}", exist_ok=True)
         # Whole files only, on disk before a partition is recorded done: a resumed run trusts them.
+        order, groups = SORTED.get(name, ("", ""))
         with atomic.replacing(f"{staged}/{name}/part-{part}.parquet") as tmp:
-            self.con.execute(f"COPY (SELECT {cols} FROM {name}) TO {quote(str(tmp))} "
-                             "(FORMAT parquet, COMPRESSION zstd)")
+            self.con.execute(f"COPY (SELECT {cols} FROM {name}{order}) TO {quote(str(tmp))} "
+                             f"(FORMAT parquet, COMPRESSION zstd{groups})")
             if not pq.read_schema(tmp).equals(file_schema):  # the contract of common/tables.py
                 raise S.JobError(f"{name}: written schema {pq.read_schema(tmp)} differs from common.tables")
 

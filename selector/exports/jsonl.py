@@ -150,15 +150,18 @@ def dump(source, fp: IO[str], month: str | None = None) -> int:
     return n
 
 
-def write(source, out: str | Path, month: str | None = None) -> Path:
+def write(source, out: str | Path, month: str | None = None, extra: pa.Table | None = None) -> Path:
     """Write hints as JSON Lines to `out`, atomically (a dot-temp file, then renamed).
 
     `source`: a Config (reads the published hints table of `month`), an Arrow table or
-    record batch reader with the HINTS schema, or an iterable of hint dicts.
+    record batch reader with the HINTS schema, or an iterable of hint dicts; `extra`: hints
+    written after them (the site's own advice, selector/reveal.site_hints).
     """
     out = Path(out)
     with atomic.replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as fp:
         dump(source, fp, month)
+        if extra is not None and extra.num_rows:
+            dump(extra, fp, month)
     return out
 
 

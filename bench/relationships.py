@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""AS relationships (issue 48): the inference scored against the generator's truth, per family
+and per step; the input choice measured (representative paths against every observation's
+distinct cleaned path); the real sample against CAIDA's 2016 file; and at scale, the
+relationships step's time and memory beside the compare's on the same month.
+
+    .venv/bin/python bench/relationships.py --generated 400,1000 [--real DATA] [--scale DATA --memory-limit 4GB]
+
+--generated: a synthetic month per size (seed 1, 12 VPs, the guide's command), run in
+bench/out/relationships/; --real: a data dir holding the real 2026-07 sample month (make demo's);
+--scale: a data dir holding a generated month at scale (bench/endtoend.py's), compared again
+(`congruency compare`, which infers the relationships inside it) and then `congruency
+relationships --infer` alone, each a fresh process. The result goes to bench/out/relationships.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT, SHARED, machine_facts, run_child, write_json  # noqa: E402
+
+MONTH = "2026-07"
+CAIDA_2016 = SHARED / "relationships" / "20161101.as-rel.txt.bz2"
+EXE = [sys.executable, "-m", "bgp_congruency.cli.main"]
+
+
+def generated(ases: int, work: Path) -> dict:
+    """A generated month of `ases` ASes (seed 1, 12 VPs), run, then scored against its truth."""
+    from bgp_congruency.common.config import load
+    from bgp_congruency.relationships import score, summary
+    from bgp_congruency.synth.truth import load as load_truth
+
+    arch, data = work / f"synth-{ases}", work / f"data-{ases}"
+    if not (data / "as_relationships").is_dir():
+        r = run_child([*EXE, "synth", "--out", str(arch), "--ases", str(ases), "--vps", "12", "--no-ground-truth"],
+                      label="synth")
+        assert r.rc == 0
+        cfg = work / "cfg.toml"
+        cfg.write_text('engine = "duckdb"\nduckdb_threads = 2\n')
+        r = run_child([*EXE, "run", "--config", str(cfg), "--month", MONTH, "--days", "1-2", "--archive-root",
+                       str(arch), "--data-dir", str(data), "--collectors", "route-views2,route-views6,rrc00,rrc01",
+                       "--default-free-share", "0.5"], label="run")
+        assert r.rc == 0
+    cfg = load().with_overrides(data_dir=data)
+    rs = summary.rows(cfg, MONTH)
+    net = load_truth(arch).net
+    got = summary.compare_truth(rs, net, MONTH)
+    by_step = {afi: summary.confusion_by_step([r for r in rs if r["afi"] == afi], score.truth_of(net, afi, MONTH))
+               for afi in (4, 6)}
+    tier1 = sorted(a for i, a in enumerate(net.asns) if net.tier[i] == 1)
+    s = summary.summary(MONTH, rs)
+    out = {"ases": ases, "tier1": tier1, "hub": net.asns[net.hub],
+           "clique": {afi: s["families"][afi]["clique"] for afi in (4, 6)},
+           "scores": {afi: {k: got[afi][k] for k in ("links", "both", "p2c", "p2p", "confusion", "steps")}
+                      for afi in (4, 6)},
+           "hybrid": got["hybrid"], "confusion_by_step": by_step,
+           "input": _input_choice(cfg, data, net)}
+    return out
+
+
+def _distinct_paths(data: Path, afi: int) -> list:
+    """Every observation's cleaned path (rib_entries: AS_SET, first AS not the peer, empty
+    paths and default routes out; prepending collapsed), distinct per (peer AS, path)."""
+    import duckdb
+
+    con = duckdb.connect()
+    return con.execute(f"""
+        WITH e AS (SELECT peer_asn, list_filter(as_path, (a, i) -> i = 1 OR a != as_path[i - 1]) AS path
+                   FROM read_parquet('{data}/rib_entries/month={MONTH}/*/*.parquet', hive_partitioning = false)
+                   WHERE afi = {afi} AND NOT has_as_set AND as_path IS NOT NULL AND len(as_path) > 0
+                     AND as_path[1] = peer_asn AND prefix NOT IN ('0.0.0.0/0', '::/0'))
+        SELECT DISTINCT peer_asn, path FROM e""").fetchall()
+
+
+def _input_choice(cfg, data: Path, net=None) -> dict:
+    """The inference on the representative paths (the product's input) against every
+    observation's distinct cleaned path: links seen, and with a truth, the scores."""
+    import duckdb
+
+    from bgp_congruency.relationships import infer as I
+    from bgp_congruency.relationships import score as S
+
+    out = {}
+    con = duckdb.connect()
+    for afi in (4, 6):
+        rep = con.execute(f"SELECT DISTINCT vp_asn, path FROM read_parquet('{data}/paths/month={MONTH}/*/*.parquet') "
+                          f"WHERE afi = {afi}").fetchall()
+        row = {}
+        for name, items in (("representative", rep), ("distinct", _distinct_paths(data, afi))):
+            t0 = time.perf_counter()
+            _c, rels = I.infer_paths(items, cfg.relationships, afi, cfg.method.is_reserved)
+            ours = S.canon((r.as1, r.as2, r.rel) for r in rels)
+            row[name] = {"items": len(items), "links": len(ours), "seconds": round(time.perf_counter() - t0, 2)}
+            if net is not None:
+                sc = S.compare(ours, S.truth_of(net, afi, MONTH))
+                row[name].update({k: {"ppv": sc[k]["ppv"], "tpr": sc[k]["tpr"]} for k in ("p2c", "p2p")})
+        out[afi] = row
+    return out
+
+
+def real(data: Path) -> dict:
+    """The real sample: clique, hybrid share, AS6939 per family; against CAIDA's 2016 file per step."""
+    from bgp_congruency.common.config import load
+    from bgp_congruency.relationships import formats, summary
+
+    cfg = load().with_overrides(data_dir=data)
+    rs = summary.rows(cfg, MONTH)
+    s = summary.summary(MONTH, rs, (6939,))
+    c = summary.compare_file(rs, formats.read(CAIDA_2016))
+    return {"clique": s["clique"], "families": s["families"], "hybrid": s["hybrid"], "as6939": s["ases"][6939],
+            "caida_2016": {k: c[k] for k in ("both", "agree", "agreement", "p2c", "p2p", "steps", "clique")},
+            "input": _input_choice(cfg, data)}
+
+
+def scale(data: Path, limit: str, work: Path) -> dict:
+    """The compare (with the relationships inside) and `relationships --infer` alone, each a
+    fresh process on the same month, at duckdb_memory_limit = `limit`."""
+    cfg = work / "scale.toml"
+    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    out = {}
+    for label, args in (("compare (relationships and hints inside)", ["compare", "--month", MONTH]),
+                        ("relationships --infer", ["relationships", "--month", MONTH, "--infer", "--json"])):
+        m = run_child([*EXE, *args, "--config", str(cfg), "--data-dir", str(data)], label=label, timeout_s=7200)
+        assert m.rc == 0, f"{label}: exit {m.rc}"
+        out[label] = {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
+                      "tree_peak_mib": m.tree_peak >> 20}
+        print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
+    import duckdb
+
+    con = duckdb.connect()
+    out["paths"] = con.execute(f"SELECT count(*) FROM read_parquet('{data}/paths/month={MONTH}/*/*.parquet')")\
+        .fetchone()[0]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--generated", default="400,1000", help="sizes of the generated months (ASes), comma-separated")
+    ap.add_argument("--real", type=Path, help="a data dir holding the real 2026-07 sample month")
+    ap.add_argument("--scale", type=Path, help="a data dir holding a generated month at scale")
+    ap.add_argument("--memory-limit", default="4GB", help="duckdb_memory_limit of the --scale runs")
+    ap.add_argument("--work", type=Path, default=OUT / "relationships")
+    a = ap.parse_args(argv)
+    a.work.mkdir(parents=True, exist_ok=True)
+    res: dict = {"command": "bench/relationships.py " + " ".join(argv or sys.argv[1:]), "machine": machine_facts()}
+    res["generated"] = [generated(int(n), a.work) for n in a.generated.split(",") if n]
+    if a.real:
+        res["real"] = real(a.real)
+    if a.scale:
+        res["scale"] = scale(a.scale, a.memory_limit, a.work)
+    write_json(res, OUT / "relationships.json", stdout=False)
+    print(json.dumps({k: v for k, v in res.items() if k != "machine"}, indent=1, default=str)[:6000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
