@@ -176,7 +176,10 @@ check: setup
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(FAST)"
 
 # Test processes (pytest-xdist): one per core on the 2-core CI machine; each takes whole
-# files, and the Spark and kernel tests as one group each (tests/conftest.py).
+# files (--dist loadfile: a file's module fixtures are built once; the session's computed
+# months are built once for both, tests/conftest.py `_once`). Not --dist loadgroup: with
+# pytest 9.2, xdist 3.8 cannot tag a test's group (it writes Item._nodeid, which pytest 9.2
+# no longer reads), so every test went to whichever worker was free.
 TEST_WORKERS ?= 2
 
 # Everything: the lint and the layers, the Rust decoder's own unit tests (framing, AS path
@@ -186,7 +189,7 @@ test: installs
 	$(BIN)/ruff check .
 	@$(MAKE) --no-print-directory layers
 	cd ingest/native && PATH="$(CARGO_PATH)" PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --release --quiet
-	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider tests/test_dag.py
 
 clean:

@@ -2,10 +2,12 @@
 collectors that start, stop and miss single snapshots, and the real sample with every
 collector of the shipped catalogue.
 
-Synthetic: a generated archive (route-views2, route-views6, rrc00, rrc01) for 2009-06..2010-06
-and a catalogue where rrc01 runs 2009-09..2010-03 (its folders outside that are removed, as a
+Synthetic: a generated archive (route-views2, route-views6, rrc00, rrc01) for 2009-08..2009-12
+and a catalogue where rrc01 runs 2009-09..2009-10 (its folders outside that are removed, as a
 real archive has none), rrc02 retired in 2008, and `newix` has no sourced start, first seen
-2010-05, and no data at all. Two single snapshots are deleted. The expected status of every
+2009-12, and no data at all. Two single snapshots are deleted. Five months hold every case: a
+collector before its start, in its first and last month and after its end, one never seen
+before its evidence and missing after, and a month with and without a deleted snapshot. The expected status of every
 slot is written out below from those facts; the pairs of two months are checked against the
 pure-Python reference of the method on the ingested rows, and `transitions` of every month
 against the reference's transitions from the month before's published tables.
@@ -31,9 +33,9 @@ from tests.support.cli import congruency
 from tests.support.data import ARCHIVE, needs_data
 from tests.support.month import canon, compute_reference, published
 
-MONTHS = parse_month_range("2009-06..2010-06")
-RRC01 = parse_month_range("2009-09..2010-03")
-DELETED = {("rrc00", "2009-11", 2), ("route-views6", "2010-02", 1)}
+MONTHS = parse_month_range("2009-08..2009-12")
+RRC01 = parse_month_range("2009-09..2009-10")
+DELETED = {("rrc00", "2009-10", 2), ("route-views6", "2009-11", 1)}
 CATALOGUE = '''
 [projects.routeviews]
 root = "https://archive.routeviews.org"
@@ -57,7 +59,7 @@ active_from = "2003-05-03T12:29Z"
 
 [collectors.newix]
 project = "routeviews"
-evidence_from = "2010-05"
+evidence_from = "2009-12"
 
 [collectors.rrc00]
 project = "ris"
@@ -66,7 +68,7 @@ active_from = "1999-10"
 [collectors.rrc01]
 project = "ris"
 active_from = "2009-09"
-active_until = "2010-03"
+active_until = "2009-10"
 
 [collectors.rrc02]
 project = "ris"
@@ -85,7 +87,7 @@ def expected(month: str) -> dict[str, str]:
             if col == "rrc02" or (col == "rrc01" and month not in RRC01):
                 out[slot] = "inactive"
             elif col == "newix":
-                out[slot] = "missing" if month >= "2010-05" else "inactive"
+                out[slot] = "missing" if month >= "2009-12" else "inactive"
             elif (col, month, day) in DELETED:
                 out[slot] = "missing"
             else:
@@ -143,10 +145,11 @@ def test_every_month_publishes_with_the_expected_collectors(backfill):
 
 @pytest.mark.slow
 def test_pairs_equal_the_reference_where_collectors_come_and_go(backfill):
-    """2009-11 (rrc01 running, one rrc00 snapshot missing) and 2010-04 (rrc01 retired)."""
+    """2009-10 (rrc01 running, one rrc00 snapshot missing) and 2009-11 (rrc01 retired, one
+    route-views6 snapshot missing)."""
     data = backfill["data"]
     params = MethodParams(min_coverage=0.5, groups=load_groups())
-    for m in ("2009-11", "2010-04"):
+    for m in ("2009-10", "2009-11"):
         ref = compute_reference((data / "rib_entries" / f"month={m}").resolve(), m, params)
         for table in ("pairs", "vps", "month_summary"):
             assert canon(published(data, table, m)) == canon(ref[table]), (m, table)
@@ -230,7 +233,7 @@ def test_full_disk_mid_backfill_stops_and_loses_nothing(tmp_path):
                                   capture_output=True, text=True, timeout=600)
         (tmp_path / "cfg.toml").write_text(f'catalogue = "{tmp_path / "cat.toml"}"\nduckdb_threads = 2\n'
                                            'plan_entries_per_snapshot = 2000\n')
-        (tmp_path / "cat.toml").write_text(CATALOGUE.replace('evidence_from = "2010-05"', 'evidence_from = "2030-01"'))
+        (tmp_path / "cat.toml").write_text(CATALOGUE.replace('evidence_from = "2009-12"', 'evidence_from = "2030-01"'))
         r = run("2026-01..2026-01")
         assert r.returncode == 0, r.stderr[-2000:]
         tables = ("pairs", "vps", "paths", "month_summary")

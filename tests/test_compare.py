@@ -144,12 +144,13 @@ def test_variant_cases_match_reference(spark, config, tmp_path):
 def test_hand_made_cases_match_reference(spark, config, tmp_path):
     for month, (make, cov) in HAND_CASES.items():
         write_entries(tmp_path, month, make())
-    for month, (make, cov) in HAND_CASES.items():
+    for i, (month, (make, cov)) in enumerate(HAND_CASES.items()):
         cfg = replace(config.with_overrides(data_dir=tmp_path), method=replace(config.method, min_coverage=cov))
         res = job.compare_month(cfg, month, spark=spark)
         assert res.error is None, res.error
         assert_same_as_reference(tmp_path, month, cfg.method)
-        assert_engines_agree(tmp_path, config, month, cfg.method)
+        if i == 0:  # rows, column order and types as DuckDB's (the same schema every month; the values: the reference)
+            assert_engines_agree(tmp_path, config, month, cfg.method)
 
 
 def test_group_names_are_literals_in_both_dialects(spark):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.data import needs_data
-from tests.test_lake_readers import MONTH, PAIRS, _answer, _env, _finish, _reader
+from tests.test_lake_readers import MONTH, PAIRS, REPUBLISHES, _answer, _env, _finish, _reader
 
 pytestmark = [needs_data, pytest.mark.slow]
 
@@ -85,7 +85,7 @@ def test_an_analyst_with_the_catalog_in_postgresql(postgres, ingested_2026, tmp_
     stop = tmp_path / "stop"
     reader = _reader(data, stop)
     try:
-        for i in range(12):
+        for i in range(REPUBLISHES):  # each version twice, as on SQLite (tests/test_lake_readers.py)
             compare(0.5 if i % 2 == 0 else 0.0)
     finally:
         got = _finish(reader, stop)

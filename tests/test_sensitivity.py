@@ -115,7 +115,10 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
         cfg = load().with_overrides(data_dir=tmp_path, engine="spark")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.0))
         assert job.compare_month(cfg, M, spark=spark).error is None
-        out = sensitivity.run(cfg, M, spark=spark)
+        # every SQL branch of the variants; of min_coverage's four thresholds (one parameter of
+        # the same SQL) one: each variant costs Spark ~8 s on this tiny month
+        wanted = [n for n in sensitivity.names() if not n.startswith("min_coverage=") or n == "min_coverage=0.5"]
+        out = sensitivity.run(cfg, M, wanted, spark=spark)
     else:
         cfg = _published(tmp_path, engine)
         capsys.readouterr()
@@ -123,7 +126,9 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
         out = json.loads(capsys.readouterr().out)
     rows = read_published(tmp_path, "sensitivity", M).to_pylist()
     got = {(r["choice"], r["variant"]): (r["pairs"], r["noncongruent_pairs"]) for r in rows}
-    assert got == BY_HAND
+    want = BY_HAND if engine == "duckdb" else {k: v for k, v in BY_HAND.items()
+                                              if k[0] != "min_coverage" or k[1] in ("0.5", "default")}
+    assert got == want
     # every variant's figures are the pure-Python reference's under the same parameters
     from bgp_congruency.pipeline.sensitivity import variants
 
@@ -131,13 +136,14 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     hand = [dict(r, snapshot_time=datetime.fromtimestamp(1_700_000_000 + r["snapshot_time"] * 3600, timezone.utc))
             for r in hand_rows()]
     by = {(r["choice"], r["variant"]): r for r in rows}
-    for choice, variant, params in variants(base):
+    for choice, variant, params in [v for v in variants(base) if v[:2] in got]:
         [ref] = reference.compute_month(hand, M, params)["month_summary"]
         got = by[(choice, variant)]
         for k, v in ref.items():  # quartiles interpolate: equal up to the last bit
             if k != "month":
                 assert got[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), (choice, variant, k)
-    assert out["variants"] == 23 and out["computed"] == 16  # the 'default' rows are one computation
+    if engine == "duckdb":
+        assert out["variants"] == 23 and out["computed"] == 16  # the 'default' rows are one computation
     # The default variant is the published month, every figure of it.
     [ms] = read_published(tmp_path, "month_summary", M).to_pylist()
     for r in rows:
