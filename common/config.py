@@ -344,7 +344,10 @@ def _relationships(path, data) -> RelationshipParams:
         f = Path(kw["route_servers_file"]).expanduser()
         f = f if f.is_absolute() or path is None else Path(path).resolve().parent / f
         kw["route_servers_file"] = str(f)
-        kw["route_servers"] = kw.get("route_servers", frozenset()) | read_asn_list(f)
+        try:
+            kw["route_servers"] = kw.get("route_servers", frozenset()) | read_asn_list(f)
+        except BadInput as exc:
+            raise ConfigError(f"{path}: [relationships] route_servers_file: {exc}") from None
     return RelationshipParams(**kw)
 
 

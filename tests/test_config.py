@@ -94,6 +94,11 @@ BAD_CONFIG = [
     ('backend = "nope"', 'backend: expected one of "native", "bgpdump", "pybgpstream", got \'nope\''),
     ("duckdb_threads = 0", "duckdb_threads: expected a whole number of at least 1, got 0"),
     ('archive_roots = { ris = 5 }', "archive_roots: expected a table of project roots"),
+    ('[source]\nvia4 = ["3356"]', "[source] asn: required with via4/via6 (the source host's AS)"),
+    ('[source]\nasn = 64500\nvia4 = ["3356:transit"]',
+     '[source] via4: expected neighbours like ["3356", "174:peer"] (AS[:provider|peer|customer]), got '),
+    ("[relationships]\nclique_candidates = 0", "[relationships] clique_candidates: expected a whole number from 2 to 40"),
+    ('[relationships]\nroute_servers_file = "nope.txt"', "[relationships] route_servers_file: "),
 ]
 
 
