@@ -260,8 +260,8 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
             return rule, (src, *route), stab, snaps, n, why
         what = f"the first hop AS{hop}" if hop is not None else \
             f"its IPv{afi} neighbours ({', '.join(f'AS{n.asn}' for n in nbrs)})"
-        tried.append(f"neither {what} nor their neighbours in the month's relationships have a route to AS{dest} "
-                     "it would be given")
+        further = " or their neighbours in the month's relationships (rule 11)" if inferred and rels is not None else ""
+        tried.append(f"no route to AS{dest} the source would be given from {what}{further} on the month's paths")
     return None, None, None, None, None, "; ".join(tried)
 
 
