@@ -230,6 +230,8 @@ def render_md(doc: dict) -> str:
     lines += _commits_section(real.get("commits") or [])
     lines += _layout_section(real.get("layout") or [])
     lines += _multipath_section(real.get("multipath") or [])
+    lines += _relationships_section(real.get("relationships") or [])
+    lines += _reveal_section(real.get("reveal") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -364,6 +366,84 @@ def _commands_section(runs: list[dict]) -> list[str]:
     rows = [[f"`congruency {c['command']}`", _s(c["wall_s"]), _s(c["cpu_s"]), f"{c['peak_mib']:,}"]
             for c in r["commands"]]
     return _section("Commands on the sample month", intro, ["command", "wall s", "CPU s", "peak RSS MiB"], rows, "lrrr")
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _scale_rows(scale: dict) -> list[list]:
+    """A bench's fresh processes on the scale month: wall, CPU, peak RSS (largest process, tree)."""
+    return [[f"`{k}`", _s(v["wall_s"], 1), _s(v["cpu_s"], 1), f"{v['peak_mib']:,}", f"{v['tree_peak_mib']:,}"]
+            for k, v in scale.items() if isinstance(v, dict) and "wall_s" in v]
+
+
+def _relationships_section(runs: list[dict]) -> list[str]:
+    """bench/relationships.py: the inference against the generator's truth, the real sample
+    against CAIDA's 2016 file, and its time and memory at scale beside the compare's."""
+    if not runs:
+        return []
+    r = runs[-1]
+    intro = [f"`{r['command']}`: each generated month (`congruency synth --ases N --vps 12`, seed 1, 2 snapshots)",
+             "run, its `as_relationships` scored per family against the generator's relationships (PPV and TPR;",
+             "hybrid links: a relationship differing between the families, against the true ones), and the input",
+             "choice (representative paths, the product's, against every observation's distinct cleaned path)."]
+    rows = []
+    for g in r.get("generated") or []:
+        for afi in ("4", "6"):
+            sc = g["scores"][afi] if afi in g["scores"] else g["scores"][int(afi)]
+            inp = (g.get("input") or {}).get(afi) or (g.get("input") or {}).get(int(afi)) or {}
+            dist = inp.get("distinct") or {}
+            rows.append([f"{g['ases']:,} ASes", f"IPv{afi}", f"{sc['links']:,}", _pct(sc["p2c"]["ppv"]),
+                         _pct(sc["p2c"]["tpr"]), _pct(sc["p2p"]["ppv"]), _pct(sc["p2p"]["tpr"]),
+                         f"{_pct((dist.get('p2c') or {}).get('ppv'))} / {_pct((dist.get('p2c') or {}).get('tpr'))}"])
+    lines = _section("AS relationships per family (bench/relationships.py)", intro,
+                     ["month", "family", "links", "p2c PPV", "p2c TPR", "p2p PPV", "p2p TPR",
+                      "p2c PPV / TPR, every observation's path"], rows, "llrrrrrr")
+    hyb = [[f"{g['ases']:,} ASes", f"{g['hybrid'].get('found', '-')}", f"{g['hybrid'].get('true', '-')}",
+            _pct(g["hybrid"].get("precision")), _pct(g["hybrid"].get("recall"))]
+           for g in r.get("generated") or [] if isinstance(g.get("hybrid"), dict)]
+    if hyb:
+        lines += ["Hybrid links:", "", common.table(["month", "found", "true", "precision", "recall"], hyb,
+                                                     align="lrrrr"), ""]
+    if r.get("real"):
+        c = r["real"]["caida_2016"]
+        lines += [f"Real 2026-07 sample against CAIDA's 2016-11 IPv4 file (not the same month: the lasting links): "
+                  f"{c['both']:,} links in both, {_pct(c['agreement'])} agree; IPv4 clique "
+                  f"{', '.join(map(str, r['real']['clique'].get('4') or r['real']['clique'].get(4) or []))}.", ""]
+    if r.get("scale"):
+        lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
+                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],
+                               _scale_rows(r["scale"]), align="lrrrr"), ""]
+    return lines
+
+
+def _reveal_section(runs: list[dict]) -> list[str]:
+    """bench/reveal.py: the path selector told the source's first hops or neighbours."""
+    if not runs:
+        return []
+    r = runs[-1]
+    intro = [f"`{r['command']}`: each evaluation mode side by side; real: every VP AS of the sample held out in",
+             "turn (its own pairs as the truth); generated: 40 ASes that are no VP (20 stubs, 20 transit) against",
+             "the generator's true paths. Worst gap: the largest difference between calibrated confidence and",
+             "accuracy over the bins of 30 answers or more (the calibration fitted on the other sources' rows)."]
+    rows = []
+    for part in ("real", "generated"):
+        for m in r.get(part) or []:
+            rules = ", ".join(f"{k} {_pct(v['accuracy'])} of {v['answered']:,}" for k, v in m["rules"].items()
+                              if v.get("answered"))
+            rows.append([part, m["mode"], f"{m['pairs']:,}", _pct(m["coverage"]), _pct(m["accuracy"]), rules,
+                         "-" if m["worst_gap"] is None else f"{m['worst_gap']:.3f}", _s(m["seconds"], 1)])
+    lines = _section("Path selector with the source's evidence (bench/reveal.py)", intro,
+                     ["set", "mode", "pairs", "coverage", "accuracy", "per rule", "worst gap", "seconds"], rows,
+                     "llrrrlrr")
+    if r.get("scale"):
+        sc = r["scale"]
+        lines += [f"At scale (source AS{sc['source']}, --via4 {sc['via4']} --via6 {sc['via6']}, to AS{sc['destination']}), "
+                  "each a fresh process:", "",
+                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"], _scale_rows(sc),
+                               align="lrrrr"), ""]
+    return lines
 
 
 def _versions_section(runs: list[dict]) -> list[str]:
@@ -824,7 +904,9 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("commits", "commits-*.json"),
                          ("layout", "layout-*.json"),
                          ("commands", "commands.json"),
-                         ("multipath", "multipath.json")):
+                         ("multipath", "multipath.json"),
+                         ("relationships", "relationships.json"),
+                         ("reveal", "reveal.json")):
         files = sorted(common.OUT.glob(pattern))
         if files:
             new = [json.loads(p.read_text()) for p in files]
