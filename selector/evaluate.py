@@ -53,10 +53,8 @@ def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
     return list(pred) == list(obs), edit_distance(list(pred), list(obs))
 
 
-def held_out(cfg: Config, month: str | None = None, progress=None,
-             asns: set[int] | None = None) -> tuple[str, list[dict]]:
-    """(month, one row per observed pair: what the selector answers with the pair's VP held out;
-    only the pairs of the VP ASes `asns` when given, as the reference takes them)."""
+def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str, list[dict]]:
+    """(month, one row per observed pair: what the selector answers with the pair's VP held out)."""
     month = resolve_month(cfg, month)
     con = duck.connect(cfg)
     try:
@@ -67,8 +65,7 @@ def held_out(cfg: Config, month: str | None = None, progress=None,
             FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
         by_asn: dict[int, list] = defaultdict(list)
         for p in pairs:
-            if asns is None or int(p[1]) in asns:
-                by_asn[int(p[1])].append(p)
+            by_asn[int(p[1])].append(p)
         rows = []
         for i, (asn, mine) in enumerate(sorted(by_asn.items())):
             if progress:
@@ -116,8 +113,7 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
             FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
         by_asn: dict[int, list] = defaultdict(list)
         for p in pairs:
-            if asns is None or int(p[1]) in asns:
-                by_asn[int(p[1])].append(p)
+            by_asn[int(p[1])].append(p)
         rows = []
         for asn, mine in sorted(by_asn.items()):
             if asns is not None and asn not in asns:
