@@ -203,7 +203,8 @@ def test_rerun_skips_then_force_redoes(sample, tmp_path):
 def test_kills_at_every_stage_then_resume(sample, with_previous, tmp_path):
     """SIGKILL mid-download, mid-decode, mid-compare, mid-publish; a second run of the month
     meanwhile is refused (the lock); the last run waits for the lock and finishes the month
-    with tables identical to the uninterrupted run's; nothing is left behind."""
+    with tables identical to the uninterrupted run's; nothing is left behind. Over 60 s: seven
+    runs of the real month, each to its kill or to the end."""
     from tests.support.archive_server import serve
 
     _config(tmp_path)
