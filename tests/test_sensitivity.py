@@ -176,7 +176,8 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     memory floor (46MB, one thread: test_engines), where the entries they share spill: into
     the staging folder, from the connection's first query (DuckDB cannot move its temp
     directory once it has spilled; it used to spill into the working directory's .tmp and
-    then fail with "Cannot switch temporary directory")."""
+    then fail with "Cannot switch temporary directory"). Over 60 s: the real month's compare
+    and two variants at one thread and 46MB, and the reference for each."""
     import shutil
 
     data = tmp_path / "data"
