@@ -408,9 +408,13 @@ def _relationships_section(runs: list[dict]) -> list[str]:
                                                      align="lrrrr"), ""]
     if r.get("real"):
         c = r["real"]["caida_2016"]
+        cl = r["real"]["clique"]
         lines += [f"Real 2026-07 sample against CAIDA's 2016-11 IPv4 file (not the same month: the lasting links): "
-                  f"{c['both']:,} links in both, {_pct(c['agreement'])} agree; IPv4 clique "
-                  f"{', '.join(map(str, r['real']['clique'].get('4') or r['real']['clique'].get(4) or []))}.", ""]
+                  f"{c['both']:,} links in both, {_pct(c['agreement'])} agree. Clique in both families: "
+                  f"{', '.join(map(str, cl['both']))}; IPv4 only: {', '.join(map(str, cl['v4_only']))}; IPv6 only: "
+                  f"{', '.join(map(str, cl['v6_only']))}. Hybrid links: {r['real']['hybrid']['hybrid']:,} of the "
+                  f"{r['real']['hybrid']['both_families']:,} links seen in both families "
+                  f"({_pct(r['real']['hybrid']['share'])}).", ""]
     if r.get("scale"):
         lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
                   common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],
@@ -907,7 +911,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("multipath", "multipath.json"),
                          ("relationships", "relationships.json"),
                          ("reveal", "reveal.json")):
-        files = sorted(common.OUT.glob(pattern))
+        files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]
             # Profiles and end-to-end runs of other data dirs, scales, engines, limits stay until re-measured.
