@@ -167,7 +167,7 @@ FAST := not spark and not kernel and not browser and not slow
 fast: setup
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -m "$(FAST)"
 
-# Before a commit (under 90 s with the Rust build warm): the lint, the layers, the decoder's
+# Before a commit (its budget: 90 s with the Rust build warm; docs/testing.md): the lint, the layers, the decoder's
 # unit tests and the fast loop (the generated docs' tests among it).
 check: setup
 	$(BIN)/ruff check .
