@@ -53,19 +53,26 @@ def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
     return list(pred) == list(obs), edit_distance(list(pred), list(obs))
 
 
+def _pairs_by_vp_as(con, cfg: Config, month: str) -> dict[int, list]:
+    """The month's paths and pairs as temp tables eval_paths and eval_pairs (what Month reads
+    with a VP AS hidden), and the observed pairs by VP AS: the questions of a held-out run."""
+    con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
+    con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
+    pairs = con.execute("""
+        SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
+        FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
+    by_asn: dict[int, list] = defaultdict(list)
+    for p in pairs:
+        by_asn[int(p[1])].append(p)
+    return by_asn
+
+
 def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str, list[dict]]:
     """(month, one row per observed pair: what the selector answers with the pair's VP held out)."""
     month = resolve_month(cfg, month)
     con = duck.connect(cfg)
     try:
-        con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
-        con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
-        pairs = con.execute("""
-            SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
-            FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
-        by_asn: dict[int, list] = defaultdict(list)
-        for p in pairs:
-            by_asn[int(p[1])].append(p)
+        by_asn = _pairs_by_vp_as(con, cfg, month)
         rows = []
         for i, (asn, mine) in enumerate(sorted(by_asn.items())):
             if progress:
@@ -106,14 +113,7 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
     reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
     con = duck.connect(cfg)
     try:
-        con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
-        con.execute(f"CREATE TEMP TABLE eval_pairs AS SELECT * FROM {table_relation(cfg, 'pairs', month)}")
-        pairs = con.execute("""
-            SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent
-            FROM eval_pairs ORDER BY vp_asn, vp_group, dest_asn""").fetchall()
-        by_asn: dict[int, list] = defaultdict(list)
-        for p in pairs:
-            by_asn[int(p[1])].append(p)
+        by_asn = _pairs_by_vp_as(con, cfg, month)
         rows = []
         for asn, mine in sorted(by_asn.items()):
             if asns is not None and asn not in asns:

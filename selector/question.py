@@ -167,14 +167,19 @@ def parse_destination(texts: Sequence[str] | str, endpoint: str | None = None) -
     return dest
 
 
+def _endpoints_file(p: Path) -> dict:
+    """The endpoints file's TOML, its errors as the selector's (one line naming the file)."""
+    try:
+        return read_toml(p, "endpoints file")
+    except ConfigError as exc:
+        raise HintError(str(exc)) from None
+
+
 def load_endpoints(path: str | Path) -> list[Destination]:
     """Candidate tunnel endpoints from TOML: [[endpoint]] name = "...", ipv4 = "...", ipv6 = "...",
     and optionally tunnel = "..." (its MPT tunnel address)."""
     p = Path(path)
-    try:
-        data = read_toml(p, "endpoints file")
-    except ConfigError as exc:
-        raise HintError(str(exc)) from None
+    data = _endpoints_file(p)
     eps = data.get("endpoint")
     if set(data) - {"endpoint", "source"} or not isinstance(eps, list) or not eps:
         raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and at most a "
@@ -216,10 +221,7 @@ def load_source(path: str | Path) -> Evidence:
     """The [source] table of an endpoints file: the source host's neighbours per family
     (`via4 = "3356,174:peer"` or a list); empty Evidence when the file has none."""
     p = Path(path)
-    try:
-        data = read_toml(p, "endpoints file")
-    except ConfigError as exc:
-        raise HintError(str(exc)) from None
+    data = _endpoints_file(p)
     src = data.get("source")
     if src is None:
         return Evidence()
