@@ -51,7 +51,7 @@ def evidence(con, relation: str, afi: int, route_servers, method: MethodParams, 
                    count(DISTINCT path[len(path)]) AS dests,
                    count(*) FILTER (WHERE i + 1 = len(path)) AS ends, count(*) FILTER (WHERE len(path) = 3) AS whole
             FROM (SELECT path, unnest(range(2, len(path))) AS i FROM rel_items)
-            GROUP BY ALL""").fetch_record_batch(BATCH_ROWS)
+            GROUP BY ALL""").to_arrow_reader(BATCH_ROWS)
         for batch in reader:
             cols = [batch.column(i).to_pylist() for i in range(7)]
             for near, mid, far, n, d, e, w in zip(*cols):

@@ -285,86 +285,133 @@ def _provenance(con, month: str) -> str:
             f"{html.escape(when(p['published_at']))}. Every value: the <code>provenance</code> table.</p>")
 
 
+#: What each `evaluate --reveal` mode gives the selector of the held-out source, as the report names it.
+REVEAL_WORDS = {"none": "none (BGP only)", "first-hop": "first hop per destination",
+                "neighbours": "its set of neighbours"}
+#: One colour per reveal mode (the reliability diagram and the accuracy-coverage curve).
+REVEAL_COLOURS = {"none": "#1f77b4", "first-hop": "#2ca02c", "neighbours": "#9467bd"}
+
+
 def _selector_section(con, month: str) -> list[str]:
-    """How often the path selector is right, each VP held out (selector_eval, `congruency
-    evaluate`): coverage and accuracy per rule, and the reliability diagram (stated
-    confidence against observed accuracy); a note where the month has no evaluation."""
+    """How often the path selector is right, each source held out (selector_eval, `congruency
+    evaluate`), per reveal mode (what the source's own evidence gives it): coverage and accuracy
+    per rule, the reliability diagram (confidence against observed accuracy) and the
+    accuracy-coverage curve; a note where the month has no evaluation."""
     head = "<h2 id='selector'>How often the path selector is right</h2>"
     if "selector_eval" not in warehouse.views(con) or not fetch_rows(
             con, "SELECT 1 AS x FROM selector_eval WHERE month = $month LIMIT 1", {"month": month}):
         return [head, "<p class='note'>Not evaluated for this month: <code>congruency evaluate --month "
                 f"{html.escape(month)}</code>, then <code>congruency report</code>.</p>"]
     p = {"month": month}
-    rules = fetch_rows(con, """
-        SELECT k AS kind, coalesce(rule, 'all') AS rule, count(*) AS pairs,
+    # rows from before kinds or reveal modes were recorded are VPs held out, with no evidence
+    ev = ("(SELECT * REPLACE (coalesce(kind, 'vp') AS kind, coalesce(reveal, 'none') AS reveal) "
+          "FROM selector_eval WHERE month = $month)")
+    order = "CASE reveal WHEN 'none' THEN 0 WHEN 'first-hop' THEN 1 WHEN 'neighbours' THEN 2 ELSE 3 END, reveal"
+    modes = [r["reveal"] for r in fetch_rows(con, f"SELECT DISTINCT reveal FROM {ev} ORDER BY {order}", p)]
+    rules = fetch_rows(con, f"""
+        SELECT reveal, kind, coalesce(rule, 'all') AS rule, count(*) AS pairs,
                count(correct) AS answered, count(*) FILTER (WHERE correct) AS correct
-        FROM (SELECT coalesce(kind, 'vp') AS k, * FROM selector_eval WHERE month = $month)
-        GROUP BY GROUPING SETS ((k, rule), (k)) ORDER BY k = 'vp' DESC, k, rule IS NULL, rule""", p)
+        FROM {ev} GROUP BY GROUPING SETS ((reveal, kind, rule), (reveal, kind))
+        ORDER BY {order}, kind = 'vp' DESC, kind, rule IS NULL, rule""", p)
     f = go.Figure()
     f.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="stated = observed",
                            line=dict(color="#999999", dash="dot"), hovertemplate="perfect calibration<extra></extra>"))
-    for col, name, color in (("confidence", "stated (hand-set rule)", "#1f77b4"),
-                             ("calibrated_confidence", "calibrated (other sources' answers)", "#d62728")):
-        bins = fetch_rows(con, f"""
-            SELECT least(floor({col} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
-                   avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
-            FROM selector_eval WHERE month = $month AND correct IS NOT NULL AND {col} IS NOT NULL
-            GROUP BY 1 ORDER BY 1""", p)
-        f.add_trace(go.Scatter(x=[r["conf"] for r in bins], y=[r["acc"] for r in bins], mode="markers+lines",
-                               name=name, customdata=[r["n"] for r in bins],
-                               marker=dict(size=[8 + min(30, r["n"] ** 0.5) for r in bins], color=color),
-                               line=dict(color=color),
-                               hovertemplate="confidence %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
+    for mode in modes:
+        for col, name, dash in (("confidence", "stated (hand-set rule)", "dot"),
+                                ("calibrated_confidence", "calibrated (other sources' answers)", "solid")):
+            bins = fetch_rows(con, f"""
+                SELECT least(floor({col} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
+                       avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
+                FROM {ev} WHERE reveal = $mode AND correct IS NOT NULL AND {col} IS NOT NULL
+                GROUP BY 1 ORDER BY 1""", {**p, "mode": mode})
+            colour = REVEAL_COLOURS.get(mode, "#7f7f7f")
+            f.add_trace(go.Scatter(
+                x=[r["conf"] for r in bins], y=[r["acc"] for r in bins], mode="markers+lines",
+                name=f"{name}, evidence: {REVEAL_WORDS.get(mode, mode)}", customdata=[r["n"] for r in bins],
+                marker=dict(size=[8 + min(30, r["n"] ** 0.5) for r in bins], color=colour,
+                            symbol="circle" if dash == "solid" else "circle-open"),
+                line=dict(color=colour, dash=dash),
+                hovertemplate="confidence %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
     plot_layout(f, f"Reliability of the selector's confidence, {month}", "confidence (mean of the bin)",
                 "observed accuracy", xaxis_range=[0, 1], yaxis_range=[0, 1.02])
     fig = Figure("fig-reliability", f, "Each source held out in turn (a VP AS with all its VPs hidden; in a generated "
                  "month also ASes that are no VP, against the generator's true paths), the selector answers for it; "
                  "each point is one confidence bin of those answers: the mean confidence against the share whose "
-                 "class was right (marker size: answers). Blue: the confidence the rules state; red: the calibrated "
-                 "one (selector/calibration.py), fitted on the other sources' answers only. Points above the "
-                 "diagonal: the confidence understates; below: it overstates.")
+                 "class was right (marker size: answers). Dotted, open: the confidence the rules state; solid: the "
+                 "calibrated one (selector/calibration.py), fitted on the other sources' answers of the same mode "
+                 "only. One colour per evidence mode. Points above the diagonal: the confidence understates; "
+                 "below: it overstates.")
 
-    curve = fetch_rows(con, """
-        SELECT t.threshold, count(e.correct) AS answered, count(*) FILTER (WHERE e.correct) AS correct,
-               (SELECT count(*) FROM selector_eval WHERE month = $month) AS pairs
-        FROM (SELECT unnest($t::DOUBLE[]) AS threshold) t
-        LEFT JOIN selector_eval e ON e.month = $month AND e.correct IS NOT NULL
+    curve = fetch_rows(con, f"""
+        WITH ev AS {ev}, n AS (SELECT reveal, count(*) AS pairs FROM ev GROUP BY reveal)
+        SELECT n.reveal, n.pairs, t.threshold, count(e.correct) AS answered,
+               count(*) FILTER (WHERE e.correct) AS correct
+        FROM n CROSS JOIN (SELECT unnest($t::DOUBLE[]) AS threshold) t
+        LEFT JOIN ev e ON e.reveal = n.reveal AND e.correct IS NOT NULL
              AND coalesce(e.calibrated_confidence, 0) >= t.threshold
-        GROUP BY t.threshold ORDER BY t.threshold""", {**p, "t": list(calibration.CURVE)})
-    curve_table = table_html("selector-curve", ["answer at calibrated confidence >=", "answered", "coverage",
-                                                "accuracy"],
-                             [[f"{r['threshold']:.1f}", f"{r['answered']:,}", share(r["answered"], r["pairs"]),
+        GROUP BY n.reveal, n.pairs, t.threshold
+        ORDER BY {order.replace('reveal', 'n.reveal')}, t.threshold""", {**p, "t": list(calibration.CURVE)})
+    c = go.Figure()
+    for mode in modes:
+        pts = [r for r in curve if r["reveal"] == mode and r["answered"]]
+        c.add_trace(go.Scatter(
+            x=[r["answered"] / r["pairs"] for r in pts], y=[r["correct"] / r["answered"] for r in pts],
+            mode="markers+lines", name=f"evidence: {REVEAL_WORDS.get(mode, mode)}",
+            customdata=[[r["threshold"], r["answered"]] for r in pts],
+            marker=dict(color=REVEAL_COLOURS.get(mode, "#7f7f7f")), line=dict(color=REVEAL_COLOURS.get(mode, "#7f7f7f")),
+            hovertemplate="calibrated confidence >= %{customdata[0]:.1f}: %{customdata[1]:,} answers, "
+                          "coverage %{x:.1%}, right %{y:.1%}<extra></extra>"))
+    plot_layout(c, f"Accuracy against coverage per evidence mode, {month}", "coverage (share of pairs answered)",
+                "accuracy (share of the answers right)", xaxis_range=[0, 1.02], yaxis_range=[0, 1.02])
+    curve_fig = Figure("fig-selector-curve", c, "Each point: the answers at or above one calibrated confidence "
+                       "threshold (the table below); from the right, the threshold rises, fewer pairs are answered and "
+                       "more of them right. One line per evidence mode: none, BGP alone; first hop, the "
+                       "source's first AS hop per family toward each destination; neighbours, only the set of "
+                       "its first hops over the month.")
+    curve_table = table_html("selector-curve", ["evidence", "answer at calibrated confidence >=", "answered",
+                                                "coverage", "accuracy"],
+                             [[REVEAL_WORDS.get(r["reveal"], r["reveal"]), f"{r['threshold']:.1f}", f"{r['answered']:,}",
+                               share(r["answered"], r["pairs"]),
                                share(r["correct"], r["answered"]) if r["answered"] else "n/a"] for r in curve],
-                             numeric={1, 2, 3})
-    who = {"vp": "VPs held out", "stub": "stubs (generated)", "transit": "transit ASes (generated)"}
-    # selector/evaluate.destination_ceiling, per kind of source
-    ceiling = fetch_rows(con, """
-        SELECT k, sum(mx) AS right, sum(n) AS pairs FROM (
-          SELECT k, dest_asn, max(c) AS mx, sum(c) AS n FROM (
-            SELECT coalesce(kind, 'vp') AS k, dest_asn, observed_class, count(*) AS c
-            FROM selector_eval WHERE month = $month GROUP BY ALL) GROUP BY ALL)
-        GROUP BY k ORDER BY k = 'vp' DESC, k""", p)
-    ceiling_note = ("<p class='note'>Why the accuracy stops where it does: a rule that gives every source the same "
-                    "class toward a destination (<i>destination</i>, and any rule that knows nothing of the source) "
-                    "is right at most as often as each destination's most common observed class: "
+                             numeric={2, 3, 4})
+    who = {"vp": "VPs held out", "stub": "stubs (generated)", "transit": "transit ASes (generated)",
+           "multihomed-stub": "multi-homed stubs (generated)"}
+    # selector/evaluate.destination_ceiling, per kind of source: each pair once, whatever the modes
+    ceiling = fetch_rows(con, f"""
+        SELECT kind AS k, sum(mx) AS right, sum(n) AS pairs FROM (
+          SELECT kind, dest_asn, max(c) AS mx, sum(c) AS n FROM (
+            SELECT kind, dest_asn, observed_class, count(*) AS c FROM (
+              SELECT DISTINCT kind, vp_group, vp_asn, dest_asn, observed_class FROM {ev}) GROUP BY ALL)
+          GROUP BY ALL)
+        GROUP BY kind ORDER BY kind = 'vp' DESC, kind""", p)
+    ceiling_note = ("<p class='note'>Why the accuracy stops where it does without the source's evidence: a rule "
+                    "that gives every source the same class toward a destination (<i>destination</i>, and any rule "
+                    "that knows nothing of the source) is right at most as often as each destination's most common "
+                    "observed class: "
                     + "; ".join(f"{who.get(r['k'], r['k'])} {share(r['right'], r['pairs'])}" for r in ceiling)
                     + ". Above that, only rules that see the source's own routes (<i>through</i>, "
-                    "<i>provider</i>) can go.</p>")
-    table = table_html("selector-rules", ["sources", "rule", "pairs", "answered", "coverage", "right", "accuracy"],
-                       [[who.get(r["kind"], r["kind"]), r["rule"], f"{r['pairs']:,}", f"{r['answered']:,}",
-                         share(r["answered"], r["pairs"]), f"{r['correct']:,}",
+                    "<i>provider</i>, and the rules of its revealed first hops) can go.</p>")
+    table = table_html("selector-rules", ["evidence", "sources", "rule", "pairs", "answered", "coverage", "right",
+                                          "accuracy"],
+                       [[REVEAL_WORDS.get(r["reveal"], r["reveal"]), who.get(r["kind"], r["kind"]), r["rule"],
+                         f"{r['pairs']:,}", f"{r['answered']:,}", share(r["answered"], r["pairs"]), f"{r['correct']:,}",
                          share(r["correct"], r["answered"]) if r["answered"] else "n/a"]
-                        for r in rules], numeric={2, 3, 4, 5, 6})
+                        for r in rules], numeric={3, 4, 5, 6, 7})
     return [head, "<p class='note'>Operators are rarely vantage points: for every VP AS of the month, all of its "
             "VPs are hidden and the selector asked for it to each destination it has a pair for; the answer is "
             "compared with the pair as observed (<code>congruency evaluate</code>, table <code>selector_eval</code>). "
-            "Rules, in the order tried: <i>through</i>, a VP whose path crosses the source; <i>provider</i>, a "
-            "stub in front of its neighbours' routes; <i>one-neighbour</i>, a stub behind one AS, the same in both "
-            "families: that AS's class with it shared; <i>destination</i>, any other source: the class most pairs "
-            "to the destination show (no path); <i>upstream</i>, a VP the source hands traffic to, the source put "
-            "in front; <i>none</i>, nothing stands in.</p>", table, figure_html(fig),
-            "<p class='note'>Where the rule set stands: coverage and accuracy when only answers at or above a "
-            "calibrated confidence count.</p>", curve_table, ceiling_note]
+            "<i>Evidence</i> is what the selector is given of the source itself (<code>--reveal</code>): nothing, "
+            "its first AS hop per family toward each destination, or only the set of its neighbours. "
+            "Rules, in the order tried: <i>first-hop</i>, the revealed neighbour's route with the source in front; "
+            "<i>through</i>, a VP whose path crosses the source; <i>neighbours</i>, the neighbour chosen by "
+            "relationship among those revealed; <i>provider</i>, a stub in front of its neighbours' routes; "
+            "<i>one-neighbour</i>, a stub behind one AS, the same in both families: that AS's class with it "
+            "shared; <i>inferred</i>, a neighbour's route not observed, taken one AS further from the month's "
+            "relationships (off: not calibrated); <i>destination</i>, any other "
+            "source: the class most pairs to the destination show (no path); <i>upstream</i>, a VP the source "
+            "hands traffic to, the source put in front; <i>none</i>, nothing stands in.</p>", table, figure_html(fig),
+            "<p class='note'>Where each evidence mode stands: coverage and accuracy when only answers at or above a "
+            "calibrated confidence count.</p>", figure_html(curve_fig), curve_table, ceiling_note]
 
 
 #: Words of the parting causes (parting_causes.sql) as the report's table says them.

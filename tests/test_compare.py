@@ -1,6 +1,7 @@
 """The Spark job against the pure-Python reference (congruency/reference.py), row for row:
-on the real 2026-07-30 route-views2 + route-views6 pair and on the hand-made cases of
-test_method.py; on a real standalone cluster; through spark-submit; and on bad input."""
+on the hand-made cases of test_method.py on the suite's local session; on the real
+2026-07-30 route-views2 + route-views6 pair through spark-submit on a real standalone
+cluster; and on bad input."""
 from __future__ import annotations
 
 import hashlib
@@ -88,28 +89,19 @@ def assert_engines_agree(spark_data: Path, config, month: str, params, duck: Pat
 
 
 # ------------------------------------------------------------------ real data
-@pytest.mark.slow
-def test_real_pair_matches_reference(spark, config, ingested_2026, sample, tmp_path):
-    """The Spark engine on the real sample: the reference's tables, and those the session's
-    DuckDB run published (`sample`). Over 60 s: the real month on Spark, and bgpdump over both
-    files."""
-    data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):
-        (data / sub).mkdir(parents=True)
-        (data / sub / "month=2026-07").symlink_to(ingested_2026 / sub / "month=2026-07")
-    cfg = config.with_overrides(data_dir=data)
-    res = job.compare_month(cfg, "2026-07", spark=spark)
-    assert res.error is None, res.error
-    ref = assert_same_as_reference(data, "2026-07", cfg.method)
-    assert_engines_agree(data, config, "2026-07", cfg.method, duck=sample.data)
+def assert_real_pair(data: Path, config, summary: dict, duck: Path) -> None:
+    """The real sample's tables in `data`: the reference's, DuckDB's (`duck`), and for a sample
+    of pairs the most frequent prepend-free path of `bgpdump -m` of each file (independent
+    evidence). `summary`: the compare's."""
+    ref = assert_same_as_reference(data, "2026-07", config.method)
+    assert_engines_agree(data, config, "2026-07", config.method, duck=duck)
     vps_with_pairs = {r["vp_asn"] for r in published(data, "vps", "2026-07") if r["pairs"]}
     assert vps_with_pairs == PEERS_IN_BOTH_2026
-    [summary] = ref["month_summary"]
-    assert res.summary["pairs"] == summary["pairs"] > 1000
+    assert summary["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
+    [month_summary] = ref["month_summary"]
+    assert summary["pairs"] == month_summary["pairs"] > 1000
     pairs = {(r["vp_asn"], r["dest_asn"]): r for r in published(data, "pairs", "2026-07")}
-    assert len(pairs) == summary["pairs"]
-    # Independent evidence: the most frequent prepend-free path in `bgpdump -m` of each file
-    # for a sample of pairs is the pair's IPv4 / IPv6 path.
+    assert len(pairs) == month_summary["pairs"]
     sample = sorted(pairs)[:: max(1, len(pairs) // 25)]
     for afi, f in ((4, RV2_2026), (6, RV6_2026)):
         counts = bgpdump_paths(f, {k[0] for k in sample})
@@ -290,42 +282,32 @@ def standalone_cluster(tmp_path):
 
 
 @pytest.mark.cluster
-def test_standalone_cluster_gives_the_same_results(standalone_cluster, config, ingested_2026, tmp_path):
-    """The real sample's compare on a standalone master and worker on 127.0.0.1, unchanged:
-    the rows of the local engine. Over 60 s: a cluster's start and the real month's compare."""
+@pytest.mark.slow
+def test_real_pair_through_spark_submit_on_a_standalone_cluster(standalone_cluster, config, ingested_2026, sample,
+                                                                 tmp_path):
+    """The real sample's compare as a cluster runs it: spark-submit (cli/submit.py) on a
+    standalone master and worker on 127.0.0.1, the job unchanged. Its tables are the
+    reference's, those of the session's DuckDB run (`sample`), and bgpdump's paths
+    (assert_real_pair). One Spark run of the real month checks the cluster, spark-submit and
+    the Spark engine on real data (three runs before). Over 60 s: a cluster's start and the
+    real month on it, the reference, and bgpdump over both files."""
+    import json
+
     master, env = standalone_cluster
+    submit = Path(env["SPARK_HOME"]) / "bin" / "spark-submit"
     env = {**env, "PYTHONPATH": str(ROOT)}
     data = tmp_path / "data"
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
-    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2026-07",
-                        "--data-dir", str(data), "--min-coverage", "0", "--master", master,
-                        "--conf", "spark.executor.memory=2g", "--json"],
+    for sub in ("rib_entries", "manifest"):
+        (data / sub).mkdir(parents=True)
+        (data / sub / "month=2026-07").symlink_to(ingested_2026 / sub / "month=2026-07")
+    p = subprocess.run([str(submit), "--master", master, "--conf", "spark.executor.memory=2g",
+                        str(ROOT / "cli" / "submit.py"), "compare", "--month", "2026-07", "--data-dir", str(data),
+                        "--min-coverage", "0", "--json"],
                        capture_output=True, text=True, env=env, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert_same_as_reference(data, "2026-07", config.method)
-    import json
-
     out = json.loads(p.stdout.splitlines()[-1])
-    assert out["summary"]["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
-    assert out["engine"] == "spark"  # --master naming a cluster implies Spark
-
-
-def test_spark_submit_runs_the_job(config, tmp_path):
-    import pyspark
-
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    write_entries(tmp_path, "2024-01", cases.full_month_rows())
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": sys.executable,
-           "SPARK_HOME": str(submit.parent.parent)}
-    p = subprocess.run([str(submit), "--master", "local[2]", str(ROOT / "cli" / "submit.py"),
-                        "compare", "--month", "2024-01", "--data-dir", str(tmp_path), "--min-coverage", "0", "--json"],
-                       capture_output=True, text=True, env=env, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert_same_as_reference(tmp_path, "2024-01", config.method)
-    import json
-
-    assert json.loads(p.stdout.splitlines()[-1])["engine"] == "spark"  # spark-submit implies Spark
+    assert out["engine"] == "spark"  # spark-submit implies Spark
+    assert_real_pair(data, config, out["summary"], sample.data)
 
 
 def test_the_spark_engine_takes_a_data_dir_with_glob_characters_literally(two_months, tmp_path, spark):

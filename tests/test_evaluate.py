@@ -219,6 +219,8 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
                      function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
                 points: d.data[1].x.length, calibrated: d.data[2].x.length,
                 drawn: d.querySelectorAll('g.trace').length,
+                lines: document.getElementById('fig-selector-curve').data.map(function (t) {
+                    return {name: t.name, x: t.x, y: t.y}; }),
                 curve: Array.prototype.map.call(document.querySelectorAll('#selector-curve tbody tr'),
                      function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); }),
                 ceiling: Array.prototype.filter.call(document.querySelectorAll('p.note'),
@@ -230,8 +232,8 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
         b.screenshot(shot_dir(tmp_path) / "month-2026-07-selector.png")
     finally:
         b.close()
-    assert {r[0] for r in got["rows"]} == {"VPs held out"}
-    by_rule = {r[1]: r for r in got["rows"]}
+    assert {(r[0], r[1]) for r in got["rows"]} == {("none (BGP only)", "VPs held out")}  # no evidence revealed
+    by_rule = {r[2]: r[1:] for r in got["rows"]}
     # the real VPs seen on no other path are stubs without neighbours: no provider answer; the
     # destination rule answers every other source before the upstream rule is tried
     assert set(by_rule) == {"through", "destination", "none", "all"}
@@ -243,8 +245,14 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
     assert got["points"] == sum(1 for x in s["bins"] if x["answers"])
     assert got["calibrated"] == sum(1 for x in s["calibrated"]["bins"] if x["answers"]) > 1
     assert got["drawn"] == 3  # the diagonal, stated, calibrated
-    assert [r[0] for r in got["curve"]] == [f"{t:.1f}" for t in calibration.CURVE]
-    assert [r[1] for r in got["curve"]] == [f"{c['answered']:,}" for c in s["calibrated"]["curve"]]
+    assert [r[:2] for r in got["curve"]] == [["none (BGP only)", f"{t:.1f}"] for t in calibration.CURVE]
+    assert [r[2] for r in got["curve"]] == [f"{c['answered']:,}" for c in s["calibrated"]["curve"]]
+    # the accuracy-coverage curve: one line (the one mode evaluated), a point per threshold answered
+    [line] = got["lines"]
+    want = [c for c in s["calibrated"]["curve"] if c["answered"]]
+    assert line["name"] == "evidence: none (BGP only)"
+    assert line["x"] == pytest.approx([c["coverage"] for c in want])
+    assert line["y"] == pytest.approx([c["accuracy"] for c in want])
     assert got["title"].startswith("Reliability of the selector's confidence, 2026-07")
     from bgp_congruency.reports.page import share
 

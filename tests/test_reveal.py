@@ -221,6 +221,35 @@ def test_each_reveal_keeps_its_own_rows_and_calibration(sample_evaluated, tmp_pa
     assert r.returncode == 0, r.stderr
     [h] = json.loads(r.stdout)["hints"]
     assert h["rule"] in ("neighbours", "inferred", "none") and h["via_v4"] == 7018
+    # the month report: each mode's rules and its own accuracy-coverage curve, as `evaluate` summed them
+    from bgp_congruency.selector import calibration
+    from tests.support.chromium import Chromium, shot_dir
+
+    page = tmp_path / "report.html"
+    assert congruency("report", "--data-dir", str(data), "--month", "2026-07", "--out", str(page)).returncode == 0
+    b = Chromium(tmp_path)
+    try:
+        b.open(page)
+        got = b.eval("""new Promise(function (ok) { setTimeout(function () {
+            ok({lines: document.getElementById('fig-selector-curve').data.map(function (t) {
+                    return {name: t.name, x: t.x, y: t.y}; }),
+                rows: Array.prototype.map.call(document.querySelectorAll('#selector-rules tbody tr'),
+                    function (r) { return Array.prototype.map.call(r.cells, function (c) { return c.textContent; }); })
+               }); }, 300); })""")
+        assert b.problems(page) == {"errors": [], "requests": []}
+        b.eval("document.getElementById('fig-selector-curve').scrollIntoView()")
+        b.screenshot(shot_dir(tmp_path) / "month-2026-07-selector-curve.png")
+    finally:
+        b.close()
+    words = {"none": "none (BGP only)", "first-hop": "first hop per destination", "neighbours": "its set of neighbours"}
+    assert [ln["name"] for ln in got["lines"]] == [f"evidence: {words[m]}" for m in ("none", "first-hop", "neighbours")]
+    for mode, line in zip(("none", "first-hop", "neighbours"), got["lines"]):
+        want = [c for c in calibration.curve([r for r in rows if r["reveal"] == mode]) if c["answered"]]
+        assert line["x"] == pytest.approx([c["coverage"] for c in want]), mode
+        assert line["y"] == pytest.approx([c["accuracy"] for c in want]), mode
+    alls = {r[0]: r for r in got["rows"] if r[2] == "all"}
+    for mode in ("first-hop", "neighbours"):
+        assert alls[words[mode]][3:5] == [f"{out[mode]['pairs']:,}", f"{out[mode]['answered']:,}"], mode
 
 
 # ------------------------------------------------------------------ neighbours from traces
