@@ -184,13 +184,22 @@ TEST_WORKERS ?= 2
 
 # Everything: the lint and the layers, the Rust decoder's own unit tests (framing, AS path
 # segments, ADD-PATH, AS4_PATH merge, text forms, parallel bzip2), then the whole suite in
-# .venv, then the DAG tests in .venv-airflow.
+# .venv with the DAG tests in .venv-airflow beside it (a third process: the suite's workers
+# often wait on a subprocess or a JVM; its output follows the suite's, and either failing
+# fails the target).
+DAG_LOG := build/test-dag.log
 test: installs
 	$(BIN)/ruff check .
 	@$(MAKE) --no-print-directory layers
 	cd ingest/native && PATH="$(CARGO_PATH)" PYO3_PYTHON=$(abspath $(BIN)/python) cargo test --release --quiet
-	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
-	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider tests/test_dag.py
+	@mkdir -p build; echo "tests/test_dag.py runs in .venv-airflow beside the suite (its output: $(DAG_LOG), shown below)"
+	@CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider \
+	    --basetemp=build/pytest-dag tests/test_dag.py >$(DAG_LOG) 2>&1 & dag=$$!; \
+	echo "CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile"; \
+	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; \
+	main=$$?; wait $$dag; af=$$?; \
+	echo "== tests/test_dag.py in .venv-airflow (exit $$af)"; cat $(DAG_LOG); \
+	test $$main -eq 0 -a $$af -eq 0
 
 clean:
 	rm -rf $(VENV) $(AFVENV) data build *.egg-info
