@@ -112,17 +112,17 @@ def _through_recomputed(pairs: list[dict], paths: list[dict]) -> tuple[int, int,
     tables alone: for a pair of VP AS X,
     the other VPs whose paths to the destination cross X in both families stand in, each with
     its paths from X on; the class is the most cautious of theirs."""
-    by = defaultdict(dict)
+    by = defaultdict(lambda: defaultdict(dict))  # destination -> (group, VP) -> afi -> path
     for p in paths:
-        by[(p["vp_group"], p["vp_asn"], p["dest_asn"])][p["afi"]] = p["path"]
+        by[p["dest_asn"]][(p["vp_group"], p["vp_asn"])][p["afi"]] = p["path"]
     caution = ("disjoint", "shared-edge", "shared-core", "congruent")
     answered = right = 0
     keys = set()
     for pr in pairs:
         x, d = pr["vp_asn"], pr["dest_asn"]
         classes = []
-        for (g, vp, dest), fam in by.items():
-            if dest != d or vp == x or 4 not in fam or 6 not in fam:
+        for (g, vp), fam in by[d].items():
+            if vp == x or 4 not in fam or 6 not in fam:
                 continue
             p4, p6 = fam[4], fam[6]
             if x in p4[1:] and x in p6[1:]:
@@ -154,14 +154,17 @@ def _destination_recomputed(pairs: list[dict], paths: list[dict], through: set) 
     other VPs' pairs to the destination show, ties to the more cautious."""
     caution = ("disjoint", "shared-edge", "shared-core", "congruent")
     hands_on = {a: any(a in p["path"][:-1] for p in paths if p["vp_asn"] != a) for a in {p["vp_asn"] for p in pairs}}
+    to = defaultdict(list)  # destination -> its pairs
+    for o in pairs:
+        to[o["dest_asn"]].append(o)
     answered = right = 0
     for pr in pairs:
         x, d = pr["vp_asn"], pr["dest_asn"]
         if (x, d) in through or not hands_on[x]:
             continue
         votes = defaultdict(int)
-        for o in pairs:
-            if o["dest_asn"] == d and o["vp_asn"] != x:
+        for o in to[d]:
+            if o["vp_asn"] != x:
                 votes[_observed(o)] += 1
         if votes:
             answered += 1
