@@ -73,11 +73,12 @@ def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str,
     con = duck.connect(cfg)
     try:
         by_asn = _pairs_by_vp_as(con, cfg, month)
+        every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
         rows = []
         for i, (asn, mine) in enumerate(sorted(by_asn.items())):
             if progress:
                 progress(i, len(by_asn), asn)
-            m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths", pairs="eval_pairs")
+            m = every.hiding(frozenset({asn}))
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)
                 rows.append({**_row(month, g, int(a), int(d), v4, v6, observed,
@@ -114,11 +115,12 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
     con = duck.connect(cfg)
     try:
         by_asn = _pairs_by_vp_as(con, cfg, month)
+        every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
         rows = []
         for asn, mine in sorted(by_asn.items()):
             if asns is not None and asn not in asns:
                 continue
-            m = Month(con, cfg, month, hidden=frozenset({asn}), paths="eval_paths", pairs="eval_pairs")
+            m = every.hiding(frozenset({asn}))
             own = neighbours_of(con, "eval_paths", asn) if reveal == "neighbours" else {}
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)

@@ -129,17 +129,31 @@ class Month:
         self.con, self.cfg, self.month = con, cfg, month
         #: The month's calibration (selector/calibration.py) where answers should use it.
         self.calibration = None
-        src = paths or table_relation(cfg, 'paths', month)
-        keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
-        self.paths = f"(SELECT * FROM {src}{keep})"
-        self.pairs = f"(SELECT * FROM {pairs or table_relation(cfg, 'pairs', month)}{keep})"
-        self.snapshots = month_snapshots(con, cfg, month, src)  # the month's, hidden VPs included
+        self._all_paths = paths or table_relation(cfg, 'paths', month)
+        self._all_pairs = pairs or table_relation(cfg, 'pairs', month)
+        self._vps_table = table_relation(cfg, 'vps', month)
+        self.snapshots = month_snapshots(con, cfg, month, self._all_paths)  # the month's, hidden VPs included
         #: The month's as_relationships as a relation (None: not published for the month).
         self.relationships = (table_relation(cfg, "as_relationships", month)
                               if month in published.months(local_root(cfg), "as_relationships") else None)
+        self._hide(hidden)
+
+    def hiding(self, hidden: frozenset[int]) -> Month:
+        """The same month with the VPs of `hidden` out of sight: the held-out evaluation's one
+        Month per VP AS, without finding the month's tables again for each."""
+        m = object.__new__(Month)
+        m.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_per_as"})
+        m._hide(hidden)
+        return m
+
+    def _hide(self, hidden: frozenset[int]) -> None:
+        keep = f" WHERE vp_asn NOT IN ({','.join(str(int(a)) for a in sorted(hidden))})" if hidden else ""
+        self.paths = f"(SELECT * FROM {self._all_paths}{keep})"
+        self.pairs = f"(SELECT * FROM {self._all_pairs}{keep})"
+        self._per_as = {}
         # the VPs with a path (the vps table's row of each, not a scan of the paths)
-        self.vps = {(g, int(a)) for g, a in con.execute(
-            f"SELECT DISTINCT vp_group, vp_asn FROM {table_relation(cfg, 'vps', month)} "
+        self.vps = {(g, int(a)) for g, a in self.con.execute(
+            f"SELECT DISTINCT vp_group, vp_asn FROM {self._vps_table} "
             f"WHERE (origins_v4 > 0 OR origins_v6 > 0){keep.replace(' WHERE', ' AND')}").fetchall()}
 
     def seen(self, asn: int) -> bool:
@@ -160,29 +174,42 @@ class Month:
             WHERE dest_asn IN ({",".join(str(int(d)) for d in dests)}) AND list_position(path, ?::BIGINT) > 1""",
             [asn]).fetchall())
 
+    def _once(self, what: str, asn: int, compute):
+        """Answers about one AS that do not depend on the destination (is_stub, neighbours,
+        upstream_vps), kept: a source asks them for each of its destinations (evaluate's
+        held-out AS, a site's hints), and the month does not change under a Month."""
+        key = (what, int(asn))
+        if key not in self._per_as:
+            self._per_as[key] = compute()
+        return self._per_as[key]
+
     def upstream_vps(self, asn: int) -> list[tuple[str, int]]:
         """VPs seen right after `asn` on the month's paths: `asn` hands traffic to them, so
         each is its provider or peer (a VP seen right before it routes through it instead)."""
-        ups = {int(r[0]) for r in self.con.execute(f"""
-            SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM {self.paths}
-            WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
-        return sorted(vp for vp in self.vps if vp[1] in ups)
+        def compute():
+            ups = {int(r[0]) for r in self.con.execute(f"""
+                SELECT DISTINCT path[list_position(path, ?::BIGINT) + 1] FROM {self.paths}
+                WHERE list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1""", [asn, asn]).fetchall()}
+            return tuple(sorted(vp for vp in self.vps if vp[1] in ups))
+        return list(self._once("upstream", asn, compute))
 
     def is_stub(self, asn: int) -> bool:
         """Never seen handing traffic on: no AS after it on any path of the month."""
-        return not self.con.execute(
+        return self._once("stub", asn, lambda: not self.con.execute(
             f"SELECT bool_or(list_position(path, ?::BIGINT) BETWEEN 1 AND len(path) - 1) FROM {self.paths}",
-            [asn]).fetchall()[0][0]
+            [asn]).fetchall()[0][0])
 
     def neighbours(self, asn: int) -> dict[int, set[int]]:
         """afi -> the ASes seen right before `asn` on the month's paths of that family (who
         hands traffic to it: for a stub its providers and peers)."""
-        got = {4: set(), 6: set()}
-        for afi, n in self.con.execute(f"""
-                SELECT DISTINCT afi, path[list_position(path, $a::BIGINT) - 1] FROM {self.paths}
-                WHERE list_position(path, $a::BIGINT) > 1""", {"a": asn}).fetchall():
-            got[int(afi)].add(int(n))
-        return got
+        def compute():
+            got = {4: set(), 6: set()}
+            for afi, n in self.con.execute(f"""
+                    SELECT DISTINCT afi, path[list_position(path, $a::BIGINT) - 1] FROM {self.paths}
+                    WHERE list_position(path, $a::BIGINT) > 1""", {"a": asn}).fetchall():
+                got[int(afi)].add(int(n))
+            return {afi: frozenset(ns) for afi, ns in got.items()}
+        return {afi: set(ns) for afi, ns in self._once("neighbours", asn, compute).items()}
 
     def destination_classes(self, dest: int) -> dict[tuple, list[int]]:
         """(congruent, no shared AS, shared_adjacent) -> the VP ASes of the pairs to `dest`
