@@ -590,6 +590,11 @@ CROSS JOIN destinations"""),
 
 MONTH_STEPS: tuple[SqlStep, ...] = PARTITION_STEPS + FACTS + VP_STEPS + SUMMARY_STEPS
 
+#: A sensitivity variant's run writes month_summary alone; on both engines these tables are
+#: views there, so the columns it never reads (the edit distance, the divergence) are never
+#: computed.
+VARIANT_VIEWS = ("pairs", "divergence")
+
 #: The names the month-level steps read, for the per-partition steps' outputs: an engine running
 #: one partition makes each a view of the other; one running K makes each the union of K.
 MONTH_OF = {"entries": "month_entries", "by_session": "month_by_session", "per_path": "month_per_path",

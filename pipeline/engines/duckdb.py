@@ -333,12 +333,8 @@ class DuckDBEngine:
     def _attached(self) -> bool:
         return bool(self.con.execute("SELECT 1 FROM duckdb_databases() WHERE database_name = ?", [WORK]).fetchall())
 
-    #: In a variant run only month_summary is written: these tables become views there, so
-    #: the columns it never reads (the edit distance, the divergence) are never computed.
-    LAZY_IN_VARIANTS = ("pairs", "divergence")
-
     def _kind(self, s: S.SqlStep) -> str:
-        lazy = self.only is not None and s.name in self.LAZY_IN_VARIANTS
+        lazy = self.only is not None and s.name in S.VARIANT_VIEWS
         return "VIEW" if s.kind == "view" or lazy else "TABLE"
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str, part: int = 0) -> None:

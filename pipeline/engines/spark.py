@@ -31,6 +31,7 @@ class SparkEngine:
 
     def __init__(self, spark, own: bool = False):
         self.spark, self.own = spark, own
+        self.variant = False  # a sensitivity variant's run (keep): steps.VARIANT_VIEWS stay views
 
     def store(self, root: str) -> HadoopStore:
         return HadoopStore(self.spark, root)
@@ -60,7 +61,9 @@ class SparkEngine:
     def run(self, params, staged: str, prev: dict[str, list[str]] | None, step, keep: bool = False,
             partitions: int = 1) -> None:
         """Every step, as one partition: each name the month-level steps read (MONTH_OF) is a
-        view of the step's own output; output tables end up as Parquet folders staged/<table>."""
+        view of the step's own output; output tables end up as Parquet folders staged/<table>
+        (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB)."""
+        self.variant = keep
         self._run_step(S.MONTH_COUNTS, S.MONTH_COUNTS.spark, staged)
         self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s in S.MONTH_STEPS:
@@ -83,7 +86,8 @@ class SparkEngine:
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)
-        if s.kind in ("work", "table"):  # a fact is small and read once here, a scratch step read in place: views
+        lazy = self.variant and s.name in S.VARIANT_VIEWS
+        if s.kind in ("work", "table") and not lazy:  # a fact is small and read once here, a scratch step read in place: views
             df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
         df.createOrReplaceTempView(s.name)
 
