@@ -29,6 +29,7 @@ from tests.support.month import (
     assert_same_as_reference,
     canon,
     published,
+    published_tables,
     read_published,
     write_entries,
 )
@@ -69,12 +70,14 @@ def assert_engines_agree(spark_data: Path, config, month: str, params, duck: Pat
 
     if duck is None:
         duck = _duckdb_twin(spark_data, config, month, params)
-    for table in (*TABLES, "transitions"):
+    names = (*TABLES, "transitions")
+    duck_rows, spark_rows = published_tables(duck, names, month), published_tables(spark_data, names, month)
+    for table in names:
         schema = TRANSITIONS if table == "transitions" else TABLES[table]
         want = [(f.name, str(f.type)) for f in schema if f.name != "month"]
         assert file_schema(duck, table, month) == want, table
         assert file_schema(spark_data, table, month) == want, table
-        assert canon(published(duck, table, month)) == canon(published(spark_data, table, month)), table
+        assert canon(duck_rows[table]) == canon(spark_rows[table]), table
     # Provenance: the same schema on both engines, the same row but for when and by which engine.
     from bgp_congruency.common.tables import PROVENANCE
 

@@ -88,9 +88,16 @@ def wait_for(cond, what: str, p: subprocess.Popen | None = None, limit: float = 
 
 
 def rows(data: Path, table: str, month: str = MONTH) -> list[dict]:
-    t = published.read(data, table, month)
-    cols = sorted(c for c in t.column_names if c != "month")
-    return sorted((json.dumps({c: r[c] for c in cols}, sort_keys=True, default=str) for r in t.to_pylist()))
+    return every_rows(data, [table], month)[table]
+
+
+def every_rows(data: Path, tables=TABLES, month: str = MONTH) -> dict[str, list[str]]:
+    """table -> its rows of `month` as sorted JSON lines, every table from one snapshot (one
+    catalog attach for all)."""
+    from tests.support.month import published_tables
+
+    return {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in got)
+            for t, got in published_tables(data, tables, month).items()}
 
 
 def seed_previous(src: Path, dst: Path) -> None:
@@ -274,15 +281,17 @@ def test_kills_at_every_stage_then_resume(sample, with_previous, tmp_path):
     kill(p)
     pause.unlink()
     assert published.months(data) == ["2026-06", MONTH]
+    got, want = every_rows(data), every_rows(with_previous["data"])
     for t in TABLES:
-        assert rows(data, t) == rows(with_previous["data"], t), t
+        assert got[t] == want[t], t
     assert previous_state(data) == prev
     r = run(data)
     assert r.returncode == 0, r.stderr
     s = json.loads(r.stdout)
     assert s["ok"] and s["entries"] == ENTRIES
+    got, want = every_rows(data), every_rows(with_previous["data"])
     for t in TABLES:
-        assert rows(data, t) == rows(with_previous["data"], t), t
+        assert got[t] == want[t], t
     assert previous_state(data) == prev
     assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]  # only the lock files
     assert not [f for f in data.rglob("*.tmp")]
@@ -318,8 +327,9 @@ def test_full_disk_while_publishing(sample, tmp_path):
         r = run(data)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["steps"]["compare"]["status"] == "done"
+        got, want = every_rows(data), every_rows(sample.data)
         for t in TABLES:
-            assert rows(data, t) == rows(sample.data, t), t
+            assert got[t] == want[t], t
         assert not [p for p in (data / "_staging").iterdir() if p.is_dir()]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
