@@ -195,6 +195,7 @@ test: installs
 	@mkdir -p build; echo "tests/test_dag.py runs in .venv-airflow beside the suite (its output: $(DAG_LOG), shown below)"
 	@CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider \
 	    --basetemp=build/pytest-dag tests/test_dag.py >$(DAG_LOG) 2>&1 & dag=$$!; \
+	trap 'kill $$dag 2>/dev/null' INT TERM; \
 	echo "CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile"; \
 	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; \
 	main=$$?; wait $$dag; af=$$?; \

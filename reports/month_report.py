@@ -376,14 +376,15 @@ def _selector_section(con, month: str) -> list[str]:
                              numeric={2, 3, 4})
     who = {"vp": "VPs held out", "stub": "stubs (generated)", "transit": "transit ASes (generated)",
            "multihomed-stub": "multi-homed stubs (generated)"}
-    # selector/evaluate.destination_ceiling, per kind of source: each pair once, whatever the modes
+    # selector/evaluate.destination_ceiling, per kind of source, over the first mode's rows (none
+    # where evaluated): the pairs are the same in every mode, a generated source's kind is not
+    # (stub or transit without evidence, by homing with it)
     ceiling = fetch_rows(con, f"""
         SELECT kind AS k, sum(mx) AS right, sum(n) AS pairs FROM (
           SELECT kind, dest_asn, max(c) AS mx, sum(c) AS n FROM (
-            SELECT kind, dest_asn, observed_class, count(*) AS c FROM (
-              SELECT DISTINCT kind, vp_group, vp_asn, dest_asn, observed_class FROM {ev}) GROUP BY ALL)
+            SELECT kind, dest_asn, observed_class, count(*) AS c FROM {ev} WHERE reveal = $first GROUP BY ALL)
           GROUP BY ALL)
-        GROUP BY kind ORDER BY kind = 'vp' DESC, kind""", p)
+        GROUP BY kind ORDER BY kind = 'vp' DESC, kind""", {**p, "first": modes[0]})
     ceiling_note = ("<p class='note'>Why the accuracy stops where it does without the source's evidence: a rule "
                     "that gives every source the same class toward a destination (<i>destination</i>, and any rule "
                     "that knows nothing of the source) is right at most as often as each destination's most common "
@@ -402,14 +403,15 @@ def _selector_section(con, month: str) -> list[str]:
             "compared with the pair as observed (<code>congruency evaluate</code>, table <code>selector_eval</code>). "
             "<i>Evidence</i> is what the selector is given of the source itself (<code>--reveal</code>): nothing, "
             "its first AS hop per family toward each destination, or only the set of its neighbours. "
-            "Rules, in the order tried: <i>first-hop</i>, the revealed neighbour's route with the source in front; "
-            "<i>through</i>, a VP whose path crosses the source; <i>neighbours</i>, the neighbour chosen by "
-            "relationship among those revealed; <i>provider</i>, a stub in front of its neighbours' routes; "
-            "<i>one-neighbour</i>, a stub behind one AS, the same in both families: that AS's class with it "
-            "shared; <i>inferred</i>, a neighbour's route not observed, taken one AS further from the month's "
-            "relationships (off: not calibrated); <i>destination</i>, any other "
-            "source: the class most pairs to the destination show (no path); <i>upstream</i>, a VP the source "
-            "hands traffic to, the source put in front; <i>none</i>, nothing stands in.</p>", table, figure_html(fig),
+            "Without evidence the rules, in the order tried, are: <i>through</i>, a VP whose path crosses the source; "
+            "<i>provider</i>, a stub in front of its neighbours' routes; <i>one-neighbour</i>, a stub behind one "
+            "AS, the same in both families: that AS's class with it shared; <i>destination</i>, any other source: "
+            "the class most pairs to the destination show (no path); <i>upstream</i>, a VP the source hands "
+            "traffic to, the source put in front. With evidence: <i>first-hop</i>, the revealed neighbour's route "
+            "with the source in front; <i>through</i>; <i>neighbours</i>, the neighbour chosen by relationship "
+            "among those revealed (customer, then peer, then provider); the fallbacks <i>inferred</i> (a "
+            "neighbour's route not observed, taken one AS further) and <i>destination</i> are off, as neither "
+            "calibrates. <i>none</i>: nothing stands in.</p>", table, figure_html(fig),
             "<p class='note'>Where each evidence mode stands: coverage and accuracy when only answers at or above a "
             "calibrated confidence count.</p>", figure_html(curve_fig), curve_table, ceiling_note]
 

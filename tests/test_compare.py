@@ -292,8 +292,9 @@ def test_real_pair_through_spark_submit_on_a_standalone_cluster(standalone_clust
     standalone master and worker on 127.0.0.1, the job unchanged. Its tables are the
     reference's, those of the session's DuckDB run (`sample`), and bgpdump's paths
     (assert_real_pair). One Spark run of the real month checks the cluster, spark-submit and
-    the Spark engine on real data (three runs before). Over 60 s: a cluster's start and the
-    real month on it, the reference, and bgpdump over both files."""
+    the Spark engine on real data (three runs before); `compare --master` on the same cluster
+    then runs a hand-made month. Over 60 s: a cluster's start, the real month on it, the
+    reference, bgpdump over both files, and a second driver."""
     import json
 
     master, env = standalone_cluster
@@ -311,6 +312,17 @@ def test_real_pair_through_spark_submit_on_a_standalone_cluster(standalone_clust
     out = json.loads(p.stdout.splitlines()[-1])
     assert out["engine"] == "spark"  # spark-submit implies Spark
     assert_real_pair(data, config, out["summary"], sample.data)
+    # `congruency compare --master spark://...`: its own session on the same cluster (a
+    # hand-made month: the path to the cluster is what differs, not the job)
+    hand = tmp_path / "hand"
+    write_entries(hand, "2024-01", cases.full_month_rows())
+    p = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", "2024-01",
+                        "--data-dir", str(hand), "--min-coverage", "0", "--master", master,
+                        "--conf", "spark.executor.memory=2g", "--json"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.splitlines()[-1])["engine"] == "spark"  # --master naming a cluster implies Spark
+    assert_same_as_reference(hand, "2024-01", config.method)
 
 
 def test_the_spark_engine_takes_a_data_dir_with_glob_characters_literally(two_months, tmp_path, spark):
