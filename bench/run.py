@@ -441,13 +441,16 @@ def _reveal_section(runs: list[dict]) -> list[str]:
     lines = _section("Path selector with the source's evidence (bench/reveal.py)", intro,
                      ["set", "mode", "pairs", "coverage", "accuracy", "per rule", "worst gap", "seconds"], rows,
                      "llrrrlrr")
-    kinds = [[m["mode"], k, f"{v['pairs'] // 30:,}", f"{v['pairs']:,}", _pct(v["coverage"]), _pct(v["accuracy"])]
+    from bgp_congruency.selector.evaluate import TRUTH_DESTS  # the questions asked of each generated source
+
+    kinds = [[m["mode"], k, f"{v['pairs'] // TRUTH_DESTS:,}", f"{v['pairs']:,}", _pct(v["coverage"]), _pct(v["accuracy"])]
              for m in r.get("generated") or [] if m["mode"] != "none: today's rules"
              for k, v in sorted(m["kinds"].items())]
     if kinds:
         lines += ["The generated sources by how they are homed (evaluate's `homing`: a stub with one neighbour per",
-                  "family, a multi-homed stub, a transit AS with customers; 30 questions per source):", "",
-                  common.table(["mode", "sources", "how many (pairs / 30)", "pairs", "coverage", "accuracy"], kinds, align="llrrrr"), ""]
+                  "family, a multi-homed stub, a transit AS with customers; "
+                  f"{TRUTH_DESTS} questions per source):", "",
+                  common.table(["mode", "sources", f"how many (pairs / {TRUTH_DESTS})", "pairs", "coverage", "accuracy"], kinds, align="llrrrr"), ""]
     if r.get("scale"):
         sc = r["scale"]
         lines += [f"At scale (source AS{sc['source']}, --via4 {sc['via4']} --via6 {sc['via6']}, to AS{sc['destination']}), "
