@@ -8,7 +8,9 @@ same sources by hand), and the stored JSON documents themselves.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from datetime import datetime, timezone
 
 import pytest
@@ -188,10 +190,25 @@ def test_policy_by_hand():
                                             "ris": {"planned": 2, "ok": 1, "share": 0.5}}
 
 
+@pytest.mark.kernel
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
     """June 2009, all collectors, days 1-5 at 00:00: 8 RouteViews + 14 RIS collectors active
-    (test_collector_sets), 8 more with no sourced start are probed; 22 x 5 slots."""
-    data = tmp_path / "data"
+    (test_collector_sets), 8 more with no sourced start are probed; 22 x 5 slots. The data
+    dirs sit on tmpfs mounts of known size (64 GiB, 1 GiB), so `plan`'s free-space check sees
+    the same space on every machine (it failed once on a CI machine with 21 GB free)."""
+    big, small = tmp_path / "big", tmp_path / "small"
+    for mnt, size in ((big, "64g"), (small, "1g")):  # tmpfs takes no memory until written
+        mnt.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], check=True)
+    try:
+        _plan_counts_slots_and_checks_the_budget(tmp_path, big / "data", small / "data", capsys)
+    finally:
+        for mnt in (big, small):
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     [m] = p["months"]
@@ -216,6 +233,11 @@ def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
                 "--config", str(tmp_path / "cfg.toml")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: plan: disk_budget 1GB: ") and "needs about" in err[0]
+    # no budget, but 1 GiB free: refused by the free space, in one line naming the data dir
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(small)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: plan: {small}: the run needs about ") \
+        and "needs about 23.8 GB but only 1.1 GB is free" in err[0], err  # 1 GiB = 1.07e9 bytes
 
 
 # --- 8. one word for each collector state ------------------------------------------------
