@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 #: Pseudo-answers pulling a cell towards its rule's accuracy.
 PRIOR_ANSWERS = 10
 #: Answers a rule needs in the evaluation before its confidence is calibrated.
@@ -91,16 +95,43 @@ def held_out(rows: list[dict]) -> list[float | None]:
     return out
 
 
-def reliability(rows: list[dict], key: str = "calibrated_confidence", bins: int = 10) -> list[dict]:
+def table(rows: list[dict] | pa.Table) -> pa.Table:
+    """Evaluation rows as an Arrow table: the figures below are computed over whole columns,
+    so a month of millions of answers never becomes millions of Python dicts."""
+    if isinstance(rows, pa.Table):
+        return rows
+    keys = list(dict.fromkeys(k for r in rows[:1] for k in r)) or ["correct"]
+    return pa.table({k: [r.get(k) for r in rows] for k in keys})
+
+
+def column(t: pa.Table, name: str, fill=None) -> np.ndarray:
+    """A column of `t` as numpy, its nulls `fill` (a missing column is all nulls)."""
+    c = t.column(name) if name in t.column_names else pa.nulls(t.num_rows)
+    if fill is not None:
+        c = pc.fill_null(c.cast(pa.float64()) if isinstance(fill, float) else c, fill)
+    return c.to_numpy(zero_copy_only=False)
+
+
+def valid(t: pa.Table, name: str) -> np.ndarray:
+    """Where the column `name` of `t` is not null (numpy bools)."""
+    if name not in t.column_names:
+        return np.zeros(t.num_rows, dtype=bool)
+    return t.column(name).is_valid().to_numpy(zero_copy_only=False)
+
+
+def reliability(rows: list[dict] | pa.Table, key: str = "calibrated_confidence", bins: int = 10) -> list[dict]:
     """Answers per bin of `key`: their mean `key` and their observed accuracy."""
+    t = table(rows)
+    answered = valid(t, "correct") & valid(t, key)
+    x, right = column(t, key, 0.0), column(t, "correct", False).astype(bool)
     out = []
-    answered = [r for r in rows if r["correct"] is not None and r.get(key) is not None]
     for b in range(bins):
         lo, hi = b / bins, (b + 1) / bins
-        inb = [r for r in answered if lo <= r[key] < hi or (b == bins - 1 and r[key] == 1.0)]
-        out.append({"low": lo, "high": hi, "answers": len(inb),
-                    "mean_confidence": sum(r[key] for r in inb) / len(inb) if inb else None,
-                    "accuracy": sum(r["correct"] for r in inb) / len(inb) if inb else None})
+        inb = answered & (((lo <= x) & (x < hi)) | ((b == bins - 1) & (x == 1.0)))
+        n = int(inb.sum())
+        out.append({"low": lo, "high": hi, "answers": n,
+                    "mean_confidence": float(x[inb].sum()) / n if n else None,
+                    "accuracy": int(right[inb].sum()) / n if n else None})
     return out
 
 
@@ -110,14 +141,18 @@ def worst_gap(bins: list[dict], min_answers: int = MIN_ANSWERS) -> float | None:
     return max(gaps) if gaps else None
 
 
-def curve(rows: list[dict], key: str = "calibrated_confidence") -> list[dict]:
+def curve(rows: list[dict] | pa.Table, key: str = "calibrated_confidence") -> list[dict]:
     """Coverage and accuracy when only answers at or above each threshold of CURVE count
     (rows without a calibrated confidence count at 0): where the rule set stands."""
+    t = table(rows)
+    answered, x = valid(t, "correct"), column(t, key, 0.0)
+    right = column(t, "correct", False).astype(bool)
     out = []
-    for t in CURVE:
-        kept = [r for r in rows if r["correct"] is not None and (r.get(key) or 0.0) >= t]
-        out.append({"threshold": t, "answered": len(kept), "coverage": len(kept) / len(rows) if rows else None,
-                    "accuracy": sum(r["correct"] for r in kept) / len(kept) if kept else None})
+    for th in CURVE:
+        kept = answered & (x >= th)
+        n = int(kept.sum())
+        out.append({"threshold": th, "answered": n, "coverage": n / t.num_rows if t.num_rows else None,
+                    "accuracy": int(right[kept].sum()) / n if n else None})
     return out
 
 

@@ -24,10 +24,12 @@ generator's true routes (synth/truth.py).
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
@@ -236,62 +238,77 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
         con.close()
 
 
-def _acc(rows: list[dict]) -> dict:
-    answered = [r for r in rows if r["correct"] is not None]
-    right = sum(r["correct"] for r in answered)
-    return {"pairs": len(rows), "answered": len(answered), "correct": right,
-            "coverage": len(answered) / len(rows) if rows else None,
-            "accuracy": right / len(answered) if answered else None}
+def _acc(answered: np.ndarray, right: np.ndarray, mask: np.ndarray | None = None) -> dict:
+    """pairs, answered, right, coverage, accuracy of the rows in `mask` (all without one)."""
+    if mask is not None:
+        answered, right = answered[mask], right[mask]
+    n, a, k = len(answered), int(answered.sum()), int((answered & right).sum())
+    return {"pairs": n, "answered": a, "correct": k, "coverage": a / n if n else None,
+            "accuracy": k / a if a else None}
 
 
-def destination_ceiling(rows: list[dict]) -> float | None:
+def destination_ceiling(rows: list[dict] | pa.Table) -> float | None:
     """The share of `rows` whose observed class is the one most common among the rows to
     the same destination: the best any rule can do that gives every source the same class
     toward a destination (the `destination` rule, and any rule that knows nothing of the
     source), even knowing the held-out answers. Where it sits below the accuracy target,
     only rules that see the source's own routes (`through`, `provider`) can close the gap."""
-    by_dest: dict[int, Counter] = defaultdict(Counter)
-    for r in rows:
-        by_dest[r["dest_asn"]][r["observed_class"]] += 1
-    return sum(max(c.values()) for c in by_dest.values()) / len(rows) if rows else None
+    t = calibration.table(rows)
+    if not t.num_rows:
+        return None
+    _, cls = np.unique(calibration.column(t, "observed_class").astype(str), return_inverse=True)
+    keys, counts = np.unique(calibration.column(t, "dest_asn").astype(np.int64) * 8 + cls, return_counts=True)
+    dest = keys // 8  # sorted by destination, then class: each destination's runs of classes
+    starts = np.flatnonzero(np.r_[True, dest[1:] != dest[:-1]])
+    return int(np.maximum.reduceat(counts, starts).sum()) / t.num_rows
 
 
-def summary(rows: list[dict]) -> dict:
-    """Coverage, accuracy, per rule, the confusion matrix and the reliability bins of `rows`."""
-    answered = [r for r in rows if r["correct"] is not None]
-    bins = calibration.reliability(rows, "confidence", BINS)
-    confusion = defaultdict(Counter)
-    for r in rows:
-        confusion[r["observed_class"]][r["predicted_class"]] += 1
+def summary(rows: list[dict] | pa.Table) -> dict:
+    """Coverage, accuracy, per rule, the confusion matrix and the reliability bins of `rows`
+    (dicts, or an Arrow table: a month's millions of answers, over whole columns)."""
+    t = calibration.table(rows)
+    answered = calibration.valid(t, "correct")
+    right = calibration.column(t, "correct", False).astype(bool)
+    strs = {c: calibration.column(t, c).astype(str) for c in
+            ("rule", "kind", "observed_class", "predicted_class", "observed_mode", "predicted_mode")}
+    bins = calibration.reliability(t, "confidence", BINS)
+    pairs, counts = np.unique(np.char.add(np.char.add(strs["observed_class"], "|"), strs["predicted_class"]),
+                              return_counts=True) if t.num_rows else ([], [])
+    confusion = defaultdict(dict)
+    for pair, n in zip(pairs, counts):
+        o, p = str(pair).split("|")
+        confusion[o][p] = int(n)
     paths = {}
     for fam in (4, 6):
-        given = [r for r in answered if r[f"v{fam}_exact"] is not None]
-        paths[f"v{fam}"] = {"answers": len(given),
-                            "exact": sum(r[f"v{fam}_exact"] for r in given) / len(given) if given else None,
-                            "within_one_hop": sum(r[f"v{fam}_hop_distance"] <= 1 for r in given) / len(given)
-                            if given else None}
-    kinds = sorted({r["kind"] for r in rows})
-    cal = calibration.reliability(rows)
-    revealed = any(r.get("reveal") not in (None, "none") for r in rows)
-    return {**_acc(rows), "rules": {k: _acc([r for r in rows if r["rule"] == k])
-                                    for k in (REVEALED_RULES if revealed else RULES)},
-            "kinds": {k: _acc([r for r in rows if r["kind"] == k]) for k in kinds},
-            "destination_ceiling": destination_ceiling(rows),
+        given = answered & calibration.valid(t, f"v{fam}_exact")
+        g = int(given.sum())
+        exact = calibration.column(t, f"v{fam}_exact", False).astype(bool)
+        hops = calibration.column(t, f"v{fam}_hop_distance", 0.0)
+        paths[f"v{fam}"] = {"answers": g, "exact": int(exact[given].sum()) / g if g else None,
+                            "within_one_hop": int((hops[given] <= 1).sum()) / g if g else None}
+    kinds = sorted(set(strs["kind"].tolist()))
+    cal = calibration.reliability(t)
+    revealed = bool(np.isin(calibration.column(t, "reveal").astype(str), ["first-hop", "neighbours"]).any())
+    a = int(answered.sum())
+    return {**_acc(answered, right),
+            "rules": {k: _acc(answered, right, strs["rule"] == k) for k in (REVEALED_RULES if revealed else RULES)},
+            "kinds": {k: _acc(answered, right, strs["kind"] == k) for k in kinds},
+            "destination_ceiling": destination_ceiling(t),
             "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),
-            "calibrated": {"bins": cal, "worst_gap": calibration.worst_gap(cal), "curve": calibration.curve(rows)},
-            "mode_accuracy": (sum(r["predicted_mode"] == r["observed_mode"] for r in answered) / len(answered)
-                              if answered else None),
+            "calibrated": {"bins": cal, "worst_gap": calibration.worst_gap(cal), "curve": calibration.curve(t)},
+            "mode_accuracy": (int((answered & (strs["predicted_mode"] == strs["observed_mode"])).sum()) / a
+                              if a else None),
             "paths": paths, "bins": bins,
             "confusion": {o: dict(sorted(c.items())) for o, c in sorted(confusion.items())}}
 
 
 def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[str, ...],
-            reveal: str = "none") -> tuple[Path, list[dict]]:
+            reveal: str = "none") -> tuple[Path, pa.Table]:
     """The month's `selector_eval` table (docs/SCHEMA.md): `rows` instead of the month's rows
     of `kinds` (held-out VPs, or a generated month's stubs and transit ASes) and of this
     `reveal`, beside the others; every row's calibrated confidence is fitted again, per reveal
     (selector/calibration.py, leave one source out, in SQL). Returns the file and `rows` with
-    their calibrated confidence."""
+    their calibrated confidence, as a table (summary() reads it over whole columns)."""
     root = layout.local(cfg.data_dir, "congruency evaluate")
     new = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(
         [{**r, "reveal": r.get("reveal", reveal)} for r in rows], schema=SELECTOR_EVAL.remove(
@@ -321,5 +338,5 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
         con.close()
     fitted = fitted.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
     where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
-    mine = [r for r in fitted.to_pylist() if r["reveal"] == reveal and r["kind"] in kinds]
-    return where, mine
+    mine = pc.and_(pc.equal(fitted.column("reveal"), reveal), pc.is_in(fitted.column("kind"), pa.array(kinds)))
+    return where, fitted.filter(mine)

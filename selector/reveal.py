@@ -52,10 +52,25 @@ def _class_sql(a: str, b: str, src: str, dest: str) -> tuple[str, str]:
 
 
 def partitions(con, cfg: Config) -> int:
-    """Destination partitions of the routes table: as many as the memory limit needs."""
-    n = con.execute("SELECT count(*) FROM ev_routes").fetchone()[0]
+    """Destination partitions of the routes: as many as the memory limit needs for one
+    partition's routes (every suffix of its paths, at most the paths' total length)."""
+    n = con.execute("SELECT coalesce(sum(len(path)), 0) FROM ev_paths").fetchone()[0]
     limit = limit_bytes(cfg)
     return max(1, -(-int(n) * BYTES_PER_ROUTE // limit)) if limit else 1
+
+
+def _routes(con, k: int, i: int) -> str:
+    """The routes table ev_routes of destination partition i of k: every suffix of every path to
+    a destination of the partition (the route of its first AS to the destination, per VP AS),
+    and the SQL predicate of the partition's questions (on their destination `d`). Built per
+    partition, so no step scans every route of the month (at the study's scale ~150 M rows)."""
+    part = lambda col: f"{vp_hash.sql_partition(col, k)} = {i}" if k > 1 else "true"  # noqa: E731
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_routes AS
+        SELECT afi, dest_asn AS dest, path[i] AS n, path[i:] AS route, vp_asn AS vp, bool_or(i = 1) AS own,
+               max(stability) AS stab, max(snapshots) AS snaps
+        FROM (SELECT *, unnest(range(1, len(path) + 1)) AS i FROM ev_paths WHERE {part('dest_asn')})
+        GROUP BY ALL""")
+    return part("d")
 
 
 def _setup(con, cfg: Config, month: str) -> int:
@@ -68,12 +83,6 @@ def _setup(con, cfg: Config, month: str) -> int:
                     WHEN shared_adjacent THEN 'shared-edge' ELSE 'shared-core' END AS observed
         FROM {table_relation(cfg, 'pairs', month)}""")
     snaps = con.execute("SELECT coalesce(max(snapshots), 0) FROM ev_paths").fetchone()[0]
-    # every suffix of every path: the route of its first AS to the destination, per VP AS
-    con.execute("""CREATE OR REPLACE TEMP TABLE ev_routes AS
-        SELECT afi, dest_asn AS dest, path[i] AS n, path[i:] AS route, vp_asn AS vp, bool_or(i = 1) AS own,
-               max(stability) AS stab, max(snapshots) AS snaps
-        FROM (SELECT *, unnest(range(1, len(path) + 1)) AS i FROM ev_paths)
-        GROUP BY ALL""")
     if month in published.months(local_root(cfg), "as_relationships"):
         con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_rel AS
             SELECT afi, as1 AS a, as2 AS b, CASE rel WHEN 'p2c' THEN 'customer' ELSE 'peer' END AS b_is
@@ -211,10 +220,10 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
 
 
 def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool = rules.DESTINATION_FALLBACK,
-            inferred: bool = rules.INFERRED_ROUTES) -> pa.Table:
+            inferred: bool = rules.INFERRED_ROUTES, parts: int | None = None) -> pa.Table:
     """One row per pair of the month: the evidence rules' answer for the pair's VP AS held out,
     under `reveal` (first-hop or neighbours), with everything selector_eval records but the
-    calibrated confidence."""
+    calibrated confidence. `parts`: destination partitions (default: as the memory limit needs)."""
     if reveal not in ("first-hop", "neighbours"):
         raise ValueError(f"reveal: {reveal!r}")
     con = duck.connect(cfg)
@@ -222,12 +231,12 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
         snaps, has_rel = _setup(con, cfg, month)
         _held_out_questions(con)
         use_rel = has_rel and inferred
-        k = partitions(con, cfg)
+        k = parts or partitions(con, cfg)
         kinds = ("first-hop", "through", "heads") if reveal == "first-hop" else ("through", "heads")
         con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
             rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
         for i in range(k):
-            part = f"{vp_hash.sql_partition('d', k)} = {i}" if k > 1 else "true"
+            part = _routes(con, k, i)
             for kind in kinds:
                 con.execute(f"""INSERT INTO ev_fam
                     SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
@@ -271,9 +280,9 @@ def _assemble(con, month: str, reveal: str, snaps: int, fallback: bool) -> pa.Ta
         c AS (
             SELECT f.*, {shared} AS shared, CASE WHEN p4 IS NOT NULL AND p6 IS NOT NULL THEN {cls} END AS both_cls
             FROM f)
-        SELECT c.vp_group, c.v AS vp_asn, c.d AS dest_asn, c.observed, c.v4_path, c.v6_path, c.r4, c.r6, c.p4, c.p6,
-               c.s4, c.s6, least(c.k4, c.k6) AS k, c.both_cls, e.cls AS dest_cls, e.share AS dest_share,
-               e.vps AS dest_vps,
+        SELECT c.vp_group, c.v AS vp_asn, c.d AS dest_asn, c.observed, c.r4, c.r6, c.p4 = c.v4_path AS e4,
+               c.p6 = c.v6_path AS e6, c.s4, c.s6, least(c.k4, c.k6) AS k, c.both_cls, e.cls AS dest_cls,
+               e.share AS dest_share, e.vps AS dest_vps,
                CASE WHEN c.p4 IS NULL THEN NULL ELSE ({edit_distance_sql('c.p4', 'c.v4_path')})::INTEGER END AS h4,
                CASE WHEN c.p6 IS NULL THEN NULL ELSE ({edit_distance_sql('c.p6', 'c.v6_path')})::INTEGER END AS h6
         FROM c LEFT JOIN ev_dest e ON e.v = c.v AND e.d = c.d AND {str(bool(fallback)).lower()}
@@ -288,8 +297,8 @@ _MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": 
 def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     """selector_eval's columns from the assembled answers, over whole columns (numpy): the
     pair's rule, class and stated confidence as selector/advice.evidence_answer gives them."""
-    col = {c: t.column(c).to_pylist() if c in ("r4", "r6", "both_cls", "dest_cls", "observed", "p4", "p6") else
-           t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
+    col = {c: t.column(c).to_pylist() if c in ("r4", "r6", "both_cls", "dest_cls", "observed") else
+           t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}  # no path reaches Python
     n = t.num_rows
     both = np.array([c is not None for c in col["both_cls"]], dtype=bool)
     order = {r: i for i, r in enumerate(rules.EVIDENCE_RULES)}
@@ -312,12 +321,6 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     modes = np.where((modes == "aggregate") & cautious, "backup", modes)
     obs = col["observed"]
     correct = [None if p == "unknown" else p == o for p, o in zip(pred, obs)]
-
-    def exact(p, o):
-        return None if p is None else list(p) == list(o)
-
-    h4 = [None if p is None else int(h) for p, h in zip(col["p4"], col["h4"])]
-    h6 = [None if p is None else int(h) for p, h in zip(col["p6"], col["h6"])]
     dest_vps = [0 if v is None else int(v) for v in t.column("dest_vps").to_pylist()]
     return pa.table({
         "month": [month] * n, "vp_group": t.column("vp_group"), "vp_asn": t.column("vp_asn"),
@@ -326,9 +329,8 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
         "observed_class": obs, "predicted_class": pred.tolist(), "correct": pa.array(correct, pa.bool_()),
         "confidence": pa.array(conf, pa.float64()),
         "observed_mode": [_MODE_OF[o] for o in obs], "predicted_mode": modes.tolist(),
-        "v4_exact": pa.array([exact(p, o) for p, o in zip(col["p4"], t.column("v4_path").to_pylist())], pa.bool_()),
-        "v6_exact": pa.array([exact(p, o) for p, o in zip(col["p6"], t.column("v6_path").to_pylist())], pa.bool_()),
-        "v4_hop_distance": pa.array(h4, pa.int32()), "v6_hop_distance": pa.array(h6, pa.int32()),
+        "v4_exact": t.column("e4"), "v6_exact": t.column("e6"),  # null where the family has no route
+        "v4_hop_distance": t.column("h4").cast(pa.int32()), "v6_hop_distance": t.column("h6").cast(pa.int32()),
         "kind": ["vp"] * n, "reveal": [reveal] * n})
 
 
@@ -360,7 +362,7 @@ def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> p
             rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
         k = partitions(con, cfg)
         for i in range(k):
-            part = f"{vp_hash.sql_partition('d', k)} = {i}" if k > 1 else "true"
+            part = _routes(con, k, i)
             for kind in ("through", "heads"):
                 con.execute(f"""INSERT INTO ev_fam
                     SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps

@@ -113,13 +113,16 @@ def test_declared_neighbours_are_parsed_or_refused():
 
 @pytest.mark.parametrize("inferred", [False, True], ids=["rules 8-10", "with rule 11"])
 def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(hand, inferred):
+    """In one destination partition and in three (each builds its own routes table: every
+    destination's answer needs only its partition's routes)."""
     for reveal in ("first-hop", "neighbours"):
-        sql = sorted(R.answers(hand, MONTH, reveal, inferred=inferred).to_pylist(),
-                     key=lambda r: (r["vp_asn"], r["dest_asn"]))
         ref = sorted(E.held_out_reference(hand, MONTH, reveal, inferred=inferred),
                      key=lambda r: (r["vp_asn"], r["dest_asn"]))
-        assert [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in sql] == \
-            [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in ref], reveal
+        for parts in (None, 3):
+            sql = sorted(R.answers(hand, MONTH, reveal, inferred=inferred, parts=parts).to_pylist(),
+                         key=lambda r: (r["vp_asn"], r["dest_asn"]))
+            assert [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in sql] == \
+                [{k: r[k] for k in ref[0] if k != "calibrated_confidence"} for r in ref], (reveal, parts)
 
 
 @pytest.mark.slow
