@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bgp_congruency.common import duck, vp_hash
 from bgp_congruency.common.config import Config
@@ -244,12 +245,13 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
                     ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
             if progress:
                 progress(i + 1, k)
-        return _assemble(con, month, reveal, snaps, fallback)
+        t = _assemble(con, fallback)
     finally:
-        con.close()
+        con.close()  # its temp tables freed before the answers become selector_eval's columns
+    return _rows(t, month, reveal, snaps)
 
 
-def _assemble(con, month: str, reveal: str, snaps: int, fallback: bool) -> pa.Table:
+def _assemble(con, fallback: bool) -> pa.Table:
     """Each pair's answer from its families' routes (ev_fam): the class of the two paths, or
     rule 6's class where a family has none, scored against the pair as observed."""
     shared, cls = _class_sql("p4", "p6", "v", "d")
@@ -265,7 +267,7 @@ def _assemble(con, month: str, reveal: str, snaps: int, fallback: bool) -> pa.Ta
         FROM rest WHERE n > 0
         QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC,
                                    list_position(['disjoint', 'shared-edge', 'shared-core', 'congruent'], cls) DESC) = 1""")
-    t = con.execute(f"""
+    return con.execute(f"""
         WITH f AS (
             SELECT p.vp_group, p.vp_asn AS v, p.dest_asn AS d, p.v4_path, p.v6_path, p.observed,
                    f4.rule AS r4, CASE WHEN f4.rule IS NULL THEN NULL WHEN f4.rule = 'through' THEN f4.route
@@ -287,51 +289,57 @@ def _assemble(con, month: str, reveal: str, snaps: int, fallback: bool) -> pa.Ta
                CASE WHEN c.p6 IS NULL THEN NULL ELSE ({edit_distance_sql('c.p6', 'c.v6_path')})::INTEGER END AS h6
         FROM c LEFT JOIN ev_dest e ON e.v = c.v AND e.d = c.d AND {str(bool(fallback)).lower()}
         ORDER BY c.v, c.vp_group, c.d""").to_arrow_table()
-    return _rows(t, month, reveal, snaps)
 
 
 _MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": "backup", "congruent": "single-path",
             "unknown": "single-path"}
 
 
+def _codes(col: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
+    """A string column as each value's index in `names` (-1 for null): whole columns, no str
+    object per row."""
+    return pc.fill_null(pc.index_in(col, value_set=pa.array(names)), -1).to_numpy(zero_copy_only=False)
+
+
 def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     """selector_eval's columns from the assembled answers, over whole columns (numpy): the
     pair's rule, class and stated confidence as selector/advice.evidence_answer gives them."""
-    col = {c: t.column(c).to_pylist() if c in ("r4", "r6", "both_cls", "dest_cls", "observed") else
-           t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}  # no path reaches Python
-    n = t.num_rows
-    both = np.array([c is not None for c in col["both_cls"]], dtype=bool)
-    order = {r: i for i, r in enumerate(rules.EVIDENCE_RULES)}
-    rule = np.array([rules.EVIDENCE_RULES[max(order[a], order[b])] if ok else
-                     ("destination" if d is not None else "none")
-                     for a, b, ok, d in zip(col["r4"], col["r6"], both, col["dest_cls"])], dtype=object)
-    pred = np.array([c if ok else (d if d is not None else "unknown")
-                     for c, ok, d in zip(col["both_cls"], both, col["dest_cls"])], dtype=object)
-    s4 = np.asarray(col["s4"], dtype=float)
-    s6 = np.asarray(col["s6"], dtype=float)
-    k = np.asarray(col["k"], dtype=float)
+    classes = rules.CLASSES
+    r4, r6 = _codes(t.column("r4"), rules.EVIDENCE_RULES), _codes(t.column("r6"), rules.EVIDENCE_RULES)
+    both_c, dest_c = _codes(t.column("both_cls"), classes), _codes(t.column("dest_cls"), classes)
+    obs_c = _codes(t.column("observed"), classes)
+    both, has_dest = both_c >= 0, dest_c >= 0
+    names = np.array([*rules.EVIDENCE_RULES, "destination", "none"], dtype=object)
+    rule = names[np.where(both, np.maximum(r4, r6), np.where(has_dest, len(rules.EVIDENCE_RULES),
+                                                              len(rules.EVIDENCE_RULES) + 1))]
+    unknown = classes.index("unknown")
+    pred_c = np.where(both, both_c, np.where(has_dest, dest_c, unknown))
+    col = lambda c: pc.fill_null(t.column(c).cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)  # noqa: E731
+    s4, s6, k, share = col("s4"), col("s6"), col("k"), col("dest_share")
     proxy = rule != "first-hop"
     stated = rules.confidence_array(s4, s6, k, snaps, factor=np.where(proxy, rules.PROXY_FACTOR, 1.0))
-    share = np.asarray([np.nan if x is None else x for x in col["dest_share"]], dtype=float)
     conf = np.where(both, stated, np.where(rule == "destination", share, 0.0))
-    conf = np.where(pred == "unknown", 0.0, conf)
+    conf = np.where(pred_c == unknown, 0.0, conf)
     # the advice's mode: an aggregate class held back to backup where a proxy rule is unsure
     cautious = (rule == "destination") & (share < 1) | (both & proxy & (conf < rules.PROXY_MIN_CONFIDENCE))
-    modes = np.array([_MODE_OF[c] for c in pred], dtype=object)
+    mode_of = np.array([_MODE_OF[c] for c in classes], dtype=object)
+    modes = mode_of[pred_c]
     modes = np.where((modes == "aggregate") & cautious, "backup", modes)
-    obs = col["observed"]
-    correct = [None if p == "unknown" else p == o for p, o in zip(pred, obs)]
-    dest_vps = [0 if v is None else int(v) for v in t.column("dest_vps").to_pylist()]
+    correct = pa.array(pred_c == obs_c, pa.bool_(), mask=pred_c == unknown)
+    dest_vps = pc.fill_null(t.column("dest_vps"), 0).cast(pa.int32()).to_numpy(zero_copy_only=False)
+    n = t.num_rows
+    cls_names = np.array(classes, dtype=object)
     return pa.table({
-        "month": [month] * n, "vp_group": t.column("vp_group"), "vp_asn": t.column("vp_asn"),
-        "dest_asn": t.column("dest_asn"), "rule": rule.tolist(),
-        "proxies": pa.array([v if r == "destination" else 0 for v, r in zip(dest_vps, rule)], pa.int32()),
-        "observed_class": obs, "predicted_class": pred.tolist(), "correct": pa.array(correct, pa.bool_()),
-        "confidence": pa.array(conf, pa.float64()),
-        "observed_mode": [_MODE_OF[o] for o in obs], "predicted_mode": modes.tolist(),
+        "month": pa.array([month] * n, pa.string()) if n else pa.array([], pa.string()),
+        "vp_group": t.column("vp_group"), "vp_asn": t.column("vp_asn"), "dest_asn": t.column("dest_asn"),
+        "rule": pa.array(rule, pa.string()),
+        "proxies": pa.array(np.where(rule == "destination", dest_vps, 0), pa.int32()),
+        "observed_class": t.column("observed"), "predicted_class": pa.array(cls_names[pred_c], pa.string()),
+        "correct": correct, "confidence": pa.array(conf, pa.float64()),
+        "observed_mode": pa.array(mode_of[obs_c], pa.string()), "predicted_mode": pa.array(modes, pa.string()),
         "v4_exact": t.column("e4"), "v6_exact": t.column("e6"),  # null where the family has no route
         "v4_hop_distance": t.column("h4").cast(pa.int32()), "v6_hop_distance": t.column("h6").cast(pa.int32()),
-        "kind": ["vp"] * n, "reveal": [reveal] * n})
+        "kind": pa.array(["vp"] * n, pa.string()), "reveal": pa.array([reveal] * n, pa.string())})
 
 
 def where(cfg: Config) -> Path:
