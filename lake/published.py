@@ -120,12 +120,13 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
 WRITE_WAIT_S = 60.0
 
 
-def write_rows(root: str | Path, table: str, month: str, rows: list[dict] | pa.Table, schema, *,
-               replace: bool = True) -> Path:
-    """A few rows of a documented table (`schema`, common/tables.py), published on their own:
+def write_rows(root: str | Path, table: str, month: str, rows: list[dict] | pa.Table | pa.RecordBatchReader,
+               schema, *, replace: bool = True) -> Path:
+    """Rows of a documented table (`schema`, common/tables.py), published on their own:
     written into a publish folder of the month and committed (lake/commit.py) instead of the
     month's rows so far (`replace`), or beside them. `month` lives in the folder name, not in
-    the file. Returns the file."""
+    the file. A RecordBatchReader (a query's result, millions of rows) is written a batch at a
+    time, never whole in memory. Returns the file."""
     # Under the month's lock, as every publish: a folder not yet committed is not an orphan
     # (a run of the month, or vacuum, deletes those only while holding it).
     with month_lock(root, month, wait_s=WRITE_WAIT_S):
@@ -133,8 +134,15 @@ def write_rows(root: str | Path, table: str, month: str, rows: list[dict] | pa.T
         folder.mkdir(parents=True)
         final = folder / "part-0.parquet"
         with atomic.replacing(final) as tmp:
-            t = rows.select(schema.names).cast(schema) if isinstance(rows, pa.Table) else \
-                pa.Table.from_pylist(rows, schema=schema)
-            pq.write_table(t.drop_columns(["month"]), tmp)
+            if isinstance(rows, pa.RecordBatchReader):
+                names = [n for n in schema.names if n != "month"]
+                out = pa.schema([schema.field(n) for n in names])
+                with pq.ParquetWriter(tmp, out) as w:
+                    for batch in rows:
+                        w.write_batch(batch.select(names).cast(out))
+            else:
+                t = rows.select(schema.names).cast(schema) if isinstance(rows, pa.Table) else \
+                    pa.Table.from_pylist(rows, schema=schema)
+                pq.write_table(t.drop_columns(["month"]), tmp)
         commit.publish(root, month, {table: str(folder)}, replace=replace)
     return final

@@ -112,6 +112,15 @@ def column(t: pa.Table, name: str, fill=None) -> np.ndarray:
     return c.to_numpy(zero_copy_only=False)
 
 
+def codes(t: pa.Table, name: str) -> tuple[np.ndarray, list]:
+    """A column of `t` as (each row's index into the values, the values): strings compared as
+    small integers, never one Python object per row (null: -1)."""
+    if name not in t.column_names:
+        return np.full(t.num_rows, -1, dtype=np.int64), []
+    enc = pc.dictionary_encode(t.column(name)).combine_chunks()
+    return pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+
+
 def valid(t: pa.Table, name: str) -> np.ndarray:
     """Where the column `name` of `t` is not null (numpy bools)."""
     if name not in t.column_names:

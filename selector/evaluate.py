@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
@@ -256,11 +256,17 @@ def destination_ceiling(rows: list[dict] | pa.Table) -> float | None:
     t = calibration.table(rows)
     if not t.num_rows:
         return None
-    _, cls = np.unique(calibration.column(t, "observed_class").astype(str), return_inverse=True)
-    keys, counts = np.unique(calibration.column(t, "dest_asn").astype(np.int64) * 8 + cls, return_counts=True)
+    cls, _ = calibration.codes(t, "observed_class")
+    keys, counts = np.unique(calibration.column(t, "dest_asn").astype(np.int64) * 8 + (cls + 1), return_counts=True)
     dest = keys // 8  # sorted by destination, then class: each destination's runs of classes
     starts = np.flatnonzero(np.r_[True, dest[1:] != dest[:-1]])
     return int(np.maximum.reduceat(counts, starts).sum()) / t.num_rows
+
+
+def _is(t: pa.Table, name: str, value) -> np.ndarray:
+    """Where column `name` of `t` equals `value` (numpy bools, over the column's codes)."""
+    idx, values = calibration.codes(t, name)
+    return idx == values.index(value) if value in values else np.zeros(t.num_rows, dtype=bool)
 
 
 def summary(rows: list[dict] | pa.Table) -> dict:
@@ -269,15 +275,13 @@ def summary(rows: list[dict] | pa.Table) -> dict:
     t = calibration.table(rows)
     answered = calibration.valid(t, "correct")
     right = calibration.column(t, "correct", False).astype(bool)
-    strs = {c: calibration.column(t, c).astype(str) for c in
-            ("rule", "kind", "observed_class", "predicted_class", "observed_mode", "predicted_mode")}
     bins = calibration.reliability(t, "confidence", BINS)
-    pairs, counts = np.unique(np.char.add(np.char.add(strs["observed_class"], "|"), strs["predicted_class"]),
-                              return_counts=True) if t.num_rows else ([], [])
+    (obs, obs_v), (pred, pred_v) = calibration.codes(t, "observed_class"), calibration.codes(t, "predicted_class")
+    pairs, counts = np.unique((obs + 1) * (len(pred_v) + 1) + (pred + 1), return_counts=True)
+    names_o, names_p = [None, *obs_v], [None, *pred_v]
     confusion = defaultdict(dict)
-    for pair, n in zip(pairs, counts):
-        o, p = str(pair).split("|")
-        confusion[o][p] = int(n)
+    for pair, n in zip(pairs.tolist(), counts.tolist()):
+        confusion[names_o[pair // (len(pred_v) + 1)]][names_p[pair % (len(pred_v) + 1)]] = n
     paths = {}
     for fam in (4, 6):
         given = answered & calibration.valid(t, f"v{fam}_exact")
@@ -286,18 +290,21 @@ def summary(rows: list[dict] | pa.Table) -> dict:
         hops = calibration.column(t, f"v{fam}_hop_distance", 0.0)
         paths[f"v{fam}"] = {"answers": g, "exact": int(exact[given].sum()) / g if g else None,
                             "within_one_hop": int((hops[given] <= 1).sum()) / g if g else None}
-    kinds = sorted(set(strs["kind"].tolist()))
+    kind, kinds = calibration.codes(t, "kind")
     cal = calibration.reliability(t)
-    revealed = bool(np.isin(calibration.column(t, "reveal").astype(str), ["first-hop", "neighbours"]).any())
+    revealed = _is(t, "reveal", "first-hop").any() or _is(t, "reveal", "neighbours").any()
+    om, om_v = calibration.codes(t, "observed_mode")
+    pm, pm_v = calibration.codes(t, "predicted_mode")
+    same_mode = np.array([pm_v.index(v) if v in pm_v else -2 for v in om_v], dtype=np.int64)[om] == pm \
+        if len(om_v) else np.zeros(t.num_rows, dtype=bool)
     a = int(answered.sum())
     return {**_acc(answered, right),
-            "rules": {k: _acc(answered, right, strs["rule"] == k) for k in (REVEALED_RULES if revealed else RULES)},
-            "kinds": {k: _acc(answered, right, strs["kind"] == k) for k in kinds},
+            "rules": {k: _acc(answered, right, _is(t, "rule", k)) for k in (REVEALED_RULES if revealed else RULES)},
+            "kinds": {k: _acc(answered, right, kind == i) for i, k in sorted(enumerate(kinds), key=lambda x: x[1])},
             "destination_ceiling": destination_ceiling(t),
             "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),
             "calibrated": {"bins": cal, "worst_gap": calibration.worst_gap(cal), "curve": calibration.curve(t)},
-            "mode_accuracy": (int((answered & (strs["predicted_mode"] == strs["observed_mode"])).sum()) / a
-                              if a else None),
+            "mode_accuracy": int((answered & same_mode).sum()) / a if a else None,
             "paths": paths, "bins": bins,
             "confusion": {o: dict(sorted(c.items())) for o, c in sorted(confusion.items())}}
 
@@ -317,6 +324,7 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
         if "calibrated_confidence" not in new.column_names else new
     new = new.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
     con = duck.connect(cfg)
+    old = None
     try:
         con.register("eval_new", new)
         parts = ["SELECT * FROM eval_new"]
@@ -329,14 +337,18 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
             # rows from before kinds are VPs held out, from before reveal today's rules (none)
             parts.append(f"""SELECT * FROM eval_old WHERE NOT (coalesce(kind, 'vp') IN
                              ({', '.join(duck.quote(k) for k in kinds)}) AND coalesce(reveal, 'none') = {duck.quote(reveal)})""")
-        every = con.sql(f"SELECT * REPLACE (coalesce(kind, 'vp') AS kind, coalesce(reveal, 'none') AS reveal) "
-                        f"FROM ({' UNION ALL BY NAME '.join(parts)})").to_arrow_table()
-        con.register("eval_every", every)
-        fitted = con.sql(f"SELECT * FROM ({calibration.held_out_sql(con, 'eval_every')}) "
-                         "ORDER BY reveal, kind, vp_asn, vp_group, dest_asn").to_arrow_table()
+        # the month's every row in DuckDB (bounded by its memory limit, spilling), not a third Arrow copy
+        con.execute(f"CREATE TEMP TABLE eval_every AS SELECT * REPLACE (coalesce(kind, 'vp') AS kind, "
+                    f"coalesce(reveal, 'none') AS reveal) FROM ({' UNION ALL BY NAME '.join(parts)})")
+        con.unregister("eval_new")
+        if old is not None:
+            con.unregister("eval_old")
+        del new, old
+        # written as DuckDB streams it: the month's rows never whole in Python beside DuckDB's own
+        fitted = con.execute(f"SELECT * FROM ({calibration.held_out_sql(con, 'eval_every')}) "
+                             "ORDER BY reveal, kind, vp_asn, vp_group, dest_asn").fetch_record_batch(100_000)
+        where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
     finally:
         con.close()
-    fitted = fitted.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
-    where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
-    mine = pc.and_(pc.equal(fitted.column("reveal"), reveal), pc.is_in(fitted.column("kind"), pa.array(kinds)))
-    return where, fitted.filter(mine)
+    mine = pq.read_table(where, filters=[("reveal", "=", reveal), ("kind", "in", list(kinds))])
+    return where, mine.append_column("month", pa.array([month] * mine.num_rows, pa.string()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -209,6 +210,9 @@ def test_each_reveal_keeps_its_own_rows_and_calibration(sample_evaluated, tmp_pa
         r = congruency("evaluate", "--data-dir", str(data), "--reveal", reveal, "--json")
         assert r.returncode == 0, r.stderr
         out[reveal] = json.loads(r.stdout)
+        # piped, a log line per destination partition done (a month at scale takes minutes)
+        steps = re.findall(rf"^\d\d:\d\d:\d\d destination partitions \({reveal}\): (\d+) of (\d+) done$", r.stderr, re.M)
+        assert steps and [int(i) for i, _n in steps] == list(range(1, int(steps[0][1]) + 1)), r.stderr
     rows = published.read(data, "selector_eval", "2026-07").to_pylist()
     assert Counter(r["reveal"] for r in rows) == {"none": len(before), "first-hop": 2167, "neighbours": 2167}
     none_now = sorted((r["vp_asn"], r["dest_asn"], r["predicted_class"]) for r in rows if r["reveal"] == "none")
