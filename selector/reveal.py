@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck, vp_hash
 from bgp_congruency.common.config import Config
@@ -245,15 +246,23 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
                     ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
             if progress:
                 progress(i + 1, k)
-        t = _assemble(con, fallback)
+        # the answers go through a Parquet file in the connection's spill folder: DuckDB streams
+        # them out under its memory limit, and is closed (its temp tables freed) before they are
+        # read back as Arrow to become selector_eval's columns: never both at once
+        out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / "answers.parquet"
+        con.execute(f"COPY ({_assemble(con, fallback)}) TO {duck.quote(str(out))} (FORMAT parquet)")
     finally:
-        con.close()  # its temp tables freed before the answers become selector_eval's columns
+        con.close()
+    t = pq.read_table(out)
+    out.unlink()
     return _rows(t, month, reveal, snaps)
 
 
-def _assemble(con, fallback: bool) -> pa.Table:
-    """Each pair's answer from its families' routes (ev_fam): the class of the two paths, or
-    rule 6's class where a family has none, scored against the pair as observed."""
+def _assemble(con, fallback: bool) -> str:
+    """The query of each pair's answer from its families' routes (ev_fam; rule 6's ev_dest is
+    made here): the class
+    of the two paths, or rule 6's class where a family has none, scored against the pair as
+    observed."""
     shared, cls = _class_sql("p4", "p6", "v", "d")
     # rule 6 with the VP AS held out: the class most other VP ASes' pairs to d show
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_dest AS
@@ -267,7 +276,7 @@ def _assemble(con, fallback: bool) -> pa.Table:
         FROM rest WHERE n > 0
         QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC,
                                    list_position(['disjoint', 'shared-edge', 'shared-core', 'congruent'], cls) DESC) = 1""")
-    return con.execute(f"""
+    return f"""
         WITH f AS (
             SELECT p.vp_group, p.vp_asn AS v, p.dest_asn AS d, p.v4_path, p.v6_path, p.observed,
                    f4.rule AS r4, CASE WHEN f4.rule IS NULL THEN NULL WHEN f4.rule = 'through' THEN f4.route
@@ -288,7 +297,7 @@ def _assemble(con, fallback: bool) -> pa.Table:
                CASE WHEN c.p4 IS NULL THEN NULL ELSE ({edit_distance_sql('c.p4', 'c.v4_path')})::INTEGER END AS h4,
                CASE WHEN c.p6 IS NULL THEN NULL ELSE ({edit_distance_sql('c.p6', 'c.v6_path')})::INTEGER END AS h6
         FROM c LEFT JOIN ev_dest e ON e.v = c.v AND e.d = c.d AND {str(bool(fallback)).lower()}
-        ORDER BY c.v, c.vp_group, c.d""").to_arrow_table()
+        ORDER BY c.v, c.vp_group, c.d"""
 
 
 _MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": "backup", "congruent": "single-path",
