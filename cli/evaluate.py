@@ -44,7 +44,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help="what the selector is told of each held-out source: none (only the month, today's rules), "
                         "first-hop (its neighbour toward each destination per family), neighbours (the set of its "
                         "neighbours per family; what each is to it from the month's as_relationships). Each mode's "
-                        "rows replace only that mode's, and calibrate that mode's answers")
+                        "rows replace only that mode's, and calibrate that mode's answers. first-hop and neighbours are "
+                        "answered in SQL a destination partition at a time, within duckdb_memory_limit; none asks "
+                        "the selector one question at a time (a month the size of the sample's, not the study's)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 

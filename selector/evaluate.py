@@ -324,7 +324,6 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
         if "calibrated_confidence" not in new.column_names else new
     new = new.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
     con = duck.connect(cfg)
-    old = None
     try:
         con.register("eval_new", new)
         parts = ["SELECT * FROM eval_new"]
@@ -337,16 +336,12 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
             # rows from before kinds are VPs held out, from before reveal today's rules (none)
             parts.append(f"""SELECT * FROM eval_old WHERE NOT (coalesce(kind, 'vp') IN
                              ({', '.join(duck.quote(k) for k in kinds)}) AND coalesce(reveal, 'none') = {duck.quote(reveal)})""")
-        # the month's every row in DuckDB (bounded by its memory limit, spilling), not a third Arrow copy
-        con.execute(f"CREATE TEMP TABLE eval_every AS SELECT * REPLACE (coalesce(kind, 'vp') AS kind, "
+        # the month's every row: a view over the Arrow tables, read in place (no copy of millions of rows)
+        con.execute(f"CREATE TEMP VIEW eval_every AS SELECT * REPLACE (coalesce(kind, 'vp') AS kind, "
                     f"coalesce(reveal, 'none') AS reveal) FROM ({' UNION ALL BY NAME '.join(parts)})")
-        con.unregister("eval_new")
-        if old is not None:
-            con.unregister("eval_old")
-        del new, old
         # written as DuckDB streams it: the month's rows never whole in Python beside DuckDB's own
         fitted = con.execute(f"SELECT * FROM ({calibration.held_out_sql(con, 'eval_every')}) "
-                             "ORDER BY reveal, kind, vp_asn, vp_group, dest_asn").fetch_record_batch(100_000)
+                             "ORDER BY reveal, kind, vp_asn, vp_group, dest_asn").to_arrow_reader(100_000)
         where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
     finally:
         con.close()
