@@ -85,6 +85,7 @@ def test_real_pair_matches_reference(config, ingested_2026, tmp_path, k):
 
 
 @pytest.mark.parametrize("k", PARTITIONS)
+@pytest.mark.slow
 def test_hand_made_cases_match_reference(config, tmp_path, k):
     for month, (make, cov) in HAND_CASES.items():
         write_entries(tmp_path, month, make())
@@ -97,6 +98,7 @@ def test_hand_made_cases_match_reference(config, tmp_path, k):
 
 
 @pytest.mark.parametrize("k", PARTITIONS)
+@pytest.mark.slow
 def test_variant_cases_match_reference(config, tmp_path, k):
     for month, (make, change) in VARIANT_CASES.items():
         write_entries(tmp_path, month, make())
@@ -106,6 +108,7 @@ def test_variant_cases_match_reference(config, tmp_path, k):
         assert_same_as_reference(tmp_path, month, cfg.method)
 
 
+@pytest.mark.slow
 def test_rerun_replaces_the_month_exactly_and_leaves_others(config, tmp_path):
     write_entries(tmp_path, "2024-01", cases.full_month_rows())
     write_entries(tmp_path, "2024-03", cases.quartile_rows())
@@ -127,6 +130,7 @@ def _partition_of(asns, k: int) -> set[int]:
     return {vp_hash.partition(a, k) for a in asns}
 
 
+@pytest.mark.slow
 def test_the_vp_hash_agrees_in_sql_numpy_and_bucket_ranges():
     """The partition of an ASN in DuckDB SQL equals the Python form, and its bucket (numpy,
     as ingest stores it) lies in the partition's bucket range: a partition that skips row
@@ -194,6 +198,7 @@ def test_ingest_groups_a_files_rows_by_vp_bucket(tmp_path):
     assert tail == sorted(tail) and all(a[1] <= b[0] for a, b in zip(tail, tail[1:]))
 
 
+@pytest.mark.slow
 def test_a_month_ingested_before_the_bucket_layout_compares_the_same(config, tmp_path, capfd):
     """Files without vp_bucket (ingested before the layout) still compare in partitions, the
     reference's tables, with one line saying each partition reads the whole month and how to
@@ -205,6 +210,7 @@ def test_a_month_ingested_before_the_bucket_layout_compares_the_same(config, tmp
     assert len(lines) == 1 and "congruency run --month 2024-01 --force ingest" in lines[0], lines
 
 
+@pytest.mark.slow
 def test_all_vps_in_one_partition_and_empty_partitions(config, tmp_path):
     """A month whose VPs all hash to one of two partitions (the other empty), and the next
     month in seven partitions (four or more empty), give the reference's tables; the
@@ -259,6 +265,7 @@ def _kill_mid_partition(tmp_path: Path, data: Path) -> Path:
     return staged
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, capfd, monkeypatch):
     """SIGKILL in the second of three VP partitions: nothing is published; a run refused
     before it starts (a VP larger than a partition) keeps that staging folder; the next run
@@ -294,6 +301,7 @@ def test_a_run_killed_mid_partition_is_resumed_by_the_next(config, tmp_path, cap
     assert [p.name for p in (data / "_staging").iterdir() if not p.name.endswith(".lock")] == []
 
 
+@pytest.mark.slow
 def test_a_killed_run_of_other_inputs_is_not_resumed(config, tmp_path, capfd):
     """The month re-ingested after the kill (an entry file changed), or compared in one
     partition instead of three: the killed run's work is dropped, the month computed whole,
@@ -387,6 +395,7 @@ def test_partition_rule():
         P.cut([(a, 60) for a in range(1, 2 * P.MAX_PARTITIONS + 1)], 2000)
 
 
+@pytest.mark.slow
 def test_local_store_publishes_a_month_in_one_commit_and_keeps_others(tmp_path):
     """A publish moves the staged tables to folders of their own and commits them at once:
     the month's files are the new ones, the other month's are untouched, nothing is staged."""
@@ -415,6 +424,7 @@ def test_local_store_publishes_a_month_in_one_commit_and_keeps_others(tmp_path):
     assert store.has_files(f"{tmp_path}/pairs") and not store.has_files(f"{tmp_path}/nothing")
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
     """The messages are the Spark engine's (test_compare checks both engines give equal ones)."""
     write_entries(tmp_path, "2024-01", cases.full_month_rows())
@@ -529,6 +539,7 @@ def test_config_engine(tmp_path):
     assert job.effective_engine(cfg.with_overrides(engine="spark")) == "spark"
 
 
+@pytest.mark.slow
 def test_cli_default_engine_needs_no_java(tmp_path):
     """`congruency compare` on the default engine with no java anywhere on PATH or JAVA_HOME."""
     write_entries(tmp_path, "2024-01", cases.full_month_rows())

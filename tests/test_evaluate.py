@@ -74,6 +74,7 @@ def month(tmp_path_factory):
     return data
 
 
+@pytest.mark.slow
 def test_every_held_out_answer_as_worked_by_hand(month, capsys):
     rc = cli(["evaluate", "--data-dir", str(month), "--json"])
     out = capsys.readouterr().out
@@ -263,6 +264,7 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
     assert len(got["ceiling"]) == 1 and f"VPs held out {share(right, s['pairs'])}." in got["ceiling"][0]
 
 
+@pytest.mark.slow
 def test_advise_names_its_rule_and_that_rule_s_held_out_accuracy(month, capsys):
     from bgp_congruency.common.config import load
     from bgp_congruency.selector.advice import advise
@@ -480,6 +482,7 @@ def test_advise_states_the_calibrated_confidence(truth_evaluated, capsys):
                             "the provider rule") for n in h["notes"]), h["notes"]
 
 
+@pytest.mark.slow
 def test_truth_needs_a_generated_archive(month, tmp_path, capsys):
     assert cli(["evaluate", "--data-dir", str(month), "--truth", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

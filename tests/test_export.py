@@ -47,6 +47,7 @@ def advise_one(data, *to):
 
 
 # ------------------------------------------------------------------ JSON Lines
+@pytest.mark.slow
 def test_jsonl_month_equals_hints_table(data, tmp_path):
     cfg = load().with_overrides(data_dir=data)
     built = tmp_path / "built.jsonl"  # before publishing: built on the fly
@@ -62,6 +63,7 @@ def test_jsonl_month_equals_hints_table(data, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["hints.jsonl"]  # no temp file left
 
 
+@pytest.mark.slow
 def test_jsonl_batches_render_what_line_gives(data, tmp_path, monkeypatch):
     """A month's table is rendered a batch at a time by DuckDB (selector/exports/jsonl.py); `line` is
     the definition. Every row of the published table, and rows with what a renderer gets
@@ -166,6 +168,7 @@ def test_mpt_file_parses_back_to_the_hint(data, tmp_path, host, cls, statuses):
     assert set(sec) == {"connection", "path_0", "path_1"}
 
 
+@pytest.mark.slow
 def test_mpt_with_chosen_endpoints(data, tmp_path, capsys):
     """One connection file per remote peer, each with that peer's tunnel address and only
     its chosen paths; more than one peer needs --out."""
@@ -191,6 +194,7 @@ def test_mpt_with_chosen_endpoints(data, tmp_path, capsys):
     assert not (tmp_path / "conn.conf").exists()
 
 
+@pytest.mark.slow
 def test_mpt_needs_addresses_and_gateways(data, tmp_path, capsys):
     out = tmp_path / "c.conf"
     assert run(data, "export", "--format", "mpt", "--from", "10", "--to", "100", *IFACES, "--out", str(out)) == 2
@@ -209,6 +213,7 @@ def test_mpt_needs_addresses_and_gateways(data, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ MPTCP script text
+@pytest.mark.slow
 def test_mptcp_script_text(data, tmp_path):
     out = tmp_path / "mptcp.sh"
     assert run(data, "export", "--format", "mptcp", "--from", "10", "--to", "100", *IFACES, "--out", str(out)) == 0
@@ -357,6 +362,7 @@ def test_jsonl_into_a_closed_pipe_ends_quietly(data):
 
 
 # ------------------------------------------------------------------ never a harmful config
+@pytest.mark.slow
 def test_a_question_the_data_cannot_answer_writes_nothing(data, tmp_path, capsys):
     """No known path (an address no prefix of the month covers), or a family the hint uses
     without an interface of it: exit 3, one line, no file (a script flushing every endpoint
@@ -391,6 +397,7 @@ def test_bad_arguments_are_one_error_line(capsys):
                    "(choose from 'jsonl', 'mptcp', 'mpt') (see congruency export --help)"]
 
 
+@pytest.mark.slow
 def test_mptcp_follows_the_endpoints_and_k_choice(data, tmp_path, capsys):
     """--endpoints/--k: the script configures the families chosen for the best chosen
     endpoint, names it as the host to connect to, and names the chosen paths to other
@@ -420,6 +427,7 @@ def test_mptcp_follows_the_endpoints_and_k_choice(data, tmp_path, capsys):
     assert f"# {note}" in out.read_text()
 
 
+@pytest.mark.slow
 def test_k_paths_that_part_beat_identical_paths_and_every_comment_says_what_is_configured(data, tmp_path, capsys):
     """Issue 46: one endpoint's IPv4 and IPv6 paths over the same ASes (e400: 10 1 400 twice)
     must not be the k=2 choice while paths that part exist (e200: 10 1 3 200, 10 1 4 200; all
@@ -567,6 +575,7 @@ def test_operator_config_mistakes_are_refused(hint_month, argv, message):
     assert not Path("/nonexistent").exists()
 
 
+@pytest.mark.slow
 def test_a_server_config_for_other_addresses_is_warned(hint_month):
     ifaces = ["--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8:ff::10/64"]
     r = congruency("export", "--format", "mptcp", "--role", "server", "--from", "10", *HOST100, *ifaces,

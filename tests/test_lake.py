@@ -439,6 +439,7 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     _one_line_error(err, "2026-07", "no published results")
 
 
+@pytest.mark.slow
 def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
     """A catalog whose selector_eval was created before its last two columns were documented
     (as every catalog published before they were): readers see every documented column at

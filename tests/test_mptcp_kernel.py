@@ -297,6 +297,7 @@ def test_a_failure_while_applying_restores_what_was_found(hint_data, tmp_path):
         assert "Applications need MPTCP sockets: run them under mptcpize (mptcpize run CMD)" in r.stdout
 
 
+@pytest.mark.slow
 def test_shellcheck_finds_nothing(hint_data, tmp_path):
     from tests.support.data import require_tool
 

@@ -104,6 +104,7 @@ def test_every_record_boundary_and_every_byte_cut_of_small_files(tmp_path):
             assert out == ("rows" if at in cuts and at > 0 else "error"), (name, at)
 
 
+@pytest.mark.slow
 def test_property_based_fuzz_over_the_real_samples():
     """A few hundred Hypothesis examples (cuts, bit flips, random bytes over raw and compressed
     real samples); each ends in rows that framing.scan confirms or in a one-line error."""
@@ -150,6 +151,7 @@ def test_a_panic_in_the_decoder_thread_is_an_exception():
         congruency_mrt._panic_in_thread()
 
 
+@pytest.mark.slow
 def test_a_download_is_decompressed_once_and_only_a_checked_file_is_kept(tmp_path, capsys, monkeypatch):
     """Over HTTP the decode pass is the stream check: no other pass decompresses the bytes,
     and a cut-off .bz2 leaves neither a cached file nor a .part nor Parquet behind."""

@@ -55,6 +55,7 @@ def _via(v4, v6):
     return evidence_of(v4, v6)
 
 
+@pytest.mark.slow
 def test_the_rules_as_worked_out_by_hand(hand):
     # (A) Gao-Rexford among neighbours: AS99's IPv6 neighbours AS2 (provider) and AS5 (peer)
     # both have a route to AS300 (2 5 7 300 on VP 10's path; 5 7 300, the shorter of VP 10's
@@ -113,6 +114,7 @@ def test_declared_neighbours_are_parsed_or_refused():
 
 
 @pytest.mark.parametrize("inferred", [False, True], ids=["rules 8-10", "with rule 11"])
+@pytest.mark.slow
 def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(hand, inferred):
     """In one destination partition and in three (each builds its own routes table: every
     destination's answer needs only its partition's routes)."""
@@ -297,6 +299,7 @@ def _results(tmp_path, *numbers) -> Path:
 
 
 @needs_data
+@pytest.mark.slow
 def test_first_hops_from_real_atlas_results_behind_private_hops(atlas_month, tmp_path):
     """Results 6 and 11 are Comcast probes (AS7922) behind a home router (192.168.11.1,
     10.0.0.1): past the private hop and AS7922's routers, the first other AS is Tata's AS6453
@@ -392,6 +395,7 @@ def test_a_live_trace_from_the_source_gives_its_neighbours(tmp_path):
     assert (hint["hint_class"], hint["rule"]) == ("disjoint", "first-hop")
 
 
+@pytest.mark.slow
 def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path):
     """`run` with a [source] adds the site's hints to the tunnels export: one per destination
     of the month, each the advice `advise --via4 --via6` gives for it (the reference)."""

@@ -184,6 +184,7 @@ def test_k_choice_search_is_bounded(monkeypatch):
 
 
 # ------------------------------------------------------------------ synthetic month
+@pytest.mark.slow
 def test_hints_table_of_synthetic_month(synth):
     data, tables = synth
     cfg = cfg_for(data)
@@ -214,6 +215,7 @@ def test_hints_table_of_synthetic_month(synth):
     assert not (data / "_staging").exists() or list((data / "_staging").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_hints_in_vp_partitions_are_the_hints_of_the_whole_month(synth):
     """The hints built a VP partition at a time (a file each) are row for row those built at
     once; three partitions of this month's VPs leave none empty or all of them in one."""
@@ -248,6 +250,7 @@ def _copies(data: Path, out: Path, n: int) -> dict[str, list[str]]:
     return {t: [str(out / f"{t}.parquet")] for t in ("pairs", "paths")}
 
 
+@pytest.mark.slow
 def test_hints_partitions_spilling_one_after_another(synth, tmp_path, monkeypatch):
     """A month's hints in three VP partitions under a memory limit that makes the first
     spill: the connection spills to the staging folder from its first query (DuckDB cannot
@@ -317,6 +320,7 @@ def test_other_queries_spill_in_a_folder_of_their_own(synth, tmp_path, monkeypat
     assert len(set(folders)) == 2 and all(Path(f).parent == tmp_path and Path(f).is_dir() for f in folders)
 
 
+@pytest.mark.slow
 def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     """Paths reach DuckDB as quoted literals: a data dir named with an apostrophe works."""
     quoted = tmp_path / "o'brien's data"
@@ -330,6 +334,7 @@ def test_data_dir_with_a_quote_in_its_path(synth, tmp_path):
     assert (h["via_proxy"], h["rule"], h["hint_class"]) == (True, "destination", "disjoint")
 
 
+@pytest.mark.slow
 def test_advise_vp_matches_table_and_method(synth):
     data, tables = synth
     cfg = cfg_for(data)
@@ -344,6 +349,7 @@ def test_advise_vp_matches_table_and_method(synth):
     assert (h["vp_group"], h["hint_class"]) == ("rrc00", "disjoint")
 
 
+@pytest.mark.slow
 def test_advise_proxy_source(synth):
     """Sources that are no VP (the rule in selector/rules.py's docstring)."""
     data, _ = synth
@@ -437,6 +443,7 @@ def test_proxy_rule_pure_functions():
     assert "the confidence 0.20 is below 0.25" in low["rationale"]
 
 
+@pytest.mark.slow
 def test_addresses_longest_prefix_match(synth):
     data, _ = synth
     cfg = cfg_for(data)

@@ -105,6 +105,7 @@ def _published(tmp_path, engine: str):
 
 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.slow
 def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     """Each variant's figures as worked out by hand and as the reference gives them. Over 60 s
     on Spark: 13 variant computations of ~8 s each."""
@@ -153,6 +154,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
             assert {k: r[k] for k in ms if k != "month"} == {k: v for k, v in ms.items() if k != "month"}
 
 
+@pytest.mark.slow
 def test_variants_and_bad_names(tmp_path, capsys):
     cfg = _published(tmp_path, "duckdb")
     capsys.readouterr()

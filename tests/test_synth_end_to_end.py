@@ -19,6 +19,7 @@ MONTHS = ("2026-07", "2026-08")
 
 
 @pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.slow
 def test_generated_archive_through_ingest_and_compare_equals_ground_truth(engine, request, config, tmp_path):
     """Two generated months ingested and compared equal the generator's truth. Over 60 s on
     Spark: its two compares."""

@@ -138,6 +138,7 @@ def run(capsys, *args) -> tuple[int, str, str]:
     return rc, out, err
 
 
+@pytest.mark.slow
 def test_disjoint_destination_equals_its_bgp_paths(month, tmp_path, capsys):
     f = write_atlas(tmp_path / "t.jsonl", [atlas_result("10.0.10.9", H100[0], V4_100, 4)] * 8
                     + [atlas_result("10.0.10.9", H100[0], V4_100[:1] + ["10.0.2.1"] + V4_100[2:], 4)] * 2
@@ -192,6 +193,7 @@ def test_a_trace_that_leaves_the_bgp_path_differs(month, tmp_path, capsys):
     assert rc == 0 and "IPv6: no traceroute toward the destination's IPv6 address" in out
 
 
+@pytest.mark.slow
 def test_stored_runs_are_a_table_the_published_tables_join(tmp_path, capsys):
     from bgp_congruency.lake import published
 
@@ -235,6 +237,7 @@ def test_bad_atlas_file_is_one_line(month, tmp_path, capsys, content, message):
     assert str(f) in err and message in err
 
 
+@pytest.mark.slow
 def test_bad_warts_and_missing_scamper(month, tmp_path, capsys):
     empty, text = tmp_path / "empty.warts", tmp_path / "text.warts"
     empty.write_bytes(b"")
