@@ -8,7 +8,9 @@ which, so no reader lists folders.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -120,6 +122,17 @@ def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:
 WRITE_WAIT_S = 60.0
 
 
+@contextlib.contextmanager
+def _removed_on_error(folder: Path):
+    """A publish folder that is removed when its rows fail to be written (a streamed query's
+    error surfaces mid-write): nothing of a failed write is left behind."""
+    try:
+        yield
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
 def write_rows(root: str | Path, table: str, month: str, rows: list[dict] | pa.Table | pa.RecordBatchReader,
                schema, *, replace: bool = True) -> Path:
     """Rows of a documented table (`schema`, common/tables.py), published on their own:
@@ -133,7 +146,7 @@ def write_rows(root: str | Path, table: str, month: str, rows: list[dict] | pa.T
         folder = Path(layout.publish_dir(root, table, month, f"{month}-{uuid.uuid4().hex[:8]}"))
         folder.mkdir(parents=True)
         final = folder / "part-0.parquet"
-        with atomic.replacing(final) as tmp:
+        with _removed_on_error(folder), atomic.replacing(final) as tmp:
             if isinstance(rows, pa.RecordBatchReader):
                 names = [n for n in schema.names if n != "month"]
                 out = pa.schema([schema.field(n) for n in names])

@@ -107,8 +107,8 @@ def table(rows: list[dict] | pa.Table) -> pa.Table:
 def column(t: pa.Table, name: str, fill=None) -> np.ndarray:
     """A column of `t` as numpy, its nulls `fill` (a missing column is all nulls)."""
     c = t.column(name) if name in t.column_names else pa.nulls(t.num_rows)
-    if fill is not None:
-        c = pc.fill_null(c.cast(pa.float64()) if isinstance(fill, float) else c, fill)
+    if fill is not None:  # typed first: a column of only nulls (from dicts) has no type of its own
+        c = pc.fill_null(c.cast(pa.float64() if isinstance(fill, float) else pa.bool_()), fill)
     return c.to_numpy(zero_copy_only=False)
 
 

@@ -295,8 +295,8 @@ def summary(rows: list[dict] | pa.Table) -> dict:
     revealed = _is(t, "reveal", "first-hop").any() or _is(t, "reveal", "neighbours").any()
     om, om_v = calibration.codes(t, "observed_mode")
     pm, pm_v = calibration.codes(t, "predicted_mode")
-    same_mode = np.array([pm_v.index(v) if v in pm_v else -2 for v in om_v], dtype=np.int64)[om] == pm \
-        if len(om_v) else np.zeros(t.num_rows, dtype=bool)
+    # each observed mode's code among the predicted ones; a null observed mode (-1) the last: -3, no match
+    same_mode = np.array([pm_v.index(v) if v in pm_v else -2 for v in om_v] + [-3], dtype=np.int64)[om] == pm
     a = int(answered.sum())
     return {**_acc(answered, right),
             "rules": {k: _acc(answered, right, _is(t, "rule", k)) for k in (REVEALED_RULES if revealed else RULES)},

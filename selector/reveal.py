@@ -250,11 +250,17 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
         # them out under its memory limit, and is closed (its temp tables freed) before they are
         # read back as Arrow to become selector_eval's columns: never both at once
         out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / "answers.parquet"
-        con.execute(f"COPY ({_assemble(con, fallback)}) TO {duck.quote(str(out))} (FORMAT parquet)")
+        try:
+            con.execute(f"COPY ({_assemble(con, fallback)}) TO {duck.quote(str(out))} (FORMAT parquet)")
+        except BaseException:
+            out.unlink(missing_ok=True)
+            raise
     finally:
         con.close()
-    t = pq.read_table(out)
-    out.unlink()
+    try:
+        t = pq.read_table(out)
+    finally:
+        out.unlink(missing_ok=True)
     return _rows(t, month, reveal, snaps)
 
 

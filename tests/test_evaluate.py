@@ -291,6 +291,30 @@ def _answers(src: int, rule: str, cls: str, right: int, wrong: int) -> list[dict
     return [{"vp_asn": src, "rule": rule, "predicted_class": cls, "correct": ok} for ok in [True] * right + [False] * wrong]
 
 
+def test_the_summary_of_no_answers_and_of_null_columns():
+    """summary reads whole columns; rows given as dicts whose column is all null (no answer,
+    no path, an observed mode missing) count as the list-based summary counted them."""
+    empty = E.summary([])
+    assert (empty["pairs"], empty["answered"], empty["coverage"], empty["destination_ceiling"]) == (0, 0, None, None)
+    assert empty["confusion"] == {} and all(b["answers"] == 0 for b in empty["bins"])
+    base = {"vp_asn": 2, "dest_asn": 1, "rule": "destination", "kind": "vp", "observed_class": "disjoint",
+            "v4_exact": None, "v6_exact": None, "v4_hop_distance": None, "v6_hop_distance": None}
+    rows = [{**base, "correct": None, "predicted_class": "unknown", "observed_mode": "aggregate",
+             "predicted_mode": "single-path", "confidence": 0.0, "rule": "none"}]
+    s = E.summary(rows)
+    assert (s["pairs"], s["answered"], s["correct"], s["accuracy"]) == (1, 0, 0, None)
+    assert s["paths"]["v4"] == {"answers": 0, "exact": None, "within_one_hop": None}
+    assert s["confusion"] == {"disjoint": {"unknown": 1}} and s["rules"]["none"]["pairs"] == 1
+    # two answers, both right, one of them with no observed mode: one mode of two is right
+    rows = [{**base, "correct": True, "predicted_class": "disjoint", "observed_mode": m, "predicted_mode": "aggregate",
+             "confidence": 0.9, "dest_asn": d} for m, d in (("aggregate", 1), (None, 3))]
+    s = E.summary(rows)
+    assert (s["answered"], s["accuracy"], s["mode_accuracy"], s["destination_ceiling"]) == (2, 1.0, 0.5, 1.0)
+    assert [(b["low"], b["answers"], b["accuracy"]) for b in s["bins"] if b["answers"]] == [(0.9, 2, 1.0)]
+    # no calibrated confidence: each answer counts at 0, so only the curve's first threshold (0) keeps them
+    assert [c["answered"] for c in calibration.curve(rows)] == [2, 0, 0, 0, 0, 0]
+
+
 def test_calibration_worked_by_hand():
     """selector/calibration.py on 95 answers of three sources, each number worked out here.
     upstream: A 20 congruent right, 10 congruent wrong; B 20 congruent right, 10 disjoint wrong;

@@ -20,6 +20,7 @@ import pytest
 
 from bgp_congruency import lake
 from bgp_congruency.cli.main import main as cli
+from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.common.tables import sql_type
@@ -485,6 +486,44 @@ def test_a_catalog_made_before_a_column_was_documented(tmp_path, monkeypatch):
         assert commit.attached_columns(con)["selector_eval"] == set(SELECTOR_EVAL.names)
         assert published.table_files(con, "selector_eval", "2026-06") == files and all(Path(f).is_file() for f in files)
     assert pq.read_schema(files[0]).names == [n for n in old.names if n != "month"]  # the old file, not rewritten
+
+
+def test_rows_streamed_into_a_publish_and_a_stream_that_fails_midway(tmp_path):
+    """write_rows takes a query's result as a RecordBatchReader (evaluate's millions of rows),
+    written a batch at a time; a stream that fails after its first batch leaves the month as it
+    was and no publish folder behind."""
+    import pyarrow as pa
+
+    from bgp_congruency.common.tables import SELECTOR_EVAL
+
+    data = tmp_path / "data"
+    data.mkdir()
+    row = {"month": "2026-07", "vp_group": "route-views", "vp_asn": 10, "dest_asn": 100, "rule": "through",
+           "proxies": 1, "observed_class": "disjoint", "predicted_class": "disjoint", "correct": True,
+           "confidence": 0.5, "observed_mode": "aggregate", "predicted_mode": "aggregate", "v4_exact": True,
+           "v6_exact": True, "v4_hop_distance": 0, "v6_hop_distance": 0, "kind": "vp", "calibrated_confidence": 0.75,
+           "reveal": "none"}
+    # the query's types, not the table's (DuckDB gives BIGINT where selector_eval has INTEGER): cast per batch
+    batch = pa.RecordBatch.from_pylist([row, {**row, "dest_asn": 200}]).cast(
+        pa.schema([pa.field(f.name, pa.int64() if f.type == pa.int32() else f.type) for f in SELECTOR_EVAL]))
+
+    def batches(fail: bool):
+        yield batch
+        yield batch
+        if fail:
+            raise ValueError("the query failed")
+
+    published.write_rows(data, "selector_eval", "2026-07", pa.RecordBatchReader.from_batches(batch.schema, batches(False)),
+                         SELECTOR_EVAL)
+    before = published.read(data, "selector_eval", "2026-07")
+    assert before.column("dest_asn").to_pylist() == [100, 200, 100, 200]
+    assert before.schema.field("v4_hop_distance").type == pa.int32()
+    folders = sorted(Path(layout.month_dir(data, "selector_eval", "2026-07")).iterdir())
+    with pytest.raises(ValueError, match="the query failed"):
+        published.write_rows(data, "selector_eval", "2026-07",
+                             pa.RecordBatchReader.from_batches(batch.schema, batches(True)), SELECTOR_EVAL)
+    assert published.read(data, "selector_eval", "2026-07").equals(before)
+    assert sorted(Path(layout.month_dir(data, "selector_eval", "2026-07")).iterdir()) == folders
 
 
 # --- `congruency query` streams its result --------------------------------------------------
