@@ -89,8 +89,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         seen = [0]
 
         def tick(i, n, asn=None):
-            seen[0] = n  # the step in the description: a log (off a terminal) gets a line per step
-            step = f"AS{asn} ({i + 1} of {n})" if asn is not None else f"{i} of {n} done"  # a source starts; a partition ends
+            seen[0] = n
+            # the step in the description: off a terminal, a log line per step (a source starts; a partition ends)
+            step = f"AS{asn} ({i + 1} of {n})" if asn is not None else f"{i} of {n} done"
             prog.update(task, total=n, completed=i, description=f"{what}: {step}")
 
         if truth is not None:

@@ -100,7 +100,7 @@ def table(rows: list[dict] | pa.Table) -> pa.Table:
     so a month of millions of answers never becomes millions of Python dicts."""
     if isinstance(rows, pa.Table):
         return rows
-    keys = list(dict.fromkeys(k for r in rows[:1] for k in r)) or ["correct"]
+    keys = list(dict.fromkeys(k for r in rows for k in r)) or ["correct"]  # a key of any row
     return pa.table({k: [r.get(k) for r in rows] for k in keys})
 
 

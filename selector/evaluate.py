@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck, layout
@@ -263,10 +264,14 @@ def destination_ceiling(rows: list[dict] | pa.Table) -> float | None:
     return int(np.maximum.reduceat(counts, starts).sum()) / t.num_rows
 
 
-def _is(t: pa.Table, name: str, value) -> np.ndarray:
-    """Where column `name` of `t` equals `value` (numpy bools, over the column's codes)."""
-    idx, values = calibration.codes(t, name)
-    return idx == values.index(value) if value in values else np.zeros(t.num_rows, dtype=bool)
+def _text(t: pa.Table, name: str):
+    """Column `name` of `t` as strings (all null where rows given as dicts lack it)."""
+    return t.column(name).cast(pa.string()) if name in t.column_names else pa.nulls(t.num_rows, pa.string())
+
+
+def _true(mask) -> np.ndarray:
+    """An Arrow comparison as numpy bools, a null (nothing to compare) as False."""
+    return pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
 
 
 def summary(rows: list[dict] | pa.Table) -> dict:
@@ -292,14 +297,12 @@ def summary(rows: list[dict] | pa.Table) -> dict:
                             "within_one_hop": int((hops[given] <= 1).sum()) / g if g else None}
     kind, kinds = calibration.codes(t, "kind")
     cal = calibration.reliability(t)
-    revealed = _is(t, "reveal", "first-hop").any() or _is(t, "reveal", "neighbours").any()
-    om, om_v = calibration.codes(t, "observed_mode")
-    pm, pm_v = calibration.codes(t, "predicted_mode")
-    # each observed mode's code among the predicted ones; a null observed mode (-1) the last: -3, no match
-    same_mode = np.array([pm_v.index(v) if v in pm_v else -2 for v in om_v] + [-3], dtype=np.int64)[om] == pm
+    revealed = _true(pc.is_in(_text(t, "reveal"), value_set=pa.array(["first-hop", "neighbours"]))).any()
+    same_mode = _true(pc.equal(_text(t, "observed_mode"), _text(t, "predicted_mode")))
+    rule = _text(t, "rule")
     a = int(answered.sum())
     return {**_acc(answered, right),
-            "rules": {k: _acc(answered, right, _is(t, "rule", k)) for k in (REVEALED_RULES if revealed else RULES)},
+            "rules": {k: _acc(answered, right, _true(pc.equal(rule, k))) for k in (REVEALED_RULES if revealed else RULES)},
             "kinds": {k: _acc(answered, right, kind == i) for i, k in sorted(enumerate(kinds), key=lambda x: x[1])},
             "destination_ceiling": destination_ceiling(t),
             "stated_worst_gap": calibration.worst_gap(bins, calibration.MIN_ANSWERS),

@@ -266,9 +266,8 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
 
 def _assemble(con, fallback: bool) -> str:
     """The query of each pair's answer from its families' routes (ev_fam; rule 6's ev_dest is
-    made here): the class
-    of the two paths, or rule 6's class where a family has none, scored against the pair as
-    observed."""
+    made here): the class of the two paths, or rule 6's class where a family has none, scored
+    against the pair as observed."""
     shared, cls = _class_sql("p4", "p6", "v", "d")
     # rule 6 with the VP AS held out: the class most other VP ASes' pairs to d show
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_dest AS
@@ -345,7 +344,7 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     n = t.num_rows
     cls_names = np.array(classes, dtype=object)
     return pa.table({
-        "month": pa.array([month] * n, pa.string()) if n else pa.array([], pa.string()),
+        "month": pa.array([month] * n, pa.string()),
         "vp_group": t.column("vp_group"), "vp_asn": t.column("vp_asn"), "dest_asn": t.column("dest_asn"),
         "rule": pa.array(rule, pa.string()),
         "proxies": pa.array(np.where(rule == "destination", dest_vps, 0), pa.int32()),
