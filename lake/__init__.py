@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
 from bgp_congruency.common import duck
 from bgp_congruency.common.duck import glob_literal
 from bgp_congruency.lake import attach, views
@@ -40,7 +38,7 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
         if lit != str(root) and Path(lit).exists():
             raise LakeError(f"{root}: a folder named {lit} exists beside the data dir: rename one of them "
                             "(a locked connection fences its file access by folder names)")
-    con = duckdb.connect()
+    con = attach.connection()
     try:
         if attach.exists(root) or not read_only:
             if read_only and snapshot is None:

@@ -17,9 +17,11 @@ nothing. A writer attaches at the recorded place: a moved data dir is relocated 
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
+import os
 import re
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import duckdb
@@ -52,6 +54,7 @@ def tables() -> dict:
     return {n: d for n, d in DOCS.items() if n not in NOT_IN_LAKE}
 
 
+@functools.cache
 def extension_file(name: str) -> str:
     """The extension binary its PyPI wheel installed for this DuckDB (duckdb_extension_<name>)."""
     spec = importlib.util.find_spec(f"duckdb_extension_{name}")
@@ -71,10 +74,32 @@ def extensions(root) -> tuple[str, ...]:
     return EXTENSIONS[kind]
 
 
+#: The extension files whose signature DuckDB checked in this process: (path, size, mtime).
+_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB to attach a catalog in. DuckDB checks an extension file's
+    signature on every LOAD by hashing the whole file (~70 ms for each 35 MB binary, two per
+    attach: most of a small month's compare and of a short command); `load` has each file
+    checked once per process, in a database with the default settings, and loads it unchecked
+    into these later. allow_unsigned_extensions admits nothing else: the project LOADs only
+    those files, and a locked connection (lake.connect) turns external access, LOAD among it, off."""
+    return duckdb.connect(config={"allow_unsigned_extensions": True})
+
+
 def load(con, root) -> None:
-    """Load the extensions `root`'s catalog needs into `con` from their wheels (no download)."""
+    """Load the extensions `root`'s catalog needs into `con` from their wheels (no download),
+    each file's signature checked on its first load in the process (`connection`)."""
     for name in extensions(root):
-        con.execute(f"LOAD {quote(extension_file(name))}")
+        f = extension_file(name)
+        st = os.stat(f)
+        key = (f, st.st_size, st.st_mtime_ns)
+        if key not in _CHECKED:
+            with closing(duckdb.connect()) as check:  # the default settings: DuckDB checks the signature
+                check.execute(f"LOAD {quote(f)}")
+            _CHECKED.add(key)
+        con.execute(f"LOAD {quote(f)}")
 
 
 # --- where a data dir's catalog is --------------------------------------------------------
@@ -206,8 +231,8 @@ def attach(con, root, *, read_only: bool = True, snapshot: int | None = None, al
     if read_only and not exists(root):
         raise NoCatalog(no_catalog(root))
     try:
-        for sql in attach_sql(root, read_only=read_only, snapshot=snapshot, alias=alias):
-            con.execute(sql)
+        load(con, root)
+        con.execute(attach_sql(root, read_only=read_only, snapshot=snapshot, alias=alias)[-1])
     except duckdb.Error as exc:
         if read_only and "creating a new DuckLake is explicitly disabled" in str(exc):
             raise NoCatalog(no_catalog(root)) from None  # configured (catalog.url), nothing published yet
@@ -251,7 +276,7 @@ def _check_relative(con, root, alias: str) -> None:
 def snapshots(root) -> list[int]:
     """The catalog's kept snapshots, oldest first (time travel reaches these), from its
     current snapshot whatever a command pinned."""
-    con = duckdb.connect()
+    con = connection()
     try:
         attach(con, root)
         return [r[0] for r in con.execute(f"SELECT snapshot_id FROM {ALIAS}.snapshots() ORDER BY 1").fetchall()]
@@ -293,7 +318,7 @@ def pinned(root, snapshot: int | None = None, hold: bool = False):
     if snapshot is None and (before is not None or not exists(root)):
         yield
         return
-    con = duckdb.connect()
+    con = connection()
     try:
         attach(con, root, snapshot=snapshot)
         try:
@@ -328,7 +353,7 @@ def opened(root, *, read_only: bool = True, snapshot: int | None = None):
     if pin is not None and pin[1] is not None and snapshot in (None, pin[0]):
         con = pin[1].cursor()
     else:
-        con = duckdb.connect()
+        con = connection()
         try:
             attach(con, root, read_only=read_only, snapshot=pin[0] if pin and snapshot is None else snapshot)
         except BaseException:

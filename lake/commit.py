@@ -34,6 +34,7 @@ from bgp_congruency.lake.attach import (
     LakeError,
     attach,
     catalog_name,
+    connection,
     current,
     load,
     location,
@@ -78,7 +79,7 @@ def _relative(con, root) -> None:
     con.execute(f"DETACH {ALIAS}")
     base = str(Path(root).resolve()) + "/"
     kind, where = location(root).split(":", 1)
-    own = duckdb.connect()
+    own = connection()
     try:
         load(own, root)
         own.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")

@@ -21,6 +21,7 @@ from bgp_congruency.lake.attach import (
     LakeError,
     NoCatalog,
     catalog_name,
+    connection,
     exists,
     legacy_months,
     load,
@@ -48,7 +49,7 @@ def relocate(root) -> dict:
         raise NoCatalog(no_catalog(root))
     kind, where = location(root).split(":", 1)
     new = str(root) + "/"
-    con = duckdb.connect()
+    con = connection()
     try:
         load(con, root)
         con.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")
