@@ -177,7 +177,9 @@ check: setup
 
 # Test processes (pytest-xdist): one per core on the 2-core CI machine; each takes whole
 # files (--dist loadfile: a file's module fixtures are built once; the session's computed
-# months are built once for both, tests/conftest.py `_once`). Not --dist loadgroup: with
+# months are built once for both, tests/conftest.py `_once`), the longest first
+# (conftest.LONGEST_FIRST; --no-loadscope-reorder keeps that order: xdist would hand out the
+# files with the most tests first, and one of the two longest started last). Not --dist loadgroup: with
 # pytest 9.2, xdist 3.8 cannot tag a test's group (it writes Item._nodeid, which pytest 9.2
 # no longer reads), so every test went to whichever worker was free.
 TEST_WORKERS ?= 2
@@ -196,8 +198,8 @@ test: installs
 	@CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(AFBIN)/python -m pytest -q -p no:cacheprovider \
 	    --basetemp=build/pytest-dag tests/test_dag.py >$(DAG_LOG) 2>&1 & dag=$$!; \
 	trap 'kill $$dag 2>/dev/null' INT TERM; \
-	echo "CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile"; \
-	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile; \
+	echo "CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder"; \
+	CONGRUENCY_SHARED_DATA=$(abspath $(SHARED)) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	main=$$?; wait $$dag; af=$$?; \
 	echo "== tests/test_dag.py in .venv-airflow (exit $$af)"; cat $(DAG_LOG); \
 	test $$main -eq 0 -a $$af -eq 0

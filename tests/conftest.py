@@ -140,9 +140,10 @@ def hint_month(tmp_path_factory) -> computed.Computed:
 
 #: The files that take longest (seconds on the 2-core CI machine, `make test`'s durations),
 #: handed to the xdist workers first: whole files go to whichever worker is free, so a long
-#: file started last would leave the other worker idle at the end.
-LONGEST_FIRST = ("test_compare", "test_run", "test_sensitivity", "test_engines", "test_lake_readers", "test_lake",
-                 "test_backfill", "test_reveal", "test_evaluate", "test_synth_end_to_end", "test_ingest")
+#: file started last would leave the other worker idle at the end. (`make test` passes
+#: --no-loadscope-reorder: xdist would otherwise hand out the files with the most tests first.)
+LONGEST_FIRST = ("test_compare", "test_run", "test_sensitivity", "test_engines", "test_backfill", "test_lake_readers",
+                 "test_lake", "test_reveal", "test_pybgpstream", "test_ingest", "test_export", "test_selector")
 
 
 def pytest_collection_modifyitems(config, items):
