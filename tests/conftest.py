@@ -84,6 +84,18 @@ def ingested_2026(tmp_path_factory, config):
 # --- the months computed once per session (read only) ------------------------------------
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_folder(tmp_path_factory):
+    """The folder every process of the session shares (the workers' base under pytest-xdist),
+    for what tests/support computes once for all of them (reference_of)."""
+    from tests.support.month import SHARED_ENV
+
+    root = tmp_path_factory.getbasetemp()
+    os.environ[SHARED_ENV] = str(root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root)
+    yield
+    os.environ.pop(SHARED_ENV, None)
+
+
 def _once(tmp_path_factory, name: str, build):
     """`build(folder)` run once for the whole run: under pytest-xdist the first worker that
     needs it builds it under a lock in the workers' shared base folder and the others read its
