@@ -164,6 +164,9 @@ def test_run_summary_and_outputs(sample, with_previous):
 
 @pytest.mark.slow
 def test_rerun_skips_then_force_redoes(sample, tmp_path):
+    """A finished month is skipped; other inputs or --force redo only the compare; a range
+    goes on past a failed month; the export follows tunnels_export. Up to 60 s under the
+    suite's load: eight runs as processes, two of them the real month's compare."""
     _config(tmp_path)
     data = writable(sample.data, tmp_path / "data")
     before = published.listing(data, ["pairs"])
