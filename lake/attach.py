@@ -80,11 +80,12 @@ _CHECKED: set[tuple[str, int, int]] = set()
 
 def connection() -> duckdb.DuckDBPyConnection:
     """A new in-memory DuckDB to attach a catalog in. DuckDB checks an extension file's
-    signature on every LOAD by hashing the whole file (~70 ms for each 35 MB binary, two per
+    signature on every LOAD by hashing the whole file (~70 ms for each 35-42 MB binary, two per
     attach: most of a small month's compare and of a short command); `load` has each file
     checked once per process, in a database with the default settings, and loads it unchecked
-    into these later. allow_unsigned_extensions admits nothing else: the project LOADs only
-    those files, and a locked connection (lake.connect) turns external access, LOAD among it, off."""
+    into these later. allow_unsigned_extensions admits nothing else: `load` turns it off once its
+    files are in (DuckDB will not turn it on again while the database runs), so an analyst's
+    connection (lake.connect) loads an extension of its own only signed."""
     return duckdb.connect(config={"allow_unsigned_extensions": True})
 
 
@@ -93,13 +94,19 @@ def load(con, root) -> None:
     each file's signature checked on its first load in the process (`connection`)."""
     for name in extensions(root):
         f = extension_file(name)
-        st = os.stat(f)
+        try:
+            st = os.stat(f)
+        except OSError:  # gone since this process first found it (reinstalled?)
+            extension_file.cache_clear()
+            f = extension_file(name)
+            st = os.stat(f)
         key = (f, st.st_size, st.st_mtime_ns)
         if key not in _CHECKED:
             with closing(duckdb.connect()) as check:  # the default settings: DuckDB checks the signature
                 check.execute(f"LOAD {quote(f)}")
             _CHECKED.add(key)
         con.execute(f"LOAD {quote(f)}")
+    con.execute("SET allow_unsigned_extensions = false")  # nothing unchecked from here on
 
 
 # --- where a data dir's catalog is --------------------------------------------------------

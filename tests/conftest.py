@@ -111,7 +111,9 @@ def _once(tmp_path_factory, name: str, build):
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir()
         value = build(where)
-        done.write_bytes(pickle.dumps(value))
+        part = done.with_suffix(".part")  # whole or absent: a killed writer leaves no half pickle
+        part.write_bytes(pickle.dumps(value))
+        os.replace(part, done)
         return value
 
 

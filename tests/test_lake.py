@@ -148,6 +148,11 @@ def test_duckdb_cli_and_python_read_only_open_it_from_anywhere(wh, tmp_path, cap
         assert [dict(zip(("month", "nc", "vps"), row)) for row in con.execute(sql).fetchall()] == want
         with pytest.raises(duckdb.Error, match="read-only|read only"):
             con.execute("CREATE TABLE lake.w AS SELECT 1")
+        # the catalog's extensions were loaded unchecked (their files checked once per process):
+        # the analyst's connection then loads an extension of its own only signed
+        assert con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone() == (False,)
+        with pytest.raises(duckdb.Error, match="allow_unsigned_extensions"):
+            con.execute("SET allow_unsigned_extensions = true")
     finally:
         os.chdir(Path(__file__).parents[1])
         con.close()

@@ -193,7 +193,9 @@ def _shared(root: Path, key: tuple, build):
         if done.is_file():
             return pickle.loads(done.read_bytes())
         value = build()
-        done.write_bytes(pickle.dumps(value))
+        part = done.with_suffix(".part")  # whole or absent: a killed writer leaves no half pickle
+        part.write_bytes(pickle.dumps(value))
+        os.replace(part, done)
         return value
 
 
