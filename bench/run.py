@@ -232,6 +232,7 @@ def render_md(doc: dict) -> str:
     lines += _multipath_section(real.get("multipath") or [])
     lines += _relationships_section(real.get("relationships") or [])
     lines += _reveal_section(real.get("reveal") or [])
+    lines += _route_simulation_section(real.get("route_simulation") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -426,7 +427,10 @@ def _reveal_section(runs: list[dict]) -> list[str]:
     """bench/reveal.py: the path selector told the source's first hops or neighbours."""
     if not runs:
         return []
-    r = runs[-1]
+    scaled = [x for x in runs if x.get("scale")]  # `--scale` alone: a run of its own
+    r = next((x for x in reversed(runs) if x.get("real") or x.get("generated")), runs[-1])
+    if scaled:
+        r = {**r, "scale": scaled[-1]["scale"], "scale_command": scaled[-1]["command"]}
     intro = [f"`{r['command']}`: each evaluation mode side by side; real: every VP AS of the sample held out in",
              "turn (its own pairs as the truth); generated: 40 ASes that are no VP (20 stubs, 20 transit) against",
              "the generator's true paths. Worst gap: the largest difference between calibrated confidence and",
@@ -453,11 +457,30 @@ def _reveal_section(runs: list[dict]) -> list[str]:
                   common.table(["mode", "sources", f"how many (pairs / {TRUTH_DESTS})", "pairs", "coverage", "accuracy"], kinds, align="llrrrr"), ""]
     if r.get("scale"):
         sc = r["scale"]
-        lines += [f"At scale (source AS{sc['source']}, --via4 {sc['via4']} --via6 {sc['via6']}, to AS{sc['destination']}), "
-                  "each a fresh process:", "",
+        lines += [f"At scale (`{r.get('scale_command', r['command'])}`: source AS{sc['source']}, --via4 {sc['via4']} "
+                  f"--via6 {sc['via6']}, to AS{sc['destination']}), each a fresh process:", "",
                   common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"], _scale_rows(sc),
                                align="lrrrr"), ""]
     return lines
+
+
+def _route_simulation_section(runs: list[dict]) -> list[str]:
+    """bench/route_simulation.py: rule 10 beside routes simulated over inferred and true relationships."""
+    if not runs:
+        return []
+    r = runs[-1]
+    intro = [f"`{r['command']}`: an experiment, not a rule of the product. The generated month's sources that",
+             "are no VP, their neighbours revealed: the product's rule 10 beside each source's route simulated by",
+             "Gao-Rexford preference over the month's inferred relationships, and over the generator's true ones",
+             "(the ceiling of the preference itself; prepending not simulated); against the true paths."]
+    rows = []
+    for mode, m in r["modes"].items():
+        for kind, k in sorted(m["kinds"].items()):
+            rows.append([mode, kind, f"{k['pairs']:,}", _pct(k["answered"] / k["pairs"] if k["pairs"] else None),
+                         _pct(k["correct"] / k["answered"] if k["answered"] else None),
+                         _pct(k["exact"] / k["families"] if k["families"] else None), _s(m["seconds"], 1)])
+    return _section("Routes simulated over the relationships (bench/route_simulation.py)", intro,
+                    ["mode", "sources", "pairs", "coverage", "accuracy", "paths exact", "seconds"], rows, "llrrrrr")
 
 
 def _versions_section(runs: list[dict]) -> list[str]:
@@ -920,7 +943,8 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("commands", "commands.json"),
                          ("multipath", "multipath.json"),
                          ("relationships", "relationships.json"),
-                         ("reveal", "reveal.json")):
+                         ("reveal", "reveal*.json"),
+                         ("route_simulation", "route_simulation.json")):
         files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]

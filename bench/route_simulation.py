@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""How far the `neighbours` mode (rule 10, issue 47) is from what the relationships allow: an
+experiment, not a rule of the product. On a generated month, every source that is no VP
+(evaluate.against_truth's sources and destinations) has its route to each destination
+simulated by Gao-Rexford preference over a relationship graph, its own neighbours as
+`--reveal neighbours` gives them (their true relationships), against the generator's true
+paths; side by side in one run with the product's rule 10 on the same questions.
+
+    .venv/bin/python bench/route_simulation.py --generated DATA:ARCHIVE
+
+The graph: (a) the month's inferred as_relationships, what the product could use; (b) the
+generator's true relationships, the ceiling of the preference itself. The simulation: customer
+routes up the providers by length, then a peer's customer route, then providers' routes down
+the customers (shortest, then the lowest next AS); prepending is not simulated. Rows per how
+the source is homed (evaluate.homing). The result goes to bench/out/route_simulation.json.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import heapq
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import OUT, machine_facts, write_json  # noqa: E402
+
+MONTH = "2026-07"
+
+
+def graph(rels: list[tuple[int, int, int, str]], afi: int, src: int, own: list[tuple[str, int]]):
+    """(providers, customers, peers) of each AS in family `afi`: `rels` (afi, as1, as2, p2c|p2p)
+    without the source's links, and the source's own as revealed (`own`: (what it is, ASN))."""
+    prov, cust, peer = (collections.defaultdict(set) for _ in range(3))
+    for f, a, b, rel in rels:
+        if f != afi or src in (a, b):
+            continue
+        if rel == "p2c":
+            prov[b].add(a)
+            cust[a].add(b)
+        else:
+            peer[a].add(b)
+            peer[b].add(a)
+    for rel, n in own:
+        if rel == "provider":
+            prov[src].add(n)
+            cust[n].add(src)
+        elif rel == "customer":
+            cust[src].add(n)
+            prov[n].add(src)
+        else:
+            peer[src].add(n)
+            peer[n].add(src)
+    return prov, cust, peer
+
+
+def simulate(d: int, prov, cust, peer) -> dict[int, tuple[int, ...]]:
+    """Every AS's route to `d` (from it on) by Gao-Rexford preference over the graph."""
+    route, cls, level = {d: (d,)}, {d: 0}, [d]
+    while level:  # customer routes: up the providers, one length at a time, the lowest next AS
+        cand: dict[int, int] = {}
+        for x in level:
+            for p in prov[x]:
+                if p not in route and (p not in cand or x < cand[p]):
+                    cand[p] = x
+        for p, x in cand.items():
+            route[p], cls[p] = (p, *route[x]), 0
+        level = sorted(cand)
+    for y in list(peer):  # a peer's customer route
+        if y not in route:
+            best = min(((len(route[z]), z) for z in peer[y] if cls.get(z) == 0), default=None)
+            if best:
+                route[y], cls[y] = (y, *route[best[1]]), 1
+    heap = [(len(r), x) for x, r in route.items()]
+    heapq.heapify(heap)
+    done: set[int] = set()
+    while heap:  # providers' routes: down the customers, shortest first, then the lowest provider
+        _n, x = heapq.heappop(heap)
+        if x in done:
+            continue
+        done.add(x)
+        for c in sorted(cust[x]):
+            if c not in route or (cls[c] == 2 and (len(route[x]) + 1, x) < (len(route[c]), route[c][1])):
+                route[c], cls[c] = (c, *route[x]), 2
+                heapq.heappush(heap, (len(route[c]), c))
+    return route
+
+
+def measure(data: Path, archive: Path) -> dict:
+    from bgp_congruency.common import duck
+    from bgp_congruency.common.config import load
+    from bgp_congruency.lake import published
+    from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector import rules
+    from bgp_congruency.selector.month import Month, table_relation
+    from bgp_congruency.synth.truth import load as load_truth
+
+    cfg = load().with_overrides(data_dir=data)
+    t = load_truth(archive)
+    t0 = time.perf_counter()
+    _m, rule10 = E.against_truth(cfg, t, MONTH, reveal="neighbours")
+    rule10_s = time.perf_counter() - t0
+    # the same sources and destinations as against_truth (its seed and draws)
+    con = duck.connect(cfg)
+    try:
+        m = Month(con, cfg, MONTH)
+        pool = sorted(int(r[0]) for r in con.execute(
+            f"SELECT DISTINCT dest_asn FROM {table_relation(cfg, 'pairs', MONTH)}").fetchall())
+        on_paths = {int(r[0]) for r in con.execute(f"SELECT DISTINCT unnest(path) FROM {m.paths}").fetchall()}
+    finally:
+        con.close()
+    srcs = t.sources(MONTH, E.TRUTH_SOURCES, 1, keep=on_paths.__contains__)
+    rng = random.Random(f"truth:1:{MONTH}:dests")
+    asked = {s: rng.sample([d for d in pool if d != s], min(E.TRUTH_DESTS, len(pool) - (s in pool))) for s in srcs}
+    true = t.paths(MONTH, srcs, sorted({d for ds in asked.values() for d in ds}))
+    inferred = [(r["afi"], r["as1"], r["as2"], r["rel"])
+                for r in published.read(data, "as_relationships", MONTH).to_pylist()]
+    generator = []
+    for afi in (4, 6):
+        c2p, p2p, _pre, _present = t.net.relationships(afi, MONTH)
+        generator += [(afi, t.net.asns[p], t.net.asns[c], "p2c") for c, p in c2p]
+        generator += [(afi, t.net.asns[a], t.net.asns[b], "p2p") for a, b in p2p]
+
+    def tally(rows) -> dict:
+        out: dict = {}
+        for kind, answered, right, exact in rows:
+            k = out.setdefault(kind, {"pairs": 0, "answered": 0, "correct": 0, "families": 0, "exact": 0})
+            k["pairs"] += 1
+            k["answered"] += answered
+            k["correct"] += right
+            k["families"] += 2
+            k["exact"] += exact
+        return out
+
+    out = {"rule 10 (the product)": {"seconds": round(rule10_s, 1), "kinds": tally(
+        (r["kind"], r["correct"] is not None, bool(r["correct"]), bool(r["v4_exact"]) + bool(r["v6_exact"]))
+        for r in rule10)}}
+    for label, rels in (("simulated, inferred relationships", inferred), ("simulated, true relationships", generator)):
+        t0, rows = time.perf_counter(), []
+        for s in srcs:
+            kind, own = E.homing(t.net, MONTH, s), E.truth_neighbours(t.net, MONTH, s)
+            g = {afi: graph(rels, afi, s, own[afi]) for afi in (4, 6)}
+            for d in asked[s]:
+                v4, v6 = true.get((4, s, d)), true.get((6, s, d))
+                if v4 is None or v6 is None:  # as against_truth: nothing to be right about
+                    continue
+                p4, p6 = (simulate(d, *g[afi]).get(s) for afi in (4, 6))
+                answered = bool(p4 and p6)
+                right = answered and rules.classify(list(p4), list(p6), s, d)[0] == rules.classify(v4, v6, s, d)[0]
+                rows.append((kind, answered, right, (list(p4 or ()) == list(v4)) + (list(p6 or ()) == list(v6))))
+        out[label] = {"seconds": round(time.perf_counter() - t0, 1), "kinds": tally(rows)}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--generated", required=True, metavar="DATA:ARCHIVE",
+                    help="a generated month's data dir (run and relationships published) and its archive")
+    a = ap.parse_args(argv)
+    data, _, archive = a.generated.partition(":")
+    if not archive:
+        ap.error("--generated: DATA:ARCHIVE expected")
+    res = {"command": "bench/route_simulation.py --generated " + a.generated, "machine": machine_facts(),
+           "month": MONTH, "modes": measure(Path(data), Path(archive))}
+    write_json(res, OUT / "route_simulation.json")
+    print(OUT / "route_simulation.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
