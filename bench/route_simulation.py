@@ -9,7 +9,8 @@ paths; side by side in one run with the product's rule 10 on the same questions.
     .venv/bin/python bench/route_simulation.py --generated DATA:ARCHIVE
 
 The graph: (a) the month's inferred as_relationships, what the product could use; (b) the
-generator's true relationships, the ceiling of the preference itself. The simulation: customer
+links it infers with their true relationships (its wrong labels apart from its missing links);
+(c) the generator's true relationships, the ceiling of the preference itself. The simulation: customer
 routes up the providers by length, then a peer's customer route, then providers' routes down
 the customers (shortest, then the lowest next AS); prepending is not simulated. Rows per how
 the source is homed (evaluate.homing). The result goes to bench/out/route_simulation.json.
@@ -138,7 +139,12 @@ def measure(data: Path, archive: Path) -> dict:
     out = {"rule 10 (the product)": {"seconds": round(rule10_s, 1), "kinds": tally(
         (r["kind"], r["correct"] is not None, bool(r["correct"]), bool(r["v4_exact"]) + bool(r["v6_exact"]))
         for r in rule10)}}
-    for label, rels in (("simulated, inferred relationships", inferred), ("simulated, true relationships", generator)):
+    # the true relationship of each link the month infers one for: wrong labels apart from missing links
+    truth_of = {(f, frozenset((a, b))): (f, a, b, rel) for f, a, b, rel in generator}
+    relabelled = [truth_of[(f, frozenset((a, b)))] for f, a, b, _rel in inferred if (f, frozenset((a, b))) in truth_of]
+    for label, rels in (("simulated, inferred relationships", inferred),
+                        ("simulated, inferred links, true labels", relabelled),
+                        ("simulated, true relationships", generator)):
         t0, rows = time.perf_counter(), []
         for s in srcs:
             kind, own = E.homing(t.net, MONTH, s), E.truth_neighbours(t.net, MONTH, s)

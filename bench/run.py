@@ -471,8 +471,9 @@ def _route_simulation_section(runs: list[dict]) -> list[str]:
     r = runs[-1]
     intro = [f"`{r['command']}`: an experiment, not a rule of the product. The generated month's sources that",
              "are no VP, their neighbours revealed: the product's rule 10 beside each source's route simulated by",
-             "Gao-Rexford preference over the month's inferred relationships, and over the generator's true ones",
-             "(the ceiling of the preference itself; prepending not simulated); against the true paths."]
+             "Gao-Rexford preference over the month's inferred relationships, over the links it infers with their",
+             "true relationships, and over the generator's true ones (the ceiling of the preference itself;",
+             "prepending not simulated); against the true paths."]
     rows = []
     for mode, m in r["modes"].items():
         for kind, k in sorted(m["kinds"].items()):

@@ -252,7 +252,9 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     and 163 of the 199 that take another neighbour miss an unobserved one the same way.
 #     Every route simulated by this preference over the month's inferred relationships would
 #     answer 96% of those sources' pairs, 78% right; over the generator's true ones 100%, 92%
-#     right (bench/route_simulation.py): the relationships, not the rule, are what is missing.
+#     right; over the inferred links with their true labels 98%, 81% right
+#     (bench/route_simulation.py): the links no VP path shows, not the rule or the labels,
+#     are what is missing.
 # The pair's rule is the least sure of its two families' (EVIDENCE_RULES order): `through` and
 # `neighbours` are the fallbacks, in that order, when the first hop's route is not observed. A
 # family with no path by these rules leaves the answer unknown, the other family's path kept
