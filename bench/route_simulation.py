@@ -35,9 +35,11 @@ MONTH = "2026-07"
 def graph(rels: list[tuple[int, int, int, str]], afi: int, src: int, own: list[tuple[str, int]]):
     """(providers, customers, peers) of each AS in family `afi`: `rels` (afi, as1, as2, p2c|p2p)
     without the source's links, and the source's own as revealed (`own`: (what it is, ASN))."""
+    mine = [(afi, n, src, "p2c") if rel == "provider" else (afi, src, n, "p2c") if rel == "customer"
+            else (afi, src, n, "p2p") for rel, n in own]
     prov, cust, peer = (collections.defaultdict(set) for _ in range(3))
-    for f, a, b, rel in rels:
-        if f != afi or src in (a, b):
+    for f, a, b, rel in [r for r in rels if src not in r[1:3]] + mine:
+        if f != afi:
             continue
         if rel == "p2c":
             prov[b].add(a)
@@ -45,16 +47,6 @@ def graph(rels: list[tuple[int, int, int, str]], afi: int, src: int, own: list[t
         else:
             peer[a].add(b)
             peer[b].add(a)
-    for rel, n in own:
-        if rel == "provider":
-            prov[src].add(n)
-            cust[n].add(src)
-        elif rel == "customer":
-            cust[src].add(n)
-            prov[n].add(src)
-        else:
-            peer[src].add(n)
-            peer[n].add(src)
     return prov, cust, peer
 
 

@@ -212,10 +212,15 @@ def catalog_url(root) -> str:
 # --- attaching it ---------------------------------------------------------------------------
 
 def attach_sql(root, *, read_only: bool = True, snapshot: int | None = None, alias: str = ALIAS) -> list[str]:
-    """The statements that attach `root`'s catalog as `alias`: LOAD its extensions, then
-    ATTACH (a reader: read-only, at the data dir's current place, at `snapshot` when given;
-    a writer: at the recorded place, no rows in the catalog itself). What `attach` runs and
-    `congruency sql --print` prints."""
+    """The statements that attach `root`'s catalog as `alias`, for a `duckdb` the user starts
+    (`congruency sql --print`): LOAD its extensions, then the ATTACH `attach` runs."""
+    return ([f"LOAD {quote(extension_file(n))}" for n in extensions(root)]
+            + [_attach_statement(root, read_only=read_only, snapshot=snapshot, alias=alias)])
+
+
+def _attach_statement(root, *, read_only: bool, snapshot: int | None, alias: str) -> str:
+    """The ATTACH of `root`'s catalog as `alias`: a reader read-only, at the data dir's current
+    place, at `snapshot` when given; a writer at the recorded place, no rows in the catalog itself."""
     here = str(Path(root).resolve()) + "/"
     opts = [f"DATA_PATH {quote(here)}"]
     if read_only:
@@ -227,8 +232,7 @@ def attach_sql(root, *, read_only: bool = True, snapshot: int | None = None, ali
         opts.append("DATA_INLINING_ROW_LIMIT 0")
     if snapshot is not None:
         opts.append(f"SNAPSHOT_VERSION {int(snapshot)}")
-    return ([f"LOAD {quote(extension_file(n))}" for n in extensions(root)]
-            + [f"ATTACH {quote(catalog_url(root))} AS {alias} ({', '.join(opts)})"])
+    return f"ATTACH {quote(catalog_url(root))} AS {alias} ({', '.join(opts)})"
 
 
 def attach(con, root, *, read_only: bool = True, snapshot: int | None = None, alias: str = ALIAS) -> None:
@@ -239,7 +243,7 @@ def attach(con, root, *, read_only: bool = True, snapshot: int | None = None, al
         raise NoCatalog(no_catalog(root))
     try:
         load(con, root)
-        con.execute(attach_sql(root, read_only=read_only, snapshot=snapshot, alias=alias)[-1])
+        con.execute(_attach_statement(root, read_only=read_only, snapshot=snapshot, alias=alias))
     except duckdb.Error as exc:
         if read_only and "creating a new DuckLake is explicitly disabled" in str(exc):
             raise NoCatalog(no_catalog(root)) from None  # configured (catalog.url), nothing published yet

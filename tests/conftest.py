@@ -12,16 +12,14 @@ imports no pyspark and starts no browser (tests/test_suite.py checks it).
 """
 from __future__ import annotations
 
-import fcntl
 import os
-import pickle
 import shutil
 import sys
 from dataclasses import replace
 
 import pytest
 
-from tests.support import computed
+from tests.support import computed, shared
 from tests.support.data import RV2_2026
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -86,35 +84,23 @@ def ingested_2026(tmp_path_factory, config):
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_folder(tmp_path_factory):
-    """The folder every process of the session shares (the workers' base under pytest-xdist),
-    for what tests/support computes once for all of them (reference_of)."""
-    from tests.support.month import SHARED_ENV
-
-    root = tmp_path_factory.getbasetemp()
-    os.environ[SHARED_ENV] = str(root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root)
+    """The shared folder named for helpers without fixtures (tests/support/month.reference_of)."""
+    os.environ[shared.SHARED_ENV] = str(shared.folder(tmp_path_factory.getbasetemp()))
     yield
-    os.environ.pop(SHARED_ENV, None)
+    os.environ.pop(shared.SHARED_ENV, None)
 
 
 def _once(tmp_path_factory, name: str, build):
-    """`build(folder)` run once for the whole run: under pytest-xdist the first worker that
-    needs it builds it under a lock in the workers' shared base folder and the others read its
-    result (a file beside the folder, written last); a failed build is retried by the next."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    where, done = root / f"once-{name}", root / f"once-{name}.pickle"
-    with open(root / f"once-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file():
-            return pickle.loads(done.read_bytes())
+    """`build(folder)` run once for the whole run (tests/support/shared.once), in a folder
+    beside its result in the workers' shared base folder."""
+    where = shared.folder(tmp_path_factory.getbasetemp()) / f"once-{name}"
+
+    def in_fresh_folder():
         shutil.rmtree(where, ignore_errors=True)
         where.mkdir()
-        value = build(where)
-        part = done.with_suffix(".part")  # whole or absent: a killed writer leaves no half pickle
-        part.write_bytes(pickle.dumps(value))
-        os.replace(part, done)
-        return value
+        return build(where)
+
+    return shared.once(where.parent, f"once-{name}", in_fresh_folder)
 
 
 def _watched(c: computed.Computed) -> computed.Computed:

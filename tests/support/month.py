@@ -2,10 +2,8 @@
 (congruency/reference.py): write entries, read a published table, canonical row order."""
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
-import pickle
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pyarrow.parquet as pq
 from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
 from bgp_congruency.congruency import reference
 from bgp_congruency.ingest.writer import SnapshotWriter
-from tests.support import cases
+from tests.support import cases, shared
 
 
 def read_published(data: Path, table: str, month: str) -> pa.Table:
@@ -164,39 +162,23 @@ ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefi
 
 
 _REFERENCE: dict = {}
-#: A folder the session's processes share (tests/conftest.py sets it: the xdist workers' base).
-SHARED_ENV = "CONGRUENCY_TEST_SHARED"
 
 
 def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
     """The reference's tables for a month's rib_entries; cached per input folder and
     parameters, as both engines' tests check the same real month (the reference takes 12-25 s
     on it): in the process, and for an input the session shares (the ingested real month,
-    linked in) for every worker, in SHARED_ENV's folder under a lock."""
+    linked in) for every worker (tests/support/shared.once)."""
     src = (data / "rib_entries" / f"month={month}").resolve()
     key = (str(src), month, repr(params))
     if key not in _REFERENCE:
-        shared = os.environ.get(SHARED_ENV)
-        if shared and src.is_relative_to(shared) and not src.is_relative_to(data.resolve()):
-            _REFERENCE[key] = _shared(Path(shared), key, lambda: compute_reference(src, month, params))
+        root = os.environ.get(shared.SHARED_ENV)
+        if root and src.is_relative_to(root) and not src.is_relative_to(data.resolve()):
+            name = "reference-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+            _REFERENCE[key] = shared.once(Path(root), name, lambda: compute_reference(src, month, params))
         else:
             _REFERENCE[key] = compute_reference(src, month, params)
     return _REFERENCE[key]
-
-
-def _shared(root: Path, key: tuple, build):
-    """`build()` once for the session's processes: pickled beside the others under a lock."""
-    name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
-    done = root / f"reference-{name}.pickle"
-    with open(root / f"reference-{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.is_file():
-            return pickle.loads(done.read_bytes())
-        value = build()
-        part = done.with_suffix(".part")  # whole or absent: a killed writer leaves no half pickle
-        part.write_bytes(pickle.dumps(value))
-        os.replace(part, done)
-        return value
 
 
 def compare_real(data: Path, ingested: Path, config, copy: bool = False):
