@@ -2,7 +2,9 @@
 """The path selector with the source's own evidence (issue 47): each evaluation mode and
 fallback side by side, on the real sample (each VP AS held out) and on a generated month's
 ASes that are no VP (against the generator's truth); and at scale, `evaluate --reveal
-first-hop` and one `advise` with declared neighbours, each a fresh process.
+none` and `--reveal first-hop` and one `advise` with declared neighbours, each a fresh process.
+The real run also times today's rules one question at a time (selector/evaluate.held_out, the
+set-based none mode's reference) beside the set-based run.
 
     .venv/bin/python bench/reveal.py --real DATA --generated DATA:ARCHIVE [--scale DATA --memory-limit 4GB]
 
@@ -10,7 +12,7 @@ Rows: today's rules (none), first hops revealed (rules 8-9), neighbours revealed
 each with the fallbacks the product leaves off (rule 11 `inferred`, rule 6 `destination`):
 coverage, accuracy, per rule, the worst calibrated bin of 30 answers or more (each row's
 calibration fitted on the other sources' answers of the same mode), and the accuracy-coverage
-curve. The result goes to bench/out/reveal.json.
+curve. The result goes to bench/out/reveal.json (a --scale run alone: reveal-scale.json).
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ def _summary(rows: list[dict]) -> dict:
 def real(data: Path) -> list[dict]:
     from bgp_congruency.common.config import load
     from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector import proxies as P
     from bgp_congruency.selector import reveal as R
 
     cfg = load().with_overrides(data_dir=data)
@@ -57,12 +60,18 @@ def real(data: Path) -> list[dict]:
     for label, reveal, inferred, dest in MODES:
         t0 = time.perf_counter()
         if reveal == "none":
-            _m, rows = E.held_out(cfg, MONTH)
+            rows = P.answers(cfg, MONTH).to_pylist()
         else:
             rows = R.answers(cfg, MONTH, reveal, inferred=inferred, fallback=dest).to_pylist()
         secs = round(time.perf_counter() - t0, 1)
         out.append({"mode": label, "seconds": secs, **_summary(rows)})
         print(f"real {label}: {secs} s", file=sys.stderr)
+        if reveal == "none":  # the baseline: the same answers one question at a time
+            t0 = time.perf_counter()
+            _m, ref = E.held_out(cfg, MONTH)
+            secs = round(time.perf_counter() - t0, 1)
+            out.append({"mode": "none, one question at a time (reference)", "seconds": secs, **_summary(ref)})
+            print(f"real none reference: {secs} s", file=sys.stderr)
     return out
 
 
@@ -84,7 +93,7 @@ def generated(data: Path, archive: Path) -> list[dict]:
 
 
 def scale(data: Path, limit: str, work: Path) -> dict:
-    """evaluate --reveal first-hop and one advise of a source that is no VP, fresh processes."""
+    """evaluate --reveal none and first-hop, and one advise of a source that is no VP, fresh processes."""
     import duckdb
 
     cfg = work / "scale.toml"
@@ -101,17 +110,20 @@ def scale(data: Path, limit: str, work: Path) -> dict:
         WHERE s NOT IN ({','.join(map(str, vps))})
         GROUP BY s HAVING count(DISTINCT afi) = 2 ORDER BY sum(c) DESC LIMIT 1""").fetchone()
     out = {"source": src, "via4": n4, "via6": n6, "destination": dest}
-    for label, args in (("evaluate --reveal first-hop", ["evaluate", "--reveal", "first-hop", "--json"]),
-                        ("advise (declared neighbours)", ["advise", "--from", str(src), "--to", f"AS{dest}",
-                                                          "--via4", str(n4), "--via6", str(n6), "--json"])):
+    runs = {f"evaluate --reveal {r}": ["evaluate", "--reveal", r, "--json"] for r in ("none", "first-hop")}
+    runs["advise (declared neighbours)"] = ["advise", "--from", str(src), "--to", f"AS{dest}", "--via4", str(n4),
+                                            "--via6", str(n6), "--json"]
+    for label, args in runs.items():
         m = run_child([*EXE, *args, "--config", str(cfg), "--data-dir", str(data)], label=label, timeout_s=7200,
-                      stdout=work / f"{args[0]}.json")
+                      stdout=work / f"{label.split(' (')[0].replace(' --reveal ', '-')}.json")
         assert m.rc == 0, f"{label}: exit {m.rc}"
         out[label] = {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
                       "tree_peak_mib": m.tree_peak >> 20}
         print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
-    ev = json.loads((work / "evaluate.json").read_text())
-    out["evaluate"] = {k: ev[k] for k in ("pairs", "answered", "coverage", "accuracy")}
+    out["evaluate"] = {}
+    for r in ("none", "first-hop"):
+        ev = json.loads((work / f"evaluate-{r}.json").read_text())
+        out["evaluate"][r] = {k: ev[k] for k in ("pairs", "answered", "coverage", "accuracy")}
     return out
 
 
@@ -132,7 +144,9 @@ def main(argv=None) -> int:
         res["generated"] = generated(Path(d), Path(arch))
     if a.scale:
         res["scale"] = scale(a.scale, a.memory_limit, a.work)
-    write_json(res, OUT / "reveal.json", stdout=False)
+    # a --scale run alone has a file of its own, so it does not replace the real and generated run's
+    write_json(res, OUT / ("reveal-scale.json" if a.scale and not (a.real or a.generated) else "reveal.json"),
+               stdout=False)
     for part in ("real", "generated"):
         for r in res.get(part, []):
             print(f"{part:9} {r['mode']:34} coverage {r['coverage']:.3f} accuracy {r['accuracy'] or 0:.3f} "

@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                    help="what the selector is told of each held-out source: none (only the month, today's rules), "
                         "first-hop (its neighbour toward each destination per family), neighbours (the set of its "
                         "neighbours per family; what each is to it from the month's as_relationships). Each mode's "
-                        "rows replace only that mode's, and calibrate that mode's answers. first-hop and neighbours are "
-                        "answered in SQL a destination partition at a time, within duckdb_memory_limit; none asks "
-                        "the selector one question at a time (a month the size of the sample's, not the study's)")
+                        "rows replace only that mode's, and calibrate that mode's answers. Every mode is answered in SQL "
+                        "a destination partition at a time, within duckdb_memory_limit (with --truth, the generated "
+                        "sources are asked one question at a time)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -75,6 +75,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             raise BadInput(f"--truth: {exc}") from None
     from bgp_congruency.common import layout
     from bgp_congruency.common.locks import month_lock
+    from bgp_congruency.selector import proxies as P
     from bgp_congruency.selector import reveal as R
     from bgp_congruency.selector.month import resolve_month
 
@@ -83,8 +84,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     # running publish of the month says so at once, not after minutes of computing.
     with month_lock(layout.local(cfg.data_dir, "congruency evaluate"), month, wait_s=0), \
             console.progress() as prog:
-        what = "generated ASes" if args.truth else (
-            "held-out VP ASes" if args.reveal == "none" else f"destination partitions ({args.reveal})")
+        what = "generated ASes" if args.truth else f"destination partitions (reveal {args.reveal})"
         task = prog.add_task(what, total=None)
         seen = [0]
 
@@ -103,7 +103,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             except TruthError as exc:
                 raise BadInput(f"--truth {args.truth}: {exc}") from None
         elif args.reveal == "none":
-            month, rows = E.held_out(cfg, month, tick)
+            rows = P.answers(cfg, month, tick)
         else:
             rows = R.answers(cfg, month, args.reveal, tick)
         prog.update(task, total=seen[0], completed=seen[0])

@@ -20,6 +20,10 @@ classes, accuracy per stated and per calibrated confidence bin (selector/calibra
 the accuracy-coverage curve, and the ceiling of rules that answer per destination.
 `against_truth` asks the same of ASes that are no VP of a generated month, against the
 generator's true routes (synth/truth.py).
+
+`held_out` and `held_out_reference` ask one question at a time: they are the references of the
+set-based evaluation `congruency evaluate` runs (selector/proxies.py for today's rules,
+selector/reveal.py with the source's evidence revealed).
 """
 from __future__ import annotations
 
@@ -70,12 +74,16 @@ def _pairs_by_vp_as(con, cfg: Config, month: str) -> dict[int, list]:
     return by_asn
 
 
-def held_out(cfg: Config, month: str | None = None, progress=None) -> tuple[str, list[dict]]:
-    """(month, one row per observed pair: what the selector answers with the pair's VP held out)."""
+def held_out(cfg: Config, month: str | None = None, progress=None, asns=None) -> tuple[str, list[dict]]:
+    """(month, one row per observed pair: what the selector answers with the pair's VP held out),
+    one question at a time with advice.proxy_answer, for the VP ASes `asns` (default: all): the
+    reference selector/proxies.answers is checked against (tests/test_proxies.py)."""
     month = resolve_month(cfg, month)
     con = duck.connect(cfg)
     try:
         by_asn = _pairs_by_vp_as(con, cfg, month)
+        if asns is not None:
+            by_asn = {a: p for a, p in by_asn.items() if a in asns}
         every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
         rows = []
         for i, (asn, mine) in enumerate(sorted(by_asn.items())):

@@ -47,7 +47,7 @@ _CLASS_SQL = """CASE WHEN {a} = {b} THEN 'congruent'
     THEN 'shared-edge' ELSE 'shared-core' END"""
 
 
-def _class_sql(a: str, b: str, src: str, dest: str) -> tuple[str, str]:
+def class_sql(a: str, b: str, src: str, dest: str) -> tuple[str, str]:
     """(shared ASes, class) of two path expressions from `src` to `dest`, as rules.classify."""
     shared = f"list_sort(list_filter(list_intersect({a}, {b}), x -> x <> {src} AND x <> {dest}))"
     return shared, _CLASS_SQL.format(a=a, b=b, s=shared)
@@ -61,12 +61,17 @@ def partitions(con, cfg: Config) -> int:
     return max(1, -(-int(n) * BYTES_PER_ROUTE // limit)) if limit else 1
 
 
-def _routes(con, k: int, i: int) -> str:
+def in_partition(col: str, k: int, i: int) -> str:
+    """The SQL predicate of destination partition i of k on the ASN column `col`."""
+    return f"{vp_hash.sql_partition(col, k)} = {i}" if k > 1 else "true"
+
+
+def routes(con, k: int, i: int) -> str:
     """The routes table ev_routes of destination partition i of k: every suffix of every path to
     a destination of the partition (the route of its first AS to the destination, per VP AS),
     and the SQL predicate of the partition's questions (on their destination `d`). Built per
     partition, so no step scans every route of the month (at the study's scale ~150 M rows)."""
-    part = lambda col: f"{vp_hash.sql_partition(col, k)} = {i}" if k > 1 else "true"  # noqa: E731
+    part = lambda col: in_partition(col, k, i)  # noqa: E731
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_routes AS
         SELECT afi, dest_asn AS dest, path[i] AS n, path[i:] AS route, vp_asn AS vp, bool_or(i = 1) AS own,
                max(stability) AS stab, max(snapshots) AS snaps
@@ -75,10 +80,12 @@ def _routes(con, k: int, i: int) -> str:
     return part("d")
 
 
-def _setup(con, cfg: Config, month: str) -> int:
-    """The month's paths, pairs, routes and relationships as temp tables; returns its snapshots."""
+def setup(con, cfg: Config, month: str) -> tuple[int, bool]:
+    """The month's paths, pairs and relationships as temp tables; returns (its snapshots, whether it
+    has relationships)."""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_paths AS
-        SELECT vp_asn, afi, dest_asn, path, stability, snapshots FROM {table_relation(cfg, 'paths', month)}""")
+        SELECT vp_group, vp_asn, afi, dest_asn, path, stability, snapshots
+        FROM {table_relation(cfg, 'paths', month)}""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_pairs AS
         SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent,
                CASE WHEN congruent THEN 'congruent' WHEN len(shared_asns) = 0 THEN 'disjoint'
@@ -230,7 +237,7 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
         raise ValueError(f"reveal: {reveal!r}")
     con = duck.connect(cfg)
     try:
-        snaps, has_rel = _setup(con, cfg, month)
+        snaps, has_rel = setup(con, cfg, month)
         _held_out_questions(con)
         use_rel = has_rel and inferred
         k = parts or partitions(con, cfg)
@@ -238,7 +245,7 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
         con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
             rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
         for i in range(k):
-            part = _routes(con, k, i)
+            part = routes(con, k, i)
             for kind in kinds:
                 con.execute(f"""INSERT INTO ev_fam
                     SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
@@ -264,14 +271,17 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
     return _rows(t, month, reveal, snaps)
 
 
-def _assemble(con, fallback: bool) -> str:
-    """The query of each pair's answer from its families' routes (ev_fam; rule 6's ev_dest is
-    made here): the class of the two paths, or rule 6's class where a family has none, scored
-    against the pair as observed."""
-    shared, cls = _class_sql("p4", "p6", "v", "d")
-    # rule 6 with the VP AS held out: the class most other VP ASes' pairs to d show
-    con.execute("""CREATE OR REPLACE TEMP TABLE ev_dest AS
-        WITH c AS (SELECT dest_asn AS d, observed AS cls, vp_asn FROM ev_pairs),
+def votes(con, name: str, behind: bool = False) -> None:
+    """Temp table `name`: per pair's VP AS v and destination d, rule 6's class (the one most
+    pairs of the other VP ASes to d show; ties to the more cautious), with `behind` rule 7's
+    (each pair's class seen behind one neighbour first: BEHIND_ONE_NEIGHBOUR); columns v, d,
+    cls, n (pairs), vps (their VP ASes), share. The month's counts less v's own, so no
+    question joins every pair to its destination."""
+    cls = ("CASE observed " + " ".join(f"WHEN '{a}' THEN '{b}'" for a, b in rules.BEHIND_ONE_NEIGHBOUR.items())
+           + " END") if behind else "observed"
+    caution = "[" + ", ".join(f"'{c}'" for c in rules.CAUTION) + "]"
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} AS
+        WITH c AS (SELECT dest_asn AS d, {cls} AS cls, vp_asn FROM ev_pairs),
         tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps FROM c GROUP BY ALL),
         mine AS (SELECT vp_asn AS v, d, cls, count(*) AS n FROM c GROUP BY ALL),
         q AS (SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs),
@@ -279,8 +289,15 @@ def _assemble(con, fallback: bool) -> str:
                  FROM q JOIN tot t ON t.d = q.d LEFT JOIN mine m ON m.v = q.v AND m.d = q.d AND m.cls = t.cls)
         SELECT v, d, cls, n, vps, n / sum(n) OVER (PARTITION BY v, d) AS share
         FROM rest WHERE n > 0
-        QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC,
-                                   list_position(['disjoint', 'shared-edge', 'shared-core', 'congruent'], cls) DESC) = 1""")
+        QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC, list_position({caution}, cls) DESC) = 1""")
+
+
+def _assemble(con, fallback: bool) -> str:
+    """The query of each pair's answer from its families' routes (ev_fam; rule 6's ev_dest is
+    made here): the class of the two paths, or rule 6's class where a family has none, scored
+    against the pair as observed."""
+    shared, cls = class_sql("p4", "p6", "v", "d")
+    votes(con, "ev_dest")  # rule 6 with the VP AS held out
     return f"""
         WITH f AS (
             SELECT p.vp_group, p.vp_asn AS v, p.dest_asn AS d, p.v4_path, p.v6_path, p.observed,
@@ -305,11 +322,11 @@ def _assemble(con, fallback: bool) -> str:
         ORDER BY c.v, c.vp_group, c.d"""
 
 
-_MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": "backup", "congruent": "single-path",
+MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": "backup", "congruent": "single-path",
             "unknown": "single-path"}
 
 
-def _codes(col: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
+def codes(col: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
     """A string column as each value's index in `names` (-1 for null): whole columns, no str
     object per row."""
     return pc.fill_null(pc.index_in(col, value_set=pa.array(names)), -1).to_numpy(zero_copy_only=False)
@@ -319,9 +336,9 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     """selector_eval's columns from the assembled answers, over whole columns (numpy): the
     pair's rule, class and stated confidence as selector/advice.evidence_answer gives them."""
     classes = rules.CLASSES
-    r4, r6 = _codes(t.column("r4"), rules.EVIDENCE_RULES), _codes(t.column("r6"), rules.EVIDENCE_RULES)
-    both_c, dest_c = _codes(t.column("both_cls"), classes), _codes(t.column("dest_cls"), classes)
-    obs_c = _codes(t.column("observed"), classes)
+    r4, r6 = codes(t.column("r4"), rules.EVIDENCE_RULES), codes(t.column("r6"), rules.EVIDENCE_RULES)
+    both_c, dest_c = codes(t.column("both_cls"), classes), codes(t.column("dest_cls"), classes)
+    obs_c = codes(t.column("observed"), classes)
     both, has_dest = both_c >= 0, dest_c >= 0
     names = np.array([*rules.EVIDENCE_RULES, "destination", "none"], dtype=object)
     rule = names[np.where(both, np.maximum(r4, r6), np.where(has_dest, len(rules.EVIDENCE_RULES),
@@ -336,7 +353,7 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     conf = np.where(pred_c == unknown, 0.0, conf)
     # the advice's mode: an aggregate class held back to backup where a proxy rule is unsure
     cautious = (rule == "destination") & (share < 1) | (both & proxy & (conf < rules.PROXY_MIN_CONFIDENCE))
-    mode_of = np.array([_MODE_OF[c] for c in classes], dtype=object)
+    mode_of = np.array([MODE_OF[c] for c in classes], dtype=object)
     modes = mode_of[pred_c]
     modes = np.where((modes == "aggregate") & cautious, "backup", modes)
     correct = pa.array(pred_c == obs_c, pa.bool_(), mask=pred_c == unknown)
@@ -368,7 +385,7 @@ def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> p
     rows `run`'s hints step adds to the month's tunnels export (HINTS' columns)."""
     con = duck.connect(cfg)
     try:
-        snaps, has_rel = _setup(con, cfg, month)
+        snaps, has_rel = setup(con, cfg, month)
         con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_q AS
             SELECT '' AS vp_group, {int(src)}::BIGINT AS v, d, afi, NULL::BIGINT[] AS own_path
             FROM (SELECT DISTINCT dest_asn AS d FROM ev_pairs WHERE dest_asn <> {int(src)}),
@@ -384,7 +401,7 @@ def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> p
             rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
         k = partitions(con, cfg)
         for i in range(k):
-            part = _routes(con, k, i)
+            part = routes(con, k, i)
             for kind in ("through", "heads"):
                 con.execute(f"""INSERT INTO ev_fam
                     SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
@@ -392,7 +409,7 @@ def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> p
                     ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
             if progress:
                 progress(i + 1, k)
-        shared, cls = _class_sql("p4", "p6", str(int(src)), "d")
+        shared, cls = class_sql("p4", "p6", str(int(src)), "d")
         rows = con.execute(f"""
             WITH f AS (
                 SELECT q.d, f4.rule AS r4, f6.rule AS r6, f4.n AS n4, f6.n AS n6,

@@ -71,11 +71,11 @@ def build_sample(base: Path, ingested: Path) -> Computed:
 def build_evaluated(base: Path, sample: Computed) -> Computed:
     """A copy of the sample with its held-out evaluation published (selector_eval)."""
     from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector import proxies as P
 
     data = writable(sample.data, base / "data")
     cfg = sample.cfg.with_overrides(data_dir=data)
-    month, rows = E.held_out(cfg)
-    E.publish(cfg, month, rows, ("vp",))
+    E.publish(cfg, SAMPLE_MONTH, P.answers(cfg, SAMPLE_MONTH), ("vp",))
     return Computed(data, cfg, sample.config_file)
 
 
@@ -83,6 +83,7 @@ def build_generated(base: Path) -> Computed:
     """The generated month docs/guide.md uses, run and evaluated (each VP held out)."""
     from bgp_congruency.runner import month as runner
     from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector import proxies as P
     from bgp_congruency.synth.generate import generate
 
     archive = base / "archive"
@@ -94,8 +95,7 @@ def build_generated(base: Path) -> Computed:
     cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.5))
     [s] = runner.run_months(cfg, [GEN_MONTH])
     assert s["ok"], s["steps"]
-    month, rows = E.held_out(cfg)
-    E.publish(cfg, month, rows, ("vp",))
+    E.publish(cfg, GEN_MONTH, P.answers(cfg, GEN_MONTH), ("vp",))
     return Computed(base / "data", cfg, cf, archive)
 
 
