@@ -84,7 +84,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     # running publish of the month says so at once, not after minutes of computing.
     with month_lock(layout.local(cfg.data_dir, "congruency evaluate"), month, wait_s=0), \
             console.progress() as prog:
-        what = "generated ASes" if args.truth else f"destination partitions (reveal {args.reveal})"
+        what = "generated ASes" if args.truth else f"destination partitions ({args.reveal})"
         task = prog.add_task(what, total=None)
         seen = [0]
 

@@ -3,9 +3,10 @@
 Operators are almost never vantage points, so `advise --from ASN` mostly answers through
 proxy VPs (selector/rules.py). Here every VP of the month with pairs (a dual-stacked,
 default-free VP) is held out in turn: every VP of its ASN, in every collector group and
-both families, is hidden from what the selector reads (Month(hidden=...): the `paths`
-and `pairs` tables without them, which is what recomputing the month without their rows gives the
-selector, since a VP's paths do not depend on other VPs' rows), the selector is asked for
+both families, is hidden from what the selector reads (the `paths` and `pairs` tables
+without their rows, which is what recomputing the month without them gives the selector,
+since a VP's paths do not depend on other VPs' rows: Month.hiding in the references below, a
+filter of every join in the set-based runs), the selector is asked for
 that AS to each destination the VP has a pair for, and the answer is compared with the
 VP's own observed pair: the class, the advice's mode, and each family's path (exact, and
 its edit distance in AS hops).
@@ -38,7 +39,7 @@ import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
-from bgp_congruency.common.tables import SELECTOR_EVAL
+from bgp_congruency.common.tables import SELECTOR_EVAL, sql_type
 from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.lake import published
 from bgp_congruency.selector import calibration, rules
@@ -338,14 +339,18 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
     try:
         con.register("eval_new", new)
         parts = ["SELECT * FROM eval_new"]
-        if month in published.months(root, "selector_eval"):
-            old = published.read(root, "selector_eval", month)
-            for f in SELECTOR_EVAL:  # rows from before a column existed
-                if f.name not in old.column_names:
-                    old = old.append_column(f.name, pa.nulls(old.num_rows, f.type))
-            con.register("eval_old", old.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL))
+        old = published.files(root, ["selector_eval"], month)["selector_eval"] \
+            if month in published.months(root, "selector_eval") else []
+        if old:
+            # the month's other rows read by DuckDB from their files (never whole in Python beside
+            # the new ones: at the study's scale each mode is millions of rows); a column from
+            # before it existed is null
+            rel = "read_parquet([" + ", ".join(duck.quote(duck.glob_literal(f)) for f in old) + "], union_by_name = true)"
+            have = {r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {rel})").fetchall()}
+            cols = ", ".join(f.name if f.name in have else f"CAST(NULL AS {sql_type(f.type, 'duckdb')}) AS {f.name}"
+                             for f in SELECTOR_EVAL if f.name != "month")
             # rows from before kinds are VPs held out, from before reveal today's rules (none)
-            parts.append(f"""SELECT * FROM eval_old WHERE NOT (coalesce(kind, 'vp') IN
+            parts.append(f"""SELECT {cols} FROM {rel} WHERE NOT (coalesce(kind, 'vp') IN
                              ({', '.join(duck.quote(k) for k in kinds)}) AND coalesce(reveal, 'none') = {duck.quote(reveal)})""")
         # the month's every row: a view over the Arrow tables, read in place (no copy of millions of rows)
         con.execute(f"CREATE TEMP VIEW eval_every AS SELECT * REPLACE (coalesce(kind, 'vp') AS kind, "

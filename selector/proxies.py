@@ -7,12 +7,12 @@ destination partition at a time, and only the answers reach Python. "Held out" i
 not a copy of the month: a row of VP AS v's own paths or pairs never serves v's questions.
 
 What each rule reads:
-- per source v, over the whole month (small: one row per AS seen before or after v): where
-  v sits on the other VPs' paths (ev_at). v is a stub when nothing follows it; the ASes before
-  it are its neighbours per family (rules 5, 7); the VPs right after it its upstreams (rule 1);
-- per destination partition: the paths that cross v (rule 1's through proxies: VPs whose path
-  crosses the source), each upstream VP's paths with v in front (rule 1's upstream proxies),
-  and the neighbours' routes (rule 5: the routes table of selector/reveal.py);
+- per source v, over the whole month (the size of v's adjacencies): the ASes right before v
+  on the other VPs' paths (ev_near: its neighbours per family, rules 5 and 7) and right after
+  it (ev_after: none makes v a stub; the VPs among them are its upstreams, rule 1);
+- per destination partition: the paths that cross v (rule 1's through proxies), the
+  neighbours' routes (rule 5: the routes table of selector/reveal.py), and for the questions
+  still without a class, each upstream VP's paths with v in front (rule 1's upstream proxies);
 - per pair: rules 6 and 7's votes, the month's counts less v's own pairs (reveal.votes).
 """
 from __future__ import annotations
@@ -38,21 +38,22 @@ _CAUTION = "[" + ", ".join(f"'{c}'" for c in rules.CAUTION) + "]"
 
 
 def _per_source(con, cfg: Config, month: str) -> None:
-    """Per held-out VP AS, from the other VPs' paths (position 2 on: a path's first AS is its
-    own VP, never v's): ev_at (afi, v, the AS before it, the AS after it or NULL at the end),
-    ev_near (v's neighbours per family), ev_src (stub or not, and the one neighbour of rule 7),
-    and ev_vps (the month's VPs with paths: who may be an upstream proxy)."""
+    """Per held-out VP AS v, from the other VPs' paths (a row of a path whose VP is v never
+    counts: v is hidden): ev_near (afi, v, n: an AS right before v, its neighbours per family),
+    ev_after (v, u: an AS right after v), ev_src (v a stub: nothing after it; and the one
+    neighbour of rule 7) and ev_vps (the month's VPs with paths: who may be an upstream proxy).
+    The neighbour and the next-AS sets are the size of v's adjacencies, whatever the month."""
     con.execute("CREATE OR REPLACE TEMP TABLE ev_qv AS SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs")
-    con.execute("""CREATE OR REPLACE TEMP TABLE ev_at AS
-        SELECT DISTINCT afi, x AS v, path[i - 1] AS before, CASE WHEN i < len(path) THEN path[i + 1] END AS after
-        FROM (SELECT afi, path, i, path[i] AS x FROM (SELECT afi, path, unnest(range(2, len(path) + 1)) AS i
-                                                       FROM ev_paths))
-        WHERE x IN (SELECT DISTINCT v FROM ev_qv)""")
-    con.execute("CREATE OR REPLACE TEMP TABLE ev_near AS SELECT DISTINCT afi, v, before AS n FROM ev_at")
+    at = """(SELECT * FROM (SELECT afi, vp_asn, path, i, path[i] AS x
+                           FROM (SELECT afi, vp_asn, path, unnest(range(1, len(path) + 1)) AS i FROM ev_paths))
+             WHERE x IN (SELECT DISTINCT v FROM ev_qv) AND vp_asn <> x)"""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_near AS SELECT DISTINCT afi, x AS v, path[i - 1] AS n FROM {at} WHERE i > 1")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_after AS SELECT DISTINCT x AS v, path[i + 1] AS u FROM {at} "
+                "WHERE i < len(path)")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_src AS
         SELECT q.v, t.v IS NULL AS stub, o.p AS one
         FROM (SELECT DISTINCT v FROM ev_qv) q
-        LEFT JOIN (SELECT DISTINCT v FROM ev_at WHERE after IS NOT NULL) t ON t.v = q.v
+        LEFT JOIN (SELECT DISTINCT v FROM ev_after) t ON t.v = q.v
         LEFT JOIN (SELECT v, min(n) AS p FROM ev_near GROUP BY v
                    HAVING count(DISTINCT n) FILTER (WHERE afi = 4) = 1 AND count(DISTINCT n) FILTER (WHERE afi = 6) = 1
                       AND count(DISTINCT n) = 1) o ON o.v = q.v""")
@@ -61,65 +62,66 @@ def _per_source(con, cfg: Config, month: str) -> None:
         WHERE origins_v4 > 0 OR origins_v6 > 0""")
 
 
-def _candidates(con, k: int, i: int, snaps: int) -> None:
-    """ev_cand: partition i's proxy VPs (rule 1) of each question, one row per (v, d, kind,
-    VP): its two paths as the source's (rules.from_source), their class, and its confidence as
-    one proxy (0 without both paths)."""
-    part = R.in_partition("dest_asn", k, i)
-    qpart = R.in_partition("q.d", k, i)
-    # through: each VP whose path to d crosses v (position 2 on), that path from v on
-    through = f"""
-        SELECT x AS v, dest_asn AS d, 'through' AS kind, vp_group AS g, vp_asn AS a,
+def _through(k: int, i: int) -> str:
+    """Rule 1's through proxies of partition i's questions, one row per (v, d, VP): each VP
+    whose path to d crosses v (position 2 on), that path from v on per family (rules.from_source;
+    a family whose path does not cross v has none)."""
+    return f"""
+        SELECT x AS v, dest_asn AS d, vp_group AS g, vp_asn AS a,
                any_value(path[i:]) FILTER (WHERE afi = 4) AS q4, any_value(stability) FILTER (WHERE afi = 4) AS s4,
                any_value(snapshots) FILTER (WHERE afi = 4) AS k4,
                any_value(path[i:]) FILTER (WHERE afi = 6) AS q6, any_value(stability) FILTER (WHERE afi = 6) AS s6,
                any_value(snapshots) FILTER (WHERE afi = 6) AS k6
         FROM (SELECT *, path[i] AS x FROM (SELECT *, unnest(range(2, len(path) + 1)) AS i FROM ev_paths
-                                           WHERE {part}))
+                                           WHERE {R.in_partition("dest_asn", k, i)}))
         SEMI JOIN ev_qv q ON q.v = x AND q.d = dest_asn
         GROUP BY x, dest_asn, vp_group, vp_asn"""
-    # upstream: each VP right after v on some path (any destination), with or without a path to
-    # d; a path that crosses v from v on, else v in front; a guess beside a crossing dropped
+
+
+def _upstream(k: int, i: int) -> str:
+    """Rule 1's upstream proxies of the questions still without an answer (ev_need), one row per
+    (v, d, VP): each VP right after v on some path, with or without a path to d; per family its
+    path from v on where it crosses v, else v in front; a guess beside a crossing dropped
+    (rules.from_source)."""
     fam = lambda f: f"""CASE WHEN p{f} IS NULL THEN NULL WHEN list_position(p{f}, v) > 1 THEN 'through'
                              ELSE 'upstream' END"""  # noqa: E731
     built = lambda f: f"""CASE WHEN u{f} IS NULL OR (u{f} = 'upstream' AND u{6 if f == 4 else 4} = 'through') THEN NULL
                                WHEN u{f} = 'through' THEN p{f}[list_position(p{f}, v):] ELSE list_prepend(v, p{f}) END"""  # noqa: E731
-    upstream = f"""
-        SELECT v, d, 'upstream' AS kind, g, a, {built(4)} AS q4, s4, k4, {built(6)} AS q6, s6, k6
+    return f"""
+        SELECT v, d, g, a, {built(4)} AS q4, s4, k4, {built(6)} AS q6, s6, k6
         FROM (SELECT *, {fam(4)} AS u4, {fam(6)} AS u6 FROM (
             SELECT q.v, q.d, u.g, u.a,
                    any_value(p.path) FILTER (WHERE p.afi = 4) AS p4, any_value(p.stability) FILTER (WHERE p.afi = 4) AS s4,
                    any_value(p.snapshots) FILTER (WHERE p.afi = 4) AS k4,
                    any_value(p.path) FILTER (WHERE p.afi = 6) AS p6, any_value(p.stability) FILTER (WHERE p.afi = 6) AS s6,
                    any_value(p.snapshots) FILTER (WHERE p.afi = 6) AS k6
-            FROM ev_qv q
-            JOIN (SELECT DISTINCT e.v, vp.g, vp.a FROM ev_at e JOIN ev_vps vp ON vp.a = e.after) u ON u.v = q.v
-            LEFT JOIN ev_paths p ON p.vp_group = u.g AND p.vp_asn = u.a AND p.dest_asn = q.d
-            WHERE {qpart}
+            FROM ev_need q
+            JOIN (SELECT DISTINCT e.v, vp.g, vp.a FROM ev_after e JOIN ev_vps vp ON vp.a = e.u) u ON u.v = q.v
+            LEFT JOIN (SELECT * FROM ev_paths WHERE {R.in_partition("dest_asn", k, i)}) p
+                   ON p.vp_group = u.g AND p.vp_asn = u.a AND p.dest_asn = q.d
             GROUP BY q.v, q.d, u.g, u.a))"""
+
+
+def _kinds(cands: str, snaps: int) -> str:
+    """Per question, rules 2-4 over its proxies (`cands`: _through's or _upstream's rows): the
+    most cautious class among those that give one, the share that agrees, and the proxy shown
+    (the most confident of those, then the lowest group and ASN; with no class, the lowest group
+    and ASN); proxies: their VP ASes. A proxy's confidence is rounded as Python's round(c, 6)
+    (printf's %.6f: exact; DuckDB's round takes halves away from zero) so ties break alike."""
     _shared, cls = R.class_sql("q4", "q6", "v", "d")
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_cand AS
-        SELECT *, list_position({_CAUTION}, cls) AS rank,
-               CASE WHEN cls IS NULL THEN 0.0
-                    ELSE round(least(s4, s6) * least(1.0, least(k4, k6) / {int(snaps)}) * {rules.PROXY_FACTOR}, 6)
-               END AS conf
-        FROM (SELECT *, CASE WHEN q4 IS NOT NULL AND q6 IS NOT NULL THEN {cls} END AS cls
-              FROM ({through} UNION ALL {upstream}))""")
-
-
-def _kinds() -> str:
-    """Per (v, d, kind) of ev_cand, rules 3 and 4: the most cautious class among the proxies
-    that give one, the share that agrees, and the proxy shown (the most confident of those, then
-    the lowest group and ASN; with no class, the lowest group and ASN); proxies: their VP ASes."""
-    return """
-        WITH s AS (SELECT v, d, kind, count(DISTINCT a) AS proxies, count(cls) AS known, max(rank) AS top
-                   FROM ev_cand GROUP BY ALL),
-        c AS (SELECT c.*, s.proxies, s.known, s.top, c.rank IS NOT DISTINCT FROM s.top AND c.cls IS NOT NULL AS picked
-              FROM ev_cand c JOIN s USING (v, d, kind))
-        SELECT v, d, kind, proxies, known, cls, q4, q6, s4, s6, least(k4, k6) AS k,
-               count(*) FILTER (WHERE picked) OVER (PARTITION BY v, d, kind) / greatest(known, 1) AS agree
+    return f"""
+        WITH c0 AS (
+            SELECT *, list_position({_CAUTION}, cls) AS rank,
+                   CASE WHEN cls IS NULL THEN 0.0 ELSE printf('%.6f', least(s4, s6) * least(1.0, least(k4, k6) / {int(snaps)})
+                                                         * {rules.PROXY_FACTOR})::DOUBLE END AS conf
+            FROM (SELECT *, CASE WHEN q4 IS NOT NULL AND q6 IS NOT NULL THEN {cls} END AS cls FROM ({cands}))),
+        s AS (SELECT v, d, count(DISTINCT a) AS proxies, count(cls) AS known, max(rank) AS top FROM c0 GROUP BY ALL),
+        c AS (SELECT c0.*, s.proxies, s.known, s.top, c0.rank IS NOT DISTINCT FROM s.top AND c0.cls IS NOT NULL AS picked
+              FROM c0 JOIN s USING (v, d))
+        SELECT v, d, proxies, known, cls, q4, q6, s4, s6, least(k4, k6) AS k,
+               count(*) FILTER (WHERE picked) OVER (PARTITION BY v, d) / greatest(known, 1) AS agree
         FROM c
-        QUALIFY row_number() OVER (PARTITION BY v, d, kind ORDER BY picked DESC, conf DESC, g, a) = 1"""
+        QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY picked DESC, conf DESC, g, a) = 1"""
 
 
 def _provider(k: int, i: int) -> str:
@@ -147,21 +149,22 @@ def answers(cfg: Config, month: str, progress=None, parts: int | None = None) ->
         snaps, _has_rel = R.setup(con, cfg, month)
         _per_source(con, cfg, month)
         k = parts or R.partitions(con, cfg)
-        con.execute("""CREATE OR REPLACE TEMP TABLE ev_kind (v BIGINT, d BIGINT, kind VARCHAR, proxies BIGINT,
-            known BIGINT, cls VARCHAR, q4 BIGINT[], q6 BIGINT[], s4 DOUBLE, s6 DOUBLE, k BIGINT, agree DOUBLE)""")
-        con.execute("""CREATE OR REPLACE TEMP TABLE ev_prov (v BIGINT, d BIGINT, afi INTEGER, n BIGINT,
-            route BIGINT[], stab DOUBLE, snaps BIGINT, who BIGINT[])""")
-        for i in range(k):
-            R.routes(con, k, i)
-            _candidates(con, k, i, snaps)
-            con.execute(f"INSERT INTO ev_kind {_kinds()}")
-            con.execute(f"INSERT INTO ev_prov {_provider(k, i)}")
-            if progress:
-                progress(i + 1, k)
-        for t in ("ev_cand", "ev_routes"):
-            con.execute(f"DROP TABLE IF EXISTS {t}")
         R.votes(con, "ev_dest")
         R.votes(con, "ev_one", behind=True)
+        con.execute("""CREATE OR REPLACE TEMP TABLE ev_ans (v BIGINT, d BIGINT, rule VARCHAR, cls VARCHAR,
+            p4 BIGINT[], p6 BIGINT[], s4 DOUBLE, s6 DOUBLE, k BIGINT, agree DOUBLE, share DOUBLE, proxies BIGINT)""")
+        for i in range(k):  # each partition's questions answered whole: no step joins every question's candidates
+            R.routes(con, k, i)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE ev_t AS {_kinds(_through(k, i), snaps)}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE ev_prov AS {_provider(k, i)}")
+            # the upstream proxies only where rules 1 (through) and 5-7 give no class: few questions
+            con.execute(f"CREATE OR REPLACE TEMP TABLE ev_need AS SELECT q.v, q.d {_joined(k, i)} AND NOT {_ANSWERED}")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE ev_u AS {_kinds(_upstream(k, i), snaps)}")
+            con.execute(f"INSERT INTO ev_ans {_decide(k, i)}")
+            if progress:
+                progress(i + 1, k)
+        for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")
         # through DuckDB's spill folder as reveal.answers does: never its tables and the answers at once
         out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / "answers-none.parquet"
         try:
@@ -178,16 +181,38 @@ def answers(cfg: Config, month: str, progress=None, parts: int | None = None) ->
     return _rows(t, month, snaps)
 
 
-def _assemble() -> str:
-    """Each pair's answer: the first rule in advice.proxy_answer's order that gives a class
-    (through; for a stub provider, else one-neighbour; for any other source destination;
-    upstream), else the first kind of proxy that exists (its answer unknown), else none (a
-    stub's family that rule 5 found keeps its path)."""
+#: Rules 5-7 answer (a stub in front of its neighbours' routes in both families, or behind one
+#: neighbour with a class; any other source with the destination's class), over _joined's names.
+_BY_PROVIDER = "s.stub AND r4.v IS NOT NULL AND r6.v IS NOT NULL"
+_BY_ONE = "s.stub AND s.one IS NOT NULL AND o.cls IS NOT NULL"
+_BY_DESTINATION = "NOT s.stub AND e.cls IS NOT NULL"
+#: A question answered before the upstream proxies are asked.
+_ANSWERED = f"coalesce(t.known > 0 OR ({_BY_PROVIDER}) OR ({_BY_ONE}) OR ({_BY_DESTINATION}), false)"
+
+
+def _joined(k: int, i: int, more: str = "") -> str:
+    """FROM and WHERE of partition i's questions q with their source s, through proxies t, rule
+    5's routes r4 and r6, rules 7 and 6's votes o and e, and the joins `more`."""
+    return f"""FROM ev_qv q JOIN ev_src s ON s.v = q.v
+            LEFT JOIN ev_t t ON t.v = q.v AND t.d = q.d
+            LEFT JOIN (SELECT *, list_prepend(v, route) AS route4 FROM ev_prov WHERE afi = 4) r4
+                   ON r4.v = q.v AND r4.d = q.d
+            LEFT JOIN (SELECT *, list_prepend(v, route) AS route6 FROM ev_prov WHERE afi = 6) r6
+                   ON r6.v = q.v AND r6.d = q.d
+            LEFT JOIN ev_one o ON o.v = q.v AND o.d = q.d
+            LEFT JOIN ev_dest e ON e.v = q.v AND e.d = q.d {more}
+            WHERE {R.in_partition('q.d', k, i)}"""
+
+
+def _decide(k: int, i: int) -> str:
+    """The answer to each question of partition i: the first rule in advice.proxy_answer's
+    order that gives a class (through; for a stub provider, else one-neighbour; for any other
+    source destination; upstream), else the first kind of proxy that exists (its answer
+    unknown), else none (a stub's family that rule 5 found keeps its path)."""
     _shared, cls = R.class_sql("r4.route4", "r6.route6", "q.v", "q.d")
-    rule = """CASE WHEN t.known > 0 THEN 'through'
-                   WHEN s.stub AND r4.v IS NOT NULL AND r6.v IS NOT NULL THEN 'provider'
-                   WHEN s.stub AND s.one IS NOT NULL AND o.cls IS NOT NULL THEN 'one-neighbour'
-                   WHEN NOT s.stub AND e.cls IS NOT NULL THEN 'destination'
+    rule = f"""CASE WHEN t.known > 0 THEN 'through'
+                   WHEN {_BY_PROVIDER} THEN 'provider' WHEN {_BY_ONE} THEN 'one-neighbour'
+                   WHEN {_BY_DESTINATION} THEN 'destination'
                    WHEN u.known > 0 THEN 'upstream'
                    WHEN t.v IS NOT NULL THEN 'through'
                    WHEN u.v IS NOT NULL THEN 'upstream' ELSE 'none' END"""
@@ -204,15 +229,7 @@ def _assemble() -> str:
                    len(list_distinct(list_concat(r4.who, r6.who))) AS r_proxies,
                    CASE WHEN r4.v IS NOT NULL AND r6.v IS NOT NULL THEN {cls} END AS r_cls,
                    o.cls AS o_cls, o.share AS o_share, o.vps AS o_vps, e.cls AS e_cls, e.share AS e_share, e.vps AS e_vps
-            FROM ev_qv q JOIN ev_src s ON s.v = q.v
-            LEFT JOIN ev_kind t ON t.v = q.v AND t.d = q.d AND t.kind = 'through'
-            LEFT JOIN ev_kind u ON u.v = q.v AND u.d = q.d AND u.kind = 'upstream'
-            LEFT JOIN (SELECT *, list_prepend(v, route) AS route4 FROM ev_prov WHERE afi = 4) r4
-                   ON r4.v = q.v AND r4.d = q.d
-            LEFT JOIN (SELECT *, list_prepend(v, route) AS route6 FROM ev_prov WHERE afi = 6) r6
-                   ON r6.v = q.v AND r6.d = q.d
-            LEFT JOIN ev_one o ON o.v = q.v AND o.d = q.d AND s.one IS NOT NULL
-            LEFT JOIN ev_dest e ON e.v = q.v AND e.d = q.d),
+            {_joined(k, i, "LEFT JOIN ev_u u ON u.v = q.v AND u.d = q.d")}),
         b AS (
             SELECT v, d, rule,
                    {pick('t_cls', 'u_cls', 'r_cls', "CASE rule WHEN 'one-neighbour' THEN o_cls WHEN 'destination' THEN e_cls END")} AS cls,
@@ -223,11 +240,18 @@ def _assemble() -> str:
                    CASE rule WHEN 'one-neighbour' THEN o_share WHEN 'destination' THEN e_share END AS share,
                    {pick('t_proxies', 'u_proxies', 'r_proxies', "CASE rule WHEN 'one-neighbour' THEN o_vps WHEN 'destination' THEN e_vps ELSE 0 END")} AS proxies
             FROM a)
+        SELECT * FROM b"""
+
+
+def _assemble() -> str:
+    """Each pair (a VP AS in several collector groups has a row per group) with its VP AS's
+    answer, scored against the pair's own paths."""
+    return f"""
         SELECT p.vp_group, p.vp_asn, p.dest_asn, p.observed, b.rule, b.cls, b.s4, b.s6, b.k, b.agree, b.share,
                b.proxies, b.p4 = p.v4_path AS e4, b.p6 = p.v6_path AS e6,
                CASE WHEN b.p4 IS NULL THEN NULL ELSE ({edit_distance_sql('b.p4', 'p.v4_path')})::INTEGER END AS h4,
                CASE WHEN b.p6 IS NULL THEN NULL ELSE ({edit_distance_sql('b.p6', 'p.v6_path')})::INTEGER END AS h6
-        FROM ev_pairs p JOIN b ON b.v = p.vp_asn AND b.d = p.dest_asn
+        FROM ev_pairs p JOIN ev_ans b ON b.v = p.vp_asn AND b.d = p.dest_asn
         ORDER BY p.vp_asn, p.vp_group, p.dest_asn"""
 
 

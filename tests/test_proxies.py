@@ -1,8 +1,8 @@
 """Today's rules (1-7) evaluated set-based (selector/proxies.py, `evaluate --reveal none`)
 against their reference one question at a time (selector/evaluate.held_out, which asks
-selector/advice.proxy_answer): a hand-made month whose answers are worked out below (every
-rule, the stubs' among them: the real sample's VPs are no stubs), and the real sample, equal
-row for row."""
+selector/advice.proxy_answer): a hand-made month whose answers are worked out below (each rule
+the held-out evaluation can reach, the stubs' among them: the real sample's VPs are no stubs),
+and the real sample, equal row for row."""
 from __future__ import annotations
 
 import pytest
@@ -29,12 +29,15 @@ PATHS = {
     (20, 400): ([20, 6, 400], [20, 6, 400]),    # congruent
     (20, 600): ([20, 600], [20, 600]),          # congruent
     (50, 400): ([50, 400], None),               # VP 50 has no pair
+    (10, 700): ([10, 20, 21, 700], [10, 20, 22, 700]),  # crosses AS20 in both families
+    (20, 700): ([20, 21, 700], [20, 23, 700]),  # disjoint
+    (20, 100): ([20, 1, 100], [20, 2, 100]),    # disjoint
 }
 # Worked by hand, each VP AS held out in turn (selector/rules.py 1-7):
 # - 30 -> 100 (provider): no path crosses AS30 and nothing follows it (a stub). Its neighbours:
 #   AS1 in IPv4, AS2 in IPv6 (VP 10's paths to AS30); their routes to AS100 are VP 10's, 1 100
-#   and 2 100: 30 1 100 and 30 2 100, disjoint, both exact. Confidence: stability 1 x 2 of 2
-#   snapshots x 0.5 (a proxy) = 0.5, so aggregate; one proxy VP AS (10).
+#   and 2 100 (VP 10's and VP 20's): 30 1 100 and 30 2 100, disjoint, both exact. Confidence:
+#   stability 1 x 2 of 2 snapshots x 0.5 (a proxy) = 0.5, so aggregate; two proxy VP ASes.
 # - 30 -> 300 (none): AS1's IPv4 route is 1 300, but no IPv6 path to AS300 crosses AS2, and AS30's
 #   neighbours differ between the families (no one-neighbour rule); a stub has no upstream:
 #   unknown, its IPv4 path 30 1 300 kept (exact).
@@ -47,12 +50,20 @@ PATHS = {
 # - 20 -> 600 (through, unknown): VP 10's IPv4 path crosses AS20 (20 600, exact) and its IPv6
 #   path does not; no destination class and the upstream VP 50 has no path to AS600, so the
 #   first kind of proxy that exists answers: through, unknown, one proxy.
+# - 20 -> 700 (through): VP 10's paths cross AS20 in both families: 20 21 700 and 20 22 700,
+#   disjoint (right); IPv4 exact, IPv6 one AS off the pair's 20 23 700; 0.5 x 1 agreeing.
+# - 20 -> 100 (destination): no path to AS100 crosses AS20, which is no stub: the other pairs to
+#   AS100, VP 10's and VP 30's, are both disjoint: disjoint, 2 of 2 (confidence 1.0), right.
+# Not here: the upstream rule with a class. The held-out evaluation never reaches it: an upstream
+# VP with paths to the destination in both families has a pair to it, so rule 6 answers first.
 WANT = {  # (rule, observed, predicted, v4 exact, v6 exact, v4 hops off, v6 hops off, proxies, confidence, mode)
-    (30, 100): ("provider", "disjoint", "disjoint", True, True, 0, 0, 1, 0.5, "aggregate"),
+    (30, 100): ("provider", "disjoint", "disjoint", True, True, 0, 0, 2, 0.5, "aggregate"),
     (30, 300): ("none", "disjoint", "unknown", True, None, 0, None, 0, 0.0, "single-path"),
     (40, 200): ("one-neighbour", "shared-edge", "shared-edge", None, None, None, None, 1, 1.0, "aggregate"),
     (20, 400): ("upstream", "congruent", "unknown", False, None, 1, None, 1, 0.0, "single-path"),
     (20, 600): ("through", "congruent", "unknown", True, None, 0, None, 1, 0.0, "single-path"),
+    (20, 700): ("through", "disjoint", "disjoint", True, False, 0, 1, 1, 0.5, "aggregate"),
+    (20, 100): ("destination", "disjoint", "disjoint", None, None, None, None, 2, 1.0, "aggregate"),
 }
 COLS = ("rule", "observed_class", "predicted_class", "v4_exact", "v6_exact", "v4_hop_distance",
         "v6_hop_distance", "proxies", "confidence", "predicted_mode")
