@@ -146,7 +146,7 @@ def answers(cfg: Config, month: str, progress=None, parts: int | None = None) ->
     confidence. `parts`: destination partitions (default: as the memory limit needs)."""
     con = duck.connect(cfg)
     try:
-        snaps, _has_rel = R.setup(con, cfg, month)
+        snaps, _has_rel = R.setup(con, cfg, month, groups=True)
         _per_source(con, cfg, month)
         k = parts or R.partitions(con, cfg)
         R.votes(con, "ev_dest")

@@ -80,11 +80,12 @@ def routes(con, k: int, i: int) -> str:
     return part("d")
 
 
-def setup(con, cfg: Config, month: str) -> tuple[int, bool]:
+def setup(con, cfg: Config, month: str, groups: bool = False) -> tuple[int, bool]:
     """The month's paths, pairs and relationships as temp tables; returns (its snapshots, whether it
-    has relationships)."""
+    has relationships). `groups`: the paths keep their VP's collector group (the proxies of
+    rule 1 are VPs, not VP ASes; rules 8-11 read routes per VP AS and need none)."""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_paths AS
-        SELECT vp_group, vp_asn, afi, dest_asn, path, stability, snapshots
+        SELECT {'vp_group, ' if groups else ''}vp_asn, afi, dest_asn, path, stability, snapshots
         FROM {table_relation(cfg, 'paths', month)}""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_pairs AS
         SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent,
