@@ -102,10 +102,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
                                               reveal=args.reveal)
             except TruthError as exc:
                 raise BadInput(f"--truth {args.truth}: {exc}") from None
-        elif args.reveal == "none":
-            rows = P.answers(cfg, month, tick)
-        else:
-            rows = R.answers(cfg, month, args.reveal, tick)
+        else:  # rebound to spill()'s file: the table is gone before publish's DuckDB starts
+            rows = E.spill(cfg, P.answers(cfg, month, tick) if args.reveal == "none" else
+                           R.answers(cfg, month, args.reveal, tick))
         prog.update(task, total=seen[0], completed=seen[0])
         where, rows = E.publish(cfg, month, rows, E.KINDS_TRUTH if truth is not None else ("vp",), args.reveal)
     s = E.summary(rows)

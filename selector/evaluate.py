@@ -28,7 +28,9 @@ selector/reveal.py with the source's evidence revealed).
 """
 from __future__ import annotations
 
+import os
 import random
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -321,23 +323,47 @@ def summary(rows: list[dict] | pa.Table) -> dict:
             "confusion": {o: dict(sorted(c.items())) for o, c in sorted(confusion.items())}}
 
 
-def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[str, ...],
+def spill(cfg: Config, rows: pa.Table) -> Path:
+    """`rows` (a set-based run's answers, millions at the study's scale) as a Parquet file of the
+    data dir's staging folder, for publish: the caller drops its table, so the rows are never
+    in Python while DuckDB fits their calibration (every process of a scale run stays within
+    duckdb_memory_limit and one copy of the answers). Written whole or not at all."""
+    folder = Path(layout.staging_dir(layout.local(cfg.data_dir, "congruency evaluate")))
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="selector_eval-", suffix=".parquet", dir=folder)
+    os.close(fd)
+    try:
+        pq.write_table(rows, name)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def publish(cfg: Config, month: str, rows: list[dict] | pa.Table | Path, kinds: tuple[str, ...],
             reveal: str = "none") -> tuple[Path, pa.Table]:
     """The month's `selector_eval` table (docs/SCHEMA.md): `rows` instead of the month's rows
     of `kinds` (held-out VPs, or a generated month's stubs and transit ASes) and of this
     `reveal`, beside the others; every row's calibrated confidence is fitted again, per reveal
-    (selector/calibration.py, leave one source out, in SQL). Returns the file and `rows` with
-    their calibrated confidence, as a table (summary() reads it over whole columns)."""
+    (selector/calibration.py, leave one source out, in SQL). `rows` may be spill()'s file, which
+    publish removes. Returns the file and `rows` with their calibrated confidence, as a table
+    (summary() reads it over whole columns)."""
     root = layout.local(cfg.data_dir, "congruency evaluate")
-    new = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(
-        [{**r, "reveal": r.get("reveal", reveal)} for r in rows], schema=SELECTOR_EVAL.remove(
-            SELECTOR_EVAL.get_field_index("calibrated_confidence")))
-    new = new.append_column("calibrated_confidence", pa.nulls(new.num_rows, pa.float64())) \
-        if "calibrated_confidence" not in new.column_names else new
-    new = new.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
+    spilled = rows if isinstance(rows, Path) else None
+    if spilled is None:
+        new = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(
+            [{**r, "reveal": r.get("reveal", reveal)} for r in rows], schema=SELECTOR_EVAL.remove(
+                SELECTOR_EVAL.get_field_index("calibrated_confidence")))
+        new = new.append_column("calibrated_confidence", pa.nulls(new.num_rows, pa.float64())) \
+            if "calibrated_confidence" not in new.column_names else new
+        new = new.select(SELECTOR_EVAL.names).cast(SELECTOR_EVAL)
     con = duck.connect(cfg)
     try:
-        con.register("eval_new", new)
+        if spilled is None:
+            con.register("eval_new", new)
+        else:  # spill()'s file: DuckDB reads it, no copy in Python beside DuckDB's memory
+            con.execute(f"CREATE TEMP VIEW eval_new AS SELECT *, NULL::DOUBLE AS calibrated_confidence "
+                        f"FROM read_parquet({duck.quote(str(spilled))})")
         parts = ["SELECT * FROM eval_new"]
         old = published.files(root, ["selector_eval"], month)["selector_eval"] \
             if month in published.months(root, "selector_eval") else []
@@ -361,5 +387,7 @@ def publish(cfg: Config, month: str, rows: list[dict] | pa.Table, kinds: tuple[s
         where = published.write_rows(root, "selector_eval", month, fitted, SELECTOR_EVAL)
     finally:
         con.close()
+        if spilled is not None:
+            spilled.unlink(missing_ok=True)
     mine = pq.read_table(where, filters=[("reveal", "=", reveal), ("kind", "in", list(kinds))])
     return where, mine.append_column("month", pa.array([month] * mine.num_rows, pa.string()))
