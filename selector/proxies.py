@@ -17,12 +17,9 @@ What each rule reads:
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
@@ -34,7 +31,6 @@ from bgp_congruency.selector.month import table_relation
 #: The rules of today's evaluation, in the order an answer is looked for (advice.proxy_answer);
 #: `through` and `upstream` also name an unknown answer of proxies that show no class.
 RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "none")
-_CAUTION = "[" + ", ".join(f"'{c}'" for c in rules.CAUTION) + "]"
 
 
 def _per_source(con, cfg: Config, month: str) -> None:
@@ -111,7 +107,7 @@ def _kinds(cands: str, snaps: int) -> str:
     _shared, cls = R.class_sql("q4", "q6", "v", "d")
     return f"""
         WITH c0 AS (
-            SELECT *, list_position({_CAUTION}, cls) AS rank,
+            SELECT *, list_position({R.CAUTION_SQL}, cls) AS rank,
                    CASE WHEN cls IS NULL THEN 0.0 ELSE printf('%.6f', least(s4, s6) * least(1.0, least(k4, k6) / {int(snaps)})
                                                          * {rules.PROXY_FACTOR})::DOUBLE END AS conf
             FROM (SELECT *, CASE WHEN q4 IS NOT NULL AND q6 IS NOT NULL THEN {cls} END AS cls FROM ({cands}))),
@@ -165,19 +161,9 @@ def answers(cfg: Config, month: str, progress=None, parts: int | None = None) ->
                 progress(i + 1, k)
         for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
-        # through DuckDB's spill folder as reveal.answers does: never its tables and the answers at once
-        out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / "answers-none.parquet"
-        try:
-            con.execute(f"COPY ({_assemble()}) TO {duck.quote(str(out))} (FORMAT parquet)")
-        except BaseException:
-            out.unlink(missing_ok=True)
-            raise
+        t = R.read_closing(con, _assemble(), "answers-none.parquet")
     finally:
         con.close()
-    try:
-        t = pq.read_table(out)
-    finally:
-        out.unlink(missing_ok=True)
     return _rows(t, month, snaps)
 
 

@@ -37,6 +37,8 @@ from bgp_congruency.selector.advice import empty_hint, month_calibration
 from bgp_congruency.selector.month import local_root, table_relation
 
 REVEALS = ("none", "first-hop", "neighbours")
+#: rules.CAUTION as a DuckDB list: list_position(CAUTION_SQL, class) ranks a class's caution.
+CAUTION_SQL = "[" + ", ".join(f"'{c}'" for c in rules.CAUTION) + "]"
 #: DuckDB memory per route row of a destination partition (its questions' joins and sorts).
 BYTES_PER_ROUTE = 600
 
@@ -254,22 +256,25 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
                     ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
             if progress:
                 progress(i + 1, k)
-        # the answers go through a Parquet file in the connection's spill folder: DuckDB streams
-        # them out under its memory limit, and is closed (its temp tables freed) before they are
-        # read back as Arrow to become selector_eval's columns: never both at once
-        out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / "answers.parquet"
-        try:
-            con.execute(f"COPY ({_assemble(con, fallback)}) TO {duck.quote(str(out))} (FORMAT parquet)")
-        except BaseException:
-            out.unlink(missing_ok=True)
-            raise
+        t = read_closing(con, _assemble(con, fallback), "answers.parquet")
     finally:
         con.close()
+    return _rows(t, month, reveal, snaps)
+
+
+def read_closing(con, query: str, name: str) -> pa.Table:
+    """`query`'s rows as Arrow, through the Parquet file `name` in the connection's spill
+    folder: DuckDB streams them out under its memory limit and `con` is closed (its temp tables
+    freed) before they are read back: never both at once. The file is gone afterwards."""
+    out = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0]) / name
     try:
-        t = pq.read_table(out)
+        try:
+            con.execute(f"COPY ({query}) TO {duck.quote(str(out))} (FORMAT parquet)")
+        finally:
+            con.close()
+        return pq.read_table(out)
     finally:
         out.unlink(missing_ok=True)
-    return _rows(t, month, reveal, snaps)
 
 
 def votes(con, name: str, behind: bool = False) -> None:
@@ -280,7 +285,6 @@ def votes(con, name: str, behind: bool = False) -> None:
     question joins every pair to its destination."""
     cls = ("CASE observed " + " ".join(f"WHEN '{a}' THEN '{b}'" for a, b in rules.BEHIND_ONE_NEIGHBOUR.items())
            + " END") if behind else "observed"
-    caution = "[" + ", ".join(f"'{c}'" for c in rules.CAUTION) + "]"
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} AS
         WITH c AS (SELECT dest_asn AS d, {cls} AS cls, vp_asn FROM ev_pairs),
         tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps FROM c GROUP BY ALL),
@@ -290,7 +294,7 @@ def votes(con, name: str, behind: bool = False) -> None:
                  FROM q JOIN tot t ON t.d = q.d LEFT JOIN mine m ON m.v = q.v AND m.d = q.d AND m.cls = t.cls)
         SELECT v, d, cls, n, vps, n / sum(n) OVER (PARTITION BY v, d) AS share
         FROM rest WHERE n > 0
-        QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC, list_position({caution}, cls) DESC) = 1""")
+        QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC, list_position({CAUTION_SQL}, cls) DESC) = 1""")
 
 
 def _assemble(con, fallback: bool) -> str:
