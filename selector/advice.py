@@ -224,10 +224,11 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
         if r:
             return "first-hop", (src, *r[0]), r[1], r[2], hop, f"the first hop AS{hop} and its route"
         tried.append(f"no IPv{afi} path to AS{dest} crosses the first hop AS{hop}")
-    r = m.routes({src}, dest, afi, src).get(src)
-    if r:
-        return "through", r[0], r[1], r[2], r[0][1] if len(r[0]) > 1 else dest, "VPs' paths cross the source"
-    tried.append(f"no VP's IPv{afi} path to AS{dest} crosses AS{src}")
+    else:  # rule 9 only without a first hop: a route through the source leaving by it is rule 8's
+        r = m.routes({src}, dest, afi, src).get(src)
+        if r:
+            return "through", r[0], r[1], r[2], r[0][1] if len(r[0]) > 1 else dest, "VPs' paths cross the source"
+        tried.append(f"no VP's IPv{afi} path to AS{dest} crosses AS{src}")
     nbrs = ev.via.get(afi, ())
     # Rules 10 and 11: every neighbour with a route, observed or (rule 11) one AS further from
     # the month's relationships; the source's choice among them by preference.

@@ -244,7 +244,8 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
         _held_out_questions(con)
         use_rel = has_rel and inferred
         k = parts or partitions(con, cfg)
-        kinds = ("first-hop", "through", "heads") if reveal == "first-hop" else ("through", "heads")
+        # rule 9 only without a first hop (rules.py): every question of the first-hop mode has one
+        kinds = ("first-hop", "heads") if reveal == "first-hop" else ("through", "heads")
         con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
             rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
         for i in range(k):

@@ -238,7 +238,12 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     evaluation's --reveal first-hop): the source in front of that neighbour's route
 #     (`best_route`), or (source, destination) when the neighbour is the destination.
 #  9. `through`: VPs' paths to the destination cross the source: its own route, the one most VP
-#     ASes show (then the shortest, then the lowest ASNs) from the source on.
+#     ASes show (then the shortest, then the lowest ASNs) from the source on. Only when no first
+#     hop toward the destination is known: a route through the source that leaves by the known
+#     first hop holds that hop's route, which rule 8 takes first, so rule 9 after rule 8 could
+#     only give a route that contradicts the trace (measured before this: on the generated
+#     scale-250 month with first hops revealed, 555 such answers, 0-22% right; none on the
+#     real sample).
 # 10. `neighbours`: the source's neighbours in the family are known, not which one this
 #     destination uses: among those whose route the month shows and that would give it to
 #     the source (`exported`: a provider gives every route, a peer or a customer only its own

@@ -82,6 +82,12 @@ def test_the_rules_as_worked_out_by_hand(hand):
     # (E) VPs' paths cross AS5 itself: its own routes (5 6 300, 5 7 300) come before its neighbours'.
     h, rule = _answer(hand, 5, 300, _via("1", "2"))
     assert (h["v4_path"], h["v6_path"], h["hint_class"], rule) == ([5, 6, 300], [5, 7, 300], "disjoint", "through")
+    # (E2) A trace's first hop whose route no path shows (AS42 toward AS300 in IPv4) leaves that
+    # family unknown, though VPs' paths cross AS5 (5 6 300 leaves by AS6, not the traced AS42):
+    # rule 9 only where no first hop is known. IPv6's traced AS7 has its route 7 300: first-hop.
+    h, rule = _answer(hand, 5, 300, Evidence({}, {(4, 300): 42, (6, 300): 7}, "traces"))
+    assert (h["v4_path"], h["v6_path"], h["hint_class"], rule) == (None, [5, 7, 300], "unknown", "none")
+    assert "crosses the first hop AS42" in h["reason"]
     # (F) The month's relationships win over the declared ones: AS99 declares AS5 and AS1 peers;
     # AS5 does not pass its provider's route (as in A), and a peer AS1 would not pass 1 5 6 300
     # either (AS5 is AS1's peer), but the month says AS1 provides AS99: its route stands. With
