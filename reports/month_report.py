@@ -319,10 +319,13 @@ def _selector_section(con, month: str) -> list[str]:
     for mode in modes:
         for col, name, dash in (("confidence", "stated (hand-set rule)", "dot"),
                                 ("calibrated_confidence", "calibrated (other sources' answers)", "solid")):
+            # the calibrated confidence binned by its cell's (calibration.reliability's choice)
+            edge, rel = (col, ev) if col == "confidence" else \
+                ("cell_confidence", f"({calibration.cell_confidence_sql(ev)})")
             bins = fetch_rows(con, f"""
-                SELECT least(floor({col} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
+                SELECT least(floor({edge} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
                        avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
-                FROM {ev} WHERE reveal = $mode AND correct IS NOT NULL AND {col} IS NOT NULL
+                FROM {rel} WHERE reveal = $mode AND correct IS NOT NULL AND {col} IS NOT NULL AND {edge} IS NOT NULL
                 GROUP BY 1 ORDER BY 1""", {**p, "mode": mode})
             colour = REVEAL_COLOURS.get(mode, "#7f7f7f")
             f.add_trace(go.Scatter(
@@ -339,7 +342,8 @@ def _selector_section(con, month: str) -> list[str]:
                  "each point is one confidence bin of those answers: the mean confidence against the share whose "
                  "class was right (marker size: answers). Dotted, open: the confidence the rules state; solid: the "
                  "calibrated one (selector/calibration.py), fitted on the other sources' answers of the same mode "
-                 "only. One colour per evidence mode. Points above the diagonal: the confidence understates; "
+                 "only, in bins of the confidence the month's calibration states for each answer's kind (what "
+                 "advise shows). One colour per evidence mode. Points above the diagonal: the confidence understates; "
                  "below: it overstates.")
 
     curve = fetch_rows(con, f"""

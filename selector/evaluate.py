@@ -307,7 +307,7 @@ def summary(rows: list[dict] | pa.Table) -> dict:
         paths[f"v{fam}"] = {"answers": g, "exact": int(exact[given].sum()) / g if g else None,
                             "within_one_hop": int((hops[given] <= 1).sum()) / g if g else None}
     kind, kinds = calibration.codes(t, "kind")
-    cal = calibration.reliability(t)
+    cal = calibration.reliability(t, by=calibration.cell_confidence(t))
     revealed = _true(pc.is_in(_text(t, "reveal"), value_set=pa.array(["first-hop", "neighbours"]))).any()
     same_mode = _true(pc.equal(_text(t, "observed_mode"), _text(t, "predicted_mode")))
     rule = _text(t, "rule")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+import duckdb
+import pyarrow as pa
 import pytest
 
 from bgp_congruency.cli.main import main as cli
@@ -341,14 +343,35 @@ def test_calibration_worked_by_hand():
     assert got[-6:] == [None] * 6  # through has 5 answers in all; unknown has no confidence
     for r, c in zip(rows, got):
         r["calibrated_confidence"] = c
-    bins = calibration.reliability(rows)
+    # Binned by each answer's own held-out value, one cell is split by its sources' accuracy:
     # 0.333 (C disjoint, 10, all right), 0.611 (B congruent, 20, all right), 0.733 and 0.778 (A and C
     # congruent, 50, 30 right), 0.833 (B disjoint, 10, none right)
-    assert [(b["low"], b["answers"]) for b in bins if b["answers"]] == [(0.3, 10), (0.6, 20), (0.7, 50), (0.8, 10)]
-    assert (bins[3]["accuracy"], bins[6]["accuracy"], bins[7]["accuracy"], bins[8]["accuracy"]) == (1.0, 1.0, 0.6, 0.0)
-    assert bins[7]["mean_confidence"] == pytest.approx((30 * got[0] + 20 * got[60]) / 50)
-    assert calibration.worst_gap(bins, 10) == pytest.approx((10 + 20 / 3) / 20)  # bin 8: stated 0.833, none right
-    assert calibration.worst_gap(bins, 21) == pytest.approx(abs(0.6 - bins[7]["mean_confidence"]))  # bin 7 alone
+    own = calibration.reliability(rows)
+    assert [(b["low"], b["answers"]) for b in own if b["answers"]] == [(0.3, 10), (0.6, 20), (0.7, 50), (0.8, 10)]
+    assert (own[3]["accuracy"], own[6]["accuracy"], own[7]["accuracy"], own[8]["accuracy"]) == (1.0, 1.0, 0.6, 0.0)
+    assert calibration.worst_gap(own, 10) == pytest.approx((10 + 20 / 3) / 20)  # bin 8: 0.833, none right
+    # Binned by the cell's value fitted on all rows (what advise states): congruent (50 + 20/3) / 80
+    # = 0.708, all 70 (50 right) in bin 7; non-congruent (10 + 20/3) / 30 = 0.556, all 20 (10
+    # right) in bin 5; each bin's mean held-out confidence against its accuracy
+    cells = calibration.cell_confidence(rows)
+    assert cells[0] == pytest.approx((50 + 20 / 3) / 80) and cells[50] == pytest.approx((10 + 20 / 3) / 30)
+    assert all(c != c for c in cells[-6:])  # NaN: through has too few answers; unknown has none
+    bins = calibration.reliability(rows, by=cells)
+    assert [(b["low"], b["answers"], b["accuracy"]) for b in bins if b["answers"]] == [(0.5, 20, 0.5), (0.7, 70, 50 / 70)]
+    assert bins[7]["mean_confidence"] == pytest.approx((30 * got[0] + 20 * got[30] + 20 * got[60]) / 70)
+    assert bins[5]["mean_confidence"] == pytest.approx((10 * got[50] + 10 * got[80]) / 20)
+    assert calibration.worst_gap(bins, 10) == pytest.approx((10 + 40 / 3) / 40 - 0.5)  # bin 5: 0.583, half right
+    # the same cells in SQL (the month report's reliability diagram), per reveal
+    con = duckdb.connect()
+    two = [{**r, "reveal": rv} for rv in ("first-hop", None) for r in rows]
+    con.register("t", pa.Table.from_pylist(two))
+    sql = con.execute(f"SELECT reveal, vp_asn, rule, predicted_class, correct, cell_confidence "
+                      f"FROM ({calibration.cell_confidence_sql('t')})").fetchall()
+    py = calibration.cell_confidence(two)
+    want = sorted((r["reveal"] or "", r["vp_asn"], r["rule"], r["predicted_class"], r["correct"] is True,
+                   None if c != c else round(c, 12)) for r, c in zip(two, py))
+    assert sorted((rv or "", a, ru, pc, ok is True, None if c is None else round(c, 12))
+                  for rv, a, ru, pc, ok, c in sql) == want
     curve = {c["threshold"]: c for c in calibration.curve(rows)}
     assert (curve[0.0]["answered"], curve[0.0]["accuracy"]) == (95, 65 / 95)
     assert (curve[0.8]["answered"], curve[0.8]["accuracy"]) == (10, 0.0)
@@ -481,7 +504,7 @@ def test_ases_that_are_no_vp_against_the_generator_s_true_paths(generated, truth
     # calibrated on all rows, each from the other sources' rows: recomputed from the table
     for r, c in zip(rows, calibration.held_out(rows)):
         assert r["calibrated_confidence"] == (pytest.approx(c) if c is not None else None)
-    assert s["calibrated"]["bins"] == calibration.reliability(gen)
+    assert s["calibrated"]["bins"] == calibration.reliability(gen, by=calibration.cell_confidence(gen))
 
 
 @pytest.mark.slow
