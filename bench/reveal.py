@@ -7,17 +7,34 @@ The real run also times today's rules one question at a time (selector/evaluate.
 set-based none mode's reference) beside the set-based run.
 
     .venv/bin/python bench/reveal.py --real DATA --generated DATA:ARCHIVE [--scale DATA --memory-limit 4GB]
+    .venv/bin/python bench/reveal.py --vps 12,24,48
+    .venv/bin/python bench/reveal.py --inferred-at-scale DATA --memory-limit 4GB
 
 Rows: today's rules (none), first hops revealed (rules 8-9), neighbours revealed (9-10), and
 each with the fallbacks the product leaves off (rule 11 `inferred`, rule 6 `destination`):
 coverage, accuracy, per rule, the worst calibrated bin of 30 answers or more (each row's
-calibration fitted on the other sources' answers of the same mode), and the accuracy-coverage
-curve. The result goes to bench/out/reveal.json (a --scale run alone: reveal-scale.json).
+calibration fitted on the other sources' answers of the same mode; binned by the confidence
+the calibration of all of them states for the answer's cell, and beside it by each answer's own
+held-out value, the binning before: selector/calibration.py says why it changed), and the
+accuracy-coverage curve. On the generated month, the `neighbours` target's own figures too (issue 47: 90% at 70%
+coverage on the multi-homed stubs and transit sources together): the best coverage at 90% or
+more, and the best accuracy at 70% coverage or more, on the calibrated curve of those sources.
+
+`--vps` repeats the generated `neighbours` rows on months that differ only in their number of
+VPs: the guide's commands (`congruency synth --ases 400 --vps N`, seed 1; `congruency run`;
+`evaluate --truth`), to say whether more VPs (more of the links observed) close the target.
+`--inferred-at-scale` times the first-hop mode's answers with rule 11 on a month at scale (the
+fallback the product leaves off until its cost there is known).
+
+The result goes to bench/out/reveal.json (a --scale, --vps or --inferred-at-scale run alone:
+reveal-scale.json, reveal-vps.json, reveal-inferred-at-scale.json).
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -46,7 +63,109 @@ def _summary(rows: list[dict]) -> dict:
     s = E.summary(rows)
     return {"pairs": s["pairs"], "answered": s["answered"], "coverage": s["coverage"], "accuracy": s["accuracy"],
             "rules": {k: v for k, v in s["rules"].items() if v["pairs"]},
-            "kinds": s["kinds"], "worst_gap": s["calibrated"]["worst_gap"], "curve": s["calibrated"]["curve"]}
+            "kinds": s["kinds"], "worst_gap": s["calibrated"]["worst_gap"], "curve": s["calibrated"]["curve"],
+            # the bins of each answer's own held-out value (the binning before 2026-11-28), beside
+            "worst_gap_own_bins": calibration.worst_gap(calibration.reliability(rows))}
+
+
+#: The sources of the `neighbours` target, and its bar (issue 47): accuracy at coverage.
+TARGET_KINDS, TARGET = ("multihomed-stub", "transit"), (0.90, 0.70)
+
+
+def target(rows: list[dict]) -> dict:
+    """The `neighbours` target's figures over `rows` (calibrated already): the multi-homed stubs
+    and transit sources together, their calibrated curve (selector/calibration.curve), the best
+    coverage at TARGET's accuracy or more and the best accuracy at its coverage or more."""
+    from bgp_congruency.selector import calibration
+    from bgp_congruency.selector.evaluate import TRUTH_DESTS
+
+    mine = [r for r in rows if r["kind"] in TARGET_KINDS]
+    answered = [r for r in mine if r["correct"] is not None]
+    acc, cov = TARGET
+    curve = calibration.curve(mine)
+    return {"sources": {k: sum(r["kind"] == k for r in rows) // TRUTH_DESTS for k in TARGET_KINDS},
+            "pairs": len(mine), "coverage": len(answered) / len(mine) if mine else None,
+            "accuracy": sum(r["correct"] for r in answered) / len(answered) if answered else None,
+            "coverage_at_accuracy": max((c["coverage"] for c in curve if (c["accuracy"] or 0) >= acc), default=0.0),
+            "accuracy_at_coverage": max((c["accuracy"] for c in curve if (c["coverage"] or 0) >= cov), default=None),
+            "curve": curve}
+
+
+def by_vp(cfg, rows: list[dict]) -> list[dict]:
+    """Where the real `neighbours` mode fails: per held-out VP AS, its neighbours per family (what
+    the mode reveals: the second ASes of its paths) beside its pairs' coverage and accuracy."""
+    import duckdb
+
+    from bgp_congruency.selector.month import table_relation
+
+    con = duckdb.connect()
+    nbrs = {(int(v), int(a)): int(n) for v, a, n in con.execute(f"""
+        SELECT vp_asn, afi, count(DISTINCT path[2]) FROM {table_relation(cfg, 'paths', MONTH)}
+        WHERE len(path) >= 2 GROUP BY ALL""").fetchall()}
+    out = []
+    for v in sorted({r["vp_asn"] for r in rows}):
+        mine = [r for r in rows if r["vp_asn"] == v]
+        answered = [r for r in mine if r["correct"] is not None]
+        out.append({"vp_asn": v, "neighbours_v4": nbrs.get((v, 4), 0), "neighbours_v6": nbrs.get((v, 6), 0),
+                    "pairs": len(mine), "answered": len(answered), "correct": sum(r["correct"] for r in answered),
+                    "rules": dict(sorted(collections.Counter(r["rule"] for r in answered).items()))})
+    return out
+
+
+def why_wrong(cfg) -> dict[str, int]:
+    """Where the real `neighbours` mode fails, per family question (every VP AS held out in turn,
+    one question at a time through selector/advice.family_route, the reference): its path
+    exact, or what made it another: no path; `through` or the right neighbour with another
+    route; another neighbour chosen because the true one's route is on no other VP's path,
+    because the month's relationships rank the chosen one first, because its route is shorter,
+    because the declared order broke a tie of class and length, or because the true one's
+    route was not passed on (the export rule)."""
+    from bgp_congruency.common import duck
+    from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector import rules
+    from bgp_congruency.selector.advice import family_route
+    from bgp_congruency.selector.month import Month
+
+    con = duck.connect(cfg)
+    out: collections.Counter = collections.Counter()
+    try:
+        by_asn = E._pairs_by_vp_as(con, cfg, MONTH)  # the held-out run's own questions
+        every = Month(con, cfg, MONTH, paths="eval_paths", pairs="eval_pairs")
+        for asn, mine in sorted(by_asn.items()):
+            m = every.hiding(frozenset({asn}))
+            own = E.neighbours_of(con, "eval_paths", asn)
+            for _g, a, d, v4, v6, *_rest in mine:
+                a, d = int(a), int(d)
+                ev = E.revealed_evidence("neighbours", own, v4, v6, d)
+                for afi, true in ((4, tuple(map(int, v4))), (6, tuple(map(int, v6)))):
+                    rels = m.relations(afi, {a} | {n.asn for n in ev.via.get(afi, ())}) or {}
+                    rule, path, _s, _k, n, _why = family_route(m, a, d, afi, ev, rels)
+                    hop = true[1]
+                    if path is None:
+                        out["no path"] += 1
+                    elif tuple(path) == true:
+                        out["exact"] += 1
+                    elif rule == "through":
+                        out["through: another route"] += 1
+                    elif n == hop:
+                        out["the right neighbour, another route of it"] += 1
+                    else:
+                        seen = ((d,),) if hop == d else m.routes({hop}, d, afi, a).get(hop)
+                        is_n, is_hop = rels.get((a, n), "provider"), rels.get((a, hop), "provider")
+                        rank = rules.NEIGHBOUR_CLASSES.index
+                        if seen is None:
+                            out["another neighbour: the true one's route on no other VP's path"] += 1
+                        elif rank(is_n) < rank(is_hop):
+                            out[f"another neighbour: the month's relationships rank it first ({is_n} over {is_hop})"] += 1
+                        elif rank(is_n) > rank(is_hop):
+                            out["another neighbour: the true one's route not passed on (export rule)"] += 1
+                        elif len(path) - 1 < len(seen[0]):
+                            out[f"another neighbour, both {is_n}: its route shorter"] += 1
+                        else:
+                            out[f"another neighbour, both {is_n} and as long: the declared order"] += 1
+    finally:
+        con.close()
+    return dict(out.most_common())
 
 
 def real(data: Path) -> list[dict]:
@@ -64,7 +183,8 @@ def real(data: Path) -> list[dict]:
         else:
             rows = R.answers(cfg, MONTH, reveal, inferred=inferred, fallback=dest).to_pylist()
         secs = round(time.perf_counter() - t0, 1)
-        out.append({"mode": label, "seconds": secs, **_summary(rows)})
+        out.append({"mode": label, "seconds": secs, **_summary(rows),
+                    **({"by_vp": by_vp(cfg, rows), "why": why_wrong(cfg)} if label == "neighbours" else {})})
         print(f"real {label}: {secs} s", file=sys.stderr)
         if reveal == "none":  # the baseline: the same answers one question at a time
             t0 = time.perf_counter()
@@ -88,7 +208,56 @@ def generated(data: Path, archive: Path) -> list[dict]:
             continue
         t0 = time.perf_counter()
         _m, rows = E.against_truth(cfg, truth, MONTH, reveal=reveal, inferred=inferred)
-        out.append({"mode": label, "seconds": round(time.perf_counter() - t0, 1), **_summary(rows)})
+        secs = round(time.perf_counter() - t0, 1)
+        out.append({"mode": label, "seconds": secs, **_summary(rows),
+                    **({"target": target(rows)} if reveal == "neighbours" else {})})
+    return out
+
+
+def vps_sweep(counts: list[int], work: Path) -> list[dict]:
+    """The generated `neighbours` rows (rule 11 off and on) and the target's figures on months
+    that differ only in their number of VPs, each generated and run by the guide's commands;
+    with how many links of each family the month's as_relationships has against the generator's."""
+    import duckdb
+
+    from bgp_congruency.common.config import load
+    from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.synth.truth import load as load_truth
+
+    out = []
+    for v in counts:
+        arch, data = work / f"synth400-vps{v}", work / f"s400-vps{v}"
+        for d in (arch, data):  # each month made afresh, as the guide makes it
+            shutil.rmtree(d, ignore_errors=True)
+        cfg_path = work / "duckdb.toml"
+        cfg_path.write_text('engine = "duckdb"\n')
+        for args in (["synth", "--out", str(arch), "--ases", "400", "--vps", str(v), "--no-ground-truth"],
+                     ["run", "--month", MONTH, "--days", "2", "--archive-root", str(arch), "--collectors",
+                      "route-views2,route-views6,rrc00,rrc01", "--data-dir", str(data), "--default-free-share", "0.5",
+                      "--config", str(cfg_path)]):
+            m = run_child([*EXE, *args], label=f"{args[0]} --vps {v}", timeout_s=3600)
+            assert m.rc == 0, f"{args[0]} --vps {v}: exit {m.rc}"
+        cfg = load(cfg_path).with_overrides(data_dir=data)
+        truth = load_truth(arch)
+        links = {}
+        for afi in (4, 6):
+            c2p, p2p, _pre, _present = truth.net.relationships(afi, MONTH)
+            links[afi] = {"true": len(c2p) + len(p2p), "month": duckdb.sql(
+                f"SELECT count(*) FROM read_parquet('{data}/as_relationships/month={MONTH}/*/*.parquet') "
+                f"WHERE afi = {afi}").fetchone()[0]}
+        row = {"vps": v, "links": links, "modes": []}
+        for label, inferred in (("neighbours", False), ("neighbours + rule 11 inferred", True)):
+            t0 = time.perf_counter()
+            _m, rows = E.against_truth(cfg, truth, MONTH, reveal="neighbours", inferred=inferred)
+            secs = round(time.perf_counter() - t0, 1)
+            s = _summary(rows)
+            row["modes"].append({"mode": label, "seconds": secs, "worst_gap": s["worst_gap"],
+                                 "worst_gap_own_bins": s["worst_gap_own_bins"], "target": target(rows)})
+            t = row["modes"][-1]["target"]
+            print(f"--vps {v} {label}: target coverage {t['coverage']:.3f} accuracy {t['accuracy']:.3f} "
+                  f"coverage at 90% {t['coverage_at_accuracy']:.3f} accuracy at 70% {t['accuracy_at_coverage']}",
+                  file=sys.stderr)
+        out.append(row)
     return out
 
 
@@ -123,8 +292,35 @@ def scale(data: Path, limit: str, work: Path) -> dict:
     out["evaluate"] = {}
     for r in ("none", "first-hop"):
         ev = json.loads((work / f"evaluate-{r}.json").read_text())
-        out["evaluate"][r] = {k: ev[k] for k in ("pairs", "answered", "coverage", "accuracy")}
+        out["evaluate"][r] = {**{k: ev[k] for k in ("pairs", "answered", "coverage", "accuracy")},
+                              "worst_gap": ev["calibrated"]["worst_gap"],
+                              "rules": {k: v for k, v in ev["rules"].items() if v["pairs"]}}
     return out
+
+
+def inferred_at_scale(data: Path, limit: str, work: Path) -> dict:
+    """What rule 11 (off in the product) would cost at scale: the first-hop mode's set-based
+    answers with it, a fresh process under the same memory limit, not published (publish's own
+    peak is the `evaluate` rows above)."""
+    cfg = work / "scale.toml"
+    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    result = work / "first-hop-inferred.json"
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from bgp_congruency.common.config import load\n"
+        "from bgp_congruency.selector import evaluate as E, reveal as R\n"
+        f"cfg = load({str(cfg)!r}).with_overrides(data_dir=Path({str(data)!r}))\n"
+        f"t = R.answers(cfg, {MONTH!r}, 'first-hop', inferred=True)\n"
+        "s = E.summary(t)\n"
+        f"Path({str(result)!r}).write_text(json.dumps({{k: s[k] for k in ('pairs', 'answered', 'coverage', 'accuracy')}}"
+        " | {'rules': {k: v for k, v in s['rules'].items() if v['pairs']}}))\n")
+    label = "first-hop answers with rule 11 (not published)"
+    m = run_child([sys.executable, "-c", code], label=label, timeout_s=7200, result_path=result)
+    assert m.rc == 0, f"{label}: exit {m.rc}"
+    print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
+    return {label: {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
+                    "tree_peak_mib": m.tree_peak >> 20}, "answers": m.result}
 
 
 def main(argv=None) -> int:
@@ -133,6 +329,9 @@ def main(argv=None) -> int:
     ap.add_argument("--generated", help="DATA:ARCHIVE, a generated month and its archive (the guide's 400 ASes)")
     ap.add_argument("--scale", type=Path, help="a data dir holding a generated month at scale")
     ap.add_argument("--memory-limit", default="4GB")
+    ap.add_argument("--vps", help="N,N,...: the neighbours target on generated 400-AS months of N VPs each")
+    ap.add_argument("--inferred-at-scale", type=Path, metavar="DATA",
+                    help="the first-hop mode's answers with rule 11 (off in the product) on a month at scale")
     ap.add_argument("--work", type=Path, default=OUT / "reveal")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
@@ -144,9 +343,14 @@ def main(argv=None) -> int:
         res["generated"] = generated(Path(d), Path(arch))
     if a.scale:
         res["scale"] = scale(a.scale, a.memory_limit, a.work)
-    # a --scale run alone has a file of its own, so it does not replace the real and generated run's
-    write_json(res, OUT / ("reveal-scale.json" if a.scale and not (a.real or a.generated) else "reveal.json"),
-               stdout=False)
+    if a.vps:
+        res["vps"] = vps_sweep([int(x) for x in a.vps.split(",")], a.work)
+    if a.inferred_at_scale:
+        res["inferred_at_scale"] = inferred_at_scale(a.inferred_at_scale, a.memory_limit, a.work)
+    # a --scale or --vps run alone has a file of its own, so it does not replace the real and generated run's
+    only = [k for k in ("scale", "vps", "inferred_at_scale") if getattr(a, k)]
+    alone = None if a.real or a.generated or len(only) != 1 else only[0].replace("_", "-")
+    write_json(res, OUT / (f"reveal-{alone}.json" if alone else "reveal.json"), stdout=False)
     for part in ("real", "generated"):
         for r in res.get(part, []):
             print(f"{part:9} {r['mode']:34} coverage {r['coverage']:.3f} accuracy {r['accuracy'] or 0:.3f} "
