@@ -260,23 +260,29 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     right; over the inferred links with their true labels 98%, 81% right
 #     (bench/route_simulation.py): the links no VP path shows, not the rule or the labels,
 #     are what is missing.
-# The pair's rule is the least sure of its two families' (EVIDENCE_RULES order): `through` and
-# `neighbours` are the fallbacks, in that order, when the first hop's route is not observed. A
-# family with no path by these rules leaves the answer unknown, the other family's path kept
-# (DESTINATION_FALLBACK: rule 6 was measured as a further fallback and left out).
+# The pair's rule is the least sure of its two families' (EVIDENCE_RULES order): without a
+# first hop, `through` then `neighbours`; with one whose route is not observed, only rule 11
+# (off). A family with no path by these rules leaves the answer unknown, the other family's
+# path kept (DESTINATION_FALLBACK: rule 6 was measured as a further fallback and left out).
+# The two fallbacks were first left out as not calibrated (worst bins 0.26-0.29 on the real
+# sample); with the reliability bins of the stated confidence (selector/calibration.py: the
+# earlier bins split a cell by its sources' accuracy) they are within 0.10 wherever measured,
+# so what keeps them off now is written beside each.
 
 #: Rule 6 (`destination`) as the last fallback of the evidence rules: off. Measured on the real
 #: 2026-07 sample with first hops revealed, it answered the 542 pairs the evidence rules left
-#: (coverage 75.0% -> 100%) 50.7% right, and its calibrated confidence missed the observed
-#: accuracy by up to 0.26 on bins of over 30 answers (congruency evaluate --reveal first-hop):
-#: neither accurate nor calibratable, so a family without a path stays unknown.
+#: (coverage 75.0% -> 100%) 50.7% right (worst calibrated bin 0.023, 0.26 in the earlier bins;
+#: bench/reveal.py): right half the time, the weakest answer of any rule, and the month-only
+#: rules are not mixed into the evidence rules for less; a family without a path stays unknown.
 DESTINATION_FALLBACK = False
 #: Rule 11 (`inferred`: a neighbour's route not observed, taken one AS further from the month's
 #: relationships): off. Measured on the real 2026-07 sample it answered the pairs the first hop's
-#: observed route left (coverage 75.0% -> 100%, 86.6% of them right) but one source's answers
-#: (AS1403: 84 congruent answers, 29% right) put its calibration off by up to 0.27, leaving one
-#: VP AS out at a time; on the generated 400-AS month it raised the neighbours mode's coverage
-#: from 39% to 75% at 71% accuracy (bench/RESULTS.md). Not calibrated, so not kept.
+#: observed route left (coverage 75.0% -> 99.9%, 83.1% of them right; neighbours revealed 65.1%);
+#: on the generated 400-AS month it raised the neighbours mode's coverage from 39% to 75% at 71%
+#: accuracy; its worst calibrated bin is 0.005-0.051 on both (bench/RESULTS.md; 0.27-0.29 in the
+#: earlier bins, from one source's answers, AS1403: 84 congruent, 29% right). Left off until its
+#: cost is measured at the study's scale, where the first-hop evaluation without it already
+#: peaks at 5.4 of the 6 GiB it may use.
 INFERRED_ROUTES = False
 #: What a neighbour is to the source, the most preferred route first (Gao-Rexford).
 NEIGHBOUR_CLASSES = ("customer", "peer", "provider")
