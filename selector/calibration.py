@@ -210,39 +210,40 @@ def curve(rows: list[dict] | pa.Table, key: str = "calibrated_confidence") -> li
 def cell_confidence_sql(relation: str) -> str:
     """cell_confidence in SQL: the SELECT of `relation`'s rows (a `reveal` column, nulls for
     `none`) with `cell_confidence` added (null where the calibration states none)."""
-    return f"""
-        WITH a AS (SELECT *, coalesce(reveal, 'none') AS rv_, predicted_class = 'congruent' AS cong_ FROM {relation}),
-        cell AS (SELECT rv_, rule, cong_, count(*) AS n, count(*) FILTER (WHERE correct) AS k
-                 FROM a WHERE correct IS NOT NULL AND predicted_class <> 'unknown' GROUP BY ALL),
-        rul AS (SELECT rv_, rule, sum(n) AS n, sum(k) AS k FROM cell GROUP BY ALL)
-        SELECT a.* EXCLUDE (rv_, cong_),
-               CASE WHEN a.predicted_class = 'unknown' OR r.n < {MIN_ANSWERS} THEN NULL
-                    ELSE (c.k + {PRIOR_ANSWERS} * (r.k / r.n)) / (c.n + {PRIOR_ANSWERS}) END AS cell_confidence
-        FROM a LEFT JOIN cell c ON c.rv_ = a.rv_ AND c.rule = a.rule AND c.cong_ = a.cong_
-        LEFT JOIN rul r ON r.rv_ = a.rv_ AND r.rule = a.rule"""
+    return _fit_sql(relation, "*", "cell_confidence", leave_out=False)
 
 
 def held_out_sql(con, relation: str) -> str:
     """held_out over a relation of evaluation rows, in SQL (the same figures, for a month of
     millions of rows): the SELECT of its rows with `calibrated_confidence` set, fitted per
     `reveal` (each evaluation mode calibrates its own answers) on the other source ASes' rows."""
-    return f"""
-        WITH a AS (SELECT * EXCLUDE (calibrated_confidence), coalesce(reveal, 'none') AS rv,
-                          predicted_class = 'congruent' AS cong FROM {relation}),
-        cell AS (SELECT rv, rule, cong, count(*) AS n, count(*) FILTER (WHERE correct) AS k
-                 FROM a WHERE correct IS NOT NULL GROUP BY ALL),
+    return _fit_sql(relation, "* EXCLUDE (calibrated_confidence)", "calibrated_confidence", leave_out=True)
+
+
+def _fit_sql(relation: str, keep: str, name: str, leave_out: bool) -> str:
+    """`keep` of `relation`'s rows with column `name`: each answer's confidence (`confidence`'s
+    shrunk share of its cell) fitted per reveal on the rows, less its own source AS's with
+    `leave_out`."""
+    own = """,
         own AS (SELECT rv, vp_asn, rule, cong, count(*) AS n, count(*) FILTER (WHERE correct) AS k
                 FROM a WHERE correct IS NOT NULL GROUP BY ALL),
-        rul AS (SELECT rv, rule, sum(n) AS n, sum(k) AS k FROM cell GROUP BY ALL),
-        ownrule AS (SELECT rv, vp_asn, rule, sum(n) AS n, sum(k) AS k FROM own GROUP BY ALL),
-        rest AS (
-            SELECT a.*, coalesce(c.n, 0) - coalesce(o.n, 0) AS cn, coalesce(c.k, 0) - coalesce(o.k, 0) AS ck,
-                   coalesce(r.n, 0) - coalesce(orr.n, 0) AS rn, coalesce(r.k, 0) - coalesce(orr.k, 0) AS rk
-            FROM a LEFT JOIN cell c ON c.rv = a.rv AND c.rule = a.rule AND c.cong = a.cong
+        ownrule AS (SELECT rv, vp_asn, rule, sum(n) AS n, sum(k) AS k FROM own GROUP BY ALL)""" if leave_out else ""
+    mine = """
             LEFT JOIN own o ON o.rv = a.rv AND o.vp_asn = a.vp_asn AND o.rule = a.rule AND o.cong = a.cong
-            LEFT JOIN rul r ON r.rv = a.rv AND r.rule = a.rule
-            LEFT JOIN ownrule orr ON orr.rv = a.rv AND orr.vp_asn = a.vp_asn AND orr.rule = a.rule)
+            LEFT JOIN ownrule orr ON orr.rv = a.rv AND orr.vp_asn = a.vp_asn AND orr.rule = a.rule""" \
+        if leave_out else ""
+    less = (lambda t, c: f" - coalesce({t}.{c}, 0)") if leave_out else (lambda t, c: "")
+    return f"""
+        WITH a AS (SELECT {keep}, coalesce(reveal, 'none') AS rv, predicted_class = 'congruent' AS cong FROM {relation}),
+        cell AS (SELECT rv, rule, cong, count(*) AS n, count(*) FILTER (WHERE correct) AS k
+                 FROM a WHERE correct IS NOT NULL GROUP BY ALL),
+        rul AS (SELECT rv, rule, sum(n) AS n, sum(k) AS k FROM cell GROUP BY ALL){own},
+        rest AS (
+            SELECT a.*, coalesce(c.n, 0){less('o', 'n')} AS cn, coalesce(c.k, 0){less('o', 'k')} AS ck,
+                   coalesce(r.n, 0){less('orr', 'n')} AS rn, coalesce(r.k, 0){less('orr', 'k')} AS rk
+            FROM a LEFT JOIN cell c ON c.rv = a.rv AND c.rule = a.rule AND c.cong = a.cong
+            LEFT JOIN rul r ON r.rv = a.rv AND r.rule = a.rule{mine})
         SELECT * EXCLUDE (rv, cong, cn, ck, rn, rk),
                CASE WHEN predicted_class = 'unknown' OR rn < {MIN_ANSWERS} THEN NULL
-                    ELSE (ck + {PRIOR_ANSWERS} * (rk / rn)) / (cn + {PRIOR_ANSWERS}) END AS calibrated_confidence
+                    ELSE (ck + {PRIOR_ANSWERS} * (rk / rn)) / (cn + {PRIOR_ANSWERS}) END AS {name}
         FROM rest"""
