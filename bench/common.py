@@ -232,6 +232,22 @@ os._exit(rc if 0 <= rc < 256 else 1)
 """
 
 
+def duckdb_config(work: Path, limit: str) -> Path:
+    """A config file for the runs at scale: the DuckDB engine under memory limit `limit`."""
+    cfg = work / "scale.toml"
+    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    return cfg
+
+
+def measured(m: Measure, label: str) -> dict:
+    """run_child's Measure as a bench's figures (wall, CPU, peak RSS of the largest process and
+    of the tree, MiB), after checking the process succeeded; says them on stderr."""
+    assert m.rc == 0, f"{label}: exit {m.rc}"
+    print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
+    return {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
+            "tree_peak_mib": m.tree_peak >> 20}
+
+
 def run_child(cmd: list[str], *, label: str = "", timeout_s: float = 3600, stdout=None,
               env: dict | None = None, result_path: Path | None = None) -> Measure:
     """Run `cmd` in a fresh process tree (under LAUNCHER, its own session) and measure it.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import OUT, SHARED, machine_facts, run_child, write_json  # noqa: E402
+from bench.common import OUT, SHARED, duckdb_config, machine_facts, measured, run_child, write_json  # noqa: E402
 
 MONTH = "2026-07"
 CAIDA_2016 = SHARED / "relationships" / "20161101.as-rel.txt.bz2"
@@ -120,16 +120,12 @@ def real(data: Path) -> dict:
 def scale(data: Path, limit: str, work: Path) -> dict:
     """The compare (with the relationships inside) and `relationships --infer` alone, each a
     fresh process on the same month, at duckdb_memory_limit = `limit`."""
-    cfg = work / "scale.toml"
-    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    cfg = duckdb_config(work, limit)
     out = {}
     for label, args in (("compare (relationships and hints inside)", ["compare", "--month", MONTH]),
                         ("relationships --infer", ["relationships", "--month", MONTH, "--infer", "--json"])):
         m = run_child([*EXE, *args, "--config", str(cfg), "--data-dir", str(data)], label=label, timeout_s=7200)
-        assert m.rc == 0, f"{label}: exit {m.rc}"
-        out[label] = {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
-                      "tree_peak_mib": m.tree_peak >> 20}
-        print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
+        out[label] = measured(m, label)
     import duckdb
 
     con = duckdb.connect()

@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import OUT, machine_facts, run_child, write_json  # noqa: E402
+from bench.common import OUT, duckdb_config, machine_facts, measured, run_child, write_json  # noqa: E402
 
 MONTH = "2026-07"
 EXE = [sys.executable, "-m", "bgp_congruency.cli.main"]
@@ -222,6 +222,7 @@ def vps_sweep(counts: list[int], work: Path) -> list[dict]:
 
     from bgp_congruency.common.config import load
     from bgp_congruency.selector import evaluate as E
+    from bgp_congruency.selector.month import table_relation
     from bgp_congruency.synth.truth import load as load_truth
 
     out = []
@@ -243,8 +244,7 @@ def vps_sweep(counts: list[int], work: Path) -> list[dict]:
         for afi in (4, 6):
             c2p, p2p, _pre, _present = truth.net.relationships(afi, MONTH)
             links[afi] = {"true": len(c2p) + len(p2p), "month": duckdb.sql(
-                f"SELECT count(*) FROM read_parquet('{data}/as_relationships/month={MONTH}/*/*.parquet') "
-                f"WHERE afi = {afi}").fetchone()[0]}
+                f"SELECT count(*) FROM {table_relation(cfg, 'as_relationships', MONTH)} WHERE afi = {afi}").fetchone()[0]}
         row = {"vps": v, "links": links, "modes": []}
         for label, inferred in (("neighbours", False), ("neighbours + rule 11 inferred", True)):
             t0 = time.perf_counter()
@@ -265,8 +265,7 @@ def scale(data: Path, limit: str, work: Path) -> dict:
     """evaluate --reveal none and first-hop, and one advise of a source that is no VP, fresh processes."""
     import duckdb
 
-    cfg = work / "scale.toml"
-    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    cfg = duckdb_config(work, limit)
     con = duckdb.connect()
     # a source on the month's paths that is no VP, its two most used next ASes per family, and a destination
     vps = {r[0] for r in con.execute(
@@ -285,10 +284,7 @@ def scale(data: Path, limit: str, work: Path) -> dict:
     for label, args in runs.items():
         m = run_child([*EXE, *args, "--config", str(cfg), "--data-dir", str(data)], label=label, timeout_s=7200,
                       stdout=work / f"{label.split(' (')[0].replace(' --reveal ', '-')}.json")
-        assert m.rc == 0, f"{label}: exit {m.rc}"
-        out[label] = {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
-                      "tree_peak_mib": m.tree_peak >> 20}
-        print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
+        out[label] = measured(m, label)
     out["evaluate"] = {}
     for r in ("none", "first-hop"):
         ev = json.loads((work / f"evaluate-{r}.json").read_text())
@@ -302,8 +298,7 @@ def inferred_at_scale(data: Path, limit: str, work: Path) -> dict:
     """What rule 11 (off in the product) would cost at scale: the first-hop mode's set-based
     answers with it, a fresh process under the same memory limit, not published (publish's own
     peak is the `evaluate` rows above)."""
-    cfg = work / "scale.toml"
-    cfg.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{limit}"\n')
+    cfg = duckdb_config(work, limit)
     result = work / "first-hop-inferred.json"
     code = (
         "import json, sys\n"
@@ -317,10 +312,7 @@ def inferred_at_scale(data: Path, limit: str, work: Path) -> dict:
         " | {'rules': {k: v for k, v in s['rules'].items() if v['pairs']}}))\n")
     label = "first-hop answers with rule 11 (not published)"
     m = run_child([sys.executable, "-c", code], label=label, timeout_s=7200, result_path=result)
-    assert m.rc == 0, f"{label}: exit {m.rc}"
-    print(f"{label}: {m.wall_s:.1f} s, peak {m.maxrss >> 20} MiB", file=sys.stderr)
-    return {label: {"wall_s": m.wall_s, "cpu_s": round(m.user_s + m.sys_s, 1), "peak_mib": m.maxrss >> 20,
-                    "tree_peak_mib": m.tree_peak >> 20}, "answers": m.result}
+    return {label: measured(m, label), "answers": m.result}
 
 
 def main(argv=None) -> int:
@@ -347,7 +339,7 @@ def main(argv=None) -> int:
         res["vps"] = vps_sweep([int(x) for x in a.vps.split(",")], a.work)
     if a.inferred_at_scale:
         res["inferred_at_scale"] = inferred_at_scale(a.inferred_at_scale, a.memory_limit, a.work)
-    # a --scale or --vps run alone has a file of its own, so it does not replace the real and generated run's
+    # a --scale, --vps or --inferred-at-scale run alone has a file of its own: the real and generated run's stays
     only = [k for k in ("scale", "vps", "inferred_at_scale") if getattr(a, k)]
     alone = None if a.real or a.generated or len(only) != 1 else only[0].replace("_", "-")
     write_json(res, OUT / (f"reveal-{alone}.json" if alone else "reveal.json"), stdout=False)
