@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "--grace seconds (`congruency run` does this in its lake step, from the config's "
             "lake_keep_snapshots and lake_vacuum_grace_s); `migrate` registers the tables of a "
             "data dir published before the catalog, in place; `relocate` makes a copied or moved "
-            "data dir's catalog name its own files (run it with nothing else using the data dir)."
+            "data dir's catalog name its own files, and repairs the paths an earlier version registered "
+            "as a relative --data-dir was spelled (run it with nothing else using the data dir)."
         ),
     )
     p.add_argument("action", choices=("snapshots", "vacuum", "migrate", "relocate"), help="what to do")
@@ -75,7 +76,9 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
                           f"{out['files_deleted']} files deleted, {out['folders_removed']} folders removed{busy}",
                           soft_wrap=True)
     elif args.action == "relocate":
-        console.err.print(f"relocate {root}: {out['paths']} file paths moved from {out['from']} to {out['to']}",
+        moved = (f"{out['paths']} file paths moved from {out['from']} to {out['to']}" if out["from"] != out["to"]
+                 else f"already the catalog of {out['to']}")
+        console.err.print(f"relocate {root}: {moved}; {out['repaired']} paths registered by another folder repaired",
                           soft_wrap=True)
     else:
         for m, ts in out["migrated"].items():

@@ -21,6 +21,9 @@ from bgp_congruency.common.errors import CongruencyError
 READERS = ("query", "report", "advise", "export", "trace", "evaluate", "relationships")
 #: Readers that write no catalog: they hold one attached catalog for the whole command.
 PURE_READERS = ("query", "report", "advise", "export", "trace")
+#: Commands that publish (some only with a flag): before reading the catalog they repair the
+#: paths an earlier version registered as a relative data dir was spelled (lake/commit.repair).
+PUBLISHERS = ("run", "compare", "evaluate", "sensitivity", "relationships", "trace")
 #: Commands that only read what an earlier one wrote: a data dir that does not exist is a
 #: misspelling, said the same way by each (the others create it).
 NEEDS_DATA = (*READERS, "compare", "sensitivity", "sql", "lake", "evaluate")
@@ -165,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     from bgp_congruency.lake.attach import pinned
 
     try:
+        publishes = args.command in PUBLISHERS and (getattr(args, "store", True) and getattr(args, "infer", True))
+        if publishes and local:
+            from bgp_congruency.lake import commit
+
+            commit.repair_in_place(cfg.data_dir)
         hold = args.command in PURE_READERS and not getattr(args, "store", False)  # trace --store publishes
         with pinned(cfg.data_dir, hold=hold) if args.command in READERS and local \
                 else nullcontext():

@@ -13,6 +13,24 @@ import uuid
 from pathlib import Path
 
 
+def read_only(folder) -> bool:
+    """Whether `folder` sits on a read-only mount (False when it is not there)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def require_writable(folder, command: str) -> None:
+    """OSError EROFS (the command line's one line for a read-only file system) when `folder`
+    sits on a read-only mount: before a command that writes there begins, so it says so and
+    not what its first failed write would (a locked database, a moved catalog)."""
+    if read_only(folder):
+        import errno
+
+        raise OSError(errno.EROFS, f"read-only file system: `congruency {command}` writes there", str(folder))
+
+
 def temp_name(final: Path) -> Path:
     """`.NAME.PID.RAND.tmp` beside `final`."""
     return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")

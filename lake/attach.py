@@ -275,13 +275,42 @@ def _check_relative(con, root, alias: str) -> None:
     home = con.execute(f"SELECT value FROM {meta}.ducklake_metadata WHERE key = 'data_path' AND scope IS NULL"
                        ).fetchone()
     here = str(Path(root).resolve()) + "/"
-    if not home or home[0] == here:
+    if home and home[0] == here or not home:
+        _check_spelling(con, root, meta)
         return
+    _check_spelling(con, root, meta)
     old = con.execute(f"SELECT count(*) FROM {meta}.ducklake_data_file WHERE NOT path_is_relative "
                       f"AND starts_with(path, ?)", [home[0]]).fetchone()[0]
     if old:
         raise LakeError(moved(root, home[0]) + " (its files are registered by absolute path: relocating, "
                         "or any publish where it was, registers them relative to the data dir)")
+
+
+#: A path registered in the known bad form: by a version before 2026-11-28, a publish of a
+#: table written apart from the compare (`evaluate`, `trace --store`) with a relative data
+#: dir registered its files as the caller spelled them (`data/demo/selector_eval/month=M/ID/
+#: part-0.parquet`, not relative to the data dir): right only from the caller's folder.
+MISSPELLED = "NOT path_is_relative AND NOT starts_with(path, '/') AND NOT contains(path, '://')"
+
+
+def misspelled(con, meta: str, scheduled: bool = True) -> list[str]:
+    """The paths `meta` (a catalog's DuckLake tables) registers in the known bad form: its data
+    files' and (`scheduled`) those of its files scheduled for deletion."""
+    sql = f"SELECT path FROM {meta}.ducklake_data_file WHERE {MISSPELLED}"
+    if scheduled:
+        sql += f" UNION ALL SELECT path FROM {meta}.ducklake_files_scheduled_for_deletion WHERE {MISSPELLED}"
+    return [r[0] for r in con.execute(sql).fetchall()]
+
+
+def _check_spelling(con, root, meta: str) -> None:
+    """Refuse, naming the repair, a catalog with misspelled paths (`MISSPELLED`) that do not
+    resolve from this folder: a query would fail on them half-way, after its first rows."""
+    lost = [p for p in misspelled(con, meta, scheduled=False) if not os.path.exists(p)]
+    if lost:
+        raise LakeError(f"{catalog_name(root)}: {len(lost)} files registered by the folder an earlier version "
+                        f"published them from, not the data dir ({lost[0]}), do not resolve from here; repair the "
+                        f"catalog: congruency lake relocate --data-dir {layout.shell_quote(Path(root).resolve())} "
+                        "(where the data dir is writable)")
 
 
 def snapshots(root) -> list[int]:

@@ -26,18 +26,21 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from bgp_congruency.common import hooks
+from bgp_congruency.common import atomic, hooks, layout
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.tables import sql_type
 from bgp_congruency.lake.attach import (
     ALIAS,
+    MISSPELLED,
     LakeError,
     attach,
     catalog_name,
     connection,
     current,
+    exists,
     load,
     location,
+    misspelled,
     opened,
     tables,
     why,
@@ -68,21 +71,19 @@ def has_ledger(con) -> bool:
 def _relative(con, root) -> None:
     """Make the `main` schema's path empty (its tables at DATA_DIR/<table>/) and every file
     registered there by absolute path relative to its table, when the catalog `con` has
-    attached is not so yet (new, or made by an earlier version): through a connection of its
-    own to the catalog's database (DuckLake reads the schema's path when it attaches), then
-    attached again. Idempotent; one transaction."""
+    attached is not so yet (new, or made by an earlier version); and repair the paths an
+    earlier version registered as the caller spelled a relative data dir (`misspelled`).
+    Through a connection of its own to the catalog's database (DuckLake reads the schema's
+    path when it attaches), then attached again. Idempotent; one transaction."""
     meta = f"__ducklake_metadata_{ALIAS}"
     got = con.execute(f"SELECT path FROM {meta}.ducklake_schema WHERE schema_name = 'main' AND end_snapshot IS NULL"
                       ).fetchone()
-    if got is None or got[0] == "":
+    if (got is None or got[0] == "") and not misspelled(con, meta):
         return
     con.execute(f"DETACH {ALIAS}")
     base = str(Path(root).resolve()) + "/"
-    kind, where = location(root).split(":", 1)
-    own = connection()
+    own = meta_connection(root)
     try:
-        load(own, root)
-        own.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")
         own.execute("BEGIN")
         own.execute("UPDATE meta.ducklake_schema SET path = '', path_is_relative = true WHERE schema_name = 'main'")
         for table_id, path in own.execute("SELECT table_id, path FROM meta.ducklake_table WHERE schema_id = "
@@ -92,10 +93,83 @@ def _relative(con, root) -> None:
             for t in ("ducklake_data_file", "ducklake_delete_file"):
                 own.execute(f"UPDATE meta.{t} SET path = path[{len(prefix) + 1}:], path_is_relative = true "
                             "WHERE table_id = ? AND NOT path_is_relative AND starts_with(path, ?)", [table_id, prefix])
+        repair(own, "meta")
         own.execute("COMMIT")
     finally:
         own.close()
     attach(con, root, read_only=False)
+
+
+def meta_connection(root):
+    """A connection with the catalog's own database attached as `meta` (its DuckLake tables,
+    not the lake): to rewrite paths DuckLake itself does not change."""
+    kind, where = location(root).split(":", 1)
+    own = connection()
+    try:
+        load(own, root)
+        own.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")
+    except BaseException:
+        own.close()
+        raise
+    return own
+
+
+def _table_part(path: str, table_paths: list[str]) -> tuple[str, str] | None:
+    """(the table's path, the rest) of a misspelled path: where `<table>/month=` begins it
+    or follows a `/` (the last such place), else None."""
+    best = None
+    for tp in table_paths:
+        i = path.rfind(tp + layout.MONTH)
+        while i > 0 and path[i - 1] != "/":
+            i = path.rfind(tp + layout.MONTH, 0, i)
+        if i >= 0 and (best is None or i > best[0]):
+            best = (i, tp)
+    return None if best is None else (best[1], path[best[0] + len(best[1]):])
+
+
+def repair(own, meta: str) -> int:
+    """Rewrite the misspelled paths of `meta` (attached on `own`, in its transaction) relative
+    to their table (data files) or to the data dir (files scheduled for deletion), as every
+    other file is; returns how many. A path in which no table's folder is found stays."""
+    tables_ = own.execute(f"SELECT t.table_id, t.path FROM {meta}.ducklake_table t JOIN {meta}.ducklake_schema s "
+                          "USING (schema_id) WHERE s.path = '' AND t.path_is_relative").fetchall()
+    paths = sorted({p for _i, p in tables_}, key=len, reverse=True)
+    n = 0
+    for fid, tid, path in own.execute(f"SELECT data_file_id, table_id, path FROM {meta}.ducklake_data_file "
+                                      f"WHERE {MISSPELLED}").fetchall():
+        own_path = dict(tables_).get(tid)
+        part = _table_part(path, [own_path] if own_path else [])
+        if part:
+            own.execute(f"UPDATE {meta}.ducklake_data_file SET path = ?, path_is_relative = true "
+                        "WHERE data_file_id = ?", [part[1], fid])
+            n += 1
+    for fid, path in own.execute(f"SELECT data_file_id, path FROM {meta}.ducklake_files_scheduled_for_deletion "
+                                 f"WHERE {MISSPELLED}").fetchall():
+        part = _table_part(path, paths)
+        if part:
+            own.execute(f"UPDATE {meta}.ducklake_files_scheduled_for_deletion SET path = ?, path_is_relative = true "
+                        "WHERE data_file_id = ? AND path = ?", [part[0] + part[1], fid, path])
+            n += 1
+    return n
+
+
+def repair_in_place(root) -> int:
+    """Repair the catalog's misspelled paths (`repair`) in a transaction of its own, when it
+    has any (a data dir without a catalog, or on a read-only mount, is left as it is);
+    returns how many."""
+    if not exists(root) or atomic.read_only(root):
+        return 0
+    with opened(root, read_only=False) as con:
+        if not misspelled(con, f"__ducklake_metadata_{ALIAS}"):
+            return 0
+    own = meta_connection(root)
+    try:
+        own.execute("BEGIN")
+        n = repair(own, "meta")
+        own.execute("COMMIT")
+        return n
+    finally:
+        own.close()
 
 
 def _create_tables(con, root) -> None:
@@ -134,6 +208,14 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
     place, below `<table>/month=M/`) as the month's rows, in one transaction; `replace` drops
     the month's rows the tables had, `retire` those of tables derived from them (no longer
     true of the new rows: unpublished until they are computed again). Returns the snapshot."""
+    root = Path(root).resolve()
+    # Every file by its absolute path under the data dir, whatever folder the caller runs in
+    # and however it spelled the data dir: DuckLake then registers it relative to the data
+    # dir (a path outside it would be registered as given, right only from the caller's folder).
+    folders = {t: str(Path(f).resolve()) for t, f in folders.items()}
+    for t, f in folders.items():
+        if not f.startswith(str(root) + "/"):
+            raise LakeError(f"{f}: not inside the data dir {root}: {t} of {month} is not published")
     with opened(root, read_only=False) as con:
         try:
             _create_tables(con, root)
@@ -179,5 +261,5 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
 def data_files(folder) -> list[str]:
     """The Parquet files of a publish folder the catalog registers, sorted: not Spark's marker
     files (`_SUCCESS`, `.crc`) nor a writer's dot-temp files."""
-    return sorted(str(p) for p in Path(folder).glob("[!._]*.parquet"))
+    return sorted(str(p) for p in Path(folder).resolve().glob("[!._]*.parquet"))
 

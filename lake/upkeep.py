@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from bgp_congruency.common import layout
+from bgp_congruency.common import atomic, layout
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import LockBusy, month_lock
@@ -21,10 +21,8 @@ from bgp_congruency.lake.attach import (
     LakeError,
     NoCatalog,
     catalog_name,
-    connection,
     exists,
     legacy_months,
-    load,
     location,
     no_catalog,
     opened,
@@ -41,39 +39,42 @@ _PATH_TABLES = ("ducklake_data_file", "ducklake_delete_file", "ducklake_files_sc
 
 def relocate(root) -> dict:
     """Make a copied or moved data dir's catalog its own: its data path, and every absolute
-    path under the old data dir, rewritten to this one, in one transaction of the catalog's
-    database. A reader needs none of it (lake/attach.py); a writer does. Run it with no other
-    process using the catalog."""
+    path under the old data dir, rewritten to this one, and the paths an earlier version
+    registered as a relative data dir was spelled (lake/commit.misspelled) made relative to
+    it, in one transaction of the catalog's database. A reader needs none of it but the
+    repair (lake/attach.py); a writer does. Run it with no other process using the catalog."""
     root = Path(root).resolve()
     if not exists(root):
         raise NoCatalog(no_catalog(root))
-    kind, where = location(root).split(":", 1)
+    kind = location(root).split(":", 1)[0]
     new = str(root) + "/"
-    con = connection()
+    atomic.require_writable(root, "lake relocate")
+    con = None
     try:
-        load(con, root)
-        con.execute(f"ATTACH {quote(where)} AS meta (TYPE {kind})")
+        con = commit.meta_connection(root)
         got = con.execute("SELECT value FROM meta.ducklake_metadata WHERE key = 'data_path' AND scope IS NULL").fetchall()
         if not got:
             raise LakeError(f"{catalog_name(root)}: no data_path in the catalog (not a DuckLake catalog?)")
         old = got[0][0]
-        if old == new:
-            return {"from": old, "to": new, "paths": 0}
-        if kind != "sqlite" and Path(old).is_dir():
+        if old != new and kind != "sqlite" and Path(old).is_dir():
             raise LakeError(f"{catalog_name(root)}: still the catalog of {old.rstrip('/')}, which exists: a copy needs a "
                             "catalog of its own (set catalog to another database); relocate only a moved data dir")
         con.execute("BEGIN")
-        con.execute("UPDATE meta.ducklake_metadata SET value = ? WHERE key = 'data_path' AND scope IS NULL", [new])
         n = 0
-        for t in _PATH_TABLES:
-            n += con.execute(f"SELECT count(*) FROM meta.{t} WHERE starts_with(path, ?)", [old]).fetchone()[0]
-            con.execute(f"UPDATE meta.{t} SET path = ? || path[{len(old) + 1}:] WHERE starts_with(path, ?)", [new, old])
+        if old != new:
+            con.execute("UPDATE meta.ducklake_metadata SET value = ? WHERE key = 'data_path' AND scope IS NULL", [new])
+            for t in _PATH_TABLES:
+                n += con.execute(f"SELECT count(*) FROM meta.{t} WHERE starts_with(path, ?)", [old]).fetchone()[0]
+                con.execute(f"UPDATE meta.{t} SET path = ? || path[{len(old) + 1}:] WHERE starts_with(path, ?)",
+                            [new, old])
+        repaired = commit.repair(con, "meta")
         con.execute("COMMIT")
     except duckdb.Error as exc:
         raise LakeError(f"{catalog_name(root)}: relocating failed: {why(exc)}") from None
     finally:
-        con.close()
-    return {"from": old, "to": new, "paths": n}
+        if con is not None:
+            con.close()
+    return {"from": old, "to": new, "paths": n, "repaired": repaired}
 
 
 def registered_folders(root) -> set[str]:
@@ -106,8 +107,18 @@ def registered_folders(root) -> set[str]:
     homes = {t: ((here + sp if sr else sp) + tp if tr else tp) for t, tp, tr, sp, sr in tables_}
     full = [(homes.get(t, here) if t is not None else here) + p if rel else
             here + p[len(data_path):] if p.startswith(data_path) else p for t, p, rel in rows]
-    # A file scheduled for deletion that vacuum already deleted protects no folder.
-    return {os.path.dirname(f) for f in full if os.path.exists(f)} | ledger
+    # However a path is spelled (an earlier version's, relative to the folder it was published
+    # from: lake/commit.misspelled), the publish folder it names is `<table>/month=M/<id>` of
+    # this data dir: that folder is kept. A file scheduled for deletion that vacuum already
+    # deleted protects no folder.
+    out = set()
+    for f in full:
+        d = Path(f).parent
+        mine = base.joinpath(*d.parts[-3:]) if len(d.parts) >= 3 and d.parts[-2].startswith(layout.MONTH) else d
+        if (mine / Path(f).name).exists() or os.path.exists(f):
+            out.add(str(mine))
+            out.add(str(d))
+    return out | ledger
 
 
 def migrate(root) -> dict[str, list[str]]:
@@ -155,6 +166,8 @@ def vacuum(root, keep: int, grace_s: float) -> dict:
     run elsewhere is skipped: its next vacuum does it). Returns counts."""
     if keep < 1:
         raise BadInput(f"keep: {keep}: at least the current snapshot is kept (1 or more)")
+    atomic.require_writable(Path(root), "lake vacuum")
+    commit.repair_in_place(root)  # no misspelled path may point the cleanup at another folder's files
     with opened(root, read_only=False) as con:
         try:
             ids = [r[0] for r in con.execute(f"SELECT snapshot_id FROM {ALIAS}.snapshots() ORDER BY 1").fetchall()]

@@ -342,23 +342,26 @@ def _ro_script(src: Path, dst: Path, out: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.kernel
-def test_every_reader_reads_a_read_only_copy_at_another_path(readonly_ok, sample, tmp_path):
-    """Issue 46: the month's data dir as a read-only bind mount at another path (an NFS mount,
-    a container volume, a snapshot): every reader answers there, writing nothing, exactly what
-    it answers from the data dir itself (paths in the answers spelled with the original's), and
-    `report --out` writes its page outside the mount. Before: every reader refused with "the
-    catalog of <old path>, not of <new path>"."""
+def _every_reader_on_a_read_only_mount(src: Path, tmp_path: Path) -> None:
+    """Every reader (RO_READERS, lake.connect, every kept snapshot) on a read-only bind mount
+    of `src` at another path (an NFS mount, a container volume, a snapshot) answers exactly
+    what it answers on `src`, writing nothing (paths in the answers spelled with the
+    original's), and `report --out` writes its page outside the mount. Before issue 46 every
+    reader refused with "the catalog of <old path>, not of <new path>"."""
     from tests.support.data import DATA
 
-    src, dst, out = sample.data, tmp_path / "mnt" / "copy", tmp_path / "out"
+    dst, out = tmp_path / "mnt" / "copy", tmp_path / "out"
     dst.mkdir(parents=True)
     (out / "ro").mkdir(parents=True)
     (out / "rw").mkdir()
     for name, (_args, stdin) in RO_READERS.items():
         if stdin:
             (out / f"{name}.in").write_text(stdin)
-    (tmp_path / "ro.sh").write_text(_ro_script(src, dst, out))
+    script = _ro_script(src, dst, out) + (
+        f'"{sys.executable}" -c "$(cat {out}/snap.py)" "{dst}" > "{out}/ro-snap.out" 2> "{out}/ro-snap.err"; '
+        f'echo $? > "{out}/ro-snap.rc"\n')
+    (out / "snap.py").write_text(EVERY_SNAPSHOT)
+    (tmp_path / "ro.sh").write_text(script)
     r = subprocess.run(["unshare", "--mount", "sh", str(tmp_path / "ro.sh")], capture_output=True, text=True,
                        timeout=600, env=env())
     assert r.returncode == 0, r.stderr
@@ -377,6 +380,112 @@ def test_every_reader_reads_a_read_only_copy_at_another_path(readonly_ok, sample
         ro, rw = ((out / d / page).read_text() for d in ("ro", "rw"))
         ro, rw = (re.sub(r"Generated \d{4}-\d\d-\d\dT\d\d:\d\dZ", "Generated T", x) for x in (ro, rw))
         assert ro.replace(str(dst), str(src)) == rw, page
-    want = subprocess.run([sys.executable, "-c", CONNECT, str(src)], capture_output=True, text=True, timeout=120)
-    assert (out / "ro-connect.rc").read_text().strip() == "0", (out / "ro-connect.err").read_text()
-    assert (out / "ro-connect.out").read_text() == want.stdout and "2167" in want.stdout
+    for name, script_ in (("connect", CONNECT), ("snap", EVERY_SNAPSHOT)):
+        want = subprocess.run([sys.executable, "-c", script_, str(src)], capture_output=True, text=True, timeout=120,
+                              env=env())
+        assert want.returncode == 0, want.stderr[-2000:]
+        assert (out / f"ro-{name}.rc").read_text().strip() == "0", (out / f"ro-{name}.err").read_text()
+        assert (out / f"ro-{name}.out").read_text() == want.stdout
+
+
+# --- a relative data dir (issue 58) -------------------------------------------------------------
+
+#: Every command that publishes, as a person types it with a relative data dir (`data`) from
+#: the folder above it; SHARED the shared data, SELECTION the month's ingest options.
+WRITERS = (
+    ["evaluate", "--month", MONTH],
+    ["evaluate", "--month", MONTH, "--reveal", "first-hop"],
+    ["evaluate", "--month", MONTH, "--reveal", "neighbours"],
+    ["trace", "--atlas", "SHARED/" + ATLAS, "--to", "78.46.48.134", "--from", "1403", "--store"],
+    ["sensitivity", "--month", MONTH, "--variants", "min_coverage=0.8"],
+    ["relationships", "--month", MONTH, "--infer"],
+    ["run", "--month", MONTH, "SELECTION"],  # every step skipped: its sweep must keep every snapshot's files
+)
+#: Every kept snapshot, every published table, every row read (DuckDB reads each file).
+EVERY_SNAPSHOT = ("from bgp_congruency import lake; from bgp_congruency.lake import attach; import sys\n"
+                  "for n in attach.snapshots(sys.argv[1]):\n"
+                  "    con = lake.connect(sys.argv[1], snapshot=n)\n"
+                  "    ts = [t for (t,) in con.execute(\"SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                  "AND view_name NOT IN ('rib_entries', 'manifest')\").fetchall()]\n"
+                  "    print(n, sum(len(con.execute(f'SELECT * FROM \"{t}\"').fetchall()) for t in ts))\n")
+
+
+def _catalog_paths(data: Path) -> list[tuple[str, int]]:
+    import sqlite3
+
+    with sqlite3.connect(data / "catalog.sqlite") as db:
+        return db.execute("SELECT path, path_is_relative FROM ducklake_data_file UNION ALL "
+                          "SELECT path, path_is_relative FROM ducklake_files_scheduled_for_deletion").fetchall()
+
+
+@pytest.mark.kernel
+def test_writers_with_a_relative_data_dir_then_readers_elsewhere(readonly_ok, sample, tmp_path):
+    """Issue 58: every command that publishes, run as `--data-dir data` from the folder above,
+    registers its files relative to the data dir; then every reader from another folder and
+    through a read-only mount at another path answers, and every kept snapshot reads whole.
+    Before: `evaluate` and `trace --store` registered `data/selector_eval/...` as the caller
+    spelled it, `advise` ended in a traceback elsewhere, and the plain `run` after them deleted
+    the folders kept snapshots still named. (`run --force` publishes through the compare's
+    publish, which resolved the data dir before: tests/test_run.py runs it.)"""
+    from tests.support.data import ARCHIVE, DATA
+
+    work = tmp_path / "work"
+    data = writable(sample.data, work / "data")
+    selection = ["--days", "30", "--times", "14:00", "--collectors", "route-views2,route-views6",
+                 "--archive-root", str(ARCHIVE), "--default-free-share", "0"]
+    for args in WRITERS:
+        cmd = [a.replace("SHARED", str(DATA)) for a in args]
+        cmd = [x for a in cmd for x in (selection if a == "SELECTION" else [a])]
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *cmd, "--data-dir", "data",
+                            "--config", str(sample.config_file)], cwd=work, capture_output=True, text=True,
+                           timeout=BOUND_S, env=env())
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+    paths = _catalog_paths(data)
+    assert [p for p, rel in paths if not rel or p.startswith("/")] == []
+    assert any("selector_eval" in p or p.startswith("month=") for p, _ in paths)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = subprocess.run([sys.executable, "-c", EVERY_SNAPSHOT, str(data)], cwd=elsewhere, capture_output=True,
+                       text=True, timeout=BOUND_S, env=env())
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(r.stdout.splitlines()) >= 8
+    for name in ("advise", "status"):  # spelled relative from there too (the mount below runs every reader)
+        args, stdin = RO_READERS[name]
+        cmd = [c.replace("SHARED", str(DATA)).replace("OUT", str(elsewhere)) for c in args]
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *cmd, "--data-dir", "../work/data"],
+                           cwd=elsewhere, capture_output=True, text=True, timeout=BOUND_S, env=env(), input=stdin)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (name, r.stderr[-2000:])
+    assert "reports failed" not in congruency("status", "--month", MONTH, "--data-dir", str(data)).stdout
+    _every_reader_on_a_read_only_mount(data, tmp_path / "ro")
+
+
+def test_a_catalog_with_misspelled_paths_is_repaired_and_its_files_kept(sample, tmp_path):
+    """Issue 58: a catalog where an earlier version registered a file as a relative data dir
+    was spelled (`data/selector_eval/month=M/ID/part-0.parquet`, not relative): a reader
+    elsewhere says so in one line naming the repair, vacuum keeps the folder however it is
+    spelled, and `lake relocate` (as any publish) repairs the path, after which it reads."""
+    import sqlite3
+
+    data = writable(sample.data, tmp_path / "data")
+    with sqlite3.connect(data / "catalog.sqlite") as db:  # the month's pairs file, as the old publish registered it
+        fid, path = db.execute("SELECT data_file_id, path FROM ducklake_data_file WHERE end_snapshot IS NULL AND "
+                               "table_id = (SELECT table_id FROM ducklake_table WHERE table_name = 'pairs' AND "
+                               "end_snapshot IS NULL) ORDER BY 1 DESC LIMIT 1").fetchone()
+        db.execute("UPDATE ducklake_data_file SET path = ?, path_is_relative = 0 WHERE data_file_id = ?",
+                   ["data/pairs/" + path, fid])
+    pub = (data / "pairs" / path).parent
+    r = congruency("advise", "--from", "1403", "--to", "8.8.8.8", "--data-dir", str(data))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith(f"error: {data / 'catalog.sqlite'}: 1 files registered")
+    assert "congruency lake relocate --data-dir" in r.stderr
+    r = congruency("lake", "vacuum", "--keep", "1", "--grace", "0", "--data-dir", str(data))
+    assert r.returncode == 0, r.stderr
+    assert pub.is_dir() and any(pub.iterdir())  # the folder the misspelled path names stays
+    assert [p for p, ok in _catalog_paths(data) if not ok or p.startswith("data/")] == []  # a writer repairs
+    with sqlite3.connect(data / "catalog.sqlite") as db:  # misspelled again: `lake relocate` repairs it too
+        db.execute("UPDATE ducklake_data_file SET path = ?, path_is_relative = 0 WHERE data_file_id = ?",
+                   ["data/pairs/" + path, fid])
+    r = congruency("lake", "relocate", "--data-dir", str(data))
+    assert r.returncode == 0 and "1 paths registered by another folder repaired" in r.stderr, r.stderr
+    assert [p for p, ok in _catalog_paths(data) if not ok or p.startswith("data/")] == []
+    assert rows(data, "pairs", MONTH) == rows(sample.data, "pairs", MONTH)
