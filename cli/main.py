@@ -176,7 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         hold = args.command in PURE_READERS and not getattr(args, "store", False)  # trace --store publishes
         with pinned(cfg.data_dir, hold=hold) if args.command in READERS and local \
                 else nullcontext():
-            rc = args.func(args, cfg)
+            try:
+                rc = args.func(args, cfg)
+            except Exception as exc:  # a published file that cannot be read: one line, not a traceback
+                line = _unreadable(cfg.data_dir, exc) if local else None
+                if line is None:
+                    raise
+                console.error(line)
+                return 1
         sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
         return rc
     except KeyboardInterrupt:
@@ -201,6 +208,17 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         console.error(f"{where}{exc.strerror or exc}")
         return 1
+
+
+def _unreadable(root, exc: Exception) -> str | None:
+    """lake/attach.unreadable's line for a DuckDB IO error or an OSError on a published file
+    (None for any other error)."""
+    duck_io = type(exc).__name__ == "IOException" and type(exc).__module__.startswith(("duckdb", "_duckdb"))
+    if not duck_io and not isinstance(exc, OSError):
+        return None
+    from bgp_congruency.lake.attach import unreadable
+
+    return unreadable(root, exc)
 
 
 if __name__ == "__main__":

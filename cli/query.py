@@ -88,8 +88,12 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         reader = query.run_sql(con, args.sql) if args.sql else query.run_named(con, args.name, given)
         write(reader, args.format, Path(args.out) if args.out else None)
     except (duckdb.Error, pa.ArrowException) as exc:  # while the result streams
-        console.error(("--sql: " if args.sql else "") + query._first(exc))
-        return 1
+        from bgp_congruency.lake.attach import unreadable
+
+        line = unreadable(warehouse.data_root(cfg), exc, args.as_of) if isinstance(exc, duckdb.IOException) else None
+        console.error(line or ("--sql: " if args.sql else "") + query._first(exc))
+        # a statement the locked connection refuses (COPY TO a file, another extension) is a bad argument
+        return 2 if isinstance(exc, duckdb.PermissionException) else 1
     finally:
         con.close()
     return 0

@@ -17,6 +17,7 @@ from bgp_congruency.common import duck
 from bgp_congruency.common.duck import glob_literal
 from bgp_congruency.lake import attach, views
 from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog
+from bgp_congruency.lake.reader import Reader
 
 
 def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, locked: bool = False,
@@ -26,10 +27,11 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
     dir has no table at all.
 
     Read-only means the data dir: the catalog is attached READ_ONLY, so no statement changes
-    a published table or its files. The connection is otherwise yours (`COPY (...) TO 'mine.csv'`
-    writes where you say). `locked=True` also fences it in, as `congruency query --sql` is:
-    files only inside the data dir, no other extensions, settings fixed (after the memory and
-    thread caps given here)."""
+    a published table or its files, and the connection (lake/reader.Reader) refuses SQL that
+    would write under the data dir (a COPY or EXPORT into it, a CREATE on `lake`). It is
+    otherwise yours (`COPY (...) TO 'mine.csv'` writes where you say; `.df()` gives pandas).
+    `locked=True` also fences it in, as `congruency query --sql` is: files only inside the data
+    dir, no other extensions, settings fixed (after the memory and thread caps given here)."""
     root = Path(str(data_dir).removeprefix("file://")).resolve()
     if locked:
         # DuckDB matches allowed_directories as literal prefixes: the escaped spelling of
@@ -56,7 +58,7 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
     except BaseException:
         con.close()
         raise
-    return con
+    return Reader(con, root) if read_only else con
 
 
 __all__ = ["connect", "ALIAS", "LakeError", "NoCatalog"]

@@ -407,6 +407,33 @@ def opened(root, *, read_only: bool = True, snapshot: int | None = None):
         con.close()
 
 
+def unreadable(root, exc: Exception, snapshot: int | None = None) -> str | None:
+    """The one line for an error reading a file of `root`'s published tables (DuckDB's IO
+    error, or an OSError from pyarrow): the table, the file and the snapshot read (`snapshot`,
+    else the one pinned, else the current one), and why; None when the error names no file of
+    a published table's month."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    m = re.search(r"""["']([^"']+\.parquet)["']""", text) or re.fullmatch(r"(\S+\.parquet)", text.strip())
+    f = getattr(exc, "filename", None) or (m.group(1) if m else None)
+    parts = Path(str(f)).parts if f else ()
+    table = next((parts[i - 1] for i in range(1, len(parts)) if parts[i].startswith(layout.MONTH)), None)
+    if table is None:
+        return None
+    snap = snapshot if snapshot is not None else pin_of(root)
+    if snap is None:
+        try:
+            snap = snapshots(root)[-1]
+        except (CongruencyError, IndexError):
+            snap = None
+    missing = isinstance(exc, FileNotFoundError) or any(
+        w in text for w in ("No files found", "No such file", "Failed to open local file"))
+    reason = "the file is missing" if missing else masked(
+        (getattr(exc, "strerror", None) or text.removeprefix("IO Error: ")).replace(f'"{f}"', "it").replace(str(f), "it"))
+    return (f"{table}: cannot read {f} (snapshot {snap if snap is not None else '?'} of {catalog_name(root)}): "
+            f"{reason}; a kept snapshot's file is never deleted by the project: restore it, or re-publish the "
+            "month (congruency run --force compare)")
+
+
 def current(con) -> int:
     """The snapshot `con` reads."""
     return con.execute(f"SELECT id FROM {ALIAS}.current_snapshot()").fetchone()[0]

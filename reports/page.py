@@ -14,6 +14,7 @@ from plotly.offline import get_plotlyjs
 
 from bgp_congruency.common import atomic, hooks
 from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.lake.attach import unreadable
 from bgp_congruency.reports import warehouse
 
 #: The kinds of the transitions table and their labels (month and trend reports).
@@ -171,7 +172,8 @@ def render(cfg, page, out) -> Path:
     try:
         text = page(con)
     except duckdb.Error as exc:
-        raise ReportError(f"{warehouse.data_root(cfg)}: reading the tables failed: "
+        lost = unreadable(warehouse.data_root(cfg), exc) if isinstance(exc, duckdb.IOException) else None
+        raise ReportError(lost or f"{warehouse.data_root(cfg)}: reading the tables failed: "
                           f"{' '.join(str(exc).splitlines()[0].split())}") from None
     finally:
         con.close()

@@ -138,18 +138,18 @@ def run_sql(con, sql: str):
     try:
         stmts = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise QueryError(f"--sql: {_first(exc)}") from None
+        raise BadValue(f"--sql: {_first(exc)}") from None
     if not stmts:
-        raise QueryError("--sql: no statement given")
+        raise BadValue("--sql: no statement given")
     for s in stmts:
         _check_read_only(con, s)
     if len(stmts) > 1:  # one result is the output: `SELECT 1; SELECT 2` showed only the last
-        raise QueryError(f"--sql: {len(stmts)} statements given; one --sql runs one statement "
-                         "(run each with its own --sql)")
+        raise BadValue(f"--sql: {len(stmts)} statements given; one --sql runs one statement "
+                       "(run each with its own --sql)")
     try:
         return _run(con, stmts[0].query, None)
-    except QueryError as exc:
-        raise QueryError(f"--sql: {exc}") from None
+    except QueryError as exc:  # the analyst's statement cannot run: a bad argument, as every refusal
+        raise BadValue(f"--sql: {exc}") from None
 
 
 _EXPLAIN = re.compile(r"\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?:\([^()]*\)\s*)?(?P<rest>.+)", re.I | re.S)
@@ -167,12 +167,12 @@ def _check_read_only(con, s) -> None:
         kinds = [str(i.type).rsplit(".", 1)[-1] for i in inner]
         if kinds != ["SELECT"]:
             what = f"{kinds[0]} statement" if len(kinds) == 1 else "statement"
-            raise QueryError(f"--sql: refused EXPLAIN of {_article(what)} {what}: the tables are read-only "
+            raise BadValue(f"--sql: refused EXPLAIN of {_article(what)} {what}: the tables are read-only "
                              "(SELECT only)")
     elif kind not in READ_ONLY_KINDS:
         first = (s.query.split() or [kind])[0].upper()
         word = first if first.isalpha() and first != kind else kind  # INSTALL parses as a LOAD statement
-        raise QueryError(f"--sql: refused {_article(word)} {word} statement: the tables are read-only (SELECT only)")
+        raise BadValue(f"--sql: refused {_article(word)} {word} statement: the tables are read-only (SELECT only)")
 
 
 def _article(word: str) -> str:
@@ -191,6 +191,10 @@ def _run(con, sql: str, params):
         rel = con.sql(sql, params=params) if params else con.sql(sql)
         stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_arrow_reader  # DuckDB 2.x, 1.x
         return stream(BATCH_ROWS)
+    except duckdb.IOException:
+        raise  # a published file that cannot be read: the command names table, file and snapshot
+    except duckdb.PermissionException as exc:  # what the locked connection refuses: a bad argument
+        raise BadValue(_first(exc)) from None
     except duckdb.Error as exc:
         raise QueryError(_first(exc)) from None
 

@@ -345,17 +345,17 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     cat, report = data / "catalog.sqlite", data / "reports" / "month=2026-02" / "report.html"
     keep = {p: p.read_bytes() for p in (cat, report)}
 
-    cases = [
-        (("query", "--sql", "CREATE TABLE t AS SELECT 1", *D), 1, ("CREATE", "read-only")),
-        (("query", "--sql", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", *D), 1, ("COPY",)),
-        (("query", "--sql", f"ATTACH '{tmp_path}/y.duckdb' AS y", *D), 1, ("ATTACH",)),
-        (("query", "--sql", "SELECT 1; DROP VIEW pairs", *D), 1, ("DROP",)),
-        (("query", "--sql", f"EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 1, ("EXPLAIN", "COPY")),
-        (("query", "--sql", f"explain (analyze) COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 1, ("EXPLAIN",)),
-        (("query", "--sql", "INSTALL httpfs", *D), 1, ("refused an INSTALL statement",)),
+    cases = [  # every refusal and bad statement exits 2 (issue 58: a refused COPY exited 1)
+        (("query", "--sql", "CREATE TABLE t AS SELECT 1", *D), 2, ("CREATE", "read-only")),
+        (("query", "--sql", f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", *D), 2, ("COPY",)),
+        (("query", "--sql", f"ATTACH '{tmp_path}/y.duckdb' AS y", *D), 2, ("ATTACH",)),
+        (("query", "--sql", "SELECT 1; DROP VIEW pairs", *D), 2, ("DROP",)),
+        (("query", "--sql", f"EXPLAIN ANALYZE COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 2, ("EXPLAIN", "COPY")),
+        (("query", "--sql", f"explain (analyze) COPY (SELECT 42 AS x) TO '{tmp_path}/x.csv'", *D), 2, ("EXPLAIN",)),
+        (("query", "--sql", "INSTALL httpfs", *D), 2, ("refused an INSTALL statement",)),
         # The connection itself is locked down: files outside the tables' folders are not readable.
-        (("query", "--sql", "SELECT * FROM read_csv('/etc/passwd')", *D), 1, ("/etc/passwd",)),
-        (("query", "--sql", "SELEC 1", *D), 1, ("syntax",)),
+        (("query", "--sql", "SELECT * FROM read_csv('/etc/passwd')", *D), 2, ("/etc/passwd",)),
+        (("query", "--sql", "SELEC 1", *D), 2, ("syntax",)),
         (("query", "no_such_query", *D), 2, ("no_such_query", "--list")),
         (("query", "vp_congruency", "--month", "2026-02", "--vp", "1", *D), 2, ("vp",)),
         (("query", "vp_congruency", "--param", "nope=1", "--month", "2026-02", *D), 2, ("nope",)),
@@ -580,8 +580,9 @@ def test_query_table_shows_a_bounded_number_of_rows(sample):
 ])
 @pytest.mark.slow
 def test_query_sql_errors_say_sql_alike(sample, sql, message):
+    """A statement that cannot run is a bad argument, as every refusal (exit 2, issue 58)."""
     r = congruency("query", "--sql", sql, "--data-dir", str(sample.data))
-    assert (r.returncode, r.stdout) == (1, "")
+    assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr.startswith(f"error: {message}"), r.stderr
     assert len(r.stderr.splitlines()) == 1
 
@@ -675,3 +676,63 @@ def test_a_vp_the_month_does_not_have_is_said_not_an_empty_answer(sample, capsys
     want = sum(1 for r in read_published(sample.data, "pairs", "2026-07").to_pylist()
                if r["vp_asn"] == 1403 and not r["congruent"] and not r["shared_asns"])
     assert want > 0 and capsys.readouterr().out.splitlines()[-1] == f"({want} rows)"
+
+
+def _python_blocks(md: Path) -> list[str]:
+    import re
+    import textwrap
+
+    return [textwrap.dedent(b) for b in re.findall(r"```python\n(.*?)```", md.read_text(), re.S)]
+
+
+def _files(root: Path) -> dict:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else None
+            for p in root.rglob("*")}
+
+
+@pytest.mark.slow
+def test_the_python_lines_of_readme_and_querying_run_as_written(sample, tmp_path):
+    """Issue 58: README.md's and docs/querying.md's Python, as written, from a folder whose
+    data/demo is the demo's month, in a plain install (`.df()` raised "'pandas' is required")."""
+    root = Path(__file__).resolve().parents[1]
+    writable(sample.data, tmp_path / "data" / "demo")
+    blocks = _python_blocks(root / "README.md") + _python_blocks(root / "docs" / "querying.md")
+    assert len(blocks) >= 2
+    for block in blocks:
+        r = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip(), (block, r.stderr[-2000:])
+    assert "noncongruent_fraction" in subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp_path,
+                                                     capture_output=True, text=True, timeout=120).stdout
+
+
+@pytest.mark.slow
+def test_lake_connect_writes_nothing_under_the_data_dir(sample, tmp_path):
+    """Issue 58: a refused `CREATE TABLE lake.yy` left an empty yy/ in the data dir and `COPY ... TO`
+    wrote anywhere: now every statement that would write under the data dir is refused in one
+    line, and the analyst's own files and temporary tables still work."""
+    data = writable(sample.data, tmp_path / "data")
+    before = _files(data)
+    con = lake.connect(data)
+    refused = [
+        "CREATE TABLE lake.yy AS SELECT 1 AS a",
+        f"COPY (SELECT 1 AS a) TO '{data}/x.csv'",
+        f"COPY (SELECT 1 AS a) TO '{data}/pairs/x.parquet' (FORMAT parquet)",
+        f"EXPORT DATABASE '{data}/dump'",
+        "INSERT INTO lake.pairs SELECT * FROM lake.pairs LIMIT 1",
+        "DROP TABLE lake.vps",
+    ]
+    for sql in refused:
+        with pytest.raises(duckdb.PermissionException) as e:
+            con.execute(sql)
+        msg = str(e.value)
+        assert len(msg.splitlines()) == 1 and (str(data) in msg or "on lake" in msg), sql
+    con.execute("USE lake")
+    with pytest.raises(duckdb.PermissionException):
+        con.execute("CREATE TABLE yy AS SELECT 1 AS a")
+    con.execute("USE memory")
+    con.execute("CREATE TEMP TABLE mine AS SELECT * FROM vps")
+    con.execute(f"COPY (SELECT * FROM mine) TO '{tmp_path}/mine.csv'")
+    assert con.sql("SELECT count(*) FROM mine").fetchone()[0] == len(con.sql("SELECT * FROM vps").df()) > 0
+    assert (tmp_path / "mine.csv").stat().st_size > 0
+    con.close()
+    assert _files(data) == before

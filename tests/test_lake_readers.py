@@ -489,3 +489,37 @@ def test_a_catalog_with_misspelled_paths_is_repaired_and_its_files_kept(sample, 
     assert r.returncode == 0 and "1 paths registered by another folder repaired" in r.stderr, r.stderr
     assert [p for p, ok in _catalog_paths(data) if not ok or p.startswith("data/")] == []
     assert rows(data, "pairs", MONTH) == rows(sample.data, "pairs", MONTH)
+
+
+#: A reader and a table it reads (a file of it gone, the reader must say which, issue 58).
+UNREADABLE = (
+    ("paths", ["advise", "--from", "1403", "--to", "8.8.8.8"]),
+    ("paths", ["query", "--sql", "SELECT * FROM paths"]),
+    ("paths", ["evaluate", "--month", MONTH]),
+    ("hints", ["export", "--format", "jsonl", "--month", MONTH]),
+    ("pairs", ["report", "--month", MONTH, "--out", "OUT/month.html"]),
+    ("vps", ["query", "vp_congruency", "--month", MONTH]),
+)
+
+
+def test_a_published_file_that_cannot_be_read_is_one_line(sample, tmp_path):
+    """Issue 58: a reader that meets a published file it cannot read (deleted or moved by hand)
+    says so in one line naming the table, the file and the snapshot, and exits 1; before,
+    `advise` and `evaluate` ended in a traceback and `query --sql` named neither table nor snapshot."""
+    import sqlite3
+
+    data = writable(sample.data, tmp_path / "data")
+    with sqlite3.connect(data / "catalog.sqlite") as db:
+        (snap,) = db.execute("SELECT max(snapshot_id) FROM ducklake_snapshot").fetchone()
+    for table, args in UNREADABLE:
+        [f] = [p for p in (data / table).glob(f"month={MONTH}/*/*.parquet")
+               if str(p.relative_to(data / table)) in {r[0] for r in _catalog_paths(data)}]
+        f.rename(tmp_path / "away")
+        try:
+            r = congruency(*[a.replace("OUT", str(tmp_path)) for a in args], "--data-dir", str(data))
+        finally:
+            (tmp_path / "away").rename(f)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, (args, r.stderr[-3000:])
+        line = r.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"error: {table}: cannot read {f} (snapshot {snap} of "), (args, line)
+        assert "the file is missing" in line, line
