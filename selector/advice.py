@@ -126,6 +126,9 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict, evidence: Evi
         best, kind = evidence_answer(m, src.asn, d4, d6, evidence)
         if "how" in best:
             notes.append(best.pop("how"))
+        if evidence.left_out:
+            notes.append("traces left out: " + "; ".join(
+                evidence.left_out[:3]) + ("; ..." if len(evidence.left_out) > 3 else ""))
         notes.extend(_calibrated_note(m, kind, best["hint_class"]))
         best["rule"] = kind
     else:

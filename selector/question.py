@@ -63,11 +63,13 @@ class Neighbour:
 class Evidence:
     """What the operator knows of its source beyond the month: per family the neighbours it
     hands traffic to (`via`), and per (family, destination AS) the neighbour a trace showed
-    toward it (`first_hop`); `how` says where it came from, for the answer's notes."""
+    toward it (`first_hop`); `how` says where it came from, and `left_out` what of it was not
+    used and why (traces of other hosts in an Atlas measurement), for the answer's notes."""
 
     via: dict[int, tuple[Neighbour, ...]] = field(default_factory=dict)
     first_hop: dict[tuple[int, int], int] = field(default_factory=dict)
     how: str = "declared"
+    left_out: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.first_hop) or any(self.via.values())
@@ -83,7 +85,7 @@ class Evidence:
             if mine:
                 via[afi] = tuple(mine)
         how = other.how if not self else self.how if not other or other.how == self.how else f"{self.how} and {other.how}"
-        return Evidence(via, {**other.first_hop, **self.first_hop}, how)
+        return Evidence(via, {**other.first_hop, **self.first_hop}, how, self.left_out + other.left_out)
 
 
 def parse_via(text, afi: int, what: str | None = None) -> tuple[Neighbour, ...]:

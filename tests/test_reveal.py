@@ -328,6 +328,35 @@ def test_first_hops_from_real_atlas_results_behind_private_hops(atlas_month, tmp
 
 
 @needs_data
+@pytest.mark.slow
+def test_a_whole_atlas_download_uses_the_source_s_traces_and_says_what_it_left_out(atlas_month, tmp_path):
+    """Issue 58: the real Atlas file, whole (19 results of many probes and targets): advise
+    --from 7922 reads the Comcast probes' traces (results 6 and 11, as above) and says what it
+    left out (the 17 others: this month maps no hop of result 15, IPv6, to AS7922), where before
+    it refused the file because of other probes' traces; a source none of whose traces leaves
+    it is refused in one line naming its own traces, not another probe's."""
+    from bgp_congruency.common.config import load
+    from bgp_congruency.dataplane import first_hops
+    from bgp_congruency.dataplane.traces import read_atlas
+
+    cfg = load().with_overrides(data_dir=atlas_month)
+    ev = first_hops.evidence(cfg, MONTH, read_atlas(ATLAS), 7922, "traces")
+    assert ev.first_hop == {(4, 4755): 6453, (4, 18101): 3356}
+    assert ev.left_out == ("17 trace(s) of hosts that are not in AS7922 (the first: result 1: from 107.3.81.49, "
+                           "no hop of it in the month's prefixes, not in --from AS7922)",)
+    r = congruency("advise", "--data-dir", str(atlas_month), "--from", "7922", "--to", "121.244.76.25",
+                   "--atlas", str(ATLAS), "--json")
+    assert r.returncode == 0, r.stderr
+    [h] = json.loads(r.stdout)["hints"]
+    assert (h["v4_path"], h["via_v4"]) == ([7922, 6453, 4755], 6453)
+    assert any(n.startswith("traces left out: 17 trace(s)") for n in h["notes"]), h["notes"]
+    r = congruency("advise", "--data-dir", str(atlas_month), "--from", "6939", "--to", "121.244.76.25",
+                   "--atlas", str(ATLAS))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"error: {ATLAS}: no trace of AS6939 gives a first hop: "), r.stderr
+
+
+@needs_data
 @pytest.mark.parametrize("numbers, source, message", [
     ((1,), 7922, "no hop maps to an AS of the month's RIB prefixes (only private hops)"),
     ((2,), 7922, "is in AS6939, not in --from AS7922"),
