@@ -136,7 +136,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
             elif st.get("status") == "warning":
                 console.err.print(f"warning: {st['error']}", soft_wrap=True, markup=False)
         rc = rc or (0 if s["ok"] else 1)
-        print_summary(s, args.json)
+        print_summary(s, args.json, errors=False)  # each failed step's error is the line above
     return rc
 
 
@@ -160,7 +160,8 @@ def status_main(args: argparse.Namespace, cfg: Config) -> int:
     return rc
 
 
-def print_summary(s: dict, as_json: bool) -> None:
+def print_summary(s: dict, as_json: bool, errors: bool = True) -> None:
+    """A month's summary: JSON, or lines for a person (`errors`: a failed step's error on its line)."""
     if as_json:
         json.dump(s, sys.stdout, default=str)
         print()
@@ -171,8 +172,10 @@ def print_summary(s: dict, as_json: bool) -> None:
                             f"{'n/a' if s['pairs'] is None else format(s['pairs'], ',')} pairs, non-congruent "
                             f"{'n/a' if frac is None else format(frac, '.1%')}"))
     for name, st in s["steps"].items():
-        extra = f" ({st['error']})" if st.get("error") and st.get("status") != "failed" else ""
-        out.print(f"  {name:10} {st.get('status', '?')}{extra}")
+        failed = st.get("status") == "failed"
+        extra = f": {st['error']}" if failed and errors and st.get("error") else \
+            f" ({st['error']})" if st.get("error") and not failed else ""
+        out.print(f"  {name:10} {st.get('status', '?')}{extra}", soft_wrap=True, markup=False)
         for c, r in sorted((st.get("collectors") or {}).items()):
             out.print(f"    {c:18} {r.get('status')}" + (f": {r['error']}" if r.get("error") else ""))
     if s.get("coverage"):

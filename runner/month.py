@@ -108,14 +108,16 @@ def run_month(cfg: Config, month: str, *, force: str | None = None, only: str | 
         cleanup(cfg, month)
         st = S.read_state(cfg, month)  # read once; each step hands on the state it recorded
         for step in todo:
-            if progress is not None:
-                progress.update(overall, description=f"run {month}: {step}")
             if any(r.status in ("failed", "not run") for r in results):
                 results.append(StepResult(step, "not run"))
-            else:
-                res, st = _run_step(cfg, month, REGISTRY[step], step in forced, progress, ctx, st)
-                results.append(res)
+                continue
             if progress is not None:
+                progress.update(overall, description=f"run {month}: {step}")
+            res, st = _run_step(cfg, month, REGISTRY[step], step in forced, progress, ctx, st)
+            results.append(res)
+            if progress is not None and res.status == "failed":  # said as failed, never "done (n/n)"
+                progress.update(overall, description=f"run {month}: failed at {step}")
+            elif progress is not None:
                 progress.advance(overall)
     return summary(cfg, month, results, st)
 

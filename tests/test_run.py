@@ -388,6 +388,30 @@ def test_a_step_that_cannot_import_fails(sample, tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.slow
+def test_a_failed_run_says_failed_and_status_says_why(sample, tmp_path):
+    """Issue 58: `run --force reports` whose reports step fails printed `run M: done (5/5, ...)`
+    before its error, and the human `status` said `reports failed` without the reason. The log
+    (off a terminal) now says where it failed and never `done`, and `status` prints the error."""
+    _config(tmp_path)
+    data = writable(sample.data, tmp_path / "data")
+    page = data / "reports" / f"month={MONTH}" / "report.html"
+    page.unlink()
+    page.mkdir()  # a folder where the page goes: the reports step fails
+    r = subprocess.run(_cmd(data, str(ARCHIVE), "--force", "reports"), capture_output=True, text=True,
+                       timeout=BOUND_S, env=_env())
+    assert r.returncode == 1, r.stderr
+    log = r.stderr.splitlines()
+    assert not [x for x in log if f"run {MONTH}: done" in x], r.stderr
+    assert any(x.endswith(f"run {MONTH}: failed at reports") for x in log), r.stderr
+    [err] = [x for x in log if x.startswith("error: ")]
+    assert "report.html" in err and "reports" in err
+    st = congruency("status", "--month", MONTH, "--data-dir", str(data))
+    assert st.returncode == 1
+    [line] = [x for x in st.stderr.splitlines() if x.strip().startswith("reports")]
+    assert line.split() [:2] == ["reports", "failed:"] and err.removeprefix("error: ") in line, st.stderr
+
+
+@pytest.mark.slow
 def test_status_and_bad_data_dirs_are_one_line(sample, tmp_path, capsys):
     """A data dir that is a file: exit 2; a month never run: exit 1; an OSError: one line,
     exit 1; a closed stdout (`| head`): quiet exit 141, no traceback."""
