@@ -56,7 +56,7 @@ def _observed(cfg: Config) -> dict:
 
 
 def list_main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.common.months import parse_month
+    from bgp_congruency.common.months import listed, parse_month
     from bgp_congruency.ingest import catalogue
 
     try:
@@ -79,7 +79,7 @@ def list_main(args: argparse.Namespace, cfg: Config) -> int:
         afis, afis_source = list(c.afis), c.afis_source
         if not afis and n in seen:
             afis, months = list(seen[n][0]), seen[n][1]
-            afis_source = f"observed in {cfg.data_dir} ({months[0]}..{months[-1]})"
+            afis_source = f"observed in {cfg.data_dir} ({listed(months)})"
         rows.append({"name": n, "project": c.project.name, "state": state, "afis": afis,
                      "afis_source": afis_source or "unknown", "active_from": c.active_from,
                      "active_until": c.active_until, "evidence_from": c.evidence_from,

@@ -59,3 +59,16 @@ def check_days(months: list[str], days, flag: str = "--days") -> None:
         if bad:
             raise BadInput(f"{flag}: {m} has {last} days, not {bad[0]} (choose days every month of "
                              f"the range has, e.g. 1-28)")
+
+
+def listed(months: list[str]) -> str:
+    """Months for a message: `none`, `2026-07`, `2026-01, 2026-03`, or a contiguous run as
+    `2026-01..2026-06`; a long uneven list by its ends and count."""
+    months = sorted(months)
+    if not months:
+        return "none"
+    if len(months) == 1:
+        return months[0]
+    if months == parse_month_range(f"{months[0]}..{months[-1]}"):
+        return f"{months[0]}..{months[-1]}"
+    return ", ".join(months) if len(months) <= 4 else f"{len(months)} months from {months[0]} to {months[-1]}"

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from bgp_congruency.common import layout
 from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.months import listed
 from bgp_congruency.ingest import catalogue, download
 from bgp_congruency.ingest.catalogue import Collector
 
@@ -175,7 +176,7 @@ def merge(base: dict[str, Collector], projects: dict, entries: list[Entry], obse
     for name, (afis, months) in sorted((observed or {}).items()):
         c = out.get(name)
         if c is not None and not c.afis:
-            out[name] = replace(c, afis=afis, afis_source=f"observed in ingested RIBs ({months[0]}..{months[-1]})")
+            out[name] = replace(c, afis=afis, afis_source=f"observed in ingested RIBs ({listed(months)})")
             res.learned.append(name)
     return res
 

@@ -134,7 +134,8 @@ def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, bat
 
 
 def _not_a_rib(source: str, stats: framing.FrameStats) -> str:
-    return f"{source}: no RIB entries (not a RIB dump? records: {dict(stats.skipped)})"
+    what = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(stats.skipped.items())) or "none"
+    return f"{source}: no RIB entries (not a RIB dump? its records: {what})"
 
 
 def _framed(local: Path, slot: Slot, backend, batch_rows: int, source: str):

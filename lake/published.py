@@ -21,6 +21,7 @@ from bgp_congruency.common import atomic, layout
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import month_lock
+from bgp_congruency.common.months import listed
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.lake import commit
 from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog, legacy_months, opened
@@ -78,8 +79,7 @@ def require(root: str | Path, month: str) -> None:
         if month in legacy_months(root):
             raise NoResults(f"month {month}: published in {root} before the catalog; run congruency lake "
                             f"migrate --data-dir {layout.shell_quote(root)} (registers it in place, no copy)")
-        span = f"{have[0]}..{have[-1]}" if have else "none"
-        raise NoResults(f"month {month}: no published results in {root} (published months: {span}; "
+        raise NoResults(f"month {month}: no published results in {root} (published months: {listed(have)}; "
                         "run congruency run for the month first)")
 
 

@@ -120,6 +120,9 @@ def _caida(p: Path, text: str, afi: int) -> RelFile:
             raise RelFileError(f"{p}: line {n}: relationship {parts[2]!r}: expected -1 (p2c) or 0 (p2p)"
                                + (" or 1 (s2s)" if columns == 4 else ""))
         _put(links, a, b, rel)
+    if not links:  # comments only: as empty as an empty file, said the same way
+        raise RelFileError(f"{p}: no relationship lines, only comments (expected CAIDA serial-1/serial-2 "
+                           "lines as1|as2|rel)")
     out.links = links
     return out
 
@@ -144,6 +147,8 @@ def _bgpkit(p: Path, text: str, afi: int) -> RelFile:
         cur = best.get(key)
         if cur is None or (n, cand[1] == "p2p") > (cur[0], cur[1] == "p2p"):
             best[key] = cand
+    if not best:
+        raise RelFileError(f"{p}: an empty JSON array (expected BGPKIT as2rel entries)")
     out = RelFile(str(p), "bgpkit-as2rel", afi)
     for _n, rel, a, b in best.values():
         _put(out.links, a, b, rel)

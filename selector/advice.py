@@ -500,9 +500,15 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
                     raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")
             nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
             origins = lookup_origins(con, cfg, month, nets)
+            unused = None
             if evidence and any(vp[1] == src.asn for vp in m.vps):
-                evidence = None  # a VP's own paths are what it uses: they answer, not the evidence
+                # a VP's own paths are what it uses: they answer, not the evidence (said in the notes)
+                unused = (f"AS{src.asn} is a vantage point of {month}: its own paths answer; its {evidence.how} "
+                          "evidence (--via4/--via6, traces, [source]) is not used")
+                evidence = None
             hints = [_hint(m, src, d, origins, evidence) for d in dests]
+            for h in hints if unused else ():
+                h["notes"].append(unused)
         finally:
             con.close()
     # How often each rule was right in the month's evaluation (congruency evaluate). A VP's own

@@ -205,11 +205,14 @@ def load_endpoints(path: str | Path) -> list[Destination]:
                 raise HintError(f"{p}: endpoint {name}: {key} is not an IP address: {v!r}") from None
             if a.version != version:
                 raise HintError(f"{p}: endpoint {name}: {key} is an IPv{a.version} address: {v!r}")
+            if getattr(a, "ipv4_mapped", None) is not None:  # the file's key and value, as written
+                raise HintError(f"{p}: endpoint {name}: ipv6 {v!r} is an IPv4-mapped address (of {a.ipv4_mapped}): "
+                                "its IPv6 paths say nothing of the host; give the host's own IPv6 address")
             addrs.append(str(a))
         try:
             dest = parse_destination(addrs, endpoint=name)
         except HintError as exc:
-            raise HintError(f"{p}: endpoint {name}: {exc}") from None
+            raise HintError(f"{p}: endpoint {name}: {str(exc).removeprefix('--to: ')}") from None
         if "tunnel" in ep:
             try:
                 dest.tunnel = str(ipaddress.ip_address(ep["tunnel"]))

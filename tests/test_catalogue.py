@@ -168,7 +168,7 @@ def test_observed_families_fill_in_unknown_ones(tmp_path):
                     "route-views2": ((4,), ["2026-07"])}
     res = cs.merge(catalogue.load(), catalogue.projects(), [], seen)
     assert res.learned == ["route-views.isc", "route-views.wide"]  # route-views2's are sourced already
-    assert res.collectors["route-views.wide"].afis_source == "observed in ingested RIBs (2026-07..2026-07)"
+    assert res.collectors["route-views.wide"].afis_source == "observed in ingested RIBs (2026-07)"
 
 
 def test_policy_by_hand():

@@ -339,7 +339,14 @@ def _ro_script(src: Path, dst: Path, out: Path) -> str:
                      f'echo $? > "{out}/ro-{name}.rc"')
     lines.append(f'"{sys.executable}" -c "{CONNECT}" "{dst}" > "{out}/ro-connect.out" 2> "{out}/ro-connect.err"; '
                  f'echo $? > "{out}/ro-connect.rc"')
+    for action in UPKEEP:  # writers: each says read-only (issue 58: "copied or moved?", "readonly database")
+        lines.append(f"'{sys.executable}' -m bgp_congruency.cli.main lake {action} --data-dir '{dst}' "
+                     f'> /dev/null 2> "{out}/ro-{action}.err"; echo $? > "{out}/ro-{action}.rc"')
     return "\n".join(lines) + "\n"
+
+
+#: The catalog's upkeep, which writes: refused on a read-only mount as such.
+UPKEEP = ("vacuum", "relocate")
 
 
 def _every_reader_on_a_read_only_mount(src: Path, tmp_path: Path) -> None:
@@ -380,6 +387,11 @@ def _every_reader_on_a_read_only_mount(src: Path, tmp_path: Path) -> None:
         ro, rw = ((out / d / page).read_text() for d in ("ro", "rw"))
         ro, rw = (re.sub(r"Generated \d{4}-\d\d-\d\dT\d\d:\d\dZ", "Generated T", x) for x in (ro, rw))
         assert ro.replace(str(dst), str(src)) == rw, page
+    for action in UPKEEP:
+        err = (out / f"ro-{action}.err").read_text()
+        assert (out / f"ro-{action}.rc").read_text().strip() == "1", err
+        assert err == f"error: {dst}: read-only file system: `congruency lake` writes there (query, advise, export " \
+                      "and report --out FILE read a read-only data dir)\n", err
     for name, script_ in (("connect", CONNECT), ("snap", EVERY_SNAPSHOT)):
         want = subprocess.run([sys.executable, "-c", script_, str(src)], capture_output=True, text=True, timeout=120,
                               env=env())

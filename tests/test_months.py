@@ -24,3 +24,12 @@ def test_ranges_cross_years_and_name_the_flag():
 
 def test_previous_month():
     assert [previous_month(m) for m in ("2026-01", "2026-07", "2026-12")] == ["2025-12", "2026-06", "2026-11"]
+
+
+def test_months_listed_in_messages():
+    from bgp_congruency.common.months import listed
+
+    assert listed([]) == "none" and listed(["2026-07"]) == "2026-07"
+    assert listed(["2026-02", "2026-01", "2026-03"]) == "2026-01..2026-03"
+    assert listed(["2026-01", "2026-03"]) == "2026-01, 2026-03"
+    assert listed([f"2026-{m:02d}" for m in (1, 3, 5, 7, 9)]) == "5 months from 2026-01 to 2026-09"

@@ -176,6 +176,8 @@ def test_relationship_files_in_each_format(tmp_path, name, content, fmt):
 
 @pytest.mark.parametrize("content, message", [
     ("", "empty"),
+    ("# source: topology\n# input clique: 174 3356\n", "no relationship lines, only comments"),  # issue 58
+    ("[]", "an empty JSON array"),
     ("1|2\n", "line 1: expected as1|as2|rel (serial-1) or as1|as2|rel|source (serial-2)"),
     ("1|2|0\n1|x|0\n", "line 2: expected an ASN, got 'x'"),
     ("1|2|0\n3|4|2\n", "line 2: relationship '2': expected -1 (p2c) or 0 (p2p)"),

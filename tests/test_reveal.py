@@ -56,6 +56,20 @@ def _via(v4, v6):
 
 
 @pytest.mark.slow
+def test_a_vp_s_declared_neighbours_are_said_to_be_unused(hint_month):
+    """Issue 58: `--via4` with a VP as `--from` was silently ignored: the answer is still the
+    VP's own paths, and its notes say the evidence was not used."""
+    from bgp_congruency.selector.advice import advise
+
+    vp, cfg = 10, hint_month.cfg
+    [h] = advise(cfg, vp, "AS100", month=MONTH, evidence=_via("64512", None))["hints"]
+    [plain] = advise(cfg, vp, "AS100", month=MONTH)["hints"]
+    assert h["rule"] == plain["rule"] == "vp" and h["v4_path"] == plain["v4_path"]
+    assert h["notes"] == plain["notes"] + [f"AS{vp} is a vantage point of {MONTH}: its own paths answer; its "
+                                           "declared evidence (--via4/--via6, traces, [source]) is not used"]
+
+
+@pytest.mark.slow
 def test_the_rules_as_worked_out_by_hand(hand):
     # (A) Gao-Rexford among neighbours: AS99's IPv6 neighbours AS2 (provider) and AS5 (peer)
     # both have a route to AS300 (2 5 7 300 on VP 10's path; 5 7 300, the shorter of VP 10's

@@ -523,6 +523,9 @@ def test_bad_input_exit_2(synth, capsys, args, message):
     ('[[endpoint]]\nname = "a;b"\nipv4 = "10.0.0.1"\nipv6 = "2001:db8::1"\n', "name must be"),
     ('[[endpoint]]\nname = "a"\nipv4 = "10.0.0.1"\nipv6 = "2001:db8::1"\nport = 1\n', "only the keys"),
     ("title = 1\n", "expected one or more [[endpoint]]"),
+    # issue 58: the file's key and value as written (it said `--to: ::ffff:595:8f01`)
+    ('[[endpoint]]\nname = "a"\nipv4 = "5.149.143.1"\nipv6 = "::ffff:5.149.143.1"\n',
+     "endpoint a: ipv6 '::ffff:5.149.143.1' is an IPv4-mapped address (of 5.149.143.1)"),
 ])
 def test_bad_endpoints_file_exit_2(synth, tmp_path, capsys, text, message):
     data, _ = synth
