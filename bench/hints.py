@@ -60,7 +60,7 @@ def generate(con, root: Path, pairs: int) -> None:
               FROM p, (VALUES (4), (6)) a(afi)) TO {quote(f'{root}/paths/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
     con.execute(f"""COPY (SELECT DISTINCT vp_group, vp_asn FROM p)
                     TO {quote(f'{root}/vps/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
-    # What makes the month published (common/published.py); its figures don't matter here.
+    # What makes the month published (lake/published.py); its figures don't matter here.
     con.execute(f"""COPY (SELECT count(*) AS pairs FROM p)
                     TO {quote(f'{root}/month_summary/month={MONTH}/part-0.parquet')} (FORMAT parquet)""")
     from bgp_congruency.lake import upkeep

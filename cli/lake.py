@@ -1,4 +1,4 @@
-"""`congruency lake` command line: the catalog of the published tables (lake/catalog.py):
+"""`congruency lake` command line: the catalog of the published tables (lake/attach.py, lake/upkeep.py):
 its snapshots, their expiry, and registering a data dir published before it."""
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ class Config:
     #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
     #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq
     #: conninfo), for a data dir several hosts publish to or read. The first compare records
-    #: it in DATA_DIR/catalog.url, where every reader finds it (lake/catalog.py).
+    #: it in DATA_DIR/catalog.url, where every reader finds it (lake/attach.py).
     catalog: str | None = None
     #: Catalog snapshots `congruency run` keeps (its `lake` step expires older ones once there
     #: are more; lake/catalog.vacuum). Time travel reaches back this many publishes.
@@ -381,7 +381,7 @@ def _source(path, data) -> SourceParams:
 
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
-    come from congruency/groups.toml unless the file sets [method.groups]."""
+    come from common/groups.toml unless the file sets [method.groups]."""
     data: dict = read_toml(path) if path is not None else {}
     method_data = data.pop("method", {})
     relationships = _relationships(path, data.pop("relationships", {}))

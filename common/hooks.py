@@ -8,7 +8,7 @@ partition (one VP partition's tables staged, the next not begun: pipeline/engine
 mid-partition (a VP partition after the first begun, its first table staged: the same),
 publish (between two tables' moves to their publish folders, nothing committed:
 pipeline/publish.py), commit (the catalog transaction open, every table registered, not yet
-committed: lake/catalog.py), published (committed, the staging folder not yet removed:
+committed: lake/commit.py), published (committed, the staging folder not yet removed:
 pipeline/publish.py), report (a page written under its temp name, not yet renamed:
 reports/page.py).
 """

@@ -5,7 +5,7 @@
       manifest/month=M/manifest.parquet                ingest: what was read, from where
       <table>/month=M/<M>-<id>/*.parquet               published tables (common/tables.py), one
                                                        folder per publish; which are current:
-      catalog.sqlite                                   the DuckLake catalog (lake/catalog.py), or
+      catalog.sqlite                                   the DuckLake catalog (lake/attach.py), or
       catalog.url                                      where it is (PostgreSQL: the config's `catalog`)
       _staging/<M>-<id>/<table>/                       a month being computed, then published
       _staging/<M>.lock                                the month's lock (common/locks.py)
@@ -101,7 +101,7 @@ def report_file(root, month: str | None, name: str = "report.html"):
 
 
 def catalog_file(root):
-    """The DuckLake catalog of the published tables (lake/catalog.py): local data dirs only."""
+    """The DuckLake catalog of the published tables (lake/attach.py): local data dirs only."""
     return Path(root) / CATALOG
 
 

@@ -33,7 +33,7 @@ def _frac(num: int, den: int) -> float | None:
 
 
 def compute_month(rows: Iterable[Mapping[str, Any]], month: str, params: MethodParams) -> dict[str, list[dict]]:
-    """All output tables of one month, as lists of dicts keyed by the columns of pipeline/tables.py."""
+    """All output tables of one month, as lists of dicts keyed by the columns of common/tables.py."""
     stats: Counter[tuple[int, str]] = Counter()
     sessions: dict[tuple[str, int], dict[int, set[str]]] = defaultdict(lambda: {4: set(), 6: set()})
     # (vp_group, vp_asn, origin, afi) -> cleaned path -> [observations, prefixes, snapshots]
@@ -216,5 +216,5 @@ def transitions(month: str, pairs: Iterable[Mapping], prev_pairs: Iterable[Mappi
 
 
 def to_arrow(tables: Mapping[str, list[dict]]) -> dict[str, pa.Table]:
-    """The tables of `compute_month` as Arrow tables with the schemas of pipeline/tables.py."""
+    """The tables of `compute_month` as Arrow tables with the schemas of common/tables.py."""
     return {name: pa.Table.from_pylist(list(tables[name]), schema=TABLES[name]) for name in TABLES if name in tables}

@@ -187,7 +187,7 @@ HEADER = """\
 # The collector catalogue: every RouteViews and RIPE RIS collector with an MRT archive.
 # Written by `congruency catalogue refresh` (ingest/catalogue_sources.py); the shipped copy
 # was built from the stored outputs of RIPEstat rrc-info (2025-05-24) and the RouteViews API
-# collector list (2025-05-24), plus the sourced facts of shared/data/collectors/COLLECTORS.md
+# collector list (2025-05-24), plus the sourced facts of ../shared/data/collectors/COLLECTORS.md
 # for what those don't carry (archive paths, legacy paths, families, collectors added later).
 #
 # Per collector:

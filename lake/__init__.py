@@ -1,5 +1,5 @@
 """The published tables, as analysts and the project's readers open them: a DuckLake catalog
-in the data dir (lake/catalog.py), one view per table (lake/views.py).
+in the data dir (lake/attach.py), one view per table (lake/views.py).
 
     from bgp_congruency import lake
     con = lake.connect("data/demo")      # read-only; every table under its own name

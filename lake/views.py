@@ -1,5 +1,5 @@
 """One view per table, under its own name, in a connection's default schema: the catalog's
-tables (lake/catalog.py) and ingest's two plain-Parquet tables, each column commented with
+tables (lake/attach.py) and ingest's two plain-Parquet tables, each column commented with
 its documentation (common/table_docs.py; duckdb_columns() shows it).
 
 Ingest's views read its files in place: `rib_entries` only the snapshots the manifest records

@@ -258,10 +258,10 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
     """The month before's tables as this compare reads them (table -> its files, all of one
     catalog snapshot), and the listing of what it read, for the runner's fingerprint. The
     files stay in place until a vacuum expires their snapshot, however often that month is
-    re-published meanwhile (lake/catalog.py): a publish commits all of a month's tables at once."""
+    re-published meanwhile (lake/commit.py): a publish commits all of a month's tables at once."""
     pm = previous_month(month)
     if layout.is_cluster(root):
-        return None, None  # no catalog there (lake/catalog.py): compared without transitions
+        return None, None  # no catalog there (lake/attach.py): compared without transitions
 
     base = Path(root.removeprefix("file://")).resolve()
     got = files(base, PREVIOUS_READ, pm)  # one snapshot

@@ -2,7 +2,7 @@
 
 A month's tables are staged completely under DATA_DIR/_staging/<month>-<id>/, then each
 staged table folder is moved (a rename) to `<table>/month=M/<month>-<id>/`, a name no other
-publish uses, and the catalog registers them all in one transaction (lake/catalog.py):
+publish uses, and the catalog registers them all in one transaction (lake/commit.py):
 readers see the old month or the new one, never a half-written one or a mix of tables, and
 other months are never touched. `LocalStore` needs no JVM (the DuckDB engine); `HadoopStore`
 is Spark's (its staged folders hold Spark's own marker files, which the catalog skips).

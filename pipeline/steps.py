@@ -39,7 +39,7 @@ from bgp_congruency.congruency.method import SET_HASH_MOD
 
 def empty_select(schema: pa.Schema, dialect: str) -> str:
     """A SELECT of no rows with the columns of `schema` but month, typed: a published table
-    with no rows (the catalog registers no file for it, lake/catalog.py)."""
+    with no rows (the catalog registers no file for it, lake/commit.py)."""
     cols = ", ".join(f"CAST(NULL AS {sql_type(f.type, dialect)}) AS {f.name}" for f in schema if f.name != "month")
     return f"SELECT {cols} FROM range(0)"
 

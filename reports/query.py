@@ -113,7 +113,7 @@ def bind(q: Query, given: dict[str, str | None]) -> dict[str, object]:
 
 
 def check_months(q: Query, values: dict[str, object], root) -> None:
-    """Every month parameter must be a published month (common/published.py): NoResults."""
+    """Every month parameter must be a published month (lake/published.py): NoResults."""
     for k, v in values.items():
         if q.params[k].kind == "month":
             published.require(root, v)

@@ -39,7 +39,7 @@ def resolve_month(cfg: Config, month: str | None) -> str:
 
 def table_relation(cfg: Config, table: str, month: str) -> str:
     """The month's rows of a published table, as a relation for FROM: the catalog's files
-    (lake/catalog.py; of the snapshot the command reads, attach.pinned), an empty typed
+    (lake/published.py; of the snapshot the command reads, attach.pinned), an empty typed
     relation where the table has no rows (no file), or for ingest's rib_entries its folder."""
     if table == "rib_entries":
         return f"read_parquet({quote(duck.glob_literal(layout.month_dir(local_root(cfg), table, month)) + '/*/*.parquet')})"

@@ -416,7 +416,7 @@ def generate(
     progress(completed, total, description) is called as work advances (units: one per
     routing pass and one per file). ground_truth=False skips the reference (fast path for
     very large archives). method_params (a MethodParams) replaces the default one, which
-    has the groups of congruency/groups.toml and `min_coverage`. workers: processes writing
+    has the groups of common/groups.toml and `min_coverage`. workers: processes writing
     files when ground_truth is off (default: one per CPU); with ground truth one process
     writes, since the reference reads the rows in order.
     """

@@ -2,7 +2,7 @@
 refresh from the projects' metadata (the stored real outputs of RIPEstat rrc-info and the
 RouteViews API, served on 127.0.0.1), the coverage policy and the plan.
 
-Evidence: the dates and counts of shared/data/collectors/COLLECTORS.md (written from the
+Evidence: the dates and counts of ../shared/data/collectors/COLLECTORS.md (written from the
 same sources by hand), and the stored JSON documents themselves.
 """
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The generated references are current: docs/commands.md from the command-line parsers and
 docs/configuration.md from Config's and MethodParams' field comments (cli/reference.py),
-like docs/SCHEMA.md from the schemas (tests/test_warehouse.py)."""
+like docs/SCHEMA.md from the schemas (tests/test_lake.py)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,3 +136,52 @@ for args in json.loads(sys.argv[1]):
     out.append([rc or 0, err.getvalue()])
 print(json.dumps(out))
 """
+
+
+# --- the map follows the house (issue 58) ------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: A repo path as docs and docstrings name one: folders, then a file with a known extension.
+_PATH = re.compile(
+    r"(?<![\w/.$-])((?:\.\./)*(?:[A-Za-z_][\w.-]*/)+[\w.-]+\.(?:py|md|toml|sql|rs|json|properties|sh|txt|png|lock))\b")
+#: Where a named path is not the repo's: a data dir's, an archive's, a placeholder's (capitals).
+_NOT_REPO = ("../shared/", "DATA_DIR", "bench/out/", "data/", "build/", "_runs/", "ground_truth/")
+
+
+def _named_paths():
+    texts = [ROOT / "README.md", ROOT / "Makefile", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*.md"),
+             *ROOT.glob("*/*/*.md"), *ROOT.glob("ingest/native/src/*.rs")]
+    texts += [p for p in ROOT.rglob("*.py") if p.relative_to(ROOT).parts[0] not in (".venv", ".venv-airflow", "build",
+                                                                                     "data", "ingest")]
+    texts += list((ROOT / "ingest").rglob("*.py"))
+    for f in texts:
+        for m in _PATH.finditer(f.read_text(errors="replace")):
+            t = m.group(1)
+            if t.startswith(_NOT_REPO) or re.search(r"(^|/)(M|YYYY-MM|OUT|NAME|[A-Z_]+)(/|\.)", t):
+                continue
+            yield f, t
+
+
+def test_every_repo_path_named_in_the_docs_and_docstrings_exists():
+    """README.md, docs/, every folder's .md and every module's docstrings and comments name only
+    files that exist (issue 58: 26 mentions of 7 files gone, the catalog's old module 15 times)."""
+    missing = []
+    for f, t in _named_paths():
+        here = [ROOT / t, f.parent / t, ROOT.parent / t if t.startswith("../") else ROOT / t]
+        if not any(p.exists() for p in here) and not any(ROOT.glob(f"**/{t}")):
+            missing.append(f"{f.relative_to(ROOT)}: {t}")
+    assert missing == []
+
+
+def test_the_layer_table_is_the_import_contract():
+    """docs/architecture.md's layer table lists the rooms of pyproject.toml's import-linter
+    contract, level by level (issue 58: relationships/ was missing)."""
+    import tomllib
+
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    want = [sorted(r.strip() for r in level.split("|")) for level in contract]
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index("| level | rooms |"):].split("\n\n")[0]
+    got = [sorted(re.findall(r"`(\w+)/`", row.split("|")[2])) for row in table.splitlines()[2:]]
+    assert [int(row.split("|")[1]) for row in table.splitlines()[2:]] == list(range(1, len(want) + 1))
+    assert got == want

@@ -371,7 +371,7 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
         assert rc == code, (argv, err)
         _one_line_error(err, *words)
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "y.duckdb").exists()
-    # A month with no results: one definition (common/published.py), one message, exit 2 everywhere.
+    # A month with no results: one definition (lake/published.py), one message, exit 2 everywhere.
     said = {_cli(capsys, *argv, "--month", "2025-12", *D)[::2] for argv in (
         ("query", "vp_congruency"), ("report",), ("advise", "--from", "1", "--to", "2"))}
     assert len(said) == 1 and next(iter(said))[0] == 2, said
