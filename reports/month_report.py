@@ -89,7 +89,7 @@ def month_figures(con, month: str, min_pairs: int = MIN_PAIRS) -> tuple[dict, li
                                hovertemplate="%{customdata[0]}: %{customdata[1]} pairs<br>non-congruent: %{x:.1f}%"
                                              "<br>VPs at or below: %{y:.0f}%<extra>" + cls + "</extra>"))
     plot_layout(f, f"Per-VP non-congruent fraction, {month} (CDF)", "non-congruent pairs of the VP (%)",
-            "VPs at or below (%)", xaxis_range=[0, 100], yaxis_range=[0, 105])
+            "VPs at or below (%)", xaxis_range=[0, 100], yaxis_range=[0, 100])
     left_out = (f" Left out, with fewer than {min_pairs} pairs: "
                 + ", ".join(f"{r['vp_group']} AS{r['vp_asn']} ({r['pairs']})" for r in few) + "."
                 if few else f" Every VP has at least {min_pairs} pairs.")
@@ -336,7 +336,7 @@ def _selector_section(con, month: str) -> list[str]:
                 line=dict(color=colour, dash=dash),
                 hovertemplate="confidence %{x:.2f}: right %{y:.1%} of %{customdata} answers<extra></extra>"))
     plot_layout(f, f"Reliability of the selector's confidence, {month}", "confidence (mean of the bin)",
-                "observed accuracy", xaxis_range=[0, 1], yaxis_range=[0, 1.02])
+                "observed accuracy", xaxis_range=[0, 1], yaxis_range=[0, 1])
     fig = Figure("fig-reliability", f, "Each source held out in turn (a VP AS with all its VPs hidden; in a generated "
                  "month also ASes that are no VP, against the generator's true paths), the selector answers for it; "
                  "each point is one confidence bin of those answers: the mean confidence against the share whose "
@@ -366,7 +366,7 @@ def _selector_section(con, month: str) -> list[str]:
             hovertemplate="calibrated confidence >= %{customdata[0]:.1f}: %{customdata[1]:,} answers, "
                           "coverage %{x:.1%}, right %{y:.1%}<extra></extra>"))
     plot_layout(c, f"Accuracy against coverage per evidence mode, {month}", "coverage (share of pairs answered)",
-                "accuracy (share of the answers right)", xaxis_range=[0, 1.02], yaxis_range=[0, 1.02])
+                "accuracy (share of the answers right)", xaxis_range=[0, 1], yaxis_range=[0, 1])
     curve_fig = Figure("fig-selector-curve", c, "Each point: the answers at or above one calibrated confidence "
                        "threshold (the table below); from the right, the threshold rises, fewer pairs are answered and "
                        "more of them right. One line per evidence mode: none, BGP alone; first hop, the "

@@ -50,10 +50,22 @@ def pct(x) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+#: Room beyond a fixed axis range, as a share of its span, so a marker at its end (a VP at
+#: 100%, a confidence of 1.0) is drawn whole (issue 58: the first-hop marker at 1.0 was cut).
+RANGE_PAD = 0.04
+
+
 def plot_layout(fig, title: str, x: str, y: str, **kw) -> None:
+    """Every figure's one layout: a fixed axis range ([lo, hi]) is widened by RANGE_PAD on each
+    side, and markers are never clipped at the axes."""
+    for axis in ("xaxis_range", "yaxis_range"):
+        if axis in kw:
+            lo, hi = kw[axis]
+            kw[axis] = [lo - RANGE_PAD * (hi - lo), hi + RANGE_PAD * (hi - lo)]
     fig.update_layout(title=dict(text=title), template="plotly_white", height=420,
                       margin=dict(l=70, r=30, t=60, b=60), xaxis_title=x, yaxis_title=y,
                       legend=dict(orientation="h", y=-0.2), **kw)
+    fig.update_traces(cliponaxis=False, selector=dict(type="scatter"))
 
 
 def table_html(tid: str, head: list[str], rows: list[list], numeric: set[int] = frozenset()) -> str:

@@ -210,7 +210,7 @@ def test_real_sample_through_rule_recomputed_from_the_tables(real_eval):
 def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
     """The section in headless Chromium: the rules table says the summary's numbers and the
     reliability diagram draws one point per confidence bin with answers."""
-    from tests.support.chromium import Chromium, shot_dir
+    from tests.support.chromium import FIGURES_JS, Chromium, shot_dir
 
     cfg, month, rows = real_eval
     s = E.summary(rows)
@@ -234,6 +234,9 @@ def test_the_month_report_shows_the_evaluation(real_eval, tmp_path):
                      .map(function (p) { return p.textContent; }),
                 title: (d.querySelector('.gtitle') || {}).textContent}); }, 300); })""")
         assert b.problems(page) == {"errors": [], "requests": []}
+        # every marker drawn whole, at the size the report draws it (issue 58: a calibrated
+        # marker at confidence 1.0 was cut by the plot's right edge)
+        assert {f["id"]: f["cut"] for f in b.eval(FIGURES_JS)} == {f["id"]: 0 for f in b.eval(FIGURES_JS)}
         b.eval("document.getElementById('selector').scrollIntoView()")
         b.screenshot(shot_dir(tmp_path) / "month-2026-07-selector.png")
     finally:

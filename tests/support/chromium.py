@@ -152,6 +152,7 @@ def check_page(browser: Chromium, page: Path, shots: Path, name: str) -> list[di
     assert stats["colors"] > 50 and 0.01 < stats["ink"] < 0.6, stats  # drawn figures, not a blank page
     for f in figs:
         assert f["drawn"] == f["traces"], f
+        assert f["cut"] == 0, f  # every marker whole inside its plot (issue 58: one at 1.0 was cut)
         assert f["hover"] and f["title"] and f["xtitle"] and f["ytitle"] and len(f["caption"]) > 40, f
     return figs
 
@@ -173,5 +174,16 @@ FIGURES_JS = """Array.prototype.map.call(document.querySelectorAll('.js-plotly-p
           xtitle: (d.querySelector('.xtitle') || {}).textContent || '',
           ytitle: (d.querySelector('.ytitle') || {}).textContent || '',
           hover: d.data.every(function (t) { return !!t.hovertemplate; }),
+          cut: (function () {  // markers not drawn whole inside the plot area (cut by its edge)
+            var L = d._fullLayout, s = d.querySelector('.main-svg'), n = 0;
+            if (!L || !L.xaxis || !L.yaxis || !s) { return 0; }  // no cartesian plot (a table)
+            s = s.getBoundingClientRect();
+            var a = {left: s.left + L.xaxis._offset, right: s.left + L.xaxis._offset + L.xaxis._length,
+                     top: s.top + L.yaxis._offset, bottom: s.top + L.yaxis._offset + L.yaxis._length};
+            d.querySelectorAll('g.points path.point').forEach(function (p) {
+              var r = p.getBoundingClientRect();
+              if (r.width && (r.left < a.left - 1 || r.right > a.right + 1 || r.top < a.top - 1 || r.bottom > a.bottom + 1)) { n++; }
+            });
+            return n; })(),
           caption: (d.closest('figure').querySelector('figcaption') || {}).textContent || ''};
 })"""
