@@ -29,7 +29,8 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
     Read-only means the data dir: the catalog is attached READ_ONLY, so no statement changes
     a published table or its files, and the connection (lake/reader.Reader) refuses SQL that
     would write under the data dir (a COPY or EXPORT into it, a CREATE on `lake`). It is
-    otherwise yours (`COPY (...) TO 'mine.csv'` writes where you say; `.df()` gives pandas).
+    otherwise yours (`COPY (...) TO 'mine.csv'` writes where you say; `.to_arrow_table()`, or `.df()`
+    once pandas is installed: README).
     `locked=True` also fences it in, as `congruency query --sql` is: files only inside the data
     dir, no other extensions, settings fixed (after the memory and thread caps given here)."""
     root = Path(str(data_dir).removeprefix("file://")).resolve()

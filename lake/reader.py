@@ -8,7 +8,7 @@ check refuses), and `COPY ... TO` wrote any file, inside the data dir too. `Read
 each statement before DuckDB runs it: a COPY or EXPORT whose target is inside the data dir,
 and a CREATE, ALTER, DROP or INSERT that names the `lake` catalog, are refused with a one-line
 error. Everything else is the analyst's: `COPY ... TO 'elsewhere.csv'`, temporary tables,
-`.df()`, `.arrow()`. A relation's own writers (`rel.write_csv(path)`) write where they are told;
+`.to_arrow_table()`. A relation's own writers (`rel.write_csv(path)`) write where they are told;
 the data dir is not theirs to write either, and that is the one thing not screened.
 """
 from __future__ import annotations
