@@ -417,7 +417,7 @@ def unreadable(root, exc: Exception, snapshot: int | None = None) -> str | None:
     f = getattr(exc, "filename", None) or (m.group(1) if m else None)
     parts = Path(str(f)).parts if f else ()
     table = next((parts[i - 1] for i in range(1, len(parts)) if parts[i].startswith(layout.MONTH)), None)
-    if table is None:
+    if table not in tables() or not str(f).endswith(".parquet"):  # not a published table's file
         return None
     snap = snapshot if snapshot is not None else pin_of(root)
     if snap is None:
