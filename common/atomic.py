@@ -77,7 +77,8 @@ def write_text(final: str | Path, text: str, mode: int | None = None) -> Path:
     return Path(final)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process of this pid runs on this host."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -95,7 +96,7 @@ def stale(final: str | Path) -> list[Path]:
     out = []
     for p in final.parent.glob(".*.tmp*") if final.parent.is_dir() else ():
         m = pat.fullmatch(p.name)
-        if m and not (m.group(1).isdigit() and _alive(int(m.group(1)))):
+        if m and not (m.group(1).isdigit() and alive(int(m.group(1)))):
             out.append(p)
     return sorted(out)
 
@@ -110,7 +111,7 @@ def clean_dead_under(folder: str | Path) -> list[Path]:
     for dp, _, names in os.walk(folder):
         for n in names:
             m = _TEMP.fullmatch(n)
-            if m and not _alive(int(m.group(1))):
+            if m and not alive(int(m.group(1))):
                 p = Path(dp) / n
                 p.unlink(missing_ok=True)
                 gone.append(p)

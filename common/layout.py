@@ -1,13 +1,15 @@
 """Where everything lives in a data dir: the one owner of DATA_DIR's layout.
 
     DATA_DIR/
-      rib_entries/month=M/collector=C/<dump>.parquet   ingest: one file per RIB dump
+      routes/month=M/collector=C/gen-N/                ingest: the collector's routes, each with the
+                                                       snapshots that saw it (ingest/routes.py)
       manifest/month=M/manifest.parquet                ingest: what was read, from where
       <table>/month=M/<M>-<id>/*.parquet               published tables (common/tables.py), one
                                                        folder per publish; which are current:
       catalog.sqlite                                   the DuckLake catalog (lake/attach.py), or
       catalog.url                                      where it is (PostgreSQL: the config's `catalog`)
       _staging/<M>-<id>/<table>/                       a month being computed, then published
+      _staging/ingest-<M>/collector=C/<dump>.parquet   dumps decoded, not yet merged into routes
       _staging/<M>.lock                                the month's lock (common/locks.py)
       _runs/month=M/state.json, _runs/shared.json      the monthly run's steps (runner/)
       exports/month=M/tunnels.jsonl                    the hints for tunnel tools
@@ -70,8 +72,26 @@ def month_dir(root, table: str, month: str):
     return _join(root, table, month_part(month))
 
 
-def entries_file(root, month: str, collector: str, stem: str):
-    return _join(root, "rib_entries", month_part(month), f"collector={collector}", f"{stem}.parquet")
+def decoded_file(root, month: str, collector: str, stem: str):
+    """One dump decoded by ingest, waiting to be merged into the collector's routes."""
+    return _join(decoded_dir(root, month, collector), f"{stem}.parquet")
+
+
+def legacy_entries_dir(root, month: str):
+    """Where ingest stored each dump whole before 2026-11-28 (rib_entries/month=M/collector=C/):
+    its next run merges those into routes."""
+    return _join(root, "rib_entries", month_part(month))
+
+
+def routes_dir(root, month: str, collector: str | None = None):
+    """The month's routes (ingest/routes.py), or one collector's: its generations inside."""
+    return _join(root, "routes", month_part(month), *([f"collector={collector}"] if collector else []))
+
+
+def decoded_dir(root, month: str, collector: str):
+    """Where ingest decodes a collector's dumps of the month before they are merged into its
+    routes (a staging folder: no reader looks there)."""
+    return _join(root, STAGING, f"ingest-{month}", f"collector={collector}")
 
 
 def manifest_file(root, month: str):

@@ -23,6 +23,8 @@ from bgp_congruency.common.tables import (
     PREFIX_ORIGINS,
     PROVENANCE,
     RIB_ENTRIES,
+    ROUTE_SNAPSHOTS,
+    ROUTES,
     SELECTOR_EVAL,
     SENSITIVITY,
     TRACES,
@@ -88,17 +90,14 @@ document(
     duration_s=("wall time to download and decode the slot", "seconds", "ingest"),
     status=("ok | failed | missing", "-", "ingest"),
     error=("one-line reason when status is not ok", "-", "ingest"),
-    output=("Parquet file written for the slot", "-", "ingest: writer"),
+    output=("where the slot's entries are, relative to the data dir: its collector's routes "
+            "(routes/month=M/collector=C) once merged; before 2026-11-28 a Parquet file per dump", "-", "ingest"),
     ingested_at=("when the slot was ingested", "UTC timestamp", "ingest"),
+    address_span=("JSON: the highest first IPv4 octet and first IPv6 16 bits among the dump's prefixes (a cut "
+                  "sample's stay low: `congruency plan` does not learn sizes from those)", "-", "ingest: writer"),
 )
 
-document(
-    "rib_entries", RIB_ENTRIES.append(VP_BUCKET),
-    "One row per observation: a (BGP session, prefix, snapshot) from a RIB dump, as announced.",
-    "rib_entries/month=YYYY-MM/collector=NAME/*.parquet",
-    collector=("collector name (a partition key, from the directory name)", "-", "ingest"),
-    project=("archive project: routeviews or ris", "-", "ingest"),
-    snapshot_time=("time of the dump (MRT header), not of the route", "UTC timestamp", "ingest: decode"),
+_ROUTE_KEY = dict(
     peer_asn=("ASN of the BGP peer (the session's AS)", "ASN", "ingest: decode"),
     peer_ip=("IP address of the BGP peer", "-", "ingest: decode"),
     afi=("address family: 4 or 6", "-", "ingest: decode"),
@@ -107,9 +106,52 @@ document(
     has_as_set=("true when the path has AS_SET or confederation segments", "-", "ingest: decode"),
     as_path_raw=("bgpdump-style text of the path, only for has_as_set rows", "-", "ingest: decode"),
     origin_asn=("last ASN of the path; null when it ends in a set or is empty", "ASN", "ingest: decode"),
+)
+_BUCKET = ("bucket of peer_asn's hash (0-31, common/vp_hash.py): the rows are in bucket order, so a compare "
+           "partition reads only its row groups", "-", "ingest: merge")
+
+document(
+    "routes", pa.schema([pa.field("month", pa.string()), pa.field("collector", pa.string()), *ROUTES]),
+    "The month's routes: one row per (collector, BGP session, prefix, AS path as announced), with the collector's "
+    "snapshots that saw it (its bits; route_snapshots says which dump each bit is). The month is stored this way "
+    "once, not once per snapshot (ingest/routes.py).",
+    "routes/month=YYYY-MM/collector=NAME/gen-NNNNNN/part-*.parquet",
+    month=_MONTH,
+    collector=("collector name (from the directory name)", "-", "ingest"),
+    **_ROUTE_KEY,
+    copy=("0; k for the (k+1)-th identical entry of one snapshot (an ADD-PATH RIB may hold a path twice): its bits "
+          "are the snapshots with more than k of them", "-", "ingest: merge"),
+    seen=("bit i set when the collector's snapshot i (route_snapshots) held the route; snapshots 0-62", "bits",
+          "ingest: merge"),
+    seen_more=("the bits of snapshots 63 and on, 63 a word (null when the collector has at most 63)", "bits",
+               "ingest: merge"),
+    vp_bucket=_BUCKET,
+)
+
+document(
+    "route_snapshots", ROUTE_SNAPSHOTS,
+    "Each collector's RIB dumps of the month, in time order: the bit `snapshot` of its routes' `seen` words.",
+    "routes/month=YYYY-MM/collector=NAME/gen-NNNNNN/snapshots.json",
+    month=_MONTH,
+    collector=("collector name", "-", "ingest"),
+    snapshot=("the dump's bit in the collector's routes (0 is its first dump of the month)", "-", "ingest: merge"),
+    snapshot_time=("time of the dump (MRT header), not of the route", "UTC timestamp", "ingest: decode"),
+    source_file=("dump file the routes came from", "-", "ingest"),
+    project=("archive project: routeviews or ris", "-", "ingest"),
+)
+
+document(
+    "rib_entries", pa.schema([pa.field("month", pa.string()), *RIB_ENTRIES]).append(VP_BUCKET),
+    "One row per observation: a (BGP session, prefix, snapshot) from a RIB dump, as announced. A view: every "
+    "route once per snapshot that saw it (routes joined with route_snapshots), the rows ingest decoded.",
+    "a view of routes and route_snapshots",
+    month=_MONTH,
+    collector=("collector name", "-", "ingest"),
+    project=("archive project: routeviews or ris", "-", "ingest"),
+    snapshot_time=("time of the dump (MRT header), not of the route", "UTC timestamp", "ingest: decode"),
+    **_ROUTE_KEY,
     source_file=("dump file the row came from", "-", "ingest"),
-    vp_bucket=("bucket of peer_asn's hash (0-31, common/vp_hash.py), so a compare partition reads only its row groups; "
-               "absent in files ingested before 2026-11", "-", "ingest: writer"),
+    vp_bucket=_BUCKET,
 )
 
 document(

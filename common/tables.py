@@ -49,6 +49,39 @@ DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KE
 #: Columns stored inside each Parquet file: the decoded ones and the VP bucket.
 FILE_SCHEMA = DECODED_SCHEMA.append(VP_BUCKET)
 
+#: The month's routes (ingest/routes.py): one row per (collector, BGP session, prefix, AS path
+#: as decoded, copy), with the collector's snapshots that saw it as bits (63 a word). `month`
+#: and `collector` live in the folder names, as rib_entries' did.
+ROUTES = pa.schema(
+    [
+        pa.field("peer_asn", pa.uint32(), nullable=False),
+        pa.field("peer_ip", pa.string(), nullable=False),
+        pa.field("afi", pa.int8(), nullable=False),
+        pa.field("prefix", pa.string(), nullable=False),
+        pa.field("as_path", pa.list_(pa.field("item", pa.uint32())), nullable=True),
+        pa.field("has_as_set", pa.bool_(), nullable=False),
+        pa.field("as_path_raw", pa.string(), nullable=True),
+        pa.field("origin_asn", pa.uint32(), nullable=True),
+        pa.field("copy", pa.int16(), nullable=False),
+        pa.field("seen", pa.int64(), nullable=False),
+        pa.field("seen_more", pa.list_(pa.field("element", pa.int64())), nullable=True),
+        pa.field("vp_bucket", pa.int8(), nullable=False),
+    ]
+)
+
+#: Each collector's snapshots of the month, as a routes generation's snapshots.json lists
+#: them (ingest/routes.py): bit `snapshot` of a route's `seen` words is this dump.
+ROUTE_SNAPSHOTS = pa.schema(
+    [
+        ("month", pa.string()),
+        ("collector", pa.string()),
+        ("snapshot", pa.int16()),
+        ("snapshot_time", pa.timestamp("s", tz="UTC")),
+        ("source_file", pa.string()),
+        ("project", pa.string()),
+    ]
+)
+
 # Spark has no unsigned integers: ASNs (0..2^32-1) are stored as int64, losslessly.
 ASN = pa.int64()
 ASN_LIST = pa.list_(pa.field("element", ASN))
@@ -233,6 +266,7 @@ MANIFEST = pa.schema(
         ("error", pa.string()),
         ("output", pa.string()),
         ("ingested_at", pa.timestamp("s", tz="UTC")),
+        ("address_span", pa.string()),
     ]
 )
 

@@ -41,6 +41,7 @@ class Row:
     error: str | None = None
     output: str | None = None
     ingested_at: datetime | None = None
+    address_span: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,13 +53,21 @@ def path(data_dir: Path, month: str) -> Path:
     return layout.manifest_file(data_dir, month)
 
 
-def output_path(data_dir: Path, row: dict) -> Path:
-    """Where a row's Parquet file is in the data dir now: the layout's place for its month,
-    collector and file name. A row records the file relative to the data dir (earlier
-    versions: as the caller spelled the data dir), so the data dir can be spelled, mounted
-    or moved otherwise and its files are still found (and not ingested again)."""
-    out = Path(row["output"])
-    return Path(layout.entries_file(data_dir, row["month"], row["collector"], out.name.removesuffix(".parquet")))
+def routes_output(data_dir: Path, month: str, collector: str) -> str:
+    """A merged slot's `output`: its collector's routes folder, relative to the data dir (still
+    right when the data dir is spelled, mounted or moved otherwise)."""
+    return str(Path(layout.routes_dir(Path("."), month, collector)))
+
+
+def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -> bool:
+    """Whether an ok row's dump is in its collector's current routes (`have`: collector ->
+    the source files there, when the caller read them already)."""
+    from bgp_congruency.ingest import routes
+
+    if have is None:
+        gen = routes.current(data_dir, row["month"], row["collector"])
+        have = {row["collector"]: {s.source_file for s in routes.snapshots(gen)}}
+    return row.get("url") in have.get(row["collector"], ())
 
 
 def read(data_dir: Path, month: str) -> dict[str, dict]:

@@ -1,10 +1,15 @@
-"""`congruency ingest`: discover, download, check, decode and publish a month's RIB snapshots.
+"""`congruency ingest`: discover, download, check and decode a month's RIB snapshots, then
+merge them into the month's routes (ingest/routes.py).
 
 Each slot is independent: a failure is recorded in the manifest and on stderr, and the
-other slots go on. A re-run skips slots already published from the same dump.
+other slots go on. Each dump is decoded into a file of its own (in parallel), then each
+collector's new dumps are merged into its routes; the manifest records a slot once its dump
+is in the routes. A re-run skips slots already merged from the same dump, and merges the
+dumps a killed run decoded without decoding them again.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -13,13 +18,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from bgp_congruency.common import atomic, console, hooks, layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
-from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest
+from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest, routes
 from bgp_congruency.ingest.discovery import Slot
 from bgp_congruency.ingest.normalize import to_entries
-from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
+from bgp_congruency.ingest.writer import SnapshotWriter, decoded_path, decoded_row
 
 
 class IngestError(CongruencyError):
@@ -186,7 +193,7 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
     task = None
     writer = None
     try:
-        final = entries_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
+        final = decoded_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
         writer = SnapshotWriter(final)
         # Spare cores (more than the snapshots decoded at once) decompress bzip2 blocks in
         # parallel; when every core already has a snapshot, splitting blocks only costs CPU.
@@ -219,13 +226,16 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
         stats, decoded = done["result"]
         if stats.first_timestamp is not None:
             row.dump_time = datetime.fromtimestamp(stats.first_timestamp, timezone.utc)
-        # relative to the data dir: still right when it is spelled, mounted or moved otherwise
-        row.output = os.path.relpath(writer.publish(), Path(str(cfg.data_dir)).resolve())
-        writer = None
         row.records, row.sha256, row.bytes = stats.records, stats.sha256, stats.file_bytes
         row.entries_v4, row.entries_v6 = decoded[4], decoded[6]
         row.skipped = dict(stats.skipped)
+        row.address_span = json.dumps(writer.span)
         row.status = "ok"
+        row.duration_s = round(time.monotonic() - started, 3)
+        # relative to the data dir: still right when it is spelled, mounted or moved otherwise
+        row.output = os.path.relpath(Path(final).resolve(), Path(str(cfg.data_dir)).resolve())
+        writer.publish(row.to_dict())  # the file carries its row: a run killed before the merge loses nothing
+        writer = None
     except download.DownloadError as exc:
         row.status, row.error = "failed", str(exc)
     except (IngestError, framing.FramingError) as exc:
@@ -243,15 +253,23 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
 
 def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     backend = backends.get(cfg.backend)
-    # What a killed ingest left (temps of writers that are gone); a live writer's stay.
-    atomic.clean_dead_under(layout.month_dir(cfg.data_dir, "rib_entries", month))
+    root = Path(cfg.data_dir)
+    # What a killed ingest left (temps of writers and merges that are gone); a live one's stay.
+    staged = Path(layout.staging_dir(root)) / f"ingest-{month}"
+    for d in (staged, Path(layout.legacy_entries_dir(root, month))):
+        atomic.clean_dead_under(d)
     slots = slots_of(cfg, month)
-    previous = manifest.read(cfg.data_dir, month)
-    todo, done = [], 0
+    previous = manifest.read(root, month)
+    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    waiting = _decoded(root, month)  # dumps a killed run decoded and did not merge: slot -> its row
+    todo, done, recovered = [], 0, []
     for s in slots:
         prev = previous.get(s.key)
-        if prev and prev["status"] == "ok" and prev["url"] == s.url and prev["output"] \
-                and manifest.output_path(cfg.data_dir, prev).exists():
+        if prev and prev["status"] == "ok" and prev["url"] == s.url and manifest.merged(root, prev, have):
+            done += 1
+            continue
+        if s.key in waiting and waiting[s.key]["url"] == s.url:
+            recovered.append(_row(waiting[s.key]))
             done += 1
             continue
         if prev and prev["status"] == "inactive" and s.status == "inactive" and prev["error"] == s.error:
@@ -276,22 +294,112 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         try:
             rows = [f.result() for f in futures]
         except KeyboardInterrupt:  # the snapshots in flight stop at their next batch; the
-            console.stopping.set()  # finished ones are recorded, so the next run skips them
+            console.stopping.set()  # decoded ones stay, each with its row: the next run merges them
             pool.shutdown(wait=False, cancel_futures=True)
-            done_rows = [f.result() for f in futures if f.done() and not f.cancelled() and f.exception() is None]
-            if done_rows:
-                manifest.merge_write(cfg.data_dir, month, done_rows)
             raise
+    rows += recovered
+    merged_rows = merge_month(cfg, month, rows, progress)
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.
     keys, cols = {s.key for s in slots}, {s.collector for s in slots}
     stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in cols and k not in keys}
-    mpath = manifest.merge_write(cfg.data_dir, month, rows, drop=stale) if rows or stale or not previous else \
-        manifest.path(cfg.data_dir, month)
+    mpath = manifest.merge_write(root, month, merged_rows, drop=stale) if merged_rows or stale or not previous else \
+        manifest.path(root, month)
+    _drop_merged(root, month)
     if cfg.cache_policy == "delete":
         drop_cached(cfg, rows)
-    return Outcome(rows=rows, skipped_done=done, manifest_path=mpath, keys=keys)
+    return Outcome(rows=[r for r in rows if r not in recovered], skipped_done=done, manifest_path=mpath, keys=keys)
+
+
+def _row(d: dict) -> manifest.Row:
+    """A manifest row from its dict (a decoded file's footer)."""
+    fields = {f for f in manifest.Row.__dataclass_fields__}
+    d = {k: v for k, v in d.items() if k in fields}
+    for k in ("target_time", "dump_time", "ingested_at"):
+        if isinstance(d.get(k), str):
+            d[k] = datetime.fromisoformat(d[k])
+    if isinstance(d.get("skipped"), list):
+        d["skipped"] = dict(d["skipped"])
+    return manifest.Row(**d)
+
+
+def _decoded(root: Path, month: str) -> dict[str, dict]:
+    """slot -> the manifest row of each dump decoded and not yet merged (its file's footer)."""
+    out = {}
+    base = Path(layout.staging_dir(root)) / f"ingest-{month}"
+    for f in sorted(base.glob("collector=*/*.parquet")):
+        row = decoded_row(f)
+        if row is not None:
+            out[row["slot"]] = row
+    return out
+
+
+def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None) -> list[manifest.Row]:
+    """Merge each collector's decoded dumps (this run's, a killed run's, and those an earlier
+    version stored whole under rib_entries/) into its routes; the rows, merged ones pointing
+    at the routes. Failed rows pass through."""
+    root = Path(cfg.data_dir)
+    legacy = Path(layout.legacy_entries_dir(root, month))
+    by_col: dict[str, list[Path]] = {}
+    for d in sorted(Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*")):
+        by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
+    for d in sorted(legacy.glob("collector=*")):
+        by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
+    by_col = {c: fs for c, fs in by_col.items() if fs}
+    task = progress.add_task(f"routes {month}", total=len(by_col)) if progress is not None and by_col else None
+    for c, fs in sorted(by_col.items()):
+        try:
+            routes.merge(cfg, month, c, fs)
+        except routes.RoutesError as exc:
+            raise IngestError(str(exc)) from None
+        if task is not None:
+            progress.advance(task)
+    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    out = []
+    for r in rows:
+        if r.status == "ok" and r.url in have.get(r.collector, ()):
+            r.output = manifest.routes_output(root, month, r.collector)
+        out.append(r)
+    # an earlier version's rows of dumps now merged from rib_entries/: point them at the routes
+    seen = {r.slot for r in out}
+    for k, r in manifest.read(root, month).items():
+        if k not in seen and r["status"] == "ok" and r.get("output", "").startswith("rib_entries") \
+                and r["url"] in have.get(r["collector"], ()):
+            out.append(_row({**r, "output": manifest.routes_output(root, month, r["collector"])}))
+    return out
+
+
+def merge_pending(cfg: Config, month: str) -> list[manifest.Row]:
+    """Merge what waits (dumps decoded and not merged, and those an earlier version stored
+    whole under rib_entries/) into the month's routes, record it in the manifest and delete
+    the merged files: what `run` does after decoding, for a month with nothing to download."""
+    rows = merge_month(cfg, month, [_row(r) for r in _decoded(Path(cfg.data_dir), month).values()])
+    if rows:
+        manifest.merge_write(Path(cfg.data_dir), month, rows)
+    _drop_merged(Path(cfg.data_dir), month)
+    return rows
+
+
+def _drop_merged(root: Path, month: str) -> None:
+    """Delete the decoded files whose dump is in the routes (the manifest says so by now)."""
+    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    legacy = Path(layout.legacy_entries_dir(root, month))
+    for d in [*Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*"), *legacy.glob("collector=*")]:
+        c = d.name.removeprefix("collector=")
+        for f in d.glob("[!._]*.parquet"):
+            files = set(pq.read_table(f, columns=["source_file"]).column(0).unique().to_pylist())
+            if files and files <= have.get(c, set()):
+                f.unlink()
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+    for d in (legacy, legacy.parent, Path(layout.staging_dir(root), f"ingest-{month}")):
+        try:
+            d.rmdir()  # when empty: an earlier version's rib_entries/ goes with its last month
+        except OSError:
+            pass
 
 
 def drop_cached(cfg: Config, rows: list[manifest.Row]) -> None:

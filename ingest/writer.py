@@ -32,9 +32,24 @@ _STATISTICS = ["snapshot_time", "afi", "peer_asn", "origin_asn", vp_hash.COLUMN]
 ROW_GROUP_ROWS = 16384
 
 
-def entries_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
+def decoded_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
+    """Where a dump is decoded to, before ingest merges it into its collector's routes."""
     stem = file_name.split(".bz2")[0].split(".gz")[0]
-    return layout.entries_file(data_dir, month, collector, stem)
+    return Path(layout.decoded_file(data_dir, month, collector, stem))
+
+
+#: The footer key of a decoded file's manifest row (JSON): a run killed before its merge
+#: leaves the file whole, and the next run merges it without decoding it again.
+ROW_KEY = b"congruency.manifest_row"
+
+
+def decoded_row(path: Path) -> dict | None:
+    """The manifest row a decoded file carries (None for a file without one: an older one)."""
+    try:
+        meta = pq.read_metadata(path).metadata or {}
+        return json.loads(meta[ROW_KEY]) if ROW_KEY in meta else None
+    except Exception:  # gone, unreadable or not Parquet: not a decoded file to merge
+        return None
 
 
 # --- how much of the address space a snapshot covers ----------------------------------------
@@ -135,10 +150,14 @@ class SnapshotWriter:
             if top is not None:
                 self.span[fam] = top if self.span[fam] is None else max(self.span[fam], top)
 
-    def publish(self) -> Path:
+    def publish(self, row: dict | None = None) -> Path:
+        """The whole file under its final name, with its address span and (`row`) the
+        manifest row of its dump in the footer."""
         self._flush(list(range(vp_hash.BUCKETS)))
-        if hasattr(self._writer, "add_key_value_metadata"):  # pyarrow >= 17; older: no span kept
-            self._writer.add_key_value_metadata({SPAN_KEY: json.dumps(self.span).encode()})
+        meta = {SPAN_KEY: json.dumps(self.span).encode()}
+        if row is not None:
+            meta[ROW_KEY] = json.dumps(row, default=str).encode()
+        self._writer.add_key_value_metadata(meta)
         self._writer.close()
         return self._file.commit()
 

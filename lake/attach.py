@@ -35,7 +35,7 @@ ALIAS = "lake"
 #: Ingest's own files: plain Parquet, not in the catalog (each dump's file is written once
 #: under a final name and the manifest says which are whole; no reader needs them in a
 #: transaction with anything else).
-NOT_IN_LAKE = ("manifest", "rib_entries")
+NOT_IN_LAKE = ("manifest", "routes", "route_snapshots", "rib_entries")
 #: The extensions a catalog needs, by where it is, as their wheels name them (duckdb_extension_<name>).
 EXTENSIONS = {"sqlite": ("ducklake", "sqlite_scanner"), "postgres": ("ducklake", "postgres_scanner")}
 

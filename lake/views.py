@@ -2,21 +2,24 @@
 tables (lake/attach.py) and ingest's two plain-Parquet tables, each column commented with
 its documentation (common/table_docs.py; duckdb_columns() shows it).
 
-Ingest's views read its files in place: `rib_entries` only the snapshots the manifest records
-as ingested `ok`, so a month still being ingested shows only its finished files; files being
-written are dot-names, which the `[!.]*` in the globs excludes (DuckDB's own `*` matches dot
-files). `month` is a 'YYYY-MM' string everywhere.
+Ingest's views read its files in place: `routes` and `route_snapshots` each collector's current
+generation (a merge in flight writes the next one under another name), `rib_entries` the
+routes once per snapshot that saw them, `manifest` every month's file. `month` is a
+'YYYY-MM' string everywhere.
 """
 from __future__ import annotations
 
-import glob
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from bgp_congruency.common import layout
 from bgp_congruency.common.duck import glob_literal, quote
-from bgp_congruency.common.table_docs import DOCS, TableDoc
-from bgp_congruency.common.tables import sql_type
-from bgp_congruency.lake.attach import ALIAS, NOT_IN_LAKE, tables
+from bgp_congruency.common.table_docs import DOCS
+from bgp_congruency.common.tables import MANIFEST, sql_type
+from bgp_congruency.ingest import routes
+from bgp_congruency.lake.attach import ALIAS, tables
 from bgp_congruency.lake.commit import attached_columns
 
 #: The type of `month` in every view and of the ingest tables' partition keys.
@@ -29,51 +32,42 @@ def _ident(s: str) -> str:
     return s
 
 
-def _glob(root: Path, doc: TableDoc) -> str:
-    """The table's layout (`t/month=YYYY-MM/collector=NAME/*.parquet`) as a glob that skips dot files."""
-    parts = []
-    for seg in doc.layout.split("/"):
-        if "=" in seg:
-            seg = seg.split("=")[0] + "=*"
-        elif seg.startswith("*"):
-            seg = "[!.]" + seg
-        parts.append(seg)
-    return "/".join([glob_literal(root), *parts])
+def _files(files) -> str:
+    return "[" + ", ".join(quote(glob_literal(f)) for f in files) + "]"  # names, not patterns
 
 
-def _literal(glob_prefix: str) -> str:
-    """The folder a glob_literal() prefix names (file names DuckDB reports are literal)."""
-    return re.sub(r"\[([\[*?])\]", r"\1", glob_prefix)
-
-
-def ingest_globs(root: Path) -> dict[str, str]:
-    """name -> glob of ingest's tables that have at least one file."""
+def ingest_bodies(root: Path) -> dict[str, str]:
+    """name -> the SELECT of each of ingest's tables that has rows here: `manifest` (its
+    files read in place; a column an earlier version did not write reads NULL), `routes`
+    and `route_snapshots` (each collector's current generation, ingest/routes.py) and
+    `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
-    for name in NOT_IN_LAKE:
-        g = _glob(root, DOCS[name])
-        if any(Path(p).is_file() for p in glob.iglob(g)):
-            out[name] = g
+    manifests = [str(layout.manifest_file(root, m)) for m in layout.months_in(root, "manifest")]
+    manifests = [f for f in manifests if Path(f).is_file()]
+    if manifests:
+        have = set().union(*(pq.read_schema(f).names for f in manifests))
+        cols = ", ".join(f"{_ident(c)}" if c in have else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
+                         for c, t in zip(MANIFEST.names, MANIFEST.types))
+        out["manifest"] = f"SELECT {cols} FROM read_parquet({_files(manifests)}, union_by_name = true)"
+    gens = {(m, c): g for m in layout.months_in(root, "routes") for c, g in routes.month_generations(root, m).items()}
+    files = [f for g in gens.values() for f in routes.files(g)]
+    if not files:
+        return out
+    cols = ", ".join(_ident(c) for c in DOCS["routes"].schema.names)
+    out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, "
+                     f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})")
+    snaps = [(m, c, i, sn) for (m, c), g in sorted(gens.items()) for i, sn in enumerate(routes.snapshots(g))]
+    values = ", ".join(f"({quote(m)}, {quote(c)}, {i}::SMALLINT, {quote(sn.time.strftime('%Y-%m-%d %H:%M:%S+00'))}"
+                       f"::TIMESTAMPTZ, {quote(sn.source_file)}, {quote(sn.project)})" for m, c, i, sn in snaps)
+    out["route_snapshots"] = (f"SELECT * FROM (VALUES {values}) s(month, collector, snapshot, snapshot_time, "
+                              "source_file, project)")
+    w = routes.WORD
+    out["rib_entries"] = f"""SELECT r.month, r.collector, s.project, s.snapshot_time, r.peer_asn, r.peer_ip, r.afi,
+       r.prefix, r.as_path, r.has_as_set, r.as_path_raw, r.origin_asn, s.source_file, r.vp_bucket
+FROM main.routes r JOIN main.route_snapshots s ON s.month = r.month AND s.collector = r.collector
+ AND ((CASE WHEN s.snapshot < {w} THEN r.seen ELSE coalesce(r.seen_more[s.snapshot // {w}], 0) END)
+      >> (s.snapshot % {w})::INTEGER) & 1 = 1"""
     return out
-
-
-def ingest_select(name: str, g: str, with_manifest: bool) -> str:
-    """The SELECT of one of ingest's tables: month first, then the documented columns."""
-    doc = DOCS[name]
-    keys = [seg.split("=")[0] for seg in doc.layout.split("/") if "=" in seg]
-    hive_types = ", ".join(f"{quote(k)}: {MONTH_TYPE}" for k in keys)
-    cols = ["month"] + [c for c in doc.schema.names if c != "month"]
-    select = ", ".join(f"e.{_ident(c)}" for c in cols)
-    # No union_by_name: it would read every file's footer at each query; the schemas are a contract.
-    src = (f"read_parquet({quote(g)}, hive_partitioning = true, hive_types = {{{hive_types}}}"
-           f"{', filename = true' if name == 'rib_entries' else ''})")
-    where = ""
-    if name == "rib_entries" and with_manifest:
-        # The file's absolute name rebuilt from the manifest row: an IN on `filename` lets DuckDB
-        # skip files before reading them: a few ms per query (bench/warehouse.py; a correlated EXISTS was 3-30x).
-        base = quote(_literal(g.split("/month=")[0]) + "/month=")
-        where = (f" WHERE e.filename IN (SELECT {base} || m.month || '/collector=' || m.collector || '/' || "
-                 "parse_filename(m.output) FROM main.manifest m WHERE m.status = 'ok')")
-    return f"SELECT {select} FROM {src} e{where}"
 
 
 def statements(root: Path, in_lake: dict[str, set[str]], month: str | None = None) -> tuple[list[str], list[str]]:
@@ -81,10 +75,10 @@ def statements(root: Path, in_lake: dict[str, set[str]], month: str | None = Non
     ingest's files under `root`), with their comments; and the views' names, in
     documentation order. `month`: only that month's rows in every view."""
     made, sql = [], []
-    ingest = ingest_globs(root)
-    for name, doc in DOCS.items():  # manifest before rib_entries
+    ingest = ingest_bodies(root)
+    for name, doc in DOCS.items():  # routes and route_snapshots before rib_entries
         if name in ingest:
-            body = ingest_select(name, ingest[name], "manifest" in ingest)
+            body = ingest[name]
         elif name in in_lake and name in tables():
             # every documented column: NULL where the catalog (made by an earlier version) has none yet
             cols = ["month"] + [_ident(f.name) if f.name in in_lake[name] else

@@ -131,7 +131,7 @@ def compare_month(cfg: Config, month: str, spark=None, stagers: Sequence[Stager]
 def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stager] = ()) -> MonthResult:
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
-    src = str(layout.month_dir(root, "rib_entries", month))
+    src = str(layout.routes_dir(root, month))
     staged = store = resumed = None
     interrupted = False
     with console.progress() as prog, _locked(cfg, month, res):
@@ -148,7 +148,7 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
 
         try:
             store = engine.store(root)
-            src = store.month("rib_entries", month)
+            src = store.month("routes", month)
             if not store.has_files(src):
                 raise JobError(f"{src}: no ingested data for month {month} (run congruency ingest first)")
             _wait_previous(root, month, step)

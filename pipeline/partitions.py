@@ -1,5 +1,8 @@
 """How many VP partitions the DuckDB compare splits a month into (congruency/METHOD.md
-"Partitions"), from the month pass's entry counts and the memory limit: pure functions.
+"Partitions"), from the month pass's counts and the memory limit: pure functions. The
+compare's rows are the month's routes (ingest/routes.py: a route seen in several snapshots
+is one row), so its counts, and the "entries" of the figures below, are routes since
+2026-11-28; the figures were measured when a row was an entry, and hold as an upper bound.
 
 A partition is the set of VPs whose peer ASN hashes into one contiguous range
 (common/vp_hash.py), so a VP's rows, whatever its group, never span two. Two measured figures
@@ -98,9 +101,9 @@ def choose(sizes: Callable[[int], list[int]], total: int, limit_bytes: int | Non
 
 
 def _unfit(total: int, limit_bytes: int, largest: int, hard: int) -> Unfit:
-    return Unfit(f"the month's {total:,} entries do not split into {MAX_PARTITIONS:,} VP partitions that fit "
+    return Unfit(f"the month's {total:,} routes do not split into {MAX_PARTITIONS:,} VP partitions that fit "
                  f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (the largest holds "
-                 f"{largest:,} entries; a partition may hold at most about {hard:,}); raise duckdb_memory_limit")
+                 f"{largest:,} routes; a partition may hold at most about {hard:,}); raise duckdb_memory_limit")
 
 
 def cut(vps: list[tuple[int, int]], limit_bytes: int | None, fixed: int | None = None):
@@ -142,9 +145,9 @@ def unfit(largest_vp: int, limit_bytes: int | None) -> str | None:
     if limit_bytes is None or largest_vp * BYTES_PER_ENTRY <= limit_bytes:
         return None
     need = largest_vp * BYTES_PER_ENTRY
-    return (f"one vantage point has {largest_vp:,} entries, more than one partition can hold at "
+    return (f"one vantage point has {largest_vp:,} routes, more than one partition can hold at "
             f"duckdb_memory_limit = {limit_bytes / 2**20:,.0f} MiB (about {BYTES_PER_ENTRY:,} bytes per "
-            f"entry: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
+            f"route: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
 
 
 def peak_bytes(partition_entries: int, limit_bytes: int | None = None) -> int:

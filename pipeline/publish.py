@@ -61,6 +61,10 @@ class Store:
         """Names of the entries directly under p (empty when p does not exist)."""
         raise NotImplementedError
 
+    def read_text(self, p: str) -> str:
+        """A small text file's contents (a routes generation's snapshots.json)."""
+        raise NotImplementedError
+
     def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
                 retire: tuple[str, ...] = ()) -> list[str]:
         """Move every staged table of `month` to its publish folder and register them in the
@@ -127,6 +131,9 @@ class LocalStore(Store):
     def children(self, p: str) -> list[str]:
         return sorted(os.listdir(p)) if os.path.isdir(p) else []
 
+    def read_text(self, p: str) -> str:
+        return Path(p).read_text()
+
 
 class HadoopStore(Store):
     """Through the JVM's Hadoop FileSystem of a SparkSession: local disk, HDFS, S3A alike."""
@@ -134,6 +141,7 @@ class HadoopStore(Store):
     def __init__(self, spark, root: str):
         jvm = spark._jvm
         self._Path = jvm.org.apache.hadoop.fs.Path
+        self._IOUtils = jvm.org.apache.commons.io.IOUtils
         self.root = root.rstrip("/")
         self.fs = self._Path(self.root).getFileSystem(spark._jsc.hadoopConfiguration())
 
@@ -161,3 +169,11 @@ class HadoopStore(Store):
         if not self.exists(p):
             return []
         return sorted(st.getPath().getName() for st in self.fs.listStatus(self._Path(p)))
+
+    def read_text(self, p: str) -> str:
+        stream = self.fs.open(self._Path(p))
+        try:
+            jvm_bytes = self._IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(jvm_bytes).decode("utf-8")

@@ -94,7 +94,7 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     try:
         with month_lock(cfg.data_dir, month):
             store = engine.store(root)
-            src = store.month("rib_entries", month)
+            src = store.month("routes", month)
             staged = store.staging(month)
             engine.open(store, src, staged)
             k = job.partitions(engine, cfg, src)

@@ -35,6 +35,7 @@ from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import sql_type
 from bgp_congruency.congruency.method import SET_HASH_MOD
+from bgp_congruency.ingest import routes
 
 
 def empty_select(schema: pa.Schema, dialect: str) -> str:
@@ -44,10 +45,10 @@ def empty_select(schema: pa.Schema, dialect: str) -> str:
     return f"SELECT {cols} FROM range(0)"
 
 
-#: Columns the job reads from rib_entries, with the types it needs (Spark's names).
+#: Columns the job reads from the month's routes (ingest/routes.py), with the types it needs
+#: (Spark's names); `collector` comes from the folder names.
 REQUIRED = {
     "collector": "string",
-    "snapshot_time": "timestamp",
     "peer_asn": "bigint",
     "peer_ip": "string",
     "afi": "tinyint",
@@ -55,6 +56,8 @@ REQUIRED = {
     "as_path": "array<bigint>",
     "has_as_set": "boolean",
     "as_path_raw": "string",
+    "seen": "bigint",
+    "seen_more": "array<bigint>",
 }
 
 
@@ -66,20 +69,51 @@ def check_columns(have: dict[str, str], where: str) -> None:
     """`have`: column -> type in Spark's names (each engine maps its own types to them)."""
     for name, typ in REQUIRED.items():
         if name not in have:
-            raise JobError(f"{where}: column {name!r} is missing (not a rib_entries table?)")
+            raise JobError(f"{where}: column {name!r} is missing (not a month's routes?)")
         if have[name] != typ:
             raise JobError(f"{where}: column {name!r} is {have[name]}, expected {typ}")
 
 
-#: The input's shape from the month pass (MONTH_COUNTS): rows per AFI, and the month's
-#: distinct snapshot times on every row.
-COUNTS = """SELECT afi, sum(n) AS n, (SELECT count(DISTINCT snapshot_time) FROM month_counts) AS snapshots
-FROM month_counts GROUP BY afi"""
+#: The input's shape from the month pass (MONTH_COUNTS): entries per AFI.
+COUNTS = "SELECT afi, sum(n) AS n FROM month_counts GROUP BY afi"
 
 
-def counts(rows) -> tuple[dict[int, int], int]:
-    """COUNTS' rows -> (rows per AFI, distinct snapshot times)."""
-    return {afi: int(n) for afi, n, _ in rows}, max((t for _, _, t in rows), default=0)
+def counts(rows) -> dict[int, int]:
+    """COUNTS' rows -> entries per AFI."""
+    return {int(afi): int(n) for afi, n in rows}
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """The month's snapshots as the compare numbers them: its distinct snapshot times over
+    every collector, in time order (`times`; a path's `snapshots` counts these), and for
+    each collector the position in `times` of each bit of its routes' `seen` (`local`: its
+    own snapshots, in time order, ingest/routes.py). A collector whose bits are already in
+    place (the same times as the month, the usual case) needs no remapping."""
+
+    times: tuple
+    local: dict
+
+    @classmethod
+    def of(cls, inputs: dict) -> SnapshotPlan:
+        """From ingest/routes.month_input: collector -> (files, snapshots)."""
+        times = tuple(sorted({sn.time for _f, snaps in inputs.values() for sn in snaps}))
+        at = {t: i for i, t in enumerate(times)}
+        return cls(times, {c: tuple(at[sn.time] for sn in snaps) for c, (_f, snaps) in sorted(inputs.items())})
+
+    @property
+    def count(self) -> int:
+        return len(self.times)
+
+    def moved(self) -> dict:
+        """collector -> its bits' positions, for collectors whose bits are not in place."""
+        return {c: pos for c, pos in self.local.items() if any(i != g for i, g in enumerate(pos))}
+
+    def local_words(self) -> int:
+        return max([routes.words(len(pos)) for pos in self.local.values()] or [1])
+
+    def words(self) -> int:
+        return max(1, -(-self.count // WORD))
 
 
 @dataclass(frozen=True)
@@ -101,38 +135,62 @@ def literal(s: str, engine: str) -> str:
     return quote(s)
 
 
-#: Bits per word of a snapshot mask (per_path): a BIGINT.
-WORD = 64
+#: Bits per word of a snapshot mask (per_path), as in the routes' `seen`: a BIGINT, sign bit unused.
+WORD = routes.WORD
 
 
-def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
+def _local_words(engine: str, k: int, first: bool) -> list[str]:
+    """The routes' own snapshot words, as columns lw0.. (`first`: only each collector's first
+    snapshot, its bit 0, on the rows that have it)."""
+    if first:
+        return ["1 AS lw0"] + [f"0 AS lw{i}" for i in range(1, k)]
+    more = "coalesce(try_element_at(seen_more, {i}), 0L)" if engine == "spark" else "coalesce(seen_more[{i}], 0)"
+    return ["seen AS lw0"] + [f"{more.format(i=i)} AS lw{i}" for i in range(1, k)]
+
+
+def _masks(engine: str, plan: SnapshotPlan, k: int) -> list[str]:
+    """The month's snapshot masks m0.. (global numbering, SnapshotPlan) of each row from its
+    local words: in place, or each bit moved where its collector's bits are not."""
+    bit = ("shiftleft(shiftright(lw{w}, {b}) & 1, {s})" if engine == "spark" else "(((lw{w} >> {b}) & 1) << {s})")
+    out = []
+    for g in range(plan.words()):
+        whens = []
+        for c, pos in plan.moved().items():
+            terms = [bit.format(w=i // WORD, b=i % WORD, s=p % WORD) for i, p in enumerate(pos) if p // WORD == g]
+            whens.append(f"WHEN {literal(c, engine)} THEN {' | '.join(terms) if terms else '0'}")
+        same = f"lw{g}" if g < k else "0"
+        out.append(f"CAST(CASE collector {' '.join(whens)} ELSE {same} END AS BIGINT) AS m{g}" if whens
+                   else f"CAST({same} AS BIGINT) AS m{g}")
+    return out
+
+
+def _entries(engine: str, k: int, first: bool) -> str:
+    """A row's entries: the bits of its local words (`first`: its first snapshot's, one)."""
+    if first:
+        return "CAST(1 AS BIGINT)"
+    return "CAST(" + " + ".join(f"bit_count(lw{i})" for i in range(k)) + " AS BIGINT)"
+
+
+def _fill(params: MethodParams, engine: str, plan: SnapshotPlan) -> dict[str, str]:
     reserved = " OR ".join(
         f"x = {lo}" if lo == hi else f"(x BETWEEN {lo} AND {hi})" for lo, hi in params.reserved_asns
     ) or "false"
     group = ("CASE collector " + " ".join(f"WHEN {literal(k, engine)} THEN {literal(v, engine)}"
                                           for k, v in sorted(params.groups.items()))
              + " ELSE collector END") if params.groups else "collector"
-    # The snapshot mask of per_path: word k holds the bits of snapshots 64k..64k+63.
-    words = range(max(1, -(-snapshots // WORD)))
-    bit = "shiftleft(1L, CAST(si - {lo} AS INT))" if engine == "spark" else "(1::UBIGINT << (si - {lo}))"
-    masks = ", ".join(f"bit_or(CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
-                      f"{bit.format(lo=k * WORD)} END) AS m{k}" for k in words)
-    row_masks = ", ".join(f"CASE WHEN si >= {k * WORD} AND si < {(k + 1) * WORD} THEN "
-                          f"{bit.format(lo=k * WORD)} END AS m{k}" for k in words)
-    mask_cols = ", ".join(f"m{k}" for k in words)
-    or_masks = ", ".join(f"bit_or(m{k}) AS m{k}" for k in words)
-    count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{k})) AS BIGINT), 0)" for k in words)
+    # The snapshot masks of per_path: word k holds the bits of the month's snapshots 63k..63k+62.
+    words = range(plan.words())
+    k = plan.local_words()
+    first = params.snapshots == "first"  # each collector's first snapshot of the month
+    mask_cols = ", ".join(f"m{i}" for i in words)
+    or_masks = ", ".join(f"bit_or(m{i}) AS m{i}" for i in words)
+    count = " + ".join(f"coalesce(CAST(bit_count(bit_or(m{i})) AS BIGINT), 0)" for i in words)
     on = params.first_as_rule
     size = "size" if engine == "spark" else "len"
     order = {"observations": f"path_observations DESC, {size}(path), path",
              "prefixes": f"prefixes DESC, path_observations DESC, {size}(path), path",
              "snapshots": f"snapshots DESC, path_observations DESC, {size}(path), path",
              "lowest": "path"}[params.representative]
-    first = ""
-    if params.snapshots == "first":  # each collector's first snapshot of the month
-        first = (f" e {'LEFT SEMI' if engine == 'spark' else 'SEMI'} JOIN (SELECT collector AS fc, "
-                 "min(snapshot_time) AS ft FROM month_counts GROUP BY collector) f "
-                 "ON e.collector = f.fc AND e.snapshot_time = f.ft")
     # as_set "hop": a path whose only segments besides plain ASNs are AS_SETs, and which ends in
     # a plain ASN, is kept with each set as one hop: -1 - (a polynomial hash of its sorted
     # members mod 2^61 - 1), the same number in both dialects and in the reference.
@@ -158,7 +216,10 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
     anyq = params.comparison != "representative"
     share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
-            "masks": masks, "row_masks": row_masks, "mask_cols": mask_cols, "or_masks": or_masks, "mask_bits": count, "rep_order": order, "first_snapshot": first,
+            "local_words": ", ".join(_local_words(engine, k, first)), "entries": _entries(engine, k, first),
+            "all_entries": _entries(engine, k, False), "all_words": ", ".join(_local_words(engine, k, False)),
+            "row_masks": ", ".join(_masks(engine, plan, k)), "first_snapshot": " WHERE (seen & 1) = 1" if first else "",
+            "mask_cols": mask_cols, "or_masks": or_masks, "mask_bits": count, "rep_order": order,
             "any_join": (" LEFT JOIN any_equal e ON e.vp_group = p4.vp_group AND e.vp_asn = p4.vp_asn "
                          "AND e.dest_asn = p4.dest_asn") if anyq else "",
             "congruent": {"representative": "p4.path = p6.path", "any": "p4.path = p6.path OR e.dest_asn IS NOT NULL",
@@ -168,8 +229,7 @@ def _fill(params: MethodParams, engine: str, snapshots: int) -> dict[str, str]:
             "rep_partition": ("prefix" if by_prefix else "dest_asn") + ", vp_asn, afi, vp_group",
             "na_key": ", na_v4" if by_prefix else "", "na_key_inner": ", v4_path AS na_v4" if by_prefix else "",
             "na_join": " AND n.na_v4 = b.v4_path" if by_prefix else "",
-            "as_path_spark": eff_path if engine == "spark" else "as_path",
-            "as_path_duckdb": eff_path if engine == "duckdb" else "as_path",
+            "as_path": eff_path,
             "has_as_set": f"(has_as_set AND NOT coalesce({sets_only}, false))" if hop else "has_as_set",
             "first_as_spark": " OR as_path[0] != vp_asn" if on else "",
             "first_as_duckdb": " OR as_path[1] != vp_asn" if on else ""}
@@ -179,13 +239,14 @@ def both(name: str, kind: str, sql: str) -> SqlStep:
     return SqlStep(name, kind, sql, sql)
 
 
-#: The month pass, the one scan of every entry before the partitions (and of four narrow
-#: columns): entries per (collector, peer ASN, AFI, snapshot time). The month's shape comes
-#: from it (COUNTS), the partitions' sizes (pipeline/partitions.py), the snapshot numbering
-#: and each collector's first snapshot: the month-level facts that need the whole input.
+#: The month pass, the one scan of every route before the partitions (and of five narrow
+#: columns): routes and entries per (collector, peer ASN, AFI). The month's shape comes from
+#: it (COUNTS) and the partitions' sizes (pipeline/partitions.py); the snapshots are the
+#: routes' own (SnapshotPlan).
 MONTH_COUNTS = both("month_counts", "work", """
-SELECT collector, peer_asn, afi, snapshot_time, count(*) AS n
-FROM month_entries GROUP BY collector, peer_asn, afi, snapshot_time""")
+SELECT collector, peer_asn, afi, count(*) AS routes, sum({all_entries}) AS n
+FROM (SELECT collector, peer_asn, afi, {all_words} FROM month_entries)
+GROUP BY collector, peer_asn, afi""")
 
 
 # Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
@@ -215,30 +276,16 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
 #: partitions keeps each partition's by_session and per_path apart; the month-level steps read
 #: all of them as month_by_session and month_per_path (MONTH_OF).
 PARTITION_STEPS: tuple[SqlStep, ...] = (
-    # The month's snapshot times (all partitions'), numbered from 0 (si), for the snapshot
-    # masks; as many as COUNTS counted (no NULL, which Spark would sort first).
-    both("snapshots", "view", """
-SELECT snapshot_time, CAST(row_number() OVER (ORDER BY snapshot_time) - 1 AS BIGINT) AS si
-FROM (SELECT DISTINCT snapshot_time FROM month_counts WHERE snapshot_time IS NOT NULL)"""),
-    # The observations: one row per (VP, session, AFI, prefix, path as announced) with the
-    # entries it stands for (n) and the bits of their snapshots (m0, m1...: one 64-bit word
-    # per 64 snapshots; a row without a time, which ingest never writes, sets no bit). Every
-    # rule of steps 1-2 depends only on these columns, so the cleaning runs once per distinct
-    # row. DuckDB folds a month's repeated observations here (the same route seen in several
-    # snapshots: 2x fewer rows at synthetic scale 10, more in a month of daily dumps), which
-    # cuts the cleaning and per-path work (bench/RESULTS.md "Compare job by step");
-    # in Spark a scratch step is a view, read by both passes below, so there it is each entry
-    # as one observation and the folding happens in per_path as before.
-    SqlStep("observed", "scratch",
-         spark="""
-SELECT /*+ BROADCAST(s) */ {group} AS vp_group, e.peer_asn AS vp_asn, e.peer_ip, e.afi, e.prefix,
-       {as_path_spark} AS as_path, {has_as_set} AS has_as_set, 1L AS n, {row_masks}
-FROM (SELECT * FROM entries{first_snapshot}) e LEFT JOIN snapshots s ON s.snapshot_time = e.snapshot_time""",
-         duckdb="""
-SELECT {group} AS vp_group, e.peer_asn AS vp_asn, e.peer_ip, e.afi, e.prefix,
-       {as_path_duckdb} AS as_path, {has_as_set} AS has_as_set, count(*) AS n, {masks}
-FROM (SELECT * FROM entries{first_snapshot}) e LEFT JOIN snapshots s ON s.snapshot_time = e.snapshot_time
-GROUP BY ALL"""),
+    # The observations: one row per route (ingest/routes.py: a VP's session, prefix and path
+    # as announced, with the snapshots that saw it) with the entries it stands for (n) and the
+    # month's snapshot bits (m0, m1...: one 63-bit word per 63 snapshots). Every rule of steps
+    # 1-2 depends only on these columns, so the cleaning runs once per route, not once per
+    # entry (bench/RESULTS.md "Compare job by step"); a scratch step, materialized by DuckDB
+    # for the two passes below, a view in Spark.
+    both("observed", "scratch", """
+SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, {as_path} AS as_path,
+       {has_as_set} AS has_as_set, {entries} AS n, {row_masks}
+FROM (SELECT *, {local_words} FROM entries{first_snapshot}) e"""),
     # 1-2. Cleaning: each row gets the first reason that applies; kept rows get the
     # prepending-free path (computed once, then tested). A loop is an ASN whose first
     # position is not its own (cheaper than a distinct set per row on both engines:
@@ -619,7 +666,7 @@ LEFT JOIN prev_v6_dests h ON h.dest_asn = p.dest_asn
 WHERE p.congruent AND (b.congruent IS NULL OR NOT b.congruent)""")
 
 
-def render(step: SqlStep, engine: str, params: MethodParams, snapshots: int) -> str:
+def render(step: SqlStep, engine: str, params: MethodParams, plan: SnapshotPlan) -> str:
     """The step's SELECT in the engine's dialect, with the method's parameters filled in;
-    `snapshots`: the month's distinct snapshot times (the size of per_path's masks)."""
-    return step.sql(engine).format(**_fill(params, engine, snapshots))
+    `plan`: the month's snapshots (per_path's masks, and where each collector's bits go)."""
+    return step.sql(engine).format(**_fill(params, engine, plan))

@@ -19,6 +19,7 @@ The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbi
 """
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -102,8 +103,7 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
     for p in (layout.manifest_file(data_dir, m) for m in reversed(layout.months_in(data_dir, "manifest"))):  # newest first
         if not p.is_file():
             continue
-        for r in pq.read_table(p, columns=["month", "collector", "slot", "status", "bytes", "entries_v4", "entries_v6",
-                                           "output"]).to_pylist():
+        for r in pq.read_table(p).to_pylist():
             if r["status"] == "ok" and r["bytes"]:
                 rows.setdefault(r["collector"], []).append(r)
     seen: dict[str, list[tuple[int, int]]] = {}
@@ -111,7 +111,9 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
         for r in sorted(rs, key=lambda r: r["slot"], reverse=True):
             if len(seen.get(c, ())) >= LEARN_LATEST:
                 break
-            if r["output"] and is_partial(address_span(manifest.output_path(data_dir, r))):
+            span = json.loads(r["address_span"]) if r.get("address_span") else \
+                address_span(Path(data_dir) / r["output"]) if r["output"] else None  # an earlier version's file
+            if is_partial(span):
                 if partial is not None:
                     partial.add(c)
                 continue

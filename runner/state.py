@@ -229,6 +229,6 @@ def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
     outs = [v for v in absolute(cfg, rec.get("outputs", {})).values() if isinstance(v, str)]
     if step == "ingest":
         root = data_dir(cfg)
-        # Each file where the layout puts it, whatever path an earlier version recorded.
-        return bool(outs) and all(manifest.output_path(root, r).exists() for r in manifest_ok(cfg, month))
+        # Each dump in its collector's routes, whatever path an earlier version recorded.
+        return bool(outs) and all(manifest.merged(root, r) for r in manifest_ok(cfg, month))
     return all(os.path.exists(v) for v in outs)

@@ -12,6 +12,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.months import parse_month
 from bgp_congruency.common.table_docs import DOCS
+from bgp_congruency.ingest import routes
 from bgp_congruency.lake import published
 from bgp_congruency.pipeline.steps import empty_select
 from bgp_congruency.selector import rules
@@ -40,9 +41,11 @@ def resolve_month(cfg: Config, month: str | None) -> str:
 def table_relation(cfg: Config, table: str, month: str) -> str:
     """The month's rows of a published table, as a relation for FROM: the catalog's files
     (lake/published.py; of the snapshot the command reads, attach.pinned), an empty typed
-    relation where the table has no rows (no file), or for ingest's rib_entries its folder."""
-    if table == "rib_entries":
-        return f"read_parquet({quote(duck.glob_literal(layout.month_dir(local_root(cfg), table, month)) + '/*/*.parquet')})"
+    relation where the table has no rows (no file), or for ingest's `routes` the month's (with
+    `n`, the entries each stands for: ingest/routes.relation_sql)."""
+    if table == "routes":
+        return routes.relation_sql(routes.month_files(local_root(cfg), month)) or \
+            "(SELECT NULL::TINYINT AS afi, NULL AS prefix, NULL::UINTEGER AS origin_asn, 0::BIGINT AS n LIMIT 0)"
     return files_relation(published.files(local_root(cfg), [table], month)[table], table)
 
 
@@ -70,7 +73,7 @@ def _covering(net) -> list[tuple[str, int]]:
 
 def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
     """key -> (matched prefix, origin ASN, other origins) for each key -> network, by
-    longest-prefix match over the month's rib_entries prefixes of the network's family.
+    longest-prefix match over the month's prefixes of the network's family.
 
     DuckDB joins the entries against every covering prefix of each network (at most 32 or
     128 per network), so one scan answers all networks. The origin of a prefix is the one
@@ -89,8 +92,8 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
     con.register("lpm_candidates", cand)
     if month in published.months(local_root(cfg), "prefix_origins"):  # the month's prefix table, small
         src, n = table_relation(cfg, "prefix_origins", month), "sum(e.entries)"
-    else:  # a month published before it: every entry
-        src, n = table_relation(cfg, "rib_entries", month), "count(*)"
+    else:  # a month published before it: every route, counted by its entries
+        src, n = table_relation(cfg, "routes", month), "sum(e.n)"
     rows = con.execute(f"""
         SELECT c.k, c.plen, e.prefix, e.origin_asn, {n} AS n
         FROM {src} e

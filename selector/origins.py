@@ -13,15 +13,16 @@ from bgp_congruency.common import duck, layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import PREFIX_ORIGINS, sql_type
+from bgp_congruency.ingest import routes
 
 TABLE = "prefix_origins"
 
 
 def stage(cfg: Config, month: str, staged: str) -> int:
-    """Write the month's prefixes and origins into `staged`/prefix_origins from its ingested
-    rib_entries (DuckDB under the memory limit, spilling into the staging folder); returns
-    the rows."""
-    src = layout.month_dir(layout.local(cfg.data_dir, "the prefix table"), "rib_entries", month)
+    """Write the month's prefixes and origins into `staged`/prefix_origins from its routes
+    (their entries counted; DuckDB under the memory limit, spilling into the staging folder);
+    returns the rows."""
+    src = routes.relation_sql(routes.month_files(layout.local(cfg.data_dir, "the prefix table"), month))
     out_dir = Path(staged) / TABLE
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "part-0.parquet"
@@ -30,8 +31,7 @@ def stage(cfg: Config, month: str, staged: str) -> int:
         cols = ", ".join(f"CAST({f.name} AS {sql_type(f.type, 'duckdb')}) AS {f.name}"
                          for f in PREFIX_ORIGINS if f.name != "month")
         con.execute(f"""COPY (SELECT {cols} FROM (
-                SELECT afi, prefix, origin_asn, count(*) AS entries
-                FROM read_parquet({quote(duck.glob_literal(src) + '/*/*.parquet')}, hive_partitioning = false)
+                SELECT afi, prefix, origin_asn, sum(n) AS entries FROM {src}
                 WHERE origin_asn IS NOT NULL GROUP BY ALL) ORDER BY afi, prefix, origin_asn)
             TO {quote(str(out))} (FORMAT parquet, COMPRESSION zstd)""")
         n = con.execute(f"SELECT count(*) FROM read_parquet({quote(duck.glob_literal(out))})").fetchone()[0]

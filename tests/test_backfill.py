@@ -138,8 +138,8 @@ def test_every_month_publishes_with_the_expected_collectors(backfill):
         assert s["coverage"]["planned"] == sum(v != "inactive" for v in want.values())
         assert s["coverage"]["ok"] == sum(v == "ok" for v in want.values())
         assert sorted(s["coverage"]["missing"]) == sorted(k for k, v in want.items() if v == "missing")
-        # Only the collectors that were ok that month are in its rib_entries.
-        cols = {p.name.split("=", 1)[1] for p in (data / "rib_entries" / f"month={m}").iterdir()}
+        # Only the collectors that were ok that month are in its routes.
+        cols = {p.name.split("=", 1)[1] for p in (data / "routes" / f"month={m}").iterdir()}
         assert cols == {k.split("@")[0] for k, v in want.items() if v == "ok"}, m
 
 
@@ -150,7 +150,7 @@ def test_pairs_equal_the_reference_where_collectors_come_and_go(backfill):
     data = backfill["data"]
     params = MethodParams(min_coverage=0.5, groups=load_groups())
     for m in ("2009-10", "2009-11"):
-        ref = compute_reference((data / "rib_entries" / f"month={m}").resolve(), m, params)
+        ref = compute_reference(data, m, params)
         for table in ("pairs", "vps", "month_summary"):
             assert canon(published(data, table, m)) == canon(ref[table]), (m, table)
         assert len(ref["pairs"]) >= 15, (m, len(ref["pairs"]))
@@ -334,11 +334,12 @@ def test_only_one_step_succeeds_when_that_step_does(tmp_path):
 def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_path):
     """The sample RIBs are the first 1-2 MiB of full dumps (MANIFEST.md): IPv4 up to
     23.105.0.0/20, IPv6 up to 2001:da8:7035::/48. Ingest keeps each file's address span
-    in its footer; plan sizes such collectors by its assumption, not by 15 MB a month."""
-    from bgp_congruency.ingest.writer import address_span, partial
+    in the manifest; plan sizes such collectors by its assumption, not by 15 MB a month."""
+    from bgp_congruency.ingest import manifest
+    from bgp_congruency.ingest.writer import partial
 
-    files = sorted((ingested_2026 / "rib_entries" / "month=2026-07").rglob("*.parquet"))
-    spans = {f.parent.name: address_span(f) for f in files}
+    rows = manifest.read(ingested_2026, "2026-07").values()
+    spans = {f"collector={r['collector']}": json.loads(r["address_span"]) for r in rows}
     assert spans == {"collector=route-views2": {"v4": 23, "v6": None},
                      "collector=route-views6": {"v4": None, "v6": 0x2001}}
     assert all(partial(s) for s in spans.values())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import shutil
 import subprocess
 import sys
 import time
@@ -46,12 +47,12 @@ def file_schema(data: Path, table: str, month: str) -> list[tuple[str, str]]:
 
 
 def _duckdb_twin(spark_data: Path, config, month: str, params) -> Path:
-    """The DuckDB engine's tables of the same rib_entries, in a data dir beside `spark_data`."""
+    """The DuckDB engine's tables of the same routes, in a data dir beside `spark_data`."""
     duck = spark_data.parent / f"{spark_data.name}-duckdb"
-    (duck / "rib_entries").mkdir(parents=True, exist_ok=True)
-    link = duck / "rib_entries" / f"month={month}"
+    (duck / "routes").mkdir(parents=True, exist_ok=True)
+    link = duck / "routes" / f"month={month}"
     if not link.exists():
-        link.symlink_to((spark_data / "rib_entries" / f"month={month}").resolve())
+        link.symlink_to((spark_data / "routes" / f"month={month}").resolve())
     manifest = spark_data / "manifest" / f"month={month}"
     if manifest.exists() and not (duck / "manifest" / f"month={month}").exists():  # provenance reads it
         (duck / "manifest").mkdir(exist_ok=True)
@@ -63,7 +64,7 @@ def _duckdb_twin(spark_data: Path, config, month: str, params) -> Path:
 
 
 def assert_engines_agree(spark_data: Path, config, month: str, params, duck: Path | None = None) -> None:
-    """The DuckDB engine on the same rib_entries (in a data dir of its own, months run in the
+    """The DuckDB engine on the same routes (in a data dir of its own, months run in the
     same order; `duck`: one the session computed already) gives the Spark engine's tables,
     transitions included: same rows, same column order and types, both those of common/tables.py."""
     from bgp_congruency.common.tables import TRANSITIONS
@@ -192,7 +193,7 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
 
     # The same one-line messages as the DuckDB engine's (test_engines.py): one flow, pipeline/job.py.
-    src = f"{tmp_path}/rib_entries/month="
+    src = f"{tmp_path}/routes/month="
     r = job.compare_month(cfg, "2023-12", spark=spark)
     assert r.error == f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
 
@@ -201,14 +202,17 @@ def test_bad_input_is_one_line_and_touches_nothing(spark, config, tmp_path):
     r = job.compare_month(cfg, "2024-04", spark=spark)
     assert r.error == f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
 
-    bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
+    good = next((tmp_path / "routes" / "month=2024-01").glob("collector=*/gen-*"))
+    bad = tmp_path / "routes" / "month=2024-05" / "collector=x" / good.name / "part-0.parquet"
     bad.parent.mkdir(parents=True)
+    shutil.copy(good / "snapshots.json", bad.parent)
     pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
     r = job.compare_month(cfg, "2024-05", spark=spark)
-    assert r.error == f"{src}2024-05: column 'snapshot_time' is missing (not a rib_entries table?)"
-    wrong = tmp_path / "rib_entries" / "month=2024-06" / "collector=x" / "x.parquet"
+    assert r.error == f"{src}2024-05: column 'peer_asn' is missing (not a month's routes?)"
+    wrong = tmp_path / "routes" / "month=2024-06" / "collector=x" / good.name / "part-0.parquet"
     wrong.parent.mkdir(parents=True)
-    rows = pq.read_table(next((tmp_path / "rib_entries" / "month=2024-01").rglob("*.parquet")))
+    shutil.copy(good / "snapshots.json", wrong.parent)
+    rows = pq.read_table(next(good.glob("part-*.parquet")))
     pq.write_table(rows.set_column(rows.schema.get_field_index("afi"), "afi", rows["afi"].cast(pa.string())), wrong)
     r = job.compare_month(cfg, "2024-06", spark=spark)
     assert r.error == f"{src}2024-06: column 'afi' is string, expected tinyint"
@@ -301,7 +305,7 @@ def test_real_pair_through_spark_submit_on_a_standalone_cluster(standalone_clust
     submit = Path(env["SPARK_HOME"]) / "bin" / "spark-submit"
     env = {**env, "PYTHONPATH": str(ROOT)}
     data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):
+    for sub in ("routes", "manifest"):
         (data / sub).mkdir(parents=True)
         (data / sub / "month=2026-07").symlink_to(ingested_2026 / sub / "month=2026-07")
     p = subprocess.run([str(submit), "--master", master, "--conf", "spark.executor.memory=2g",
@@ -331,9 +335,9 @@ def test_the_spark_engine_takes_a_data_dir_with_glob_characters_literally(two_mo
     from tests.support.cli import rows
 
     data = tmp_path / "run[1]{a,b}"
-    (data / "rib_entries").mkdir(parents=True)
+    (data / "routes").mkdir(parents=True)
     (data / "manifest").mkdir()
-    for sub in ("rib_entries", "manifest"):
+    for sub in ("routes", "manifest"):
         os.symlink(two_months.data / sub / "month=2026-01", data / sub / "month=2026-01")
     cfg = two_months.cfg.with_overrides(data_dir=data, engine="spark")
     [res] = job.compare_months(cfg, ["2026-01"], spark=spark)

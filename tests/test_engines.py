@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -25,7 +26,17 @@ from bgp_congruency.pipeline import job
 from bgp_congruency.pipeline.publish import LocalStore
 from tests.support import cases
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT
-from tests.support.month import HAND_CASES, VARIANT_CASES, assert_same_as_reference, canon, published, write_entries
+from tests.support.month import (
+    HAND_CASES,
+    VARIANT_CASES,
+    assert_same_as_reference,
+    canon,
+    entry_rows,
+    link_ingested,
+    published,
+    reference_of,
+    write_entries,
+)
 
 MONTHS = ("2026-07", "2026-08")
 
@@ -56,10 +67,9 @@ def test_the_rule_s_uneven_ranges_give_the_reference_tables(config, ingested_202
     from bgp_congruency.pipeline import partitions as P
 
     data = tmp_path / "data"
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    link_ingested(ingested_2026, data, "2026-07")
     cfg = duck(config, data_dir=data, duckdb_memory_limit="1GB")
-    total = ds.dataset(data / "rib_entries" / "month=2026-07", partitioning="hive").count_rows()
+    total = ds.dataset(list((data / "routes" / "month=2026-07").rglob("part-*.parquet"))).count_rows()  # routes
     monkeypatch.setattr(P, "FAST_BYTES_PER_ENTRY", P.limit_bytes(cfg) // (total // 5))
     chosen, partitions = [], job.partitions
     monkeypatch.setattr(job, "partitions", lambda *a: chosen.append(partitions(*a)) or chosen[-1])
@@ -75,8 +85,7 @@ def test_the_rule_s_uneven_ranges_give_the_reference_tables(config, ingested_202
 @pytest.mark.parametrize("k", PARTITIONS)
 def test_real_pair_matches_reference(config, ingested_2026, tmp_path, k):
     data = tmp_path / "data"
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    link_ingested(ingested_2026, data, "2026-07")
     res = run(duck(config, data_dir=data, compare_partitions=k), "2026-07")
     assert res.error is None, res.error
     ref = assert_same_as_reference(data, "2026-07", config.method)
@@ -199,15 +208,27 @@ def test_ingest_groups_a_files_rows_by_vp_bucket(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_month_ingested_before_the_bucket_layout_compares_the_same(config, tmp_path, capfd):
-    """Files without vp_bucket (ingested before the layout) still compare in partitions, the
-    reference's tables, with one line saying each partition reads the whole month and how to
-    re-ingest."""
-    write_entries(tmp_path, "2024-01", cases.full_month_rows(), bucketed=False)
-    assert run(duck(config, data_dir=tmp_path, compare_partitions=2), "2024-01").error is None
-    assert_same_as_reference(tmp_path, "2024-01", config.method)
-    lines = [ln for ln in capfd.readouterr().err.splitlines() if "VP-bucket layout" in ln]
-    assert len(lines) == 1 and "congruency run --month 2024-01 --force ingest" in lines[0], lines
+def test_a_month_ingested_before_the_routes_layout_is_merged_and_compares_the_same(config, tmp_path):
+    """A month an earlier version ingested as one file per dump (rib_entries/month=M/
+    collector=C/, one of them from before the VP-bucket layout, without vp_bucket) is merged
+    into routes by the next ingest (no download), its old files removed; the compare then
+    gives the reference's tables, in partitions too."""
+    from bgp_congruency.ingest import run as ingest_run
+    from tests.support.month import ENTRIES
+
+    write_entries(tmp_path / "want", "2024-01", cases.full_month_rows())
+    for f in (tmp_path / "want" / ENTRIES / "month=2024-01").rglob("*.parquet"):
+        old = tmp_path / "rib_entries" / "month=2024-01" / f.parent.name / f.name
+        old.parent.mkdir(parents=True)
+        t = pq.read_table(f)
+        pq.write_table(t.drop_columns(["vp_bucket"]) if "rrc00" in f.parent.name else t, old)
+    cfg = duck(config, data_dir=tmp_path, compare_partitions=2)
+    ingest_run.merge_pending(cfg, "2024-01")
+    assert not (tmp_path / "rib_entries").exists()
+    assert run(cfg, "2024-01").error is None
+    for table in ("paths", "vps", "pairs", "month_summary", "cleaning_stats"):
+        want = reference_of(tmp_path / "want", "2024-01", config.method)[table]
+        assert canon(published(tmp_path, table, "2024-01")) == canon(want), table
 
 
 @pytest.mark.slow
@@ -314,7 +335,7 @@ def test_a_killed_run_of_other_inputs_is_not_resumed(config, tmp_path, capfd):
     for change in ("entries", "partitions"):
         staged = _kill_mid_partition(tmp_path, data)
         if change == "entries":
-            entry = next((data / "rib_entries").rglob("*.parquet"))
+            entry = next((data / "routes").rglob("part-*.parquet"))
             os.utime(entry, ns=(entry.stat().st_atime_ns, entry.stat().st_mtime_ns + 10**9))
         capfd.readouterr()
         # K = 1 writes only part-0: the killed run's paths/part-1 would be published beside it
@@ -337,14 +358,15 @@ def test_a_vp_larger_than_a_partition_is_refused_in_one_line(config, tmp_path, m
     from bgp_congruency.pipeline import partitions as P
 
     write_entries(tmp_path, "2024-01", cases.full_month_rows())
-    rows = cases.full_month_rows()
-    largest = max(sum(1 for r in rows if r["peer_asn"] == a) for a in {r["peer_asn"] for r in rows})
+    rows = cases.full_month_rows()  # each of a VP's routes once (its snapshots are one row)
+    largest = max(len({(r["collector"], r["peer_ip"], r["afi"], r["prefix"], tuple(r["as_path"] or ()),
+                        r["has_as_set"]) for r in rows if r["peer_asn"] == a}) for a in {r["peer_asn"] for r in rows})
     monkeypatch.setattr(P, "BYTES_PER_ENTRY", 16 * 10**6 // largest + 1)
     res = run(duck(config, data_dir=tmp_path, duckdb_memory_limit="16MB"), "2024-01")
     need = largest * P.BYTES_PER_ENTRY
-    assert res.error == (f"{tmp_path}/rib_entries/month=2024-01: one vantage point has {largest:,} entries, more "
+    assert res.error == (f"{tmp_path}/routes/month=2024-01: one vantage point has {largest:,} routes, more "
                          f"than one partition can hold at duckdb_memory_limit = 15 MiB (about "
-                         f"{P.BYTES_PER_ENTRY:,} bytes per entry: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
+                         f"{P.BYTES_PER_ENTRY:,} bytes per route: {need / 2**20:,.0f} MiB); raise duckdb_memory_limit")
     assert not (tmp_path / "pairs").exists()
     assert [p.name for p in (tmp_path / "_staging").iterdir() if not p.name.endswith(".lock")] == []
     assert run(duck(config, data_dir=tmp_path, duckdb_memory_limit="64MB", compare_partitions=1), "2024-01").error is None
@@ -431,20 +453,23 @@ def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
     cfg = duck(config, data_dir=tmp_path)
     assert run(cfg, "2024-01").error is None
     before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
-    src = f"{tmp_path}/rib_entries/month="
+    src = f"{tmp_path}/routes/month="
     assert run(cfg, "2023-12").error == \
         f"{src}2023-12: no ingested data for month 2023-12 (run congruency ingest first)"
     write_entries(tmp_path, "2024-04", [x for x in cases.full_month_rows() if x["afi"] == 4])
     assert run(cfg, "2024-04").error == \
         f"{src}2024-04: month 2024-04 has no IPv6 entries; both address families are needed"
-    bad = tmp_path / "rib_entries" / "month=2024-05" / "collector=x" / "x.parquet"
+    good = next((tmp_path / "routes" / "month=2024-01").glob("collector=*/gen-*"))
+    bad = tmp_path / "routes" / "month=2024-05" / "collector=x" / good.name / "part-0.parquet"
     bad.parent.mkdir(parents=True)
+    shutil.copy(good / "snapshots.json", bad.parent)
     pq.write_table(pa.table({"collector_name": ["x"], "afi": pa.array([4], pa.int8())}), bad)
     assert run(cfg, "2024-05").error == \
-        f"{src}2024-05: column 'snapshot_time' is missing (not a rib_entries table?)"
-    wrong = tmp_path / "rib_entries" / "month=2024-06" / "collector=x" / "x.parquet"
+        f"{src}2024-05: column 'peer_asn' is missing (not a month's routes?)"
+    wrong = tmp_path / "routes" / "month=2024-06" / "collector=x" / good.name / "part-0.parquet"
     wrong.parent.mkdir(parents=True)
-    rows = pq.read_table(next((tmp_path / "rib_entries" / "month=2024-01").rglob("*.parquet")))
+    shutil.copy(good / "snapshots.json", wrong.parent)
+    rows = pq.read_table(next(good.glob("part-*.parquet")))
     pq.write_table(rows.set_column(rows.schema.get_field_index("afi"), "afi", rows["afi"].cast(pa.string())), wrong)
     assert run(cfg, "2024-06").error == f"{src}2024-06: column 'afi' is string, expected tinyint"
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file() and p in before} == before
@@ -456,15 +481,14 @@ def test_bad_input_is_one_line_and_touches_nothing(config, tmp_path):
 @pytest.mark.slow
 def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, tmp_path):
     data = tmp_path / "data"
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    link_ingested(ingested_2026, data, "2026-07")
     spill = tmp_path / "spill"
     cfg = duck(config, data_dir=data, duckdb_memory_limit="24MB", duckdb_temp_dir=str(spill), duckdb_threads=1,
                compare_partitions=1)
     res = run(cfg, "2026-07")
     assert res.error is not None and "\n" not in res.error
-    assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 24MB")
-    assert sorted(p.name for p in data.iterdir()) == ["_staging", "rib_entries"]
+    assert res.error.startswith(f"{data}/routes/month=2026-07: DuckDB ran out of memory or disk (memory_limit 24MB")
+    assert sorted(p.name for p in data.iterdir()) == ["_staging", "routes"]
     assert not list((data / "_staging").iterdir())
     assert spill.is_dir() and not list(spill.iterdir())  # the run's own folder under duckdb_temp_dir is gone
 
@@ -472,15 +496,15 @@ def test_out_of_memory_is_one_line_and_publishes_nothing(config, ingested_2026, 
 @pytest.mark.slow
 def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_reference(config, ingested_2026, tmp_path,
                                                                                    monkeypatch):
-    """At the memory the month needs in one partition (DuckDB 1.5.5, one thread: out of memory
-    at 43MB, done at 46MB) the tables are still the reference's; the partitions' aggregates are in the staging
+    """At the memory the month needs in one partition (DuckDB 1.5.5, one thread, from its routes:
+    out of memory at 38MB, done at 40MB; 43 and 46MB before 2026-11-28, from every entry) the
+    tables are still the reference's; the partitions' aggregates are in the staging
     folder's work database (seen in pragma_database_size after a step), which DuckDB writes
     to disk as it fills (at 46MB nothing else spills: no temp file)."""
     from bgp_congruency.pipeline.engines import duckdb as duckdb_engine
 
     data = tmp_path / "data"
-    (data / "rib_entries").mkdir(parents=True)
-    (data / "rib_entries" / "month=2026-07").symlink_to(ingested_2026 / "rib_entries" / "month=2026-07")
+    link_ingested(ingested_2026, data, "2026-07")
     on_disk, run_step = [], duckdb_engine.DuckDBEngine._run_step
 
     def step_and_look(self, *a, **kw):
@@ -490,11 +514,11 @@ def test_a_month_at_its_memory_floor_keeps_its_work_on_disk_and_matches_referenc
             f"FROM pragma_database_size() WHERE database_name = '{duckdb_engine.WORK}')").fetchone()[0])
 
     monkeypatch.setattr(duckdb_engine.DuckDBEngine, "_run_step", step_and_look)
-    res = run(duck(config, data_dir=data, duckdb_memory_limit="43MB", duckdb_threads=1, compare_partitions=1),
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="36MB", duckdb_threads=1, compare_partitions=1),
               "2026-07")
-    assert res.error.startswith(f"{data}/rib_entries/month=2026-07: DuckDB ran out of memory or disk (memory_limit 43MB")
+    assert res.error.startswith(f"{data}/routes/month=2026-07: DuckDB ran out of memory or disk (memory_limit 36MB")
     on_disk.clear()
-    res = run(duck(config, data_dir=data, duckdb_memory_limit="46MB", duckdb_threads=1, compare_partitions=1),
+    res = run(duck(config, data_dir=data, duckdb_memory_limit="43MB", duckdb_threads=1, compare_partitions=1),
               "2026-07")
     assert res.error is None, res.error
     assert max(on_disk) > 0
@@ -551,9 +575,7 @@ def test_cli_default_engine_needs_no_java(tmp_path):
                         "--min-coverage", "0", "--json"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    ref = reference.compute_month(
-        (r for r in pq.read_table(tmp_path / "rib_entries" / "month=2024-01").to_pylist()), "2024-01",
-        replace(load().method, min_coverage=0.0))
+    ref = reference.compute_month(entry_rows(tmp_path, "2024-01"), "2024-01", replace(load().method, min_coverage=0.0))
     assert out["summary"]["pairs"] == ref["month_summary"][0]["pairs"] > 0
     assert out["engine"] == "duckdb"
 

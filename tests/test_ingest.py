@@ -225,21 +225,20 @@ def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["already_done"] == 2
         assert [url.hits(f) for f in files] == [1, 1]
 
+    from bgp_congruency.ingest import routes
+
     con = duckdb.connect()
-    glob = f"{data}/rib_entries/*/*/*.parquet"
-    per = dict(con.execute(
-        f"SELECT collector, count(*) FROM read_parquet('{glob}', hive_partitioning=true) GROUP BY 1"
-    ).fetchall())
+    entries = f"({routes.expand_sql(routes.month_files(data, '2026-07'))})"  # every route once per snapshot
+    per = dict(con.execute(f"SELECT collector, count(*) FROM {entries} GROUP BY 1").fetchall())
     assert per == {"route-views2": 679_347, "route-views6": 164_279}
     both = {r[0] for r in con.execute(f"""
-        SELECT peer_asn FROM read_parquet('{glob}', hive_partitioning=true)
-        GROUP BY peer_asn HAVING count(DISTINCT afi) = 2""").fetchall()}
+        SELECT peer_asn FROM {entries} GROUP BY peer_asn HAVING count(DISTINCT afi) = 2""").fetchall()}
     # MANIFEST.md's 13 are the peers whose IPv4 and IPv6 routes reach common origins (the
     # job's VPs with pairs, test_compare). A 14th, AS53767, has IPv6 routes too, but only ::/0
     # and one AS112 /48 (bgpdump -m agrees): it has routes in both files but no pair.
     assert both == PEERS_IN_BOTH_2026 | {53767}
-    v6_53767 = con.execute(f"""SELECT list(prefix ORDER BY prefix) FROM read_parquet('{glob}',
-        hive_partitioning=true) WHERE peer_asn = 53767 AND afi = 6""").fetchone()[0]
+    v6_53767 = con.execute(f"""SELECT list(prefix ORDER BY prefix) FROM {entries}
+        WHERE peer_asn = 53767 AND afi = 6""").fetchone()[0]
     assert v6_53767 == ["2001:4:112::/48", "::/0"]
     m = pq.read_table(manifest.path(data, "2026-07")).to_pylist()
     assert [r["status"] for r in m] == ["ok", "ok"]
@@ -277,10 +276,13 @@ def test_bad_inputs_are_recorded_others_still_ingested_and_rerun_retries_only_fa
         for key, msg in expect.items():
             assert rows[key]["status"] in ("failed", "missing") and msg in rows[key]["error"], rows[key]
         assert len(errors) == 5 + 4  # every rv2 slot, and rv6 at 10, 12, 16 and 20 (missing)
-        # Nothing partial: only the good snapshot is published, no temp files anywhere.
-        published = sorted(p.relative_to(data / "rib_entries").as_posix()
-                           for p in (data / "rib_entries").rglob("*") if p.is_file())
-        assert published == ["month=2026-07/collector=route-views6/rib.20260730.1400.parquet"]
+        # Nothing partial: only the good snapshot is in the routes, no temp files anywhere.
+        from bgp_congruency.ingest import routes
+
+        got = {c: [s.source_file.rsplit("/", 1)[-1] for s in routes.snapshots(g)]
+               for c, g in routes.month_generations(data, "2026-07").items()}
+        assert got == {"route-views6": ["rib.20260730.1400.bz2"]}
+        assert not (data / "_staging" / "ingest-2026-07").exists()
         assert not [p for p in data.rglob(".*") if p.is_file() and "cache" not in p.parts]
         assert not list((data / "cache").rglob("*.part"))
 
@@ -368,7 +370,8 @@ def test_an_empty_download_is_named_and_leaves_no_folder(tmp_path, capsys):
     [row] = json.loads(capsys.readouterr().out)["snapshots"]
     assert row["status"] == "failed" and row["error"].endswith(
         "rib.20260730.1400.bz2: the file is empty (0 bytes; a failed download?)")
-    assert not (data / "rib_entries" / "month=2026-07" / "collector=route-views2").exists()
+    assert not (data / "routes" / "month=2026-07" / "collector=route-views2").exists()
+    assert not (data / "_staging" / "ingest-2026-07" / "collector=route-views2").exists()
 
 
 @pytest.mark.slow
@@ -377,7 +380,7 @@ def test_a_plain_ingest_cleans_what_a_killed_one_left(tmp_path):
     import os
     import subprocess
 
-    folder = tmp_path / "data" / "rib_entries" / "month=2026-07" / "collector=route-views2"
+    folder = tmp_path / "data" / "_staging" / "ingest-2026-07" / "collector=route-views2"
     folder.mkdir(parents=True)
     dead = subprocess.Popen(["true"])
     dead.wait()

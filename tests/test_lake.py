@@ -24,6 +24,7 @@ from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.common.tables import sql_type
+from bgp_congruency.ingest import routes
 from bgp_congruency.lake import published
 from tests.support.cli import BOUND_S, congruency
 from tests.support.computed import writable
@@ -91,8 +92,8 @@ def test_views_equal_the_parquet(wh, capsys):
 
     con = lake.connect(wh)
     views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
-    # Every table the catalog holds (those no month published yet are empty), and ingest's two.
-    assert views == {"manifest", "rib_entries"} | set(attach.tables())
+    # Every table the catalog holds (those no month published yet are empty), and ingest's four.
+    assert views == {"manifest", "routes", "route_snapshots", "rib_entries"} | set(attach.tables())
     for name in views:
         doc = DOCS[name]
         described = con.execute(f"DESCRIBE {name}").fetchall()
@@ -104,13 +105,21 @@ def test_views_equal_the_parquet(wh, capsys):
         assert all(comments[c] and comments[c].startswith(doc.columns[c].meaning) for c in doc.columns), name
         per_month = dict(con.execute(f"SELECT month, count(*) FROM {name} GROUP BY month").fetchall())
         for m in MONTHS:
-            if name in ("rib_entries", "manifest"):
+            if name == "manifest":
                 n = ds.dataset(wh / name / f"month={m}", format="parquet", partitioning="hive").count_rows()
+            elif name == "routes":
+                n = ds.dataset(list((wh / "routes" / f"month={m}").rglob("part-*.parquet"))).count_rows()
+            elif name == "route_snapshots":
+                n = sum(len(routes.snapshots(g)) for g in routes.month_generations(wh, m).values())
+            elif name == "rib_entries":
+                continue  # below: the manifest's counts, and the routes' bits
             else:
                 n = published.read(wh, name, m).num_rows
             assert per_month.get(m, 0) == n, (name, m)
-    # The manifest's decoded counts equal the rib_entries view per month and family.
+    # The manifest's decoded counts equal the rib_entries view per month and family, and the bits of the routes.
     got = con.execute("SELECT month, afi, count(*) FROM rib_entries GROUP BY ALL ORDER BY ALL").fetchall()
+    bits = con.execute(f"SELECT month, afi, sum({routes.ENTRIES_SQL}) FROM routes GROUP BY ALL ORDER BY ALL").fetchall()
+    assert got == bits
     want = []
     for m in MONTHS:
         rows = pq.read_table(wh / "manifest" / f"month={m}").to_pylist()
@@ -176,12 +185,12 @@ def test_staged_and_unfinished_files_are_invisible(multi_month, tmp_path, capsys
     moved = data / "pairs" / "month=2026-07" / "2026-07-abcd"
     moved.mkdir(parents=True)
     shutil.copy(one, moved / "part-0.parquet")  # moved into place by a publish killed before its commit
-    (data / "rib_entries" / "month=2026-07" / "collector=rrc00").mkdir(parents=True)
-    shutil.copy(next((data / "rib_entries" / "month=2026-01").rglob("*.parquet")),
-                data / "rib_entries" / "month=2026-07" / "collector=rrc00" / "x.parquet")  # no manifest yet
     entries = con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0]
-    extra = data / "rib_entries" / "month=2026-03" / "collector=rrc00" / "rib.20260302.0000.parquet"
-    shutil.copy(next(extra.parent.glob("*.parquet")), extra)  # written, but the manifest does not list it yet
+    [gen] = (data / "routes" / "month=2026-03").glob("collector=rrc00/gen-*")
+    shutil.copytree(gen, gen.parent / f".gen-0123abcd.{os.getpid()}.tmp")  # a merge in flight: the next generation
+    (data / "_staging" / "ingest-2026-07" / "collector=rrc00").mkdir(parents=True)
+    shutil.copy(next(gen.glob("part-*.parquet")),
+                data / "_staging" / "ingest-2026-07" / "collector=rrc00" / "x.parquet")  # decoded, not merged
     assert con.execute(count).fetchall()[0][0] == before
     assert con.execute("SELECT count(*) FROM rib_entries").fetchall()[0][0] == entries
     assert con.execute("SELECT count(*) FROM rib_entries WHERE month = '2026-07'").fetchall()[0][0] == 0
@@ -241,7 +250,7 @@ def test_migrate_registers_a_data_dir_published_before_the_catalog_in_place(mult
     """A data dir in the layout before the catalog (files right in <table>/month=M/): readers
     say what to run; `congruency lake migrate` registers every month without copying a file."""
     old = tmp_path / "old"
-    for t in ("rib_entries", "manifest"):
+    for t in ("routes", "manifest"):
         shutil.copytree(multi_month / t, old / t)
     want = {}
     for m in MONTHS[:2]:
@@ -419,19 +428,22 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     """The real 2026-07-30 pair, ingested but not compared: its entries are queryable, the
     compare-table queries and reports say the month has no results."""
     data = tmp_path / "data"
-    for t in ("rib_entries", "manifest"):  # a copy: other tests publish into the shared fixture
+    for t in ("routes", "manifest"):  # a copy: other tests publish into the shared fixture
         shutil.copytree(ingested_2026 / t, data / t)
     from bgp_congruency.lake import views
+    from tests.support.month import entry_rows
 
     D = ("--data-dir", str(data))
-    con = lake.connect(data)  # no catalog yet: ingest's two tables
-    assert views.names(con) == {"manifest", "rib_entries"}
+    con = lake.connect(data)  # no catalog yet: ingest's tables
+    assert views.names(con) == {"manifest", "routes", "route_snapshots", "rib_entries"}
     assert con.execute("SELECT DISTINCT month FROM rib_entries").fetchall() == [("2026-07",)]
     con.close()
     got = _json(capsys, data, "--sql", "SELECT collector, afi, count(*) AS n, "
                 "count(DISTINCT peer_asn) AS peers FROM rib_entries GROUP BY ALL ORDER BY ALL")
-    t = ds.dataset(data / "rib_entries", format="parquet", partitioning="hive").to_table(
-        columns=["collector", "afi", "peer_asn"])
+    import pyarrow as pa
+
+    t = pa.Table.from_pylist([{k: r[k] for k in ("collector", "afi", "peer_asn")}
+                              for r in entry_rows(data, "2026-07")])  # each dump decoded again
     want = []
     for (c, afi), n in sorted(Counter(zip(t["collector"].to_pylist(), t["afi"].to_pylist())).items()):
         peers = {p for cc, a, p in zip(t["collector"].to_pylist(), t["afi"].to_pylist(), t["peer_asn"].to_pylist())

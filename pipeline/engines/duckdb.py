@@ -26,49 +26,34 @@ import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, console, duck, hooks, layout, vp_hash
 from bgp_congruency.common.duck import quote
+from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, spark_name, sql_type
+from bgp_congruency.ingest import routes
 from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import LocalStore
 
 
-def _files(folder: str) -> list[str]:
-    """Parquet files under a folder (ingest's rib_entries), skipping hidden (being written)
-    and `_` names at every level as Spark does; sorted."""
-    out = []
-    for dp, dns, names in os.walk(folder):
-        dns[:] = sorted(n for n in dns if not n.startswith((".", "_")))
-        out += [os.path.join(dp, n) for n in sorted(names) if n.endswith(".parquet") and not n.startswith((".", "_"))]
-    return out
-
-
-def _read(src: str | list[str]) -> str:
-    """A folder's Parquet, or a list of files (the month before's, as the catalog lists them)."""
+def _read(files: list[str], hive: bool = False) -> str:
+    """Parquet files: a month's routes (their folders' keys not read: the collector is given),
+    the month before's tables as the catalog lists them (`hive`: month from the folder)."""
     # Each name as a glob matching only itself (DuckDB reads every entry as a pattern).
-    files = "[" + ", ".join(quote(duck.glob_literal(f)) for f in (src if isinstance(src, list) else _files(src))) + "]"
-    return f"read_parquet({files}, hive_partitioning = true, hive_types_autocast = false)"
+    opts = "hive_partitioning = true, hive_types_autocast = false" if hive else "hive_partitioning = false"
+    return f"read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in files)}], {opts})"
 
 
 def _prev(prev: dict[str, list[str]], table: str) -> str:
     """The month before's table: its files, or none where it has no rows (no file)."""
-    return _read(prev[table]) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
+    return _read(prev[table], hive=True) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
 
 
-def _bucketed(files: list[str]) -> bool:
-    """True when every file keeps ingest's VP bucket (files ingested before 2026-11 do not)."""
-    return bool(files) and all(vp_hash.COLUMN in pq.read_schema(f).names for f in files)
-
-
-def _partition_filter(cuts: vp_hash.Cuts, i: int, bucketed: bool) -> str:
-    """The rows of partition i of `cuts` (VP partitions: pipeline/partitions.py); on bucketed
-    files the bucket range lets the Parquet reader skip every other row group."""
+def _partition_filter(cuts: vp_hash.Cuts, i: int) -> str:
+    """The rows of partition i of `cuts` (VP partitions: pipeline/partitions.py); the bucket
+    range lets the Parquet reader skip every other row group (the routes are in bucket order)."""
     if len(cuts) == 2:
         return ""
-    where = f" WHERE {vp_hash.sql_range('peer_asn', cuts, i)}"
-    if bucketed:
-        lo, hi = vp_hash.bucket_span(cuts, i)
-        where += f" AND {vp_hash.COLUMN} BETWEEN {lo} AND {hi}"
-    return where
+    lo, hi = vp_hash.bucket_span(cuts, i)
+    return f" WHERE {vp_hash.sql_range('peer_asn', cuts, i)} AND {vp_hash.COLUMN} BETWEEN {lo} AND {hi}"
 
 
 #: The month's partition work (each partition's cleaning and per-path aggregates, the VP rows
@@ -84,9 +69,8 @@ def _key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
-def _inputs(src: str | list[str]) -> list:
-    """The month's entry files with their sizes and modification times (a re-ingest changes them)."""
-    files = src if isinstance(src, list) else _files(src)
+def _inputs(files: list[str]) -> list:
+    """The month's route files with their sizes and modification times (a merge changes them)."""
     return [(f, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)]]
 
 
@@ -131,24 +115,27 @@ class DuckDBEngine:
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
         duck.spill_to(self.con, spill)
         self.src = src
+        inputs = routes.month_input(src)
+        self.plan = S.SnapshotPlan.of(inputs)
+        self.files = [f for fs, _s in inputs.values() for f in fs]
+        if not self.files:
+            raise S.JobError(f"{src}: no routes (run congruency ingest for the month first)")
+        rel = " UNION ALL ".join(f"SELECT {quote(c)} AS collector, * FROM {_read(fs)}"
+                                 for c, (fs, _s) in sorted(inputs.items()) if fs)
         have = {name: spark_name(typ) for name, typ, *_ in
-                self.con.execute(f"DESCRIBE SELECT * FROM {_read(src)}").fetchall()}
+                self.con.execute(f"DESCRIBE SELECT * FROM ({rel})").fetchall()}
         S.check_columns(have, src)
         cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
                          else c for c in S.REQUIRED)
-        self.bucketed = _bucketed(src if isinstance(src, list) else _files(src))
-        if self.bucketed:
-            cols += f", {vp_hash.COLUMN}"
-        self.con.execute(f"CREATE VIEW month_entries AS SELECT {cols} FROM {_read(src)}")
-        self.con.execute(f"CREATE TEMP TABLE month_counts AS {S.MONTH_COUNTS.duckdb}")  # the month pass
-        per_afi, self.snapshots = S.counts(self.con.execute(S.COUNTS).fetchall())
-        return per_afi
+        self.con.execute(f"CREATE VIEW month_entries AS SELECT {cols}, {vp_hash.COLUMN} FROM ({rel})")
+        self.con.execute(f"CREATE TEMP TABLE month_counts AS {S.render(S.MONTH_COUNTS, 'duckdb', MethodParams(), self.plan)}")
+        return S.counts(self.con.execute(S.COUNTS).fetchall())
 
     def vp_entries(self) -> list[tuple[int, int]]:
-        """(peer ASN, entries) of every VP of the month, from the month pass (a row per peer
-        ASN: thousands in a month of every collector)."""
+        """(peer ASN, routes) of every VP of the month, from the month pass (a row per peer
+        ASN: thousands in a month of every collector): a partition's work is its routes."""
         return [(int(a), int(n)) for a, n in self.con.execute(
-            "SELECT peer_asn, sum(n)::BIGINT FROM month_counts GROUP BY peer_asn ORDER BY peer_asn").fetchall()]
+            "SELECT peer_asn, sum(routes)::BIGINT FROM month_counts GROUP BY peer_asn ORDER BY peer_asn").fetchall()]
 
     def pin(self) -> None:
         """Read the month's entries once into DuckDB (spilled past the memory limit): later
@@ -178,8 +165,8 @@ class DuckDBEngine:
         staging folder where a killed run of the same inputs and SQL left some skips it."""
         cuts = vp_hash.even(partitions) if isinstance(partitions, int) else tuple(partitions)
         k = len(cuts) - 1
-        part_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.PARTITION_STEPS]
-        rest_sql = [S.render(s, "duckdb", params, self.snapshots) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
+        part_sql = [S.render(s, "duckdb", params, self.plan) for s in S.PARTITION_STEPS]
+        rest_sql = [S.render(s, "duckdb", params, self.plan) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
         rest_sql += [S.TRANSITIONS.duckdb, S.PREV_V6_DESTS.duckdb]
         reuse = keep and self._kept == (part_sql, cuts)
         for name in (*(s.name for s in S.FACTS), S.PREV_V6_DESTS.name):
@@ -194,8 +181,8 @@ class DuckDBEngine:
             self._attach_work(staged)
             self._work_kept = keep
 
-        key1 = _key(k, part_sql, self.snapshots, _inputs(self.src), duckdb.__version__,
-                    [_partition_filter(cuts, i, self.bucketed) for i in range(k)],
+        key1 = _key(k, part_sql, self.plan.times, _inputs(self.files), duckdb.__version__,
+                    [_partition_filter(cuts, i) for i in range(k)],
                     [str(TABLES[t]) for t in sorted(TABLES)], str(TRANSITIONS))
         key2 = _key(key1, rest_sql, prev, keep, staged)
         done1, done2 = self._done(staged, key1, key2)
@@ -205,18 +192,12 @@ class DuckDBEngine:
                          "are reused")
         if not reuse:
             self._parts = k
-            if k > 1 and not self.bucketed and len(done1) < k:
-                month = re.search(r"month=([0-9-]+)", str(self.src))
-                console.warning(f"{self.src}: rib_entries ingested before the VP-bucket layout (no {vp_hash.COLUMN} "
-                                f"column): each of the {k} partitions reads the whole month; re-ingest it "
-                                f"(congruency run --month {month.group(1) if month else 'M'} --force ingest) "
-                                "to read a partition's rows only")
-            without_bucket = f" EXCLUDE ({vp_hash.COLUMN})" if self.bucketed else ""
+            without_bucket = f" EXCLUDE ({vp_hash.COLUMN})"
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
                 if i in done1:
                     continue
                 self.con.execute(f"CREATE OR REPLACE VIEW entries AS SELECT *{without_bucket} FROM month_entries"
-                                 f"{_partition_filter(cuts, i, self.bucketed)}")
+                                 f"{_partition_filter(cuts, i)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
                     kind = "VIEW" if s.kind == "view" else "TABLE"
@@ -233,7 +214,7 @@ class DuckDBEngine:
                              + " UNION ALL ".join(f"SELECT * FROM {WORK}.{name}_{i}" for i in range(k)))
         for s in S.FACTS:
             step(s.name)
-            self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
+            self._run_step(s, S.render(s, "duckdb", params, self.plan), staged)
         if prev is not None:
             self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_prev(prev, 'paths')}")
             self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.duckdb, staged)
@@ -244,7 +225,7 @@ class DuckDBEngine:
                 self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {WORK}.{name}_{i}")
             for n, s in enumerate(S.VP_STEPS):
                 step(_label(s.name, i, k))
-                self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged, part=i)
+                self._run_step(s, S.render(s, "duckdb", params, self.plan), staged, part=i)
                 if i and not n:
                     hooks.pause("mid-partition")
             if prev is not None and self.only is None:
@@ -273,7 +254,7 @@ class DuckDBEngine:
             self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
         for s in S.SUMMARY_STEPS:
             step(s.name)
-            self._run_step(s, S.render(s, "duckdb", params, self.snapshots), staged)
+            self._run_step(s, S.render(s, "duckdb", params, self.plan), staged)
             self.con.execute(f"DROP TABLE {s.name}")
         if not keep:
             self.end_month()  # every table is written; closing releases the spill files

@@ -8,7 +8,9 @@ executor loss.
 """
 from __future__ import annotations
 
+from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, sql_type
+from bgp_congruency.ingest import routes
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import HadoopStore
 
@@ -41,14 +43,25 @@ class SparkEngine:
         return None
 
     def open(self, store, src: str, staged: str) -> dict[int, int]:
-        """Register `entries`; check its schema; the row count per AFI (and the number of
-        snapshot times, for the steps). Spark spills to its own local dirs, not `staged`."""
-        df = self.spark.read.option("basePath", store.path("rib_entries")).parquet(literal(src))
+        """Register the month's routes as `month_entries` (each collector's current generation,
+        ingest/routes.py); check their schema; entries per AFI. Spark spills to its own local
+        dirs, not `staged`."""
+        from pyspark.sql import functions as F
+
+        inputs = routes.month_input(src, store)
+        self.plan = S.SnapshotPlan.of(inputs)
+        dfs = [self.spark.read.parquet(*[literal(f) for f in fs]).withColumn("collector", F.lit(c))
+               for c, (fs, _s) in sorted(inputs.items()) if fs]
+        if not dfs:
+            raise S.JobError(f"{src}: no routes (run congruency ingest for the month first)")
+        df = dfs[0]
+        for d in dfs[1:]:
+            df = df.unionByName(d)
         S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
         df.select(*S.REQUIRED).createOrReplaceTempView("month_entries")
-        self.spark.sql(S.MONTH_COUNTS.spark).createOrReplaceTempView("month_counts")  # run() writes it
-        per_afi, self.snapshots = S.counts(self.spark.sql(S.COUNTS).collect())
-        return per_afi
+        self.spark.sql(S.render(S.MONTH_COUNTS, "spark", MethodParams(), self.plan)).createOrReplaceTempView(
+            "month_counts")  # run() writes it
+        return S.counts(self.spark.sql(S.COUNTS).collect())
 
     def vp_entries(self) -> list[tuple[int, int]]:
         """Spark runs the month as one partition (its aggregates and shuffles spill on their own)."""
@@ -64,11 +77,11 @@ class SparkEngine:
         view of the step's own output; output tables end up as Parquet folders staged/<table>
         (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB)."""
         self.variant = keep
-        self._run_step(S.MONTH_COUNTS, S.MONTH_COUNTS.spark, staged)
+        self._run_step(S.MONTH_COUNTS, S.render(S.MONTH_COUNTS, "spark", params, self.plan), staged)
         self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s in S.MONTH_STEPS:
             step(s.name)
-            self._run_step(s, S.render(s, "spark", params, self.snapshots), staged)
+            self._run_step(s, S.render(s, "spark", params, self.plan), staged)
             if s.name in S.MONTH_OF:
                 self.spark.table(s.name).createOrReplaceTempView(S.MONTH_OF[s.name])
         step("transitions")
@@ -82,7 +95,7 @@ class SparkEngine:
                   self.spark.sql(S.empty_select(TABLES[t], "spark")))  # a table with no rows has no file
             df.createOrReplaceTempView(f"prev_{t}")
         self._run_step(S.PREV_V6_DESTS, S.PREV_V6_DESTS.spark, staged)
-        self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.snapshots), staged)
+        self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.plan), staged)
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         df = self.spark.sql(sql)

@@ -19,7 +19,6 @@ that wrote into one fails the session naming the files.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -56,10 +55,10 @@ def build_sample(base: Path, ingested: Path) -> Computed:
     """`congruency run` of the real sample month, in process, on a copy of the ingested files
     (the run's ingest finds them done)."""
     from bgp_congruency.runner import month as runner
+    from tests.support.month import copy_ingested
 
     data = base / "data"
-    for sub in ("rib_entries", "manifest"):
-        shutil.copytree(ingested / sub / f"month={SAMPLE_MONTH}", data / sub / f"month={SAMPLE_MONTH}")
+    copy_ingested(ingested, data, SAMPLE_MONTH)
     cf = config_file(base)
     cfg = load(cf).with_overrides(data_dir=data, archive_root=str(ARCHIVE), **SAMPLE_SELECTION)
     cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.0))

@@ -18,15 +18,16 @@ from tests.fuzz.native_fuzz import boundaries
 from tests.support.data import RV6_2026
 
 
-def decode_all(path: Path, backend: str) -> pa.Table:
+def decode_all(path: Path, backend: str, collector: str = "c", snapshot_time: datetime | None = None) -> pa.Table:
+    """Every entry of an MRT file, as ingest's decoders give them (rib_entries' columns)."""
     mod = backends.get(backend)
-    t = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    t = snapshot_time or datetime(2000, 1, 1, tzinfo=timezone.utc)
     if mod.SELF_CHECKING:
-        return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector="c", project="p",
+        return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector=collector, project="p",
                                                              snapshot_time=t, source_file="f")),
                                      schema=RIB_ENTRIES)
     return pa.Table.from_batches(
-        [to_entries(b, collector="c", project="p", snapshot_time=t, source_file="f")
+        [to_entries(b, collector=collector, project="p", snapshot_time=t, source_file="f")
          for b in mod.decode(path, 50_000)]
     )
 

@@ -8,9 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bgp_congruency.common.params import MethodParams, load_groups
-from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
+from bgp_congruency.common.tables import TABLES
 from bgp_congruency.congruency import reference
-from tests.support.month import write_snapshot
 
 MONTH = "2026-03"
 P0 = MethodParams(min_coverage=0.0, groups=load_groups())
@@ -72,9 +71,10 @@ def synthetic_rows() -> list[dict]:
 
 
 def write_entries(data: Path, month: str, rows: list[dict]) -> None:
-    out = data / "rib_entries" / f"month={month}" / "collector=rrc00" / "hand.parquet"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_snapshot(out, [{k: r[k] for k in DECODED_SCHEMA.names} for r in rows])
+    """The rows (of collector rrc00) as the month's routes, as ingest makes them."""
+    from tests.support.month import write_entries as write
+
+    write(data, month, rows)
 
 
 def write_tables(data: Path, month: str, tables: dict[str, list[dict]]) -> None:

@@ -43,6 +43,20 @@ def publish_rows(data: Path, month: str, tables: dict[str, list[dict]]) -> None:
     commit.publish(data, month, folders)
 
 
+def link_ingested(ingested: Path, data: Path, month: str) -> None:
+    """A data dir whose month's routes are another's (linked, read only)."""
+    (data / "routes").mkdir(parents=True, exist_ok=True)
+    (data / "routes" / f"month={month}").symlink_to(ingested / "routes" / f"month={month}")
+
+
+def copy_ingested(ingested: Path, data: Path, month: str) -> None:
+    """Another data dir's ingested month (its routes and manifest) copied into `data`."""
+    import shutil
+
+    for sub in ("routes", "manifest"):
+        shutil.copytree(ingested / sub / f"month={month}", data / sub / f"month={month}")
+
+
 def copy_data_dir(src: Path, dst: Path) -> Path:
     """A copy of a data dir that reads its own files: copied, then its catalog relocated
     (`congruency lake relocate`, what a user copying one runs)."""
@@ -88,15 +102,34 @@ def canon(rows: list[dict]) -> list[tuple]:
     return sorted(out, key=repr)
 
 
-def compute_reference(src: Path, month: str, params) -> dict[str, list[dict]]:
-    """The reference's tables of the rib_entries under `src` (uncached)."""
-    d = ds.dataset(src, partitioning="hive")
+#: Where a hand-made month keeps the entries it was written from (the reference's input,
+#: beside the routes ingest merged them into).
+ENTRIES = "_entries"
 
-    def rows():
+
+def entry_rows(data: Path, month: str):
+    """The month's entries as the reference reads them, independent of the routes: a hand-made
+    month's rows as written (`_entries`), else every dump its routes name, decoded again from
+    its MRT file by the native decoder (not merged, not expanded)."""
+    from bgp_congruency.ingest import routes
+    from tests.support.decode import decode_all
+
+    written = data / ENTRIES / f"month={month}"
+    if written.is_dir():
+        d = ds.dataset(written, partitioning="hive")
         for b in d.to_batches(columns=ENTRY_COLS):
             yield from b.to_pylist()
+        return
+    for collector, gen in sorted(routes.month_generations(data, month).items()):
+        for sn in routes.snapshots(gen):
+            t = decode_all(Path(sn.source_file), "native", collector=collector, snapshot_time=sn.time)
+            for b in t.select(ENTRY_COLS).to_batches():
+                yield from b.to_pylist()
 
-    return reference.compute_month(rows(), month, params)
+
+def compute_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
+    """The reference's tables of the month's entries (entry_rows; uncached)."""
+    return reference.compute_month(entry_rows(data, month), month, params)
 
 
 def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
@@ -108,14 +141,14 @@ def assert_same_as_reference(data: Path, month: str, params) -> dict[str, list[d
 
 
 # ------------------------------------------------------------------ hand-made cases
-def write_entries(data: Path, month: str, rows: list[dict], bucketed: bool = True) -> None:
-    """Hand rows -> rib_entries Parquet in the ingest layout, one file per collector
-    (`bucketed=False`: as ingest wrote them before the VP-bucket layout)."""
+def write_entries(data: Path, month: str, rows: list[dict]) -> None:
+    """Hand rows -> the month's routes, as ingest makes them: one decoded file per collector
+    (kept under `_entries` as the reference's input), merged by ingest/routes.merge."""
     by_col: dict[str, list[dict]] = {}
     for r in rows:
         by_col.setdefault(r["collector"], []).append(r)
     for col, rs in by_col.items():
-        out = data / "rib_entries" / f"month={month}" / f"collector={col}" / "hand.parquet"
+        out = data / ENTRIES / f"month={month}" / f"collector={col}" / "hand.parquet"
         out.parent.mkdir(parents=True, exist_ok=True)
         t = [dict(
             project="test",
@@ -123,17 +156,23 @@ def write_entries(data: Path, month: str, rows: list[dict], bucketed: bool = Tru
             datetime.fromtimestamp(1_700_000_000 + int(r["snapshot_time"]) * 3600, timezone.utc),
             peer_asn=r["peer_asn"], peer_ip=r["peer_ip"], afi=r["afi"], prefix=r["prefix"],
             as_path=r["as_path"], has_as_set=r["has_as_set"], as_path_raw=r.get("as_path_raw"),
-            origin_asn=(r["as_path"] or [None])[-1], source_file="hand") for r in rs]
-        write_snapshot(out, t, bucketed)
+            origin_asn=(r["as_path"] or [None])[-1], source_file=r.get("source_file", "hand")) for r in rs]
+        write_snapshot(out, t)
+        merge_into_routes(data, month, col, [out])
 
 
-def write_snapshot(out: Path, rows: list[dict], bucketed: bool = True) -> None:
-    """Decoded rows -> one snapshot's Parquet file, through ingest's writer (the VP-bucket
-    layout), or as ingest wrote them before that layout (`bucketed=False`: no vp_bucket)."""
+def merge_into_routes(data: Path, month: str, collector: str, files: list[Path]) -> None:
+    """Decoded files -> the collector's routes (ingest/routes.merge, as ingest runs it)."""
+    from bgp_congruency.common.config import Config
+    from bgp_congruency.ingest import routes
+
+    routes.merge(Config().with_overrides(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2), month,
+                 collector, files)
+
+
+def write_snapshot(out: Path, rows: list[dict]) -> None:
+    """Decoded rows -> one snapshot's Parquet file, through ingest's writer."""
     table = pa.Table.from_pylist(rows, schema=DECODED_SCHEMA)
-    if not bucketed:
-        pq.write_table(table, out)
-        return
     w = SnapshotWriter(out)
     for b in table.to_batches():
         w.write(b)
@@ -169,32 +208,28 @@ def reference_of(data: Path, month: str, params) -> dict[str, list[dict]]:
     parameters, as both engines' tests check the same real month (the reference takes 12-25 s
     on it): in the process, and for an input the session shares (the ingested real month,
     linked in) for every worker (tests/support/shared.once)."""
-    src = (data / "rib_entries" / f"month={month}").resolve()
+    src = (data / "routes" / f"month={month}").resolve()  # a month linked in: the shared one's
     key = (str(src), month, repr(params))
     if key not in _REFERENCE:
         root = os.environ.get(shared.SHARED_ENV)
         if root and src.is_relative_to(root) and not src.is_relative_to(data.resolve()):
             name = "reference-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
-            _REFERENCE[key] = shared.once(Path(root), name, lambda: compute_reference(src, month, params))
+            _REFERENCE[key] = shared.once(Path(root), name, lambda: compute_reference(data, month, params))
         else:
-            _REFERENCE[key] = compute_reference(src, month, params)
+            _REFERENCE[key] = compute_reference(data, month, params)
     return _REFERENCE[key]
 
 
 def compare_real(data: Path, ingested: Path, config, copy: bool = False):
     """The real 2026-07 sample (`ingested`: the ingested_2026 fixture) compared with the DuckDB
-    engine into `data`, its rib_entries linked in (`copy`: copied, with the manifest, for the
+    engine into `data`, its routes linked in (`copy`: copied, with the manifest, for the
     warehouse, which reads only inside its data dir); returns the data dir's config."""
-    import shutil
-
     from bgp_congruency.pipeline import job
 
     if copy:
-        for sub in ("rib_entries", "manifest"):
-            shutil.copytree(ingested / sub / "month=2026-07", data / sub / "month=2026-07")
+        copy_ingested(ingested, data, "2026-07")
     else:
-        (data / "rib_entries").mkdir(parents=True)
-        (data / "rib_entries" / "month=2026-07").symlink_to(ingested / "rib_entries" / "month=2026-07")
+        link_ingested(ingested, data, "2026-07")
     cfg = config.with_overrides(data_dir=data, engine="duckdb")
     [res] = job.compare_months(cfg, ["2026-07"])
     assert res.error is None, res.error

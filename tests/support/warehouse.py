@@ -3,11 +3,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.dataset as ds
-
 from bgp_congruency.cli.main import main as cli
 from bgp_congruency.lake import published
-from tests.support.month import ENTRY_COLS, publish_rows, read_published
+from tests.support.month import publish_rows, read_published
 
 MONTHS = ("2026-01", "2026-02", "2026-03", "2026-04", "2026-05", "2026-06")
 
@@ -46,14 +44,14 @@ _BUILT: dict[str, Path] = {}
 
 
 def publish_reference(data: Path, month: str, params) -> dict[str, list[dict]]:
-    """The reference's tables of `month` from its ingested rib_entries, published as the job
-    publishes them (tests.support.month.publish_rows)."""
+    """The reference's tables of `month` from its ingested entries (each dump decoded again:
+    tests.support.month.entry_rows), published as the job publishes them
+    (tests.support.month.publish_rows)."""
     from bgp_congruency.common.months import previous_month
     from bgp_congruency.congruency import reference
+    from tests.support.month import entry_rows
 
-    d = ds.dataset(data / "rib_entries" / f"month={month}", partitioning="hive")
-    rows = (r for b in d.to_batches(columns=ENTRY_COLS) for r in b.to_pylist())
-    out = reference.compute_month(rows, month, params)
+    out = reference.compute_month(entry_rows(data, month), month, params)
     prev = previous_month(month)
     if prev in published.months(data):
         before = {t: read_published(data, t, prev).to_pylist() for t in ("pairs", "vps", "paths")}
