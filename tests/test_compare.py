@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import shutil
+import socket
 import subprocess
 import sys
 import time

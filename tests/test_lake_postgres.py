@@ -69,7 +69,7 @@ def postgres():
 
 def test_an_analyst_with_the_catalog_in_postgresql(postgres, ingested_2026, tmp_path):
     data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):
+    for sub in ("routes", "manifest"):
         shutil.copytree(ingested_2026 / sub / f"month={MONTH}", data / sub / f"month={MONTH}")
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'catalog = "postgres:{postgres}"\n')

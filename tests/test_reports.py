@@ -315,7 +315,7 @@ def test_six_month_demo_through_the_pipeline(browser, tmp_path):
 @pytest.mark.slow
 def test_trend_report_of_an_ingested_only_data_dir_is_one_line(ingested_2026, tmp_path):
     data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):  # ingested, nothing compared (the fixture's dir is shared)
+    for sub in ("routes", "manifest"):  # ingested, nothing compared (the fixture's dir is shared)
         shutil.copytree(ingested_2026 / sub, data / sub)
     r = congruency("report", "--trend", "--out", str(tmp_path / "t.html"), "--data-dir", str(data))
     assert r.returncode == 1 and not (tmp_path / "t.html").exists()

@@ -229,12 +229,12 @@ def test_kills_at_every_stage_then_resume(sample, with_previous, tmp_path):
         wait_for(lambda: url.hits(rv2) > 0 and list((data / "cache").rglob(".*.part")), "the download", p)
         kill(p)
     assert previous_state(data) == prev
-    assert not (data / "rib_entries" / f"month={MONTH}" / "collector=route-views2").exists() or \
-        not list((data / "rib_entries" / f"month={MONTH}" / "collector=route-views2").glob("*.parquet"))
+    decoded = data / "_staging" / f"ingest-{MONTH}"
+    assert not list(decoded.rglob("*.parquet")) and not (data / "routes" / f"month={MONTH}").exists()
 
     p = start(data)  # mid-decode: a dot-temp Parquet file is growing
-    wait_for(lambda: [f for f in (data / "rib_entries").rglob(".*.tmp") if f.stat().st_size > 0]
-             if (data / "rib_entries").exists() else None, "the decoder", p)
+    wait_for(lambda: [f for f in decoded.rglob(".*.tmp") if f.stat().st_size > 0]
+             if decoded.exists() else None, "the decoder", p)
     kill(p)
     assert previous_state(data) == prev
 

@@ -183,7 +183,7 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     import shutil
 
     data = tmp_path / "data"
-    for sub in ("rib_entries", "manifest"):  # ingest's files only: others publish into the fixture
+    for sub in ("routes", "manifest"):  # ingest's files only: others publish into the fixture
         shutil.copytree(ingested_2026 / sub, data / sub)
     assert cli(["compare", "--month", "2026-07", "--data-dir", str(data), "--min-coverage", "0"]) == 0
     capsys.readouterr()
@@ -207,7 +207,7 @@ def test_real_sample_coverage_and_first_as_against_the_reference(ingested_2026, 
     base = MethodParams(min_coverage=0.0, groups=load_groups())
     for key, params in ((("min_coverage", "0.95"), replace(base, min_coverage=0.95)),
                         (("first_as_rule", "off"), replace(base, first_as_rule=False))):
-        [ref] = compute_reference((data / "rib_entries" / "month=2026-07").resolve(), "2026-07", params)["month_summary"]
+        [ref] = compute_reference(data, "2026-07", params)["month_summary"]
         got = rows[key]
         assert {k: got[k] for k in ref if k != "month"} == {k: v for k, v in ref.items() if k != "month"}, key
     assert rows[("min_coverage", "0.95")]["pairs"] < 2167
