@@ -2,7 +2,7 @@
 
     DATA_DIR/
       routes/month=M/collector=C/gen-N/                ingest: the collector's routes, each with the
-                                                       snapshots that saw it (ingest/routes.py)
+                                                       snapshots that saw it (common/routes.py)
       manifest/month=M/manifest.parquet                ingest: what was read, from where
       <table>/month=M/<M>-<id>/*.parquet               published tables (common/tables.py), one
                                                        folder per publish; which are current:
@@ -84,7 +84,7 @@ def legacy_entries_dir(root, month: str):
 
 
 def routes_dir(root, month: str, collector: str | None = None):
-    """The month's routes (ingest/routes.py), or one collector's: its generations inside."""
+    """The month's routes (common/routes.py), or one collector's: its generations inside."""
     return _join(root, "routes", month_part(month), *([f"collector={collector}"] if collector else []))
 
 

@@ -114,7 +114,7 @@ document(
     "routes", pa.schema([pa.field("month", pa.string()), pa.field("collector", pa.string()), *ROUTES]),
     "The month's routes: one row per (collector, BGP session, prefix, AS path as announced), with the collector's "
     "snapshots that saw it (its bits; route_snapshots says which dump each bit is). The month is stored this way "
-    "once, not once per snapshot (ingest/routes.py).",
+    "once, not once per snapshot (common/routes.py).",
     "routes/month=YYYY-MM/collector=NAME/gen-NNNNNN/part-*.parquet",
     month=_MONTH,
     collector=("collector name (from the directory name)", "-", "ingest"),

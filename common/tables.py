@@ -49,7 +49,7 @@ DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KE
 #: Columns stored inside each Parquet file: the decoded ones and the VP bucket.
 FILE_SCHEMA = DECODED_SCHEMA.append(VP_BUCKET)
 
-#: The month's routes (ingest/routes.py): one row per (collector, BGP session, prefix, AS path
+#: The month's routes (common/routes.py): one row per (collector, BGP session, prefix, AS path
 #: as decoded, copy), with the collector's snapshots that saw it as bits (63 a word). `month`
 #: and `collector` live in the folder names, as rib_entries' did.
 ROUTES = pa.schema(
@@ -70,7 +70,7 @@ ROUTES = pa.schema(
 )
 
 #: Each collector's snapshots of the month, as a routes generation's snapshots.json lists
-#: them (ingest/routes.py): bit `snapshot` of a route's `seen` words is this dump.
+#: them (common/routes.py): bit `snapshot` of a route's `seen` words is this dump.
 ROUTE_SNAPSHOTS = pa.schema(
     [
         ("month", pa.string()),

@@ -62,7 +62,7 @@ def routes_output(data_dir: Path, month: str, collector: str) -> str:
 def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -> bool:
     """Whether an ok row's dump is in its collector's current routes (`have`: collector ->
     the source files there, when the caller read them already)."""
-    from bgp_congruency.ingest import routes
+    from bgp_congruency.common import routes
 
     if have is None:
         gen = routes.current(data_dir, row["month"], row["collector"])

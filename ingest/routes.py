@@ -1,29 +1,12 @@
-"""A month's RIB snapshots stored once: each route with the snapshots that saw it.
+"""Writing a month's routes (common/routes.py has the layout and how it is read): `merge`
+folds decoded dumps into a collector's routes as a new generation.
 
-Between two RIB dumps of a collector about 1% of the routes change (bench/RESULTS.md,
-"Churn"), so storing every dump whole stores nearly the same rows again and again, and every
-step after ingest pays for the copies. A month is stored as its *routes* instead:
-
-    routes/month=M/collector=C/gen-NNNNNN/part-K.parquet   one row per route (ROUTES)
-    routes/month=M/collector=C/gen-NNNNNN/snapshots.json   the collector's snapshots
-
-A route is a (BGP session, prefix, AS path as decoded) of one collector: every column of a
-decoded RIB entry but the dump's time and file, which the snapshots table holds. Its `seen`
-bitmap has bit i set when the collector's snapshot i (snapshots.json, in time order) held it;
-63 bits a word (a BIGINT neither engine overflows), `seen_more` the words past the first.
-`copy` tells apart k identical entries of one snapshot (an ADD-PATH RIB may hold the same
-path twice): row `copy = j` has the bits of the snapshots with more than j of them, so every
-count of entries is exact. Expanding every bit of every row gives back the decoded entries,
-row for row (`expand_sql`, the `rib_entries` view).
-
-Ingest decodes each dump into a snapshot file as before (ingest/writer.py, under
-_staging/ingest-M/), in parallel, then `merge` folds a collector's new snapshot files and its
-current routes into a new generation, a bucket range of VPs at a time (bounded memory),
-written under a temporary name and renamed into place: a kill during a merge leaves the
-month as it was, and the next run merges again. A snapshot ingested later (a backfilled
-file) merges the same way without decoding the others; a dump ingested again replaces its
-snapshot. Room for intervals: a later `first_seen`/`last_seen` pair (a RIB plus its updates)
-fits beside `seen` as two columns a merge fills and `expand_sql` reads.
+Ingest decodes each dump into a snapshot file (ingest/writer.py, under _staging/ingest-M/), in
+parallel, then `merge` folds a collector's new snapshot files and its current routes into a
+new generation, a bucket range of VPs at a time (bounded memory), written under a temporary
+name and renamed into place: a kill during a merge leaves the month as it was, and the next
+run merges again. A snapshot ingested later (a backfilled file) merges the same way without
+decoding the others; a dump ingested again replaces its snapshot.
 """
 from __future__ import annotations
 
@@ -32,8 +15,7 @@ import os
 import re
 import shutil
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -42,13 +24,9 @@ from bgp_congruency.common import atomic, duck, layout, vp_hash
 from bgp_congruency.common.config import parse_bytes
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.locks import month_lock
+from bgp_congruency.common.routes import GEN, SNAPSHOTS, WORD, Snapshot, current, files, generations, snapshots, words
 from bgp_congruency.common.tables import ROUTES
 
-#: Snapshots per word of `seen`/`seen_more`: 63, so a bit shifted into place never reaches
-#: the sign bit (DuckDB refuses `1::BIGINT << 63`; Spark has no unsigned type).
-WORD = 63
-GEN = "gen-"
-SNAPSHOTS = "snapshots.json"
 #: The key of a route: every decoded column but the dump's time and file (origin_asn and
 #: vp_bucket follow from these).
 KEY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path_raw")
@@ -57,150 +35,8 @@ KEY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path
 BYTES_PER_ROW = 200
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """One RIB dump of a collector: its position in the collector's `seen` bits is its index
-    in the generation's snapshots.json (time order)."""
-
-    time: datetime
-    source_file: str
-    project: str
-
-    def to_json(self) -> dict:
-        return {"snapshot_time": self.time.strftime("%Y-%m-%dT%H:%M:%SZ"), "source_file": self.source_file,
-                "project": self.project}
-
-    @staticmethod
-    def of_json(d: dict) -> Snapshot:
-        t = datetime.strptime(d["snapshot_time"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-        return Snapshot(t, d["source_file"], d["project"])
-
-
 class RoutesError(Exception):
     """A merge that cannot be done; the message names the collector's folder."""
-
-
-# --- where they are ----------------------------------------------------------------------------
-
-def generations(folder: Path) -> list[Path]:
-    """A collector's whole generations, oldest first (a temporary one has another name)."""
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if re.fullmatch(GEN + r"\d{6}", p.name) and p.is_dir())
-
-
-def current(root, month: str, collector: str) -> Path | None:
-    """The collector's current generation (its newest), or None."""
-    gens = generations(Path(layout.routes_dir(root, month, collector)))
-    return gens[-1] if gens else None
-
-
-def month_generations(root, month: str) -> dict[str, Path]:
-    """collector -> its current generation, for every collector of the month with routes."""
-    base = Path(layout.routes_dir(root, month))
-    out = {}
-    for d in sorted(base.glob("collector=*")) if base.is_dir() else []:
-        gens = generations(d)
-        if gens:
-            out[d.name.removeprefix("collector=")] = gens[-1]
-    return out
-
-
-def snapshots(gen: Path | None) -> list[Snapshot]:
-    """A generation's snapshots, in time order (index = bit)."""
-    if gen is None:
-        return []
-    return _snapshots(json.loads((gen / SNAPSHOTS).read_text()))
-
-
-def _snapshots(doc: dict) -> list[Snapshot]:
-    return [Snapshot.of_json(d) for d in doc["snapshots"]]
-
-
-def files(gen: Path) -> list[str]:
-    """A generation's route files, sorted."""
-    return sorted(str(p) for p in gen.glob("part-*.parquet"))
-
-
-def month_files(root, month: str) -> dict[str, list[str]]:
-    """collector -> the files of its current generation."""
-    return {c: files(g) for c, g in month_generations(root, month).items()}
-
-
-class _Local:
-    """The local file system, as month_input reads a folder (pipeline/publish.Store's two calls)."""
-
-    @staticmethod
-    def children(p: str) -> list[str]:
-        return sorted(os.listdir(p)) if os.path.isdir(p) else []
-
-    @staticmethod
-    def read_text(p: str) -> str:
-        return Path(p).read_text()
-
-
-def month_input(month_dir: str, fs=None) -> dict[str, tuple[list[str], list[Snapshot]]]:
-    """collector -> (the route files of its current generation, its snapshots) under a month's
-    routes folder: on local disk, or through `fs` (anything with `children(path)` and
-    `read_text(path)`: the compare's pipeline/publish.Store on cluster storage)."""
-    fs = fs or _Local()
-    out = {}
-    for name in fs.children(month_dir):
-        if not name.startswith("collector="):
-            continue
-        cdir = f"{str(month_dir).rstrip('/')}/{name}"
-        gens = [n for n in fs.children(cdir) if re.fullmatch(GEN + r"\d{6}", n)]
-        if not gens:
-            continue
-        gdir = f"{cdir}/{max(gens)}"
-        parts = sorted(f"{gdir}/{n}" for n in fs.children(gdir) if re.fullmatch(r"part-\d+\.parquet", n))
-        out[name.removeprefix("collector=")] = (parts, _snapshots(json.loads(fs.read_text(f"{gdir}/{SNAPSHOTS}"))))
-    return out
-
-
-def words(n: int) -> int:
-    """Words of `seen` and `seen_more` for n snapshots (at least one)."""
-    return max(1, -(-n // WORD))
-
-
-# --- reading them back as entries ----------------------------------------------------------
-
-def word_sql(i: int, row: str = "") -> str:
-    """DuckDB SQL: the word of `seen`/`seen_more` holding snapshot bit i."""
-    w = i // WORD
-    return f"{row}seen" if w == 0 else f"coalesce({row}seen_more[{w}], 0)"
-
-
-#: DuckDB SQL: the entries a route row stands for (its `seen` bits).
-ENTRIES_SQL = "(bit_count(seen) + coalesce(list_sum(list_transform(seen_more, lambda w: bit_count(w))), 0))::BIGINT"
-
-
-def relation_sql(month_routes: dict[str, list[str]]) -> str | None:
-    """DuckDB SQL of a month's routes (collector -> route files), a row per route: `collector`,
-    the route's columns and `n`, the entries it stands for; None without routes."""
-    parts = [f"SELECT {quote(c)} AS collector, *, {ENTRIES_SQL} AS n FROM read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in fs)}], hive_partitioning = false)"
-             for c, fs in sorted(month_routes.items()) if fs]
-    return "(" + " UNION ALL ".join(parts) + ")" if parts else None
-
-
-def expand_sql(month_routes: dict[str, list[str]], month: str | None = None) -> str:
-    """DuckDB SQL of a month's entries from its routes (collector -> route files, each
-    generation's snapshots read here): the columns of rib_entries (common/tables.RIB_ENTRIES,
-    and vp_bucket), one row per (route, snapshot bit): the decoded entries, row for row."""
-    parts = []
-    for collector, fs in sorted(month_routes.items()):
-        if not fs:
-            continue
-        snaps = snapshots(Path(fs[0]).parent)
-        values = ", ".join(f"({i}, {quote(s.time.strftime('%Y-%m-%d %H:%M:%S+00'))}::TIMESTAMPTZ, "
-                           f"{quote(s.source_file)}, {quote(s.project)})" for i, s in enumerate(snaps))
-        lit = "[" + ", ".join(quote(duck.glob_literal(f)) for f in fs) + "]"
-        parts.append(f"""SELECT {quote(collector)} AS collector, s.project, s.snapshot_time, r.peer_asn, r.peer_ip, r.afi,
-       r.prefix, r.as_path, r.has_as_set, r.as_path_raw, r.origin_asn, s.source_file, r.vp_bucket
-FROM read_parquet({lit}) r JOIN (VALUES {values}) s(snapshot, snapshot_time, source_file, project)
-  ON ((CASE WHEN s.snapshot < {WORD} THEN r.seen ELSE coalesce(r.seen_more[s.snapshot // {WORD}], 0) END)
-      >> (s.snapshot % {WORD})::INTEGER) & 1 = 1""")
-    return " UNION ALL ".join(parts) if parts else None
 
 
 # --- merging snapshots into them -------------------------------------------------------------

@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, console, hooks, layout
+from bgp_congruency.common import routes as stored
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest, routes
@@ -260,7 +261,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         atomic.clean_dead_under(d)
     slots = slots_of(cfg, month)
     previous = manifest.read(root, month)
-    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     waiting = _decoded(root, month)  # dumps a killed run decoded and did not merge: slot -> its row
     todo, done, recovered = [], 0, []
     for s in slots:
@@ -355,7 +356,7 @@ def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None
             raise IngestError(str(exc)) from None
         if task is not None:
             progress.advance(task)
-    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     out = []
     for r in rows:
         if r.status == "ok" and r.url in have.get(r.collector, ()):
@@ -383,7 +384,7 @@ def merge_pending(cfg: Config, month: str) -> list[manifest.Row]:
 
 def _drop_merged(root: Path, month: str) -> None:
     """Delete the decoded files whose dump is in the routes (the manifest says so by now)."""
-    have = {c: {s.source_file for s in routes.snapshots(g)} for c, g in routes.month_generations(root, month).items()}
+    have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     legacy = Path(layout.legacy_entries_dir(root, month))
     for d in [*Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*"), *legacy.glob("collector=*")]:
         c = d.name.removeprefix("collector=")

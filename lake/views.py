@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import layout
+from bgp_congruency.common import layout, routes
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.common.tables import MANIFEST, sql_type
-from bgp_congruency.ingest import routes
 from bgp_congruency.lake.attach import ALIAS, tables
 from bgp_congruency.lake.commit import attached_columns
 
@@ -39,7 +38,7 @@ def _files(files) -> str:
 def ingest_bodies(root: Path) -> dict[str, str]:
     """name -> the SELECT of each of ingest's tables that has rows here: `manifest` (its
     files read in place; a column an earlier version did not write reads NULL), `routes`
-    and `route_snapshots` (each collector's current generation, ingest/routes.py) and
+    and `route_snapshots` (each collector's current generation, common/routes.py) and
     `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
     manifests = [str(layout.manifest_file(root, m)) for m in layout.months_in(root, "manifest")]

@@ -1,6 +1,6 @@
 """How many VP partitions the DuckDB compare splits a month into (congruency/METHOD.md
 "Partitions"), from the month pass's counts and the memory limit: pure functions. The
-compare's rows are the month's routes (ingest/routes.py: a route seen in several snapshots
+compare's rows are the month's routes (common/routes.py: a route seen in several snapshots
 is one row), so its counts, and the "entries" of the figures below, are routes since
 2026-11-28; the figures were measured when a row was an entry, and hold as an upper bound.
 

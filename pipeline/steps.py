@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from bgp_congruency.common import routes
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import sql_type
 from bgp_congruency.congruency.method import SET_HASH_MOD
-from bgp_congruency.ingest import routes
 
 
 def empty_select(schema: pa.Schema, dialect: str) -> str:
@@ -45,7 +45,7 @@ def empty_select(schema: pa.Schema, dialect: str) -> str:
     return f"SELECT {cols} FROM range(0)"
 
 
-#: Columns the job reads from the month's routes (ingest/routes.py), with the types it needs
+#: Columns the job reads from the month's routes (common/routes.py), with the types it needs
 #: (Spark's names); `collector` comes from the folder names.
 REQUIRED = {
     "collector": "string",
@@ -88,7 +88,7 @@ class SnapshotPlan:
     """The month's snapshots as the compare numbers them: its distinct snapshot times over
     every collector, in time order (`times`; a path's `snapshots` counts these), and for
     each collector the position in `times` of each bit of its routes' `seen` (`local`: its
-    own snapshots, in time order, ingest/routes.py). A collector whose bits are already in
+    own snapshots, in time order, common/routes.py). A collector whose bits are already in
     place (the same times as the month, the usual case) needs no remapping."""
 
     times: tuple
@@ -96,7 +96,7 @@ class SnapshotPlan:
 
     @classmethod
     def of(cls, inputs: dict) -> SnapshotPlan:
-        """From ingest/routes.month_input: collector -> (files, snapshots)."""
+        """From common/routes.month_input: collector -> (files, snapshots)."""
         times = tuple(sorted({sn.time for _f, snaps in inputs.values() for sn in snaps}))
         at = {t: i for i, t in enumerate(times)}
         return cls(times, {c: tuple(at[sn.time] for sn in snaps) for c, (_f, snaps) in sorted(inputs.items())})
@@ -276,7 +276,7 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
 #: partitions keeps each partition's by_session and per_path apart; the month-level steps read
 #: all of them as month_by_session and month_per_path (MONTH_OF).
 PARTITION_STEPS: tuple[SqlStep, ...] = (
-    # The observations: one row per route (ingest/routes.py: a VP's session, prefix and path
+    # The observations: one row per route (common/routes.py: a VP's session, prefix and path
     # as announced, with the snapshots that saw it) with the entries it stands for (n) and the
     # month's snapshot bits (m0, m1...: one 63-bit word per 63 snapshots). Every rule of steps
     # 1-2 depends only on these columns, so the cleaning runs once per route, not once per

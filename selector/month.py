@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bgp_congruency.common import duck, layout
+from bgp_congruency.common import duck, layout, routes
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.months import parse_month
 from bgp_congruency.common.table_docs import DOCS
-from bgp_congruency.ingest import routes
 from bgp_congruency.lake import published
 from bgp_congruency.pipeline.steps import empty_select
 from bgp_congruency.selector import rules
@@ -42,7 +41,7 @@ def table_relation(cfg: Config, table: str, month: str) -> str:
     """The month's rows of a published table, as a relation for FROM: the catalog's files
     (lake/published.py; of the snapshot the command reads, attach.pinned), an empty typed
     relation where the table has no rows (no file), or for ingest's `routes` the month's (with
-    `n`, the entries each stands for: ingest/routes.relation_sql)."""
+    `n`, the entries each stands for: common/routes.relation_sql)."""
     if table == "routes":
         return routes.relation_sql(routes.month_files(local_root(cfg), month)) or \
             "(SELECT NULL::TINYINT AS afi, NULL AS prefix, NULL::UINTEGER AS origin_asn, 0::BIGINT AS n LIMIT 0)"

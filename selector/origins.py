@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck, layout
+from bgp_congruency.common import duck, layout, routes
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import PREFIX_ORIGINS, sql_type
-from bgp_congruency.ingest import routes
 
 TABLE = "prefix_origins"
 

@@ -225,7 +225,7 @@ def test_ingest_over_http_then_rerun_downloads_nothing(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["already_done"] == 2
         assert [url.hits(f) for f in files] == [1, 1]
 
-    from bgp_congruency.ingest import routes
+    from bgp_congruency.common import routes
 
     con = duckdb.connect()
     entries = f"({routes.expand_sql(routes.month_files(data, '2026-07'))})"  # every route once per snapshot
@@ -277,7 +277,7 @@ def test_bad_inputs_are_recorded_others_still_ingested_and_rerun_retries_only_fa
             assert rows[key]["status"] in ("failed", "missing") and msg in rows[key]["error"], rows[key]
         assert len(errors) == 5 + 4  # every rv2 slot, and rv6 at 10, 12, 16 and 20 (missing)
         # Nothing partial: only the good snapshot is in the routes, no temp files anywhere.
-        from bgp_congruency.ingest import routes
+        from bgp_congruency.common import routes
 
         got = {c: [s.source_file.rsplit("/", 1)[-1] for s in routes.snapshots(g)]
                for c, g in routes.month_generations(data, "2026-07").items()}

@@ -20,11 +20,10 @@ import pytest
 
 from bgp_congruency import lake
 from bgp_congruency.cli.main import main as cli
-from bgp_congruency.common import layout
+from bgp_congruency.common import layout, routes
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.common.tables import sql_type
-from bgp_congruency.ingest import routes
 from bgp_congruency.lake import published
 from tests.support.cli import BOUND_S, congruency
 from tests.support.computed import writable

@@ -24,11 +24,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, console, duck, hooks, layout, vp_hash
+from bgp_congruency.common import atomic, console, duck, hooks, layout, routes, vp_hash
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, spark_name, sql_type
-from bgp_congruency.ingest import routes
 from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import LocalStore

@@ -8,9 +8,9 @@ executor loss.
 """
 from __future__ import annotations
 
+from bgp_congruency.common import routes
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, sql_type
-from bgp_congruency.ingest import routes
 from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import HadoopStore
 
@@ -44,7 +44,7 @@ class SparkEngine:
 
     def open(self, store, src: str, staged: str) -> dict[int, int]:
         """Register the month's routes as `month_entries` (each collector's current generation,
-        ingest/routes.py); check their schema; entries per AFI. Spark spills to its own local
+        common/routes.py); check their schema; entries per AFI. Spark spills to its own local
         dirs, not `staged`."""
         from pyspark.sql import functions as F
 

@@ -111,7 +111,7 @@ def entry_rows(data: Path, month: str):
     """The month's entries as the reference reads them, independent of the routes: a hand-made
     month's rows as written (`_entries`), else every dump its routes name, decoded again from
     its MRT file by the native decoder (not merged, not expanded)."""
-    from bgp_congruency.ingest import routes
+    from bgp_congruency.common import routes
     from tests.support.decode import decode_all
 
     written = data / ENTRIES / f"month={month}"
