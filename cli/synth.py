@@ -21,7 +21,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "Build a synthetic Internet (tiered AS graph, IPv4 and IPv6 relationships, "
             "Gao-Rexford routing, growing IPv6 adoption) and write what its collectors would "
             "dump: OUT/route-views2|route-views6/bgpdata/YYYY.MM/RIBS/rib.*.bz2 and "
-            "OUT/rrcNN/YYYY.MM/bview.*.gz for the first N days of each month at 00:00 UTC. "
+            "OUT/rrcNN/YYYY.MM/bview.*.gz for the first N days of each month at 00:00 UTC (and every "
+            "--every-hours hours after it). Routes change between snapshots as real collectors' do (a "
+            "churn model fitted to real update files: synth/churn.py; --no-churn for the months of before). "
             "OUT/ground_truth/ holds the reference results per month and files.json with "
             "every file's entry count; OUT/SYNTH.json the parameters. Deterministic per seed."
         ),
@@ -31,7 +33,11 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--ases", metavar="N", help="number of ASes (default 300)")
     p.add_argument("--vps", metavar="N", help="number of vantage points (default 12)")
     p.add_argument("--months", metavar="YYYY-MM[..YYYY-MM]", help="a month or a range (default 2026-07)")
-    p.add_argument("--snapshots-per-month", metavar="N", help="RIB snapshots per month, days 1..N (default 2)")
+    p.add_argument("--snapshots-per-month", metavar="N", help="days of each month with RIB snapshots, 1..N (default 2)")
+    p.add_argument("--every-hours", metavar="H", help="a snapshot every H hours of those days from 00:00 (default 24: "
+                   "one a day; 2: RouteViews' schedule, 12 a day)")
+    p.add_argument("--no-churn", action="store_true", help="every snapshot of a month holds the same routes but for "
+                   "the generator's flapping ones (the months written before the churn model)")
     p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", metavar="F",
                    help="default-free threshold of the ground truth (default: config, 0.9; --min-coverage is its old name)")
     p.add_argument("--no-ground-truth", action="store_true", help="skip the reference (very large archives)")
@@ -78,6 +84,9 @@ def main(args: argparse.Namespace, cfg=None) -> int:
     vps = _int("--vps", args.vps, 12, 1, min(ases, 1000))
     months = parse_months(args.months or "2026-07")
     snaps = _int("--snapshots-per-month", args.snapshots_per_month, 2, 1, 28)
+    every = _int("--every-hours", args.every_hours, 24, 1, 24)
+    if 24 % every:
+        raise BadInput(f"--every-hours: expected a divisor of 24 (1, 2, 3, 4, 6, 8, 12 or 24), got {every}")
     workers = _int("--workers", args.workers, default_workers(), 1, 256)
     params = cfg.method if cfg is not None else None
     min_cov = params.min_coverage if params is not None else 0.9
@@ -103,7 +112,7 @@ def main(args: argparse.Namespace, cfg=None) -> int:
         summary = generate(
             out, seed=seed, ases=ases, vps=vps, months=months, snapshots_per_month=snaps,
             progress=report, min_coverage=min_cov, ground_truth=not args.no_ground_truth,
-            method_params=params, workers=workers,
+            method_params=params, workers=workers, every_hours=every, churn=not args.no_churn,
         )
     if args.json:
         json.dump(summary, sys.stdout, indent=1)

@@ -32,6 +32,7 @@ from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.common.tables import TABLES
 from bgp_congruency.congruency import reference
 
+from .churn import Churn
 from .mrt_writer import (
     ORIGIN_IGP,
     RIB_IPV4_UNICAST,
@@ -44,8 +45,10 @@ from .mrt_writer import (
 )
 from .topology import CUSTOMER, PROVIDER, TIER1, TIER2, TIER3, Graph, Internet, Prefix
 
-VERSION = 1
-#: Share of (VP, destination) routes that flap to a second-best path in some snapshots.
+VERSION = 2
+#: Share of (VP, destination) routes that have a second-best path: without churn they flap to it
+#: in about half the snapshots (the months of VERSION 1); with churn (synth/churn.py) it is
+#: their perturbed path.
 UNSTABLE = 0.04
 PARTIAL = 0.25  # share of VPs that send only customer routes
 
@@ -105,6 +108,17 @@ class FamilyMonth:
     table: dict[int, list]
     flaps: list[dict[int, dict[int, bytes]]]
     present: list[bool]
+    churn: Churn | None = None  # per snapshot, the routes perturbed (synth/churn.py)
+
+    def changed(self, snap: int) -> dict[int, dict[int, bytes | None]]:
+        """prefix index -> {VP position: its route at this snapshot (None: withdrawn)}, for the
+        routes churn perturbs at it."""
+        out: dict[int, dict[int, bytes | None]] = {}
+        if self.churn is not None:
+            n = self.churn.vps
+            for slot, blob in self.churn.at(snap).items():
+                out.setdefault(slot // n, {})[slot % n] = blob
+        return out
 
 
 def choose_vps(net: Internet, seed: int, count: int) -> list[VP]:
@@ -145,8 +159,11 @@ def _decode(blob: bytes) -> list[int]:
     return list(_ASNS[blob[off - 1]].unpack_from(blob, off))
 
 
-def family_month(net: Internet, vps: list[VP], month: str, afi: int, seed: int, snapshots: int, tick=None) -> FamilyMonth:
-    """Route every destination of the month once; VPs export per their feed type."""
+def family_month(net: Internet, vps: list[VP], month: str, afi: int, seed: int, snapshots: int, tick=None,
+                 hours: list[float] | None = None) -> FamilyMonth:
+    """Route every destination of the month once; VPs export per their feed type. `hours`:
+    each snapshot's time since the first, for the churn between them (synth/churn.py; None:
+    no churn)."""
     present = net.adopted(month) if afi == 6 else [True] * len(net.asns)
     active = [vp for vp in vps if present[vp.idx]]
     g: Graph = net.graph(afi, month, observers=[vp.idx for vp in active])
@@ -180,14 +197,29 @@ def family_month(net: Internet, vps: list[VP], month: str, afi: int, seed: int, 
         table[-1] = defaults
         prefixes = [Prefix(afi, 0, 0, -1)] + prefixes
     flaps = []
-    for s in range(snapshots):
+    for s in range(snapshots if hours is None else 0):  # churn replaces the flaps (synth/churn.py)
         rs = random.Random(f"synth:{seed}:{month}:{afi}:snapshot{s}")
         fl: dict[int, dict[int, bytes]] = {}
         for d, pos, blob in unstable:
             if rs.random() < 0.5:
                 fl.setdefault(d, {})[pos] = blob
         flaps.append(fl)
-    return FamilyMonth(afi, prefixes, table, flaps, present)
+    fm = FamilyMonth(afi, prefixes, table, flaps or [{} for _ in range(snapshots)], present)
+    if hours is not None:
+        seconds = {(d, pos): blob for d, pos, blob in unstable}  # the routing's second bests
+
+        def usual(slot: int):
+            p = prefixes[slot // len(vps)]
+            return table[p.origin][slot % len(vps)] if p.kind is None and p.origin >= 0 else None
+
+        def other(slot: int, blob: bytes) -> bytes:
+            pos = slot % len(vps)
+            alt = seconds.get((prefixes[slot // len(vps)].origin, pos))
+            return alt if alt is not None else _encode([vps[pos].asn] + _decode(blob))
+
+        fm.churn = Churn(seed, month, afi, len(prefixes) * len(vps), usual, other, hours)
+        fm.churn.vps = len(vps)
+    return fm
 
 
 def _sessions(c: Collector, vps: list[VP], fams: dict[int, FamilyMonth], ts: int):
@@ -236,13 +268,17 @@ def write_file(
                 continue
             subtype = RIB_IPV4_UNICAST if afi == 4 else RIB_IPV6_UNICAST
             flaps, table, n = fm.flaps[snap], fm.table, 0
+            changed = fm.changed(snap)
             fast = [(s.vpos, s.head, len(s.nh), s.nh) for s in sessions]
-            for p in fm.prefixes:
+            for pi, p in enumerate(fm.prefixes):
                 done += 1
                 if tick and done % 2048 == 0:
                     tick(done / nrec, f"{c.name} {when:%Y-%m-%d %H:%M}")
                 tab = table[p.origin]
                 fl = flaps.get(p.origin)
+                ch = changed.get(pi)
+                if ch is not None:  # churn: this prefix's perturbed routes replace the usual ones
+                    fl = {**(fl or {}), **ch}
                 ents = []
                 rows = [] if emit else None
                 if p.kind is None and not emit:  # the hot loop
@@ -290,11 +326,11 @@ def write_file(
     stats.update(entries={str(a): counts[a] for a in c.afis}, records=w.seq, bytes=w.size, sha256=w.sha256)
 
 
-def snapshot_times(month: str, snapshots: int) -> list[datetime]:
-    """The first N days of the month at 00:00 UTC."""
+def snapshot_times(month: str, days: int, every_hours: int = 24) -> list[datetime]:
+    """The first N days of the month, at 00:00 UTC and every `every_hours` hours after it."""
     y, m = (int(x) for x in month.split("-"))
     first = datetime(y, m, 1, tzinfo=timezone.utc)
-    return [first + timedelta(days=k) for k in range(snapshots)]
+    return [first + timedelta(days=k, hours=h) for k in range(days) for h in range(0, 24, every_hours)]
 
 
 GROUND_TRUTH_TABLES = ("pairs", "vps", "month_summary", "cleaning_stats")
@@ -410,6 +446,8 @@ def generate(
     ground_truth: bool = True,
     method_params=None,
     workers: int | None = None,
+    every_hours: int = 24,
+    churn: bool = True,
 ) -> dict:
     """Generate the archive under out_dir and return a summary.
 
@@ -418,13 +456,17 @@ def generate(
     very large archives). method_params (a MethodParams) replaces the default one, which
     has the groups of common/groups.toml and `min_coverage`. workers: processes writing
     files when ground_truth is off (default: one per CPU); with ground truth one process
-    writes, since the reference reads the rows in order.
+    writes, since the reference reads the rows in order. Each of the first
+    `snapshots_per_month` days has a snapshot every `every_hours` hours from 00:00; `churn`:
+    routes change between them as real ones do (synth/churn.py; off: the months of before).
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
     months = list(months)
     if not 1 <= snapshots_per_month <= 28:
         raise ValueError("snapshots_per_month must be in 1..28")
+    if every_hours not in (1, 2, 3, 4, 6, 8, 12, 24):
+        raise ValueError("every_hours must divide 24")
     if not 1 <= vps <= min(ases, 1000):
         raise ValueError("vps must be in 1..min(ases, 1000)")
     if not 0.0 <= min_coverage <= 1.0:
@@ -439,16 +481,19 @@ def generate(
     net = Internet.build(seed, ases)
     vplist = choose_vps(net, seed, vps)
     _remove_previous(out)
-    prog = _Progress(progress, len(months) * (2 + snapshots_per_month * len(COLLECTORS)))
+    per_month = snapshots_per_month * (24 // every_hours)
+    prog = _Progress(progress, len(months) * (2 + per_month * len(COLLECTORS)))
     files, gt = [], {}
     for month in months:
         fams = {}
+        times = snapshot_times(month, snapshots_per_month, every_hours)
+        hours = [(t - times[0]).total_seconds() / 3600 for t in times] if churn else None
         for afi in (4, 6):
-            fams[afi] = family_month(net, vplist, month, afi, seed, snapshots_per_month, prog.tick)
+            fams[afi] = family_month(net, vplist, month, afi, seed, per_month, prog.tick, hours)
             prog.finish_unit(f"{month} routing IPv{afi} done")
 
         def month_rows():
-            for snap, when in enumerate(snapshot_times(month, snapshots_per_month)):
+            for snap, when in enumerate(times):
                 for c in COLLECTORS:
                     stats = _file_stats(c, month, when)
                     emit = compute_month is not None
@@ -458,8 +503,7 @@ def generate(
 
         rows = month_rows()
         if compute_month is None and workers > 1:
-            jobs = [(snap, when, ci) for snap, when in enumerate(snapshot_times(month, snapshots_per_month))
-                    for ci in range(len(COLLECTORS))]
+            jobs = [(snap, when, ci) for snap, when in enumerate(times) for ci in range(len(COLLECTORS))]
             files += _write_parallel(out, month, fams, vplist, jobs, min(workers, len(jobs)), prog)
         elif compute_month is None:
             for _ in rows:
@@ -484,6 +528,8 @@ def generate(
         "vps": vps,
         "months": months,
         "snapshots_per_month": snapshots_per_month,
+        "every_hours": every_hours,
+        "churn": churn,
         "min_coverage": params.min_coverage if params else min_coverage,
         "ground_truth": ground_truth,
         "collectors": [{"name": c.name, "project": c.project, "site": c.site, "afis": list(c.afis)} for c in COLLECTORS],

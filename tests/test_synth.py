@@ -306,3 +306,55 @@ def test_cli_json(tmp_path, capsys):
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["months"] == ["2026-06", "2026-07"] and summary["files"] == 8 and summary["entries"] > 0
+
+
+# --- churn (issue 56) ---------------------------------------------------------------------------
+
+#: The files the generator wrote before its churn model (commit e1cb168), for seed 3, 60 ASes,
+#: 4 VPs, two snapshots: `churn=False` must write them byte for byte.
+BEFORE_CHURN = {
+    "route-views2/bgpdata/2026.07/RIBS/rib.20260701.0000.bz2": "0bdadc4f8ecf2898413ccacc21b8441bb798058358ec56a16b7cf98dc283c4be",
+    "route-views2/bgpdata/2026.07/RIBS/rib.20260702.0000.bz2": "fdbc41a3724939399152d228dfc413bd97f7f6028fd6d758b86fa8e36152963c",
+    "route-views6/bgpdata/2026.07/RIBS/rib.20260701.0000.bz2": "7ed04d6b38073f77fbb5492eaae89c7ef980e3b4b86121ba0d83c55708ed3733",
+    "route-views6/bgpdata/2026.07/RIBS/rib.20260702.0000.bz2": "f08cf89f20e53819d401c6049573951924c807fa525592827d52d255be6abe3b",
+    "rrc00/2026.07/bview.20260701.0000.gz": "ea300f0c663d62ec57e0d5f38d0b928436ea9166214fb6623905abcb237baa9e",
+    "rrc00/2026.07/bview.20260702.0000.gz": "051a8cbd9dfab0515a8ca08ec234e443af78c09bdaa173bb3ae833e997eac8d9",
+    "rrc01/2026.07/bview.20260701.0000.gz": "feac4ba357c9bd2a0f9d4e87d35a30444cf4e7ecb23c8533d30aa98f51b3c056",
+    "rrc01/2026.07/bview.20260702.0000.gz": "2b65c38188247d6c71c192989d6359c4dfeb9d2796d991d77c10df215d8cbcf6",
+}
+
+
+def test_without_churn_the_months_of_before_byte_for_byte(tmp_path):
+    generate(tmp_path, seed=3, ases=60, vps=4, snapshots_per_month=2, ground_truth=False, workers=1, churn=False)
+    listed = json.loads((tmp_path / "ground_truth" / "files.json").read_text())["files"]
+    assert {f["path"]: f["sha256"] for f in listed} == BEFORE_CHURN
+    assert {f["path"]: hashlib.sha256((tmp_path / f["path"]).read_bytes()).hexdigest() for f in listed} == BEFORE_CHURN
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("days, every, hours", [(1, 2, 2), (4, 24, 24)])
+def test_churn_between_snapshots_is_the_fitted_rate(tmp_path, days, every, hours):
+    """The share of (session, prefix) entries whose path differs (or that are there in only
+    one) between consecutive snapshots, read back by the native decoder: the model's
+    expectation (synth/churn.expected, fitted to the real update files: bench/churn.py) within
+    25%, over every collector, on a 400-AS month: 2-hourly snapshots of a day (11 intervals),
+    daily ones of four days (3)."""
+    from bgp_congruency.synth import churn
+    from tests.support.decode import decode_all
+
+    generate(tmp_path, seed=8, ases=400, vps=12, snapshots_per_month=days, every_hours=every, ground_truth=False,
+             workers=1)
+    listed = json.loads((tmp_path / "ground_truth" / "files.json").read_text())["files"]
+    changed = total = 0
+    for col in {f["collector"] for f in listed}:
+        prev = None
+        for f in sorted((f for f in listed if f["collector"] == col), key=lambda f: f["snapshot_time"]):
+            t = decode_all(tmp_path / f["path"], "native")
+            cur = dict(zip(zip(t["peer_ip"].to_pylist(), t["prefix"].to_pylist()),
+                           [tuple(p or ()) for p in t["as_path"].to_pylist()]))
+            if prev is not None:
+                keys = set(prev) | set(cur)
+                changed += sum(prev.get(k) != cur.get(k) for k in keys)
+                total += len(keys)
+            prev = cur
+    assert changed / total == pytest.approx(churn.expected(hours), rel=0.25), (changed / total, churn.expected(hours))
