@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help=command_help('advise'),
         description=(
-            "Read the month's published paths (DATA_DIR/paths, vps, pairs; rib_entries for address "
+            "Read the month's published paths (DATA_DIR/paths, vps, pairs; prefix_origins for address "
             "lookups) and print one hint per (source, destination): the IPv4 and IPv6 AS paths, a "
             "class (disjoint, shared-edge, shared-core, congruent, unknown with its reason), the "
             "shared ASes, a confidence, and advice (mode aggregate|backup|single-path, path manager, "

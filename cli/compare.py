@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         parents=parents,
         help=command_help('compare'),
         description=(
-            "Read DATA_DIR/rib_entries/month=YYYY-MM, clean paths, pick representative paths "
+            "Read the month's routes (DATA_DIR/routes/month=YYYY-MM), clean paths, pick representative paths "
             "and compare IPv4 with IPv6 per dual-stacked vantage point (congruency/METHOD.md). "
             f"Publishes {', '.join(MONTH_TABLES)} (transitions against the month before, when "
             "published) together under "

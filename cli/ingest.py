@@ -36,8 +36,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "Discover the RIB snapshots of a month window in the RouteViews / RIPE RIS "
             "archives, download them (cached, resumable), check every MRT record, decode "
-            "them and publish one Parquet file per snapshot under "
-            "DATA_DIR/rib_entries/month=YYYY-MM/collector=NAME/. A manifest records what "
+            "them, then merge each collector's dumps into its routes "
+            "(DATA_DIR/routes/month=YYYY-MM/collector=NAME/: each route once, with the snapshots that "
+            "saw it; the rib_entries view gives every entry back). A manifest records what "
             "happened to each snapshot (ok, missing, failed, or inactive: the collector was not "
             "running then, per the catalogue's lifetimes); a re-run retries only what failed. "
             "Exit 1 when the month's coverage is below the policy (config min_snapshot_share, "

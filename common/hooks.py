@@ -3,7 +3,10 @@
 A test sets CONGRUENCY_PAUSE_AT (a point name) and CONGRUENCY_PAUSE_FILE (a path); when the
 code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_S seconds,
 default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
-lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
+lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), merge (a bucket range
+of a collector's new routes written into its temporary generation, not renamed:
+ingest/routes.py), merged (every collector's new generation in place, the manifest not yet
+written, the decoded files not yet deleted: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
 partition (one VP partition's tables staged, the next not begun: pipeline/engines/duckdb.py),
 mid-partition (a VP partition after the first begun, its first table staged: the same),
 publish (between two tables' moves to their publish folders, nothing committed:

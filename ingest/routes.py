@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, duck, layout, vp_hash
+from bgp_congruency.common import atomic, duck, hooks, layout, vp_hash
 from bgp_congruency.common.config import parse_bytes
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.locks import month_lock
@@ -135,6 +135,7 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
             try:
                 for k, (lo, hi) in enumerate(_chunks(counts, budget)):
                     _merge_chunk(con, src, old_files, mapping, nw_old, nw, lo, hi, tmp / f"part-{k}.parquet")
+                    hooks.pause("merge")
                 atomic.write_text(tmp / SNAPSHOTS, json.dumps({"month": month, "collector": collector,
                                                                "snapshots": [s.to_json() for s in new]}, indent=1))
                 gen = folder / f"{GEN}{(int(old_gen.name.removeprefix(GEN)) + 1) if old_gen else 1:06d}"

@@ -300,6 +300,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
             raise
     rows += recovered
     merged_rows = merge_month(cfg, month, rows, progress)
+    hooks.pause("merged")
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.

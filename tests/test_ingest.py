@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import json
+import os
 import subprocess
 from collections import Counter
 from datetime import datetime, timezone
@@ -391,3 +392,118 @@ def test_a_plain_ingest_cleans_what_a_killed_one_left(tmp_path):
     assert cli(["ingest", "--month", "2026-07", "--days", "30", "--times", "14:00", "--collectors", "route-views2",
                 "--archive-root", str(ARCHIVE), "--data-dir", str(tmp_path / "data")]) == 0
     assert not gone.exists() and live.exists()
+
+
+# --- the month's routes (issue 56) ------------------------------------------------------------
+
+ROUTES_MONTH = "2026-07"
+
+
+@pytest.fixture(scope="module")
+def three_days(tmp_path_factory):
+    """A small generated archive (churn on) of three daily snapshots."""
+    from bgp_congruency.synth.generate import generate
+
+    archive = tmp_path_factory.mktemp("three-days") / "archive"
+    generate(archive, seed=4, ases=80, vps=6, months=(ROUTES_MONTH,), snapshots_per_month=3, ground_truth=False,
+             workers=1)
+    return archive
+
+
+def _ingest(archive: Path, data: Path, days: str, **env) -> subprocess.CompletedProcess:
+    from tests.support.cli import congruency
+    from tests.support.cli import env as environment
+
+    return congruency("ingest", "--month", ROUTES_MONTH, "--days", days, "--times", "00:00", "--collectors",
+                      "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(archive), "--data-dir", str(data),
+                      env=environment(**env))
+
+
+def _stored(data: Path) -> dict:
+    """collector -> (its snapshots, its route rows sorted): what the month's routes hold."""
+    import pyarrow.parquet as pq
+
+    from bgp_congruency.common import routes
+
+    out = {}
+    for c, g in routes.month_generations(data, ROUTES_MONTH).items():
+        rows = [tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in r.items())
+                for f in routes.files(g) for r in pq.read_table(f).to_pylist()]
+        out[c] = ([s.source_file.rsplit("/", 1)[-1] for s in routes.snapshots(g)], sorted(rows, key=repr))
+    return out
+
+
+@pytest.mark.slow
+def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
+    """Days 1 and 3, then day 2 (a backfill in the middle: every route's bits move) give the
+    routes of the three ingested at once, bit for bit; the routes expand back to every dump's
+    entries as the native decoder reads them (not merged); the older generations are gone."""
+    from tests.support.month import entry_rows
+
+    late, once = tmp_path / "late", tmp_path / "once"
+    for days in ("1,3", "1-3"):
+        r = _ingest(three_days, late, days)
+        assert r.returncode == 0, r.stderr
+    r = _ingest(three_days, once, "1-3")
+    assert r.returncode == 0, r.stderr
+    got, want = _stored(late), _stored(once)
+    assert got == want and len(got) == 4 and all(len(s) == 3 for s, _ in got.values())
+    assert all(len(list((late / "routes" / f"month={ROUTES_MONTH}" / f"collector={c}").iterdir())) == 1 for c in got)
+    con = duckdb.connect()
+    from bgp_congruency.common import routes
+
+    cols = "collector, snapshot_time, peer_asn, peer_ip, afi, prefix, as_path, has_as_set"
+    expanded = con.execute(f"SELECT {cols} FROM ({routes.expand_sql(routes.month_files(late, ROUTES_MONTH))})"
+                           ).fetchall()
+    decoded = [tuple(r[c] for c in cols.split(", ")) for r in entry_rows(late, ROUTES_MONTH)]
+    assert sorted(expanded, key=repr) == sorted(decoded, key=repr) and len(decoded) > 1000
+    m = pq.read_table(late / "manifest" / f"month={ROUTES_MONTH}").to_pylist()
+    assert len(m) == 12 and {r["status"] for r in m} == {"ok"}
+    assert {r["output"] for r in m} == {f"routes/month={ROUTES_MONTH}/collector={c}" for c in got}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", ["merge", "merged"])
+def test_a_kill_during_the_merge_then_a_run_equals_an_uninterrupted_one(three_days, tmp_path, point):
+    """SIGKILL while a collector's new generation is written (`merge`: the month as it was,
+    for every reader) or once it is in place but not yet recorded (`merged`): the next ingest
+    decodes nothing again and leaves the routes and manifest of an uninterrupted one."""
+    import signal
+
+    from bgp_congruency.common import routes
+    from tests.support.cli import start, wait_for
+
+    data, once = tmp_path / "data", tmp_path / "once"
+    assert _ingest(three_days, once, "1-3").returncode == 0
+    pause = tmp_path / "paused"
+    p = start("ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
+              "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(three_days), "--data-dir", str(data),
+              CONGRUENCY_PAUSE_AT=point, CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause, p)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    if point == "merge":  # the first collector's generation is half written: no reader sees it
+        assert routes.month_generations(data, ROUTES_MONTH) == {}
+        assert list((data / "routes" / f"month={ROUTES_MONTH}").glob("collector=*/.gen-*.tmp"))
+    decoded = sorted((data / "_staging" / f"ingest-{ROUTES_MONTH}").glob("collector=*/*.parquet"))
+    assert len(decoded) == 12  # every dump decoded whole before the merge
+    r = _ingest(three_days, data, "1-3")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(congruency_json(three_days, data))["already_done"] == 12
+    assert _stored(data) == _stored(once)
+    keep = ("slot", "status", "url", "sha256", "entries_v4", "entries_v6", "output")
+    rows = [sorted(({k: r[k] for k in keep} for r in pq.read_table(d / "manifest" / f"month={ROUTES_MONTH}")
+                    .to_pylist()), key=lambda r: r["slot"]) for d in (data, once)]
+    assert rows[0] == rows[1]
+    assert not list(data.rglob(".gen-*")) and not (data / "_staging" / f"ingest-{ROUTES_MONTH}").exists()
+
+
+def congruency_json(archive: Path, data: Path) -> str:
+    """A plain re-run's --json (everything done)."""
+    from tests.support.cli import congruency
+
+    r = congruency("ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
+                   "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(archive), "--data-dir", str(data),
+                   "--json")
+    assert r.returncode == 0, r.stderr
+    return r.stdout

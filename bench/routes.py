@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""A month stored once per snapshot (a baseline commit: rib_entries) against stored once as
+routes (a later commit: common/routes.py), side by side in one run on one generated archive.
+
+Each commit is a git worktree (bench/commits.py); per round, for each commit in turn, in a
+fresh data dir of its own under bench/out/routes/:
+- ingest: `congruency ingest` of the archive's month (decode, and for the routes the merge),
+  a fresh process, its wall time and peak RSS;
+- the stored month: bytes of what ingest left for the compare (rib_entries/month=M, or
+  routes/month=M);
+- its scan floor: the same files read with every column the job reads, one DuckDB query;
+- the DuckDB compare (`pipeline/job.compare_months`, the hints and publish included), timed
+  inside a fresh process (imports not counted), as bench/commits.py;
+- with --spark, the Spark compare (local[*]), timed inside its process from a ready session.
+Then each published table of the two commits' last runs is compared row for row (the DuckDB
+ones; with --spark also each commit's Spark tables against its DuckDB ones). Best of --repeat.
+
+    .venv/bin/python bench/routes.py --archive bench/out/archive-50-d5 --days 1-5 --times 00:00 \\
+        --commits e1cb168,HEAD [--spark] [--repeat 1] [--limit 4GB]
+
+The archive: `congruency synth --out DIR --ases A --vps V --snapshots-per-month 5
+[--every-hours 2] --no-ground-truth` (bench/common.synth_params gives A and V of a scale).
+Writes bench/out/routes-NAME.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+from bench.commits import TABLES, worktree  # noqa: E402
+from bench.common import OUT  # noqa: E402
+
+COLLECTORS = "route-views2,route-views6,rrc00,rrc01"
+
+#: A commit's DuckDB compare, timed inside (argv: data dir, month, memory limit or "").
+DUCKDB = """
+import json, sys, time
+from bgp_congruency.common.config import load
+from bgp_congruency.pipeline import job
+cfg = load().with_overrides(data_dir=sys.argv[1], engine="duckdb", duckdb_memory_limit=sys.argv[3] or None)
+t = time.perf_counter()
+[res] = job.compare_months(cfg, [sys.argv[2]])
+print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
+"""
+
+#: A commit's Spark compare, timed from a ready session (argv: data dir, month).
+SPARK = """
+import json, sys, time
+from bgp_congruency.common.config import load
+from bgp_congruency.pipeline import job, spark_session
+cfg = load().with_overrides(data_dir=sys.argv[1], engine="spark")
+spark = spark_session.session(cfg.spark_master, cfg.spark_conf)
+t = time.perf_counter()
+[res] = job.compare_months(cfg, [sys.argv[2]], spark=spark)
+print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
+spark.stop()
+"""
+
+#: The scan floor of what a commit's compare reads (argv: data dir, month): every column the
+#: job reads, decoded, one query; a month's rib_entries (before) or its routes (after).
+FLOOR = """
+import json, os, sys, time
+import duckdb
+d, month = sys.argv[1], sys.argv[2]
+old = os.path.join(d, "rib_entries", "month=" + month)
+con = duckdb.connect()
+if os.path.isdir(old):
+    src = f"read_parquet('{old}/*/*.parquet', hive_partitioning = true)"
+    q = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), max(length(prefix)), "
+         f"count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {src}")
+else:
+    from bgp_congruency.common import routes
+    files = [f for fs in routes.month_files(d, month).values() for f in fs]
+    src = "read_parquet([" + ", ".join(repr(f) for f in files) + "], hive_partitioning = false)"
+    q = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), max(length(prefix)), "
+         f"sum(bit_count(seen)), sum(len(seen_more)), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {src}")
+t = time.perf_counter()
+con.execute(q).fetchone()
+print(json.dumps({"work_s": time.perf_counter() - t}))
+"""
+
+
+def child(script_or_cmd, args: list[str], pythonpath: str, label: str, timeout_s: float) -> dict:
+    out = OUT / f"routes-child-{os.getpid()}.out"
+    cmd = [sys.executable, "-c", script_or_cmd, *args] if isinstance(script_or_cmd, str) else script_or_cmd
+    m = common.run_child(cmd, label=label, timeout_s=timeout_s, stdout=out, env={"PYTHONPATH": pythonpath})
+    text = out.read_text() if out.exists() else ""
+    out.unlink(missing_ok=True)
+    lines = [ln for ln in text.splitlines() if ln.startswith("{")]
+    if m.rc != 0:
+        raise SystemExit(f"error: {label} exited {m.rc}: {text.strip()[-500:]}")
+    got = json.loads(lines[-1]) if lines else {}
+    if got.get("error"):
+        raise SystemExit(f"error: {label}: {got['error']}")
+    return {"work_s": got.get("work_s", m.wall_s), "wall_s": m.wall_s, "peak_rss": m.tree_peak}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--archive", type=Path, required=True, help="a generated archive (congruency synth)")
+    ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
+    ap.add_argument("--days", default="1-5", help="the ingest's --days (default 1-5)")
+    ap.add_argument("--times", default="00:00", help="the ingest's --times (default 00:00)")
+    ap.add_argument("--commits", default="e1cb168,HEAD", help="before, after (default e1cb168,HEAD)")
+    ap.add_argument("--limit", help="duckdb_memory_limit for both (default: the config's)")
+    ap.add_argument("--spark", action="store_true", help="also the Spark compare (local[*])")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds; the best counts (default 1)")
+    ap.add_argument("--timeout", type=float, default=7200, help="seconds a step may take (default 7200)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    a = ap.parse_args(argv)
+    con = common.console()
+    commits = [c.strip() for c in a.commits.split(",") if c.strip()]
+    trees = [worktree(c) for c in commits]
+    cfg = OUT / "routes-bench.toml"
+    cfg.write_text(f'duckdb_memory_limit = "{a.limit}"\n' if a.limit else "")
+    runs: dict[str, dict[str, list]] = {sha: {} for sha, _ in trees}
+    for i in range(a.repeat):
+        for sha, tree in trees:
+            path = f"{tree}{os.pathsep}{tree.parent / (sha[:12] + '-pythonpath')}"
+            d = OUT / "routes" / sha[:12] / "data"
+            shutil.rmtree(d.parent, ignore_errors=True)
+            d.mkdir(parents=True)
+            r = runs[sha]
+            con.print(f"round {i + 1}: {sha[:12]} ingest")
+            r.setdefault("ingest", []).append(child(
+                [sys.executable, "-m", "bgp_congruency.cli.main", "ingest", "--month", a.month, "--days", a.days,
+                 "--times", a.times, "--collectors", COLLECTORS, "--archive-root", str(a.archive.resolve()),
+                 "--data-dir", str(d), "--config", str(cfg)], [], path, f"{sha[:12]} ingest", a.timeout))
+            stored = d / "routes" / f"month={a.month}"
+            stored = stored if stored.is_dir() else d / "rib_entries" / f"month={a.month}"
+            r.setdefault("stored_bytes", []).append(common.du(stored))
+            r.setdefault("entries", []).append(sum(
+                (x["entries_v4"] or 0) + (x["entries_v6"] or 0)
+                for x in __import__("pyarrow.parquet", fromlist=["x"]).read_table(
+                    d / "manifest" / f"month={a.month}" / "manifest.parquet").to_pylist() if x["status"] == "ok"))
+            con.print(f"round {i + 1}: {sha[:12]} floor")
+            r.setdefault("floor", []).append(child(FLOOR, [str(d), a.month], common.pythonpath(), "floor", a.timeout))
+            con.print(f"round {i + 1}: {sha[:12]} duckdb compare")
+            r.setdefault("duckdb", []).append(child(DUCKDB, [str(d), a.month, a.limit or ""], path,
+                                                    f"{sha[:12]} duckdb", a.timeout))
+            if a.spark:
+                sd = d.parent / "spark"
+                shutil.rmtree(sd, ignore_errors=True)
+                sd.mkdir()
+                for sub in ("rib_entries", "routes", "manifest"):
+                    if (d / sub).is_dir():
+                        (sd / sub).symlink_to(d / sub, target_is_directory=True)
+                con.print(f"round {i + 1}: {sha[:12]} spark compare")
+                r.setdefault("spark", []).append(child(SPARK, [str(sd), a.month], path, f"{sha[:12]} spark",
+                                                       a.timeout))
+    rows = []
+    for (sha, _), name in zip(trees, commits):
+        r = runs[sha]
+        best = {k: min(v, key=lambda x: x["work_s"]) for k, v in r.items() if k in ("ingest", "floor", "duckdb", "spark")}
+        subj = subprocess.run(["git", "log", "-1", "--format=%s", sha], cwd=common.ROOT, capture_output=True,
+                              text=True).stdout.strip()
+        row = {"commit": sha[:12], "asked": name, "subject": subj[:100], "entries": r["entries"][-1],
+               "stored_bytes": min(r["stored_bytes"]),
+               **{f"{k}_s": round(v["work_s"], 2) for k, v in best.items()},
+               **{f"{k}_peak_rss": v["peak_rss"] for k, v in best.items()},
+               "runs": {k: [round(x["work_s"], 2) for x in v] for k, v in r.items() if k in best}}
+        row["duckdb_vs_floor"] = round(row["duckdb_s"] / row["floor_s"], 2)
+        if "spark_s" in row:
+            row["spark_vs_floor"] = round(row["spark_s"] / row["floor_s"], 2)
+        rows.append(row)
+    before, after = rows
+    ratios = {"ingest": round(after["ingest_s"] / before["ingest_s"], 3),
+              "duckdb_compare_faster": round(before["duckdb_s"] / after["duckdb_s"], 2),
+              "ingest_plus_duckdb_faster": round((before["ingest_s"] + before["duckdb_s"]) /
+                                                 (after["ingest_s"] + after["duckdb_s"]), 2),
+              "stored_smaller": round(before["stored_bytes"] / after["stored_bytes"], 2)}
+    if a.spark:
+        ratios["spark_compare_faster"] = round(before["spark_s"] / after["spark_s"], 2)
+    checks = {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
+                                      OUT / "routes" / trees[1][0][:12] / "data", a.month)}
+    if a.spark:
+        for sha, _ in trees:
+            checks[f"spark-{sha[:12]}"] = common_tables(OUT / "routes" / sha[:12] / "data",
+                                                        OUT / "routes" / sha[:12] / "spark", a.month)
+    synth = json.loads((a.archive / "SYNTH.json").read_text())
+    doc = {"archive": str(a.archive), "synth": {k: synth.get(k) for k in ("seed", "ases", "vps", "snapshots_per_month",
+                                                                          "every_hours", "churn")},
+           "month": a.month, "days": a.days, "times": a.times, "limit": a.limit, "repeat": a.repeat,
+           "commits": rows, "ratios": ratios, "tables": checks,
+           "command": "bench/routes.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
+           "machine": common.machine_facts().get("cpu")}
+    common.write_json(doc, OUT / f"routes-{a.archive.resolve().name}{'-' + a.limit if a.limit else ''}.json")
+    if a.json:
+        common.write_json(doc, stdout=True)
+    else:
+        cols = ["commit", "entries", "stored MiB", "ingest s", "floor s", "duckdb s", "vs floor"]
+        cols += ["spark s", "vs floor"] if a.spark else []
+        con.print(common.table(cols, [[r["commit"], f"{r['entries']:,}", f"{r['stored_bytes'] / 2**20:,.0f}",
+                                       f"{r['ingest_s']:.1f}", f"{r['floor_s']:.2f}", f"{r['duckdb_s']:.1f}",
+                                       f"{r['duckdb_vs_floor']:.1f}x"]
+                                      + ([f"{r['spark_s']:.1f}", f"{r['spark_vs_floor']:.1f}x"] if a.spark else [])
+                                      for r in rows]))
+        con.print(json.dumps(ratios))
+        con.print("tables: " + json.dumps(checks))
+    ok = all(v.get("differing_rows", 0) == 0 for c in checks.values() for v in c.values())
+    return 0 if ok else 1
+
+
+def common_tables(a: Path, b: Path, month: str) -> dict:
+    """Each published table of a and b, row for row (the catalog's files of the month)."""
+    import duckdb
+
+    from bgp_congruency.lake import published
+
+    con = duckdb.connect()
+    out = {}
+    for t in TABLES:
+        fa, fb = (published.files(d, [t], month)[t] for d in (a, b))
+        if not fa and not fb:
+            continue
+        rel = [f"read_parquet([{', '.join(repr(f) for f in fs)}], hive_partitioning = false)" for fs in (fa, fb)]
+        n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
+        diff = sum(con.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})").fetchone()[0]
+                   for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
+        out[t] = {"rows": n, "differing_rows": diff}
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
