@@ -82,6 +82,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
     # The statements through a private file, not the command line (`ps` shows that to
     # everyone, and a PostgreSQL catalog's conninfo may hold a password).
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # SQL or results piped: no progress bar in the output
+        lines = ["SET enable_progress_bar = false;"] + lines
     with tempfile.TemporaryDirectory(prefix="congruency-sql-") as tmp:
         init = Path(tmp) / "init.sql"
         init.touch(mode=0o600)

@@ -91,6 +91,7 @@ def connect(cfg, spill=None):
     folder (TMPDIR; never DuckDB's default ./.tmp, which every process started in the same
     folder shares)."""
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")  # never on stdout, whatever a query takes
     limit(con, cfg.duckdb_memory_limit, cfg.duckdb_threads)
     if cfg.duckdb_temp_dir or spill is None:
         spill_to(con, private_spill(cfg.duckdb_temp_dir or tempfile.gettempdir()))

@@ -85,8 +85,12 @@ def connection() -> duckdb.DuckDBPyConnection:
     checked once per process, in a database with the default settings, and loads it unchecked
     into these later. allow_unsigned_extensions admits nothing else: `load` turns it off once its
     files are in (DuckDB will not turn it on again while the database runs), so an analyst's
-    connection (lake.connect) loads an extension of its own only signed."""
-    return duckdb.connect(config={"allow_unsigned_extensions": True})
+    connection (lake.connect) loads an extension of its own only signed. No progress bar: DuckDB
+    prints it on stdout once a query takes over 2 s, into whatever a command or script writes
+    there (a JSON answer, a CSV)."""
+    con = duckdb.connect(config={"allow_unsigned_extensions": True})
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def load(con, root) -> None:

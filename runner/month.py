@@ -190,7 +190,7 @@ def finish_ingest(cfg: Config, month: str) -> StepResult:
     else:
         res = StepResult("ingest", "done", outputs={
             "manifest": str(manifest.path(data_dir(cfg), month)),
-            "rib_entries": str(layout.month_dir(data_dir(cfg), "rib_entries", month)), "coverage": cov.to_dict()})
+            "routes": str(layout.routes_dir(data_dir(cfg), month)), "coverage": cov.to_dict()})
         fp = fingerprint(cfg, month, "ingest")
 
     def change(st):

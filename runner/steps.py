@@ -31,7 +31,7 @@ from bgp_congruency.selector.question import evidence_of
 
 def _cleanup_ingest(cfg: Config, month: str) -> None:
     """Remove the dot-temp Parquet files killed ingests left (never a live writer's)."""
-    atomic.clean_dead_under(layout.month_dir(data_dir(cfg), "rib_entries", month))
+    atomic.clean_dead_under(Path(layout.staging_dir(data_dir(cfg))) / f"ingest-{month}")
 
 
 def cleanup(cfg: Config, month: str) -> None:
@@ -73,7 +73,7 @@ def do_ingest(cfg: Config, month: str, progress=None, collector: str | None = No
 
     out = ingest_run.run(cfg, month, progress=progress, on_row=report)
     outputs = {"manifest": str(out.manifest_path),
-               "rib_entries": str(layout.month_dir(data_dir(cfg), "rib_entries", month))}
+               "routes": str(layout.routes_dir(data_dir(cfg), month))}
     if collector:
         if out.failed and not cfg.tolerate_failures:
             names = ", ".join(f"{r.collector} {r.target_time:%Y-%m-%d %H:%M}" for r in out.failed)

@@ -16,7 +16,8 @@ one at RATE / UNSTABLE per hour (a Poisson process: the parity of its events sin
 began). Perturbed is withdrawn with the measured share of withdrawals among visible changes,
 else another path: the route's second best where the routing computed one, else the same path
 with the VP's AS prepended once more (a change of the path as announced). Every route is in its
-usual state at the month's first snapshot, so a month of one snapshot is the month without churn.
+usual state at the month's first snapshot (the routing's, with the generator's flaps of that
+snapshot), so a month of one snapshot is the month without churn.
 
 Expected share of routes that differ between two snapshots Δt hours apart, once the first is
 behind: UNSTABLE x (1 - exp(-2 x RATE / UNSTABLE x Δt)) / 2 (`expected`): 0.79% at 2 h, 2.0% at

@@ -47,8 +47,8 @@ from .topology import CUSTOMER, PROVIDER, TIER1, TIER2, TIER3, Graph, Internet, 
 
 VERSION = 2
 #: Share of (VP, destination) routes that have a second-best path: without churn they flap to it
-#: in about half the snapshots (the months of VERSION 1); with churn (synth/churn.py) it is
-#: their perturbed path.
+#: in about half the snapshots (the months of VERSION 1); with churn (synth/churn.py) they take
+#: it or not in the month's first snapshot, and then change as churn says.
 UNSTABLE = 0.04
 PARTIAL = 0.25  # share of VPs that send only customer routes
 
@@ -197,14 +197,14 @@ def family_month(net: Internet, vps: list[VP], month: str, afi: int, seed: int, 
         table[-1] = defaults
         prefixes = [Prefix(afi, 0, 0, -1)] + prefixes
     flaps = []
-    for s in range(snapshots if hours is None else 0):  # churn replaces the flaps (synth/churn.py)
+    for s in range(snapshots if hours is None else 1):  # with churn, the first's flaps hold all month
         rs = random.Random(f"synth:{seed}:{month}:{afi}:snapshot{s}")
         fl: dict[int, dict[int, bytes]] = {}
         for d, pos, blob in unstable:
             if rs.random() < 0.5:
                 fl.setdefault(d, {})[pos] = blob
         flaps.append(fl)
-    fm = FamilyMonth(afi, prefixes, table, flaps or [{} for _ in range(snapshots)], present)
+    fm = FamilyMonth(afi, prefixes, table, flaps if hours is None else flaps * snapshots, present)
     if hours is not None:
         seconds = {(d, pos): blob for d, pos, blob in unstable}  # the routing's second bests
 

@@ -163,11 +163,11 @@ def test_group_names_are_literals_in_both_dialects(spark):
     params = replace(MethodParams(), groups=groups)
     rows = [("it's",), ("other",), ("plain",)]
     spark.createDataFrame(rows, "collector string").createOrReplaceTempView("t")
-    got_spark = [r.g for r in spark.sql(S.render(step, "spark", params, snapshots=1)).collect()]
+    got_spark = [r.g for r in spark.sql(S.render(step, "spark", params, S.SnapshotPlan((1,), {}))).collect()]
     con = duckdb.connect()
     con.execute("CREATE TABLE t (collector VARCHAR)")
     con.executemany("INSERT INTO t VALUES (?)", rows)
-    got_duckdb = [r[0] for r in con.execute(S.render(step, "duckdb", params, snapshots=1)).fetchall()]
+    got_duckdb = [r[0] for r in con.execute(S.render(step, "duckdb", params, S.SnapshotPlan((1,), {}))).fetchall()]
     assert got_spark == got_duckdb == ["a\\b'c", "other", "g"]
 
 

@@ -105,6 +105,7 @@ class DuckDBEngine:
         self.end_month()
         self._work_kept, self._kept = False, None
         self.con = duckdb.connect()
+        self.con.execute("SET enable_progress_bar = false")
         self.con.execute("SET preserve_insertion_order = false")
         duck.limit(self.con, self.memory_limit, self.threads)
         if self.temp_dir:  # a folder of its own under it, removed at the month's end

@@ -69,6 +69,15 @@ def snapshot_rows():
         # one snapshot, two sessions
         R("rrc00", 1, 6, [1, 2, 9], t=t[149]),
         R("rrc00", 1, 6, [1, 2, 9], t=t[149], ip="2001:db8::ff"),
+        # The month's routes (common/routes.py) number each collector's own snapshots: VP 5 of
+        # the route-views group is on route-views2 at t0 and t2 (its bits 0 and 1: at 0 and 2 of
+        # the month's) and route-views6 at t1, t2 and t140 (its 0, 1, 2: at 1, 2 and 140, in
+        # word 2): the path's snapshots are 4 (t2 once), its observations 5.
+        *(R("route-views2", 5, 4, [5, 2, 9], t=t[i], ip="192.0.2.5") for i in (0, 2)),
+        *(R("route-views6", 5, 4, [5, 2, 9], t=t[i], ip="192.0.2.50") for i in (1, 2, 140)),
+        R("route-views6", 5, 6, [5, 2, 9], t=t[1]),
+        # the same entry twice in one snapshot (an ADD-PATH RIB): two observations, one snapshot
+        *(R("rrc00", 1, 4, [1, 4, 7], t=t[3]) for _ in range(2)),
     ]
 
 
