@@ -41,6 +41,36 @@ class RoutesError(Exception):
 
 # --- merging snapshots into them -------------------------------------------------------------
 
+def _read(path: Path) -> str:
+    """One decoded file, its rows' VP bucket computed where an earlier version wrote none."""
+    rel = f"read_parquet({quote(duck.glob_literal(str(path)))}, hive_partitioning = false)"
+    if vp_hash.COLUMN in pq.read_schema(path).names:
+        return rel
+    return f"(SELECT *, {vp_hash.sql_bucket('peer_asn')} AS {vp_hash.COLUMN} FROM {rel})"  # ingested before 2026-11
+
+
+def _one_snapshot(path: Path) -> Snapshot | None:
+    """The snapshot of a file that holds one (a dump's: every row group's snapshot_time and
+    source_file statistics one value), read off its footer and first row; None for a file of
+    several, or one written without those statistics."""
+    pf = pq.ParquetFile(path)
+    meta = pf.metadata
+    if meta.num_rows == 0 or "snapshot_time" not in meta.schema.names:
+        return None
+    for name in ("snapshot_time", "source_file"):  # each one value in every row group, the same
+        col, seen = meta.schema.names.index(name), set()
+        for g in range(meta.num_row_groups):
+            st = meta.row_group(g).column(col).statistics
+            if st is None or not st.has_min_max:
+                return None
+            seen |= {st.min, st.max}
+        if len(seen) != 1:
+            return None
+    first = pf.read_row_group(0, columns=["snapshot_time", "source_file", "project"]).slice(0, 1).to_pylist()[0]
+    t = first["snapshot_time"]
+    return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
+
+
 def _bits_sql(sid: str, nw: int) -> list[str]:
     """DuckDB SQL aggregates: for each word k, the OR of the rows' bits of snapshot `sid`."""
     return [f"coalesce(bit_or(CASE WHEN {sid} >= {k * WORD} AND {sid} < {(k + 1) * WORD} THEN "
@@ -105,16 +135,13 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
         con = duck.connect(cfg, spill=Path(layout.staging_dir(root)) / f"ingest-{month}" / f".spill-{collector}")
         try:
             con.execute("SET preserve_insertion_order = false")
-            lit = "[" + ", ".join(quote(duck.glob_literal(str(p))) for p in decoded) + "]"
-            src = f"read_parquet({lit}, hive_partitioning = false)"
-            lacking = [vp_hash.COLUMN not in pq.read_schema(p).names for p in decoded]  # ingested before 2026-11
-            if all(lacking):
-                src = f"(SELECT *, {vp_hash.sql_bucket('peer_asn')} AS {vp_hash.COLUMN} FROM {src})"
-            elif any(lacking):
-                src = (f"(SELECT * REPLACE (coalesce({vp_hash.COLUMN}, {vp_hash.sql_bucket('peer_asn')}) AS "
-                       f"{vp_hash.COLUMN}) FROM read_parquet({lit}, hive_partitioning = false, union_by_name = true))")
-            got = [Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), f, pr) for t, f, pr in con.execute(
-                f"SELECT DISTINCT snapshot_time, source_file, project FROM {src}").fetchall()]
+            single = [_one_snapshot(Path(p)) for p in decoded]  # a dump's file: its snapshot, read off its footer
+            got = {s for s in single if s is not None}
+            for p, one in zip(decoded, single):
+                if one is None:  # a file of several snapshots (hand-made months): each is read
+                    got |= {Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), f, pr) for t, f, pr in
+                            con.execute(f"SELECT DISTINCT snapshot_time, source_file, project FROM {_read(p)}").fetchall()}
+            got = sorted(got, key=lambda s: (s.time, s.source_file))
             fresh = {s.source_file for s in got}
             kept = [s for s in old if s.source_file not in fresh]
             new = sorted(kept + got, key=lambda s: (s.time, s.source_file))
@@ -126,6 +153,11 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
             con.execute("CREATE TEMP TABLE snap_map (t TIMESTAMPTZ, f VARCHAR, sid INTEGER)")
             con.executemany("INSERT INTO snap_map VALUES (?, ?, ?)",
                             [(s.time, s.source_file, pos[(s.time, s.source_file)]) for s in got])
+            # Every decoded entry with its snapshot's bit (`sid`): a constant for a dump's file.
+            src = "(" + " UNION ALL ".join(
+                f"SELECT *, {pos[(one.time, one.source_file)]}::INTEGER AS sid FROM {_read(p)}" if one is not None else
+                f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
+                for p, one in zip(decoded, single)) + ")"
             old_files = files(old_gen) if old_gen is not None else []
             cap = duck.memory_limit(cfg.duckdb_memory_limit)
             budget = max(100_000, parse_bytes(cap) // BYTES_PER_ROW) if cap else 1 << 62
@@ -165,8 +197,7 @@ def _merge_chunk(con, src: str, old_files: list[str], mapping: dict[int, int], n
     pop = " + ".join(f"bit_count(w{k})" for k in range(nw))
     con.execute(f"""CREATE OR REPLACE TEMP TABLE agg AS
         SELECT {key}, any_value(origin_asn) AS origin_asn, any_value(vp_bucket) AS vp_bucket, count(*) AS n, {bits}
-        FROM (SELECT d.*, m.sid FROM {src} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file
-              WHERE d.{where})
+        FROM {src} WHERE {where}
         GROUP BY {key}""")
     wcols = ", ".join(f"w{k}" for k in range(nw))
     parts = [f"SELECT {key}, origin_asn, vp_bucket, 0::SMALLINT AS copy, {wcols} FROM agg WHERE n = {pop}"]
@@ -177,9 +208,8 @@ def _merge_chunk(con, src: str, old_files: list[str], mapping: dict[int, int], n
         parts.append(f"""SELECT {key}, any_value(origin_asn), any_value(vp_bucket), j::SMALLINT AS copy, {cbits}
             FROM (SELECT c.*, unnest(range(c.c)) AS j FROM (
                     SELECT d.{key.replace(', ', ', d.')}, any_value(d.origin_asn) AS origin_asn,
-                           any_value(d.vp_bucket) AS vp_bucket, m.sid, count(*) AS c
-                    FROM {src} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file
-                    SEMI JOIN (SELECT * FROM agg WHERE n > {pop}) a ON {on}
+                           any_value(d.vp_bucket) AS vp_bucket, d.sid, count(*) AS c
+                    FROM {src} d SEMI JOIN (SELECT * FROM agg WHERE n > {pop}) a ON {on}
                     WHERE d.{where} GROUP BY ALL) c)
             GROUP BY {key}, j""")
     if old_files and mapping:

@@ -323,7 +323,8 @@ def _selector_section(con, month: str) -> list[str]:
             edge, rel = (col, ev) if col == "confidence" else \
                 ("cell_confidence", f"({calibration.cell_confidence_sql(ev)})")
             bins = fetch_rows(con, f"""
-                SELECT least(floor({edge} * 10), 9) AS b, count(*) AS n, avg({col}) AS conf,
+                SELECT least(floor({edge} * 10), 9) AS b, count(*) AS n,
+                       avg(CAST({col} AS DECIMAL(18, 12))) AS conf,  -- exact: the same page whatever the threads
                        avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS acc
                 FROM {rel} WHERE reveal = $mode AND correct IS NOT NULL AND {col} IS NOT NULL AND {edge} IS NOT NULL
                 GROUP BY 1 ORDER BY 1""", {**p, "mode": mode})

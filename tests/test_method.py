@@ -209,9 +209,13 @@ def test_paths_representative_and_counts():
 
 
 def test_snapshots_are_counted_across_mask_words():
-    got = by_key(compute_month(snapshot_rows(), "2024-06", P0)["paths"], "dest_asn", "afi")
+    """Worked by hand from cases.snapshot_rows: VP 5's path is seen by route-views2 at t0 and t2
+    and by route-views6 at t1, t2 and t140 (one group): 5 observations, 4 snapshots; VP 1's
+    [1, 4, 7] twice at t3: 2 observations, 1 snapshot."""
+    got = by_key(compute_month(snapshot_rows(), "2024-06", P0)["paths"], "vp_asn", "dest_asn", "afi")
     assert {k: (r["path_observations"], r["prefixes"], r["snapshots"]) for k, r in got.items()} == {
-        (9, 4): (150, 2, 150), (8, 4): (4, 1, 4), (8, 6): (2, 1, 2), (9, 6): (2, 1, 1)}
+        (1, 9, 4): (150, 2, 150), (1, 8, 4): (4, 1, 4), (1, 8, 6): (2, 1, 2), (1, 9, 6): (2, 1, 1),
+        (1, 7, 4): (2, 1, 1), (5, 9, 4): (5, 1, 4), (5, 9, 6): (1, 1, 1)}
 
 
 @pytest.mark.parametrize(
