@@ -17,16 +17,21 @@ LOCK   := requirements/dev.txt
 AFLOCK := requirements/airflow.txt
 BUILD_PINS := requirements/build.txt
 JOBS   ?= 4
+PROJECT_DIRS := cli common congruency dags dataplane ingest lake pipeline relationships reports runner selector synth
 
 .PHONY: demo test check setup installs airflow-setup system-deps check-java clean bgpstream libbgpstream layers lint lock fast native-tests
 
 # A venv with uv in it, then the lock file's packages (--no-deps: nothing is resolved) and
 # the project itself, editable (its build requirements pinned too).
+# Bytecode compiled at install (--compile-bytecode, and the project's own modules): each
+# `congruency` process then imports without compiling (0.6 -> 0.4 s a start, measured; the
+# suite starts hundreds), also where PYTHONDONTWRITEBYTECODE keeps Python from caching it.
 define make_venv
 	$(PYTHON) -m venv $(1)
 	$(1)/bin/python -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
-	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps -r $(2)
+	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps --compile-bytecode -r $(2)
 	$(1)/bin/uv pip install --quiet --python $(1)/bin/python --no-deps --build-constraints $(BUILD_PINS) -e .
+	$(1)/bin/python -m compileall -q -j 0 -x '/(tests/fuzz|ingest/native|build|data)/' $(PROJECT_DIRS) >/dev/null
 	touch $(1)/bin/.installed
 endef
 

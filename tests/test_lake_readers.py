@@ -335,13 +335,13 @@ def _ro_script(src: Path, dst: Path, out: Path) -> str:
         cmd = [sys.executable, "-m", "bgp_congruency.cli.main", *args, "--data-dir", str(dst)]
         cmd = [c.replace("SHARED", str(DATA)).replace("OUT", str(out / "ro")) for c in cmd]
         feed = f' < "{out / (name + ".in")}"' if stdin else ""
-        lines.append(" ".join(f"'{c}'" for c in cmd) + f'{feed} > "{out}/ro-{name}.out" 2> "{out}/ro-{name}.err"; '
-                     f'echo $? > "{out}/ro-{name}.rc"')
-    lines.append(f'"{sys.executable}" -c "{CONNECT}" "{dst}" > "{out}/ro-connect.out" 2> "{out}/ro-connect.err"; '
-                 f'echo $? > "{out}/ro-connect.rc"')
+        lines.append("(" + " ".join(f"'{c}'" for c in cmd) + f'{feed} > "{out}/ro-{name}.out" 2> "{out}/ro-{name}.err"; '
+                     f'echo $? > "{out}/ro-{name}.rc") &')  # the readers at once: they only read
+    lines.append(f'("{sys.executable}" -c "{CONNECT}" "{dst}" > "{out}/ro-connect.out" 2> "{out}/ro-connect.err"; '
+                 f'echo $? > "{out}/ro-connect.rc") &')
     for action in UPKEEP:  # writers: each says read-only (issue 58: "copied or moved?", "readonly database")
-        lines.append(f"'{sys.executable}' -m bgp_congruency.cli.main lake {action} --data-dir '{dst}' "
-                     f'> /dev/null 2> "{out}/ro-{action}.err"; echo $? > "{out}/ro-{action}.rc"')
+        lines.append(f"('{sys.executable}' -m bgp_congruency.cli.main lake {action} --data-dir '{dst}' "
+                     f'> /dev/null 2> "{out}/ro-{action}.err"; echo $? > "{out}/ro-{action}.rc") &')
     return "\n".join(lines) + "\n"
 
 
@@ -366,7 +366,7 @@ def _every_reader_on_a_read_only_mount(src: Path, tmp_path: Path) -> None:
             (out / f"{name}.in").write_text(stdin)
     script = _ro_script(src, dst, out) + (
         f'"{sys.executable}" -c "$(cat {out}/snap.py)" "{dst}" > "{out}/ro-snap.out" 2> "{out}/ro-snap.err"; '
-        f'echo $? > "{out}/ro-snap.rc"\n')
+        f'echo $? > "{out}/ro-snap.rc"\nwait\n')
     (out / "snap.py").write_text(EVERY_SNAPSHOT)
     (tmp_path / "ro.sh").write_text(script)
     r = subprocess.run(["unshare", "--mount", "sh", str(tmp_path / "ro.sh")], capture_output=True, text=True,
@@ -422,7 +422,7 @@ EVERY_SNAPSHOT = ("from bgp_congruency import lake; from bgp_congruency.lake imp
                   "for n in attach.snapshots(sys.argv[1]):\n"
                   "    con = lake.connect(sys.argv[1], snapshot=n)\n"
                   "    ts = [t for (t,) in con.execute(\"SELECT view_name FROM duckdb_views() WHERE NOT internal "
-                  "AND view_name NOT IN ('rib_entries', 'manifest')\").fetchall()]\n"
+                  "AND view_name NOT IN ('rib_entries', 'manifest', 'routes', 'route_snapshots')\").fetchall()]\n"
                   "    print(n, sum(len(con.execute(f'SELECT * FROM \"{t}\"').fetchall()) for t in ts))\n")
 
 

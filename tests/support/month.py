@@ -196,7 +196,6 @@ VARIANT_CASES = {
     "2024-08": (cases.full_month_rows, dict(min_coverage=0.0, groups={})),
     # each collector's first snapshot: route-views2's bit 0 is the month's 0, route-views6's its 1
     "2024-09": (cases.snapshot_rows, dict(min_coverage=0.0, snapshots="first")),
-    "2024-10": (cases.snapshot_rows, dict(min_coverage=0.0, representative="snapshots")),
 }
 
 
