@@ -9,8 +9,9 @@ fresh data dir of its own under bench/out/routes/:
 - the stored month: bytes of what ingest left for the compare (rib_entries/month=M, or
   routes/month=M);
 - its scan floor: the same files read with every column the job reads, one DuckDB query;
-- the DuckDB compare (`pipeline/job.compare_months`, the hints and publish included), timed
-  inside a fresh process (imports not counted), as bench/commits.py;
+- the DuckDB compare as `congruency compare` runs it (`pipeline/job.compare_months` with the
+  runner's stagers: the relationships, prefixes and hints staged in the month's commit, and
+  the publish), timed inside a fresh process (imports not counted);
 - with --spark, the Spark compare (local[*]), timed inside its process from a ready session.
 Then each published table of the two commits' last runs is compared row for row (the DuckDB
 ones; with --spark also each commit's Spark tables against its DuckDB ones). Best of --repeat.
@@ -41,26 +42,31 @@ from bench.common import OUT  # noqa: E402
 
 COLLECTORS = "route-views2,route-views6,rrc00,rrc01"
 
-#: A commit's DuckDB compare, timed inside (argv: data dir, month, memory limit or "").
+#: A commit's DuckDB compare as `congruency compare` runs it (the engine's steps, then the
+#: relationships, prefixes and hints in the month's commit), timed inside (argv: data dir,
+#: month, memory limit or "").
 DUCKDB = """
 import json, sys, time
 from bgp_congruency.common.config import load
 from bgp_congruency.pipeline import job
+from bgp_congruency.runner.steps import STAGERS
 cfg = load().with_overrides(data_dir=sys.argv[1], engine="duckdb", duckdb_memory_limit=sys.argv[3] or None)
 t = time.perf_counter()
-[res] = job.compare_months(cfg, [sys.argv[2]])
+[res] = job.compare_months(cfg, [sys.argv[2]], stagers=STAGERS)
 print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
 """
 
-#: A commit's Spark compare, timed from a ready session (argv: data dir, month).
+#: A commit's Spark compare as the runner runs it (its stagers too), timed from a ready
+#: session (argv: data dir, month).
 SPARK = """
 import json, sys, time
 from bgp_congruency.common.config import load
 from bgp_congruency.pipeline import job, spark_session
+from bgp_congruency.runner.steps import STAGERS
 cfg = load().with_overrides(data_dir=sys.argv[1], engine="spark")
 spark = spark_session.session(cfg.spark_master, cfg.spark_conf)
 t = time.perf_counter()
-[res] = job.compare_months(cfg, [sys.argv[2]], spark=spark)
+[res] = job.compare_months(cfg, [sys.argv[2]], spark=spark, stagers=STAGERS)
 print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
 spark.stop()
 """
