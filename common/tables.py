@@ -46,8 +46,6 @@ VP_BUCKET = pa.field("vp_bucket", pa.int8(), nullable=False)
 #: what ingest's writer is given.
 DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KEYS])
 
-#: Columns stored inside each Parquet file: the decoded ones and the VP bucket.
-FILE_SCHEMA = DECODED_SCHEMA.append(VP_BUCKET)
 
 #: The month's routes (common/routes.py): one row per (collector, BGP session, prefix, AS path
 #: as decoded, copy), with the collector's snapshots that saw it as bits (63 a word). `month`

@@ -107,15 +107,20 @@ def _chunks(counts: list[int], budget: int) -> list[tuple[int, int]]:
 
 
 def _bucket_rows(paths: list[str]) -> list[int]:
-    """Rows per VP bucket of Parquet files written in bucket order (row group statistics;
-    a row group spanning buckets counts at its first)."""
+    """Rows per VP bucket of Parquet files: from the row groups' statistics of routes (in
+    bucket order; a row group spanning buckets counts at its first), evenly for a decoded
+    dump's file (in the dump's order: no bucket column)."""
     counts = [0] * vp_hash.BUCKETS
     for p in paths:
         meta = pq.read_metadata(p)
-        col = meta.schema.names.index(vp_hash.COLUMN) if vp_hash.COLUMN in meta.schema.names else None
+        if vp_hash.COLUMN not in meta.schema.names:
+            for b in range(vp_hash.BUCKETS):
+                counts[b] += meta.num_rows // vp_hash.BUCKETS
+            continue
+        col = meta.schema.names.index(vp_hash.COLUMN)
         for g in range(meta.num_row_groups):
             rg = meta.row_group(g)
-            st = rg.column(col).statistics if col is not None else None
+            st = rg.column(col).statistics
             b = int(st.min) if st is not None and st.has_min_max else 0
             counts[max(0, min(b, vp_hash.BUCKETS - 1))] += rg.num_rows
     return counts
@@ -227,8 +232,10 @@ def _merge_chunk(con, src: str, old_files: list[str], mapping: dict[int, int], n
     cols = ", ".join(f"CAST({f.name} AS {_duck(f.type)}) AS {f.name}" for f in ROUTES)
     nonzero = " OR ".join(f"w{k} != 0" for k in range(nw))
     with atomic.replacing(out) as tmp:
+        # in bucket order (a compare partition reads its buckets' row groups only), a session's
+        # prefixes together inside (about 20% smaller than in bucket order alone)
         con.execute(f"""COPY (SELECT {cols} FROM (SELECT *, w0 AS seen, {more} AS seen_more FROM ({body}) WHERE {nonzero})
-                              ORDER BY vp_bucket)
+                              ORDER BY vp_bucket, peer_asn, afi, peer_ip, prefix)
                         TO {quote(str(tmp))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)""")
     con.execute("DROP TABLE agg")
 

@@ -1,9 +1,11 @@
-"""Parquet output of one snapshot, written in batches and published atomically.
+"""Parquet output of one decoded dump, written in batches and published atomically: what
+ingest's merge folds into the month's routes (ingest/routes.py).
 
 The file grows under common/atomic.py's dot-temp name, which Spark, DuckDB globs and pyarrow
-datasets all skip, and is renamed into place only once every entry is in it and checked. Rows
-are grouped by VP bucket into row groups (common/vp_hash.py), so a compare partition reads
-only its own.
+datasets all skip, and is renamed into place only once every entry is in it and checked. Its
+rows stay in the dump's order: the routes the merge writes are in VP-bucket order, where a
+compare partition reads only its own (common/vp_hash.py); sorting each dump's rows by bucket
+here cost 4 of every 6 seconds of writing (8M entries: 6.0 s against 2.1 s; bench/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -15,21 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, layout, vp_hash
-from bgp_congruency.common.tables import DECODED_SCHEMA, FILE_SCHEMA
+from bgp_congruency.common import atomic, layout
+from bgp_congruency.common.tables import DECODED_SCHEMA
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
-# bytes), min/max statistics only on the columns readers filter on: 30% less write time and
-# an 18% smaller file than pyarrow's defaults (bench/ingest.py, real route-views2 RIB).
+# bytes); min/max statistics on the dump's time and file, which the merge reads off the
+# footer (ingest/routes.py: a dump's file is one snapshot).
 _DICTIONARY = ["project", "peer_ip", "source_file"]
-_STATISTICS = ["snapshot_time", "source_file", "afi", "peer_asn", "origin_asn", vp_hash.COLUMN]
-# A bucket's rows are written as a row group of their own once this many have come
-# (common/vp_hash.py: a compare partition then reads only its buckets' row groups). The
-# writer holds at most BUCKETS x this many rows (about 180 bytes each in Arrow: ~95 MB); the
-# rest of each bucket is written at the end, in bucket order, in row groups this long.
-# The cost is disk: a prefix's rows no longer sit together, so the file is about 2.2x larger
-# (bench/RESULTS.md "Ingest: the VP-bucket layout").
-ROW_GROUP_ROWS = 16384
+_STATISTICS = ["snapshot_time", "source_file"]
 
 
 def decoded_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
@@ -97,46 +92,22 @@ def partial(span: dict | None) -> bool:
 
 
 class SnapshotWriter:
-    """One snapshot's Parquet file, its rows grouped by VP bucket (common/vp_hash.py)."""
+    """One decoded dump's Parquet file."""
 
     def __init__(self, final: Path):
         self.final = final
         self._file = atomic.Pending(final)
-        self._writer = pq.ParquetWriter(self._file.tmp, FILE_SCHEMA, compression="zstd",
+        self._writer = pq.ParquetWriter(self._file.tmp, DECODED_SCHEMA, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
         self.span: dict[str, int | None] = {"v4": None, "v6": None}
-        self._held: list[list[pa.RecordBatch]] = [[] for _ in range(vp_hash.BUCKETS)]
-        self._held_rows = [0] * vp_hash.BUCKETS
 
     def write(self, batch: pa.RecordBatch) -> None:
         batch = batch.select(DECODED_SCHEMA.names)
         self.rows += batch.num_rows
         self._note_span(batch)
-        if not batch.num_rows:
-            return
-        bucket = vp_hash.buckets(batch.column("peer_asn").to_numpy(zero_copy_only=False))
-        order = np.argsort(bucket, kind="stable")
-        ends = np.searchsorted(bucket[order], np.arange(1, vp_hash.BUCKETS + 1))
-        batch = batch.append_column(FILE_SCHEMA.field(vp_hash.COLUMN), pa.array(bucket)).take(pa.array(order))
-        start = 0
-        for b, end in enumerate(ends.tolist()):
-            if end > start:
-                self._held[b].append(batch.slice(start, end - start))
-                self._held_rows[b] += end - start
-                if self._held_rows[b] >= ROW_GROUP_ROWS:
-                    self._flush([b])
-            start = end
-
-    def _flush(self, buckets: list[int]) -> None:
-        """The held rows of these buckets (in this order), as row groups of at least
-        ROW_GROUP_ROWS rows (one group for a single bucket)."""
-        held = [b for i in buckets for b in self._held[i]]
-        if held:
-            size = sum(self._held_rows[i] for i in buckets) if len(buckets) == 1 else ROW_GROUP_ROWS
-            self._writer.write_table(pa.Table.from_batches(held, FILE_SCHEMA), row_group_size=size)
-        for i in buckets:
-            self._held[i], self._held_rows[i] = [], 0
+        if batch.num_rows:
+            self._writer.write_batch(batch)
 
     def _note_span(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -153,7 +124,6 @@ class SnapshotWriter:
     def publish(self, row: dict | None = None) -> Path:
         """The whole file under its final name, with its address span and (`row`) the
         manifest row of its dump in the footer."""
-        self._flush(list(range(vp_hash.BUCKETS)))
         meta = {SPAN_KEY: json.dumps(self.span).encode()}
         if row is not None:
             meta[ROW_KEY] = json.dumps(row, default=str).encode()

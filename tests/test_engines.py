@@ -175,36 +175,31 @@ def test_the_vp_hash_agrees_in_sql_numpy_and_bucket_ranges():
         assert all(lo <= b <= hi for a, b in zip(asns, bucket) if a in got)
 
 
-def test_ingest_groups_a_files_rows_by_vp_bucket(tmp_path):
-    """Ingest's writer keeps every row and stores its bucket; each row group holds one bucket,
-    except the file's tail, written in bucket order (so min/max statistics prune)."""
+def test_the_routes_are_in_vp_bucket_order(tmp_path):
+    """The merge keeps every route and its bucket; the routes are written in bucket order in
+    row groups, so min/max statistics on vp_bucket prune a compare partition's reads; the
+    decoded entries expand back from them."""
     import numpy as np
 
-    from bgp_congruency.common import vp_hash
-    from bgp_congruency.ingest import writer as W
-    from tests.support.month import write_snapshot
+    from bgp_congruency.common import routes, vp_hash
+    from tests.support.month import write_entries
 
-    rows = [dict(project="test", snapshot_time=datetime(2024, 1, 1, tzinfo=timezone.utc), peer_asn=asn, peer_ip="192.0.2.1", afi=4,
-                 prefix=f"10.{i // 256}.{i % 256}.0/24", as_path=[asn, 7000 + i % 5], has_as_set=False,
-                 as_path_raw=None, origin_asn=7000 + i % 5, source_file="hand")
-            for i in range(3 * (W.ROW_GROUP_ROWS + 10) + 40 * 50)  # three ASNs fill a bucket, 40 do not
-            for asn in ((1000 + i % 3) if i < 3 * (W.ROW_GROUP_ROWS + 10) else 2000 + i % 40,)]
-    out = tmp_path / "f.parquet"
-    write_snapshot(out, rows)
-    t = pq.read_table(out)
+    rows = [dict(collector="rrc00", snapshot_time=datetime(2024, 1, 1, tzinfo=timezone.utc), peer_asn=asn,
+                 peer_ip="192.0.2.1", afi=4, prefix=f"10.{i // 256}.{i % 256}.0/24", as_path=[asn, 7000 + i % 5],
+                 has_as_set=False) for i in range(250_000) for asn in (1000 + i % 97,)]
+    write_entries(tmp_path, "2024-01", rows)
+    [f] = routes.month_files(tmp_path, "2024-01")["rrc00"]
+    t = pq.read_table(f)
     assert t.num_rows == len(rows)
     assert sorted(zip(t["peer_asn"].to_pylist(), t["prefix"].to_pylist())) == \
         sorted((r["peer_asn"], r["prefix"]) for r in rows)
     want = vp_hash.buckets(np.array(t["peer_asn"].to_pylist(), dtype=np.uint32)).tolist()
-    assert t[vp_hash.COLUMN].to_pylist() == want
-    md = pq.ParquetFile(out).metadata
+    assert t[vp_hash.COLUMN].to_pylist() == want == sorted(want)
+    md = pq.ParquetFile(f).metadata
     spans = [(md.row_group(g).column(md.schema.names.index(vp_hash.COLUMN)).statistics.min,
               md.row_group(g).column(md.schema.names.index(vp_hash.COLUMN)).statistics.max)
              for g in range(md.num_row_groups)]
-    pure = [s for s in spans if s[0] == s[1]]
-    assert pure and len(pure) < len(spans)  # full buckets alone; the tail spans several
-    tail = [s for s in spans if s[0] != s[1]]
-    assert tail == sorted(tail) and all(a[1] <= b[0] for a, b in zip(tail, tail[1:]))
+    assert len(spans) > 1 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
 
 
 @pytest.mark.slow
@@ -213,6 +208,7 @@ def test_a_month_ingested_before_the_routes_layout_is_merged_and_compares_the_sa
     collector=C/, one of them from before the VP-bucket layout, without vp_bucket) is merged
     into routes by the next ingest (no download), its old files removed; the compare then
     gives the reference's tables, in partitions too."""
+    from bgp_congruency.common import vp_hash
     from bgp_congruency.ingest import run as ingest_run
     from tests.support.month import ENTRIES
 
@@ -220,8 +216,9 @@ def test_a_month_ingested_before_the_routes_layout_is_merged_and_compares_the_sa
     for f in (tmp_path / "want" / ENTRIES / "month=2024-01").rglob("*.parquet"):
         old = tmp_path / "rib_entries" / "month=2024-01" / f.parent.name / f.name
         old.parent.mkdir(parents=True)
-        t = pq.read_table(f)
-        pq.write_table(t.drop_columns(["vp_bucket"]) if "rrc00" in f.parent.name else t, old)
+        t = pq.read_table(f)  # an earlier file of rrc00 without the VP bucket, the others' with it
+        bucket = vp_hash.buckets(t["peer_asn"].to_numpy().astype("uint32"))
+        pq.write_table(t if "rrc00" in f.parent.name else t.append_column(vp_hash.COLUMN, pa.array(bucket)), old)
     cfg = duck(config, data_dir=tmp_path, compare_partitions=2)
     ingest_run.merge_pending(cfg, "2024-01")
     assert not (tmp_path / "rib_entries").exists()
