@@ -11,6 +11,8 @@ Per hour is the window's figure scaled to an hour: an upper bound (a prefix that
 5 minutes counts in each). The share of a session's table is against the global table of its
 family in the file's year (TABLE below: an assumption, not measured here).
 
+Writes bench/out/churn.json (RESULTS.md's churn section).
+
     .venv/bin/python bench/churn.py [--json]
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 ARCHIVE = ROOT.parent / "shared" / "data" / "archive"
 FILES = (
     "rrc01/2024.10/updates.20241001.0055.gz",
@@ -91,9 +94,14 @@ def main() -> int:
         "path_change_share": statistics.median(g["path_change_share"] for g in got),
         "withdrawal_share": statistics.median(g["withdrawal_share"] for g in got),
     }
+    from datetime import datetime, timezone
+
+    from bench import common
+
+    doc = {"files": got, "pooled": pooled, "command": "bench/churn.py",
+           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    common.write_json(doc, common.OUT / "churn.json", stdout=args.json)
     if args.json:
-        json.dump({"files": got, "pooled": pooled}, sys.stdout, indent=1)
-        print()
         return 0
     for g in got:
         print(f"{g['file']}: window {g['window_s']:.0f} s, {g['sessions']} sessions; median touched "

@@ -228,6 +228,7 @@ def render_md(doc: dict) -> str:
     lines += _commands_section(real.get("commands") or [])
     lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
     lines += _commits_section(real.get("commits") or [])
+    lines += _churn_section(real.get("churn") or []) + _routes_section(real.get("routes") or [])
     lines += _layout_section(real.get("layout") or [])
     lines += _multipath_section(real.get("multipath") or [])
     lines += _relationships_section(real.get("relationships") or [])
@@ -618,6 +619,67 @@ def _commits_section(runs: list[dict]) -> list[str]:
     return _section("DuckDB compare job: two commits side by side", intro,
                     ["data", "commit", "best s", "runs s", "floor s", "vs floor", "vs first", "peak RSS", "tables",
                      "command"], rows, align="llrlrrrrll")
+
+
+def _churn_section(runs: list[dict]) -> list[str]:
+    """bench/churn.py: how a session's routes change per hour in the real update files."""
+    if not runs:
+        return []
+    from bgp_congruency.synth import churn
+
+    r = runs[-1]
+    intro = ["`bench/churn.py`: the real update files of the shared archive decoded with `bgpdump -m`; per BGP",
+             "session over the file's window, the distinct prefixes announced or withdrawn (touched), of the",
+             "announcements of a prefix seen before in the window the share with another AS path, and the",
+             "withdrawals. Per hour is the window scaled up (an upper bound: a prefix flapping every minute counts",
+             "each time); the share of a table is against the global table of the family in the file's year (an",
+             "assumption). The generator's model (synth/churn.py) is fitted to the pooled figures: "
+             f"{100 * churn.TOUCHED_PER_HOUR:.2f}% touched per hour, {100 * churn.PATH_CHANGE_SHARE:.1f}% of repeats "
+             f"a new path, {100 * churn.WITHDRAWAL_SHARE:.1f}% withdrawals, {100 * churn.UNSTABLE:.0f}% of the routes "
+             f"unstable; a route differs between snapshots 2 h apart with probability {100 * churn.expected(2):.2f}%, "
+             f"24 h apart {100 * churn.expected(24):.2f}%.",
+             f"`{r['command']}` ({r['date']})."]
+    rows = [[f"`{g['file']}`", _s(g["window_s"], 0), g["sessions"], _s(g["median_touched"], 0),
+             g["median_touched_per_hour"], f"{100 * g['median_share_per_hour']:.3f}%", _pct(g["path_change_share"]),
+             _pct(g["withdrawal_share"])] for g in r["files"]]
+    p = r["pooled"]
+    rows.append(["pooled (median of the files)", "", "", "", "", f"{100 * p['median_share_per_hour']:.3f}%",
+                 _pct(p["path_change_share"]), _pct(p["withdrawal_share"])])
+    return _section("Churn: how much of a RIB changes per hour (bench/churn.py)", intro,
+                    ["update file", "window s", "sessions", "median touched", "per hour", "of a table per hour",
+                     "repeats with a new path", "withdrawals"], rows, align="lrrrrrrr")
+
+
+def _routes_section(runs: list[dict]) -> list[str]:
+    """bench/routes.py: a month stored as routes against a commit that stored every snapshot."""
+    if not runs:
+        return []
+    intro = ["`bench/routes.py --archive A --commits BASE,HEAD`: each commit, in a git worktree and a data dir of",
+             "its own, ingests the same generated archive (`congruency ingest`) and compares it (`congruency",
+             "compare`, DuckDB, then Spark local[*]; hints and publish included), in fresh processes; the floor is",
+             "a DuckDB scan of what the commit stored. The published tables are compared row for row between the",
+             "commits (DuckDB) and between the engines of each commit. Ratios are the baseline's seconds over",
+             "HEAD's (above 1: HEAD faster or smaller)."]
+    rows = []
+    for r in runs:
+        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1
+                 for pair in r["tables"].values() for v in pair.values())
+        sy = r["synth"]
+        name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
+                f"{', churn' if sy.get('churn') else ''}")
+        for i, c in enumerate(r["commits"]):
+            rows.append([name if not i else "", f"`{c['commit'][:9]}` {c['subject'][:50]}", f"{c['entries']:,}",
+                         mib(c["stored_bytes"]), _s(c["ingest_s"]), _s(c["floor_s"]), _s(c["duckdb_s"]),
+                         _s(c.get("spark_s")), mib(c["duckdb_peak_rss"]),
+                         ("identical" if ok else "DIFFERENT") if i else "",
+                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
+        q = r["ratios"]
+        rows.append(["", "ratios (baseline / HEAD)", "", _ratio(q.get("stored_smaller")),
+                     _ratio(1 / q["ingest"]) if q.get("ingest") else "-", "", _ratio(q.get("duckdb_compare_faster")),
+                     _ratio(q.get("spark_compare_faster")), "", "", ""])
+    return _section("A month stored as routes (bench/routes.py)", intro,
+                    ["month", "commit", "entries", "stored", "ingest s", "floor s", "DuckDB compare s",
+                     "Spark compare s", "DuckDB peak RSS", "tables", "command"], rows, align="llrrrrrrrll")
 
 
 def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
@@ -1012,6 +1074,8 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("generate", "generate-*.json"), ("hints", "hints-*.json"),
                          ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json"),
                          ("commits", "commits-*.json"),
+                         ("churn", "churn.json"),
+                         ("routes", "routes-*.json"),
                          ("layout", "layout-*.json"),
                          ("commands", "commands.json"),
                          ("multipath", "multipath.json"),
