@@ -21,7 +21,7 @@ ones; with --spark also each commit's Spark tables against its DuckDB ones). Bes
 
 The archive: `congruency synth --out DIR --ases A --vps V --snapshots-per-month 5
 [--every-hours 2] --no-ground-truth` (bench/common.synth_params gives A and V of a scale).
-Writes bench/out/routes-NAME.json.
+Writes bench/out/routes-ARCHIVE[-N-a-day][-LIMIT].json.
 """
 from __future__ import annotations
 
@@ -201,7 +201,9 @@ def main(argv=None) -> int:
            "command": "bench/routes.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
-    common.write_json(doc, OUT / f"routes-{a.archive.resolve().name}{'-' + a.limit if a.limit else ''}.json")
+    n_times = len([t for t in a.times.split(",") if t.strip()])
+    name = f"{a.archive.resolve().name}{f'-{n_times}-a-day' if n_times > 1 else ''}{'-' + a.limit if a.limit else ''}"
+    common.write_json(doc, OUT / f"routes-{name}.json")
     if a.json:
         common.write_json(doc, stdout=True)
     else:

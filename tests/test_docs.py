@@ -148,12 +148,14 @@ _PATH = re.compile(
 _NOT_REPO = ("../shared/", "DATA_DIR", "bench/out/", "data/", "build/", "_runs/", "ground_truth/")
 
 
-def _named_paths():
-    texts = [ROOT / "README.md", ROOT / "Makefile", *ROOT.glob("docs/*.md"), *ROOT.glob("*/*.md"),
-             *ROOT.glob("*/*/*.md"), *ROOT.glob("ingest/native/src/*.rs")]
-    texts += [p for p in ROOT.rglob("*.py") if p.relative_to(ROOT).parts[0] not in (".venv", ".venv-airflow", "build",
-                                                                                     "data", "ingest")]
-    texts += list((ROOT / "ingest").rglob("*.py"))
+def _tracked() -> list[str]:
+    """The repository's files as git sees them (not a venv's, a build's or a bench's worktrees)."""
+    return subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+
+
+def _named_paths(tracked: list[str]):
+    texts = [ROOT / t for t in tracked
+             if t.endswith((".md", ".py", ".rs")) or t == "Makefile"]
     for f in texts:
         for m in _PATH.finditer(f.read_text(errors="replace")):
             t = m.group(1)
@@ -165,10 +167,13 @@ def _named_paths():
 def test_every_repo_path_named_in_the_docs_and_docstrings_exists():
     """README.md, docs/, every folder's .md and every module's docstrings and comments name only
     files that exist (issue 58: 26 mentions of 7 files gone, the catalog's old module 15 times)."""
+    tracked = _tracked()
+    names = set(tracked) | {d for t in tracked for d in (str(Path(t).parents[i]) for i in range(len(Path(t).parts) - 1))}
     missing = []
-    for f, t in _named_paths():
+    for f, t in _named_paths(tracked):
+        t = t.rstrip("/")
         here = [ROOT / t, f.parent / t, ROOT.parent / t if t.startswith("../") else ROOT / t]
-        if not any(p.exists() for p in here) and not any(ROOT.glob(f"**/{t}")):
+        if not any(p.exists() for p in here) and not any(n == t or n.endswith("/" + t) for n in names):
             missing.append(f"{f.relative_to(ROOT)}: {t}")
     assert missing == []
 
