@@ -424,8 +424,9 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
 
 @pytest.mark.slow
 def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
-    """The real 2026-07-30 pair, ingested but not compared: its entries are queryable, the
-    compare-table queries and reports say the month has no results."""
+    """The real 2026-07-30 pair, ingested but not compared: its entries are queryable (the
+    rib_entries view over the routes equals every dump decoded again, every column, row for
+    row), the compare-table queries and reports say the month has no results."""
     data = tmp_path / "data"
     for t in ("routes", "manifest"):  # a copy: other tests publish into the shared fixture
         shutil.copytree(ingested_2026 / t, data / t)
@@ -451,6 +452,27 @@ def test_real_sample_ingested_month(ingested_2026, tmp_path, capsys):
     assert got == want
     rows = pq.read_table(data / "manifest" / "month=2026-07").to_pylist()
     assert sum(r["n"] for r in got if r["afi"] == 4) == sum(r["entries_v4"] for r in rows)
+    # The rib_entries view, every column, equals each dump decoded again, row for row (a
+    # multiset: an entry twice in a dump is twice in both).
+    from bgp_congruency.common import routes
+    from bgp_congruency.common.tables import RIB_ENTRIES
+    from tests.support.decode import decode_all
+
+    decoded = pa.concat_tables(
+        decode_all(Path(sn.source_file), "native", collector=c, snapshot_time=sn.time, project=sn.project,
+                   source_file=sn.source_file)
+        for c, gen in sorted(routes.month_generations(data, "2026-07").items()) for sn in routes.snapshots(gen))
+    cols = ", ".join(RIB_ENTRIES.names)
+    con = lake.connect(data)
+    view = con.execute(f"SELECT {cols} FROM rib_entries").to_arrow_table()
+    con.close()
+    check = duckdb.connect()
+    check.register("decoded", decoded)
+    check.register("view", view)
+    assert view.num_rows == decoded.num_rows == sum(r["n"] for r in got)
+    for a, b in (("view", "decoded"), ("decoded", "view")):
+        assert check.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {a} EXCEPT ALL SELECT {cols} FROM {b})"
+                             ).fetchone() == (0,), a
     rc, _, err = _cli(capsys, "query", "vp_congruency", "--month", "2026-07", *D)
     assert rc == 2
     _one_line_error(err, "2026-07", "no published results")

@@ -18,16 +18,17 @@ from tests.fuzz.native_fuzz import boundaries
 from tests.support.data import RV6_2026
 
 
-def decode_all(path: Path, backend: str, collector: str = "c", snapshot_time: datetime | None = None) -> pa.Table:
+def decode_all(path: Path, backend: str, collector: str = "c", snapshot_time: datetime | None = None,
+               project: str = "p", source_file: str = "f") -> pa.Table:
     """Every entry of an MRT file, as ingest's decoders give them (rib_entries' columns)."""
     mod = backends.get(backend)
     t = snapshot_time or datetime(2000, 1, 1, tzinfo=timezone.utc)
     if mod.SELF_CHECKING:
-        return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector=collector, project="p",
-                                                             snapshot_time=t, source_file="f")),
+        return pa.Table.from_batches(list(mod.decode_checked(path, 50_000, collector=collector, project=project,
+                                                             snapshot_time=t, source_file=source_file)),
                                      schema=RIB_ENTRIES)
     return pa.Table.from_batches(
-        [to_entries(b, collector=collector, project="p", snapshot_time=t, source_file="f")
+        [to_entries(b, collector=collector, project=project, snapshot_time=t, source_file=source_file)
          for b in mod.decode(path, 50_000)]
     )
 
