@@ -48,7 +48,7 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
         engine = SparkEngine(session(cfg.spark_master, cfg.spark_conf), own=True)
         session_s = time.perf_counter() - t
     store = engine.store(str(data_dir.resolve()))
-    src = store.path(f"rib_entries/month={month}")
+    src = store.month("routes", month)
     staged = tempfile.mkdtemp(prefix="steps-", dir=str(data_dir))
     marks: list[tuple[str, float]] = []
     try:
@@ -86,16 +86,19 @@ def profile(data_dir: Path, month: str, engine_name: str, limit: str | None = No
 
 
 def _rows(data_dir: Path, month: str) -> int:
-    import pyarrow.dataset as ds
+    """The month's routes (common/routes.py: the rows the compare reads)."""
+    import pyarrow.parquet as pq
 
-    return ds.dataset(str(data_dir / "rib_entries" / f"month={month}"), format="parquet").count_rows()
+    from bgp_congruency.common import routes
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for fs in routes.month_files(data_dir, month).values() for f in fs)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  epilog="Time from one step's start to the next's; views are paid by "
                                         "the step that first reads them.")
-    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's rib_entries")
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's routes (congruency ingest)")
     ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
     ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     ap.add_argument("--limit", help="DuckDB: duckdb_memory_limit (default the config's)")
@@ -104,8 +107,10 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", type=Path, metavar="DIR", help="keep the staged tables in DIR (<table>/*.parquet)")
     ap.add_argument("--json", action="store_true", help="print the profile as JSON")
     args = ap.parse_args(argv)
-    if not (args.data_dir / "rib_entries" / f"month={args.month}").is_dir():
-        print(f"error: --data-dir {args.data_dir}: no rib_entries for {args.month}", file=sys.stderr)
+    from bgp_congruency.common import layout
+
+    if not layout.routes_dir(args.data_dir, args.month).is_dir():
+        print(f"error: --data-dir {args.data_dir}: no routes for {args.month} (congruency ingest first)", file=sys.stderr)
         return 2
     res = profile(args.data_dir, args.month, args.engine, args.limit, args.partitions, args.keep, args.threads)
     res["command"] = " ".join(["bench/steps.py", *(argv if argv is not None else sys.argv[1:])])
