@@ -18,7 +18,6 @@ Writes bench/out/churn.json (RESULTS.md's churn section).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
