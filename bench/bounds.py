@@ -11,7 +11,9 @@ of prefixes, and (c) write a table of about as many rows as there are path group
 measures (a), (b) with the cheapest key an engine offers (a 64-bit hash of the raw path, no
 cleaning, so even lighter than the method's), the same without the distinct count, and (c)
 as a table of the same row count and shape, and prints each as a multiple of the floor.
-It says how far below the job a plan on that engine can go, not what the job costs.
+It says how far below the job a plan on that engine can go, not what the job costs. The rows
+are the month's routes (common/routes.py), each standing for the entries of its snapshots: a
+group's counts here are routes, the bound's work is the same.
 
 Best of --repeat runs per query, queries interleaved. The floors are bench/compare.py's;
 Spark is timed in one warm local[*] session, its parts written to a no-op sink (the bench's
@@ -28,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
-from bench.compare import DUCKDB_FLOOR, spark_floor  # noqa: E402
+from bench.compare import DUCKDB_FLOOR, route_files, spark_floor, spark_routes  # noqa: E402
 
 DUCKDB = {
     "floor": DUCKDB_FLOOR,
@@ -51,16 +53,16 @@ GROUPS = ("SELECT collector AS vp_group, peer_asn AS vp_asn, afi, as_path AS pat
           "FROM {src} GROUP BY collector, peer_asn, afi, as_path")
 
 
-def duckdb_bounds(src: str, repeat: int, work: Path) -> dict:
+def duckdb_bounds(src: list[str], repeat: int, work: Path) -> dict:
     from bgp_congruency.common import duck
     from bgp_congruency.common.config import Config
     from bgp_congruency.common.duck import quote
     from bgp_congruency.pipeline.engines.duckdb import _read
 
     con = duck.connect(Config())  # the engine's memory and thread caps
-    con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src))}")
+    con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src, hive=True))}")
     out_file = work / "paths-like.parquet"
-    queries = {k: v.format(src=_read(src)) for k, v in DUCKDB.items()}
+    queries = {k: v.format(src=_read(src, hive=True)) for k, v in DUCKDB.items()}
     queries["write a paths-like table"] = f"COPY groups TO {quote(out_file)} (FORMAT parquet, COMPRESSION zstd)"
     best = {k: float("inf") for k in queries}
     for _ in range(repeat):
@@ -78,8 +80,7 @@ def spark_bounds(data_dir: Path, month: str, repeat: int, work: Path) -> dict:
 
     spark = sparkmod.session("local[*]")
     try:
-        src = data_dir.resolve() / "rib_entries"
-        spark.read.option("basePath", str(src)).parquet(f"{src}/month={month}").createOrReplaceTempView("entries")
+        spark_routes(spark, data_dir, month).createOrReplaceTempView("entries")
         groups = work / "spark-groups"
         spark.sql(GROUPS.format(src="entries")).write.mode("overwrite").parquet(str(groups))
         best = {k: float("inf") for k in ["floor", *SPARK, "write a paths-like table"]}
@@ -103,23 +104,23 @@ def spark_bounds(data_dir: Path, month: str, repeat: int, work: Path) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", type=Path, default=common.OUT / "synth-10" / "data",
-                   help="a data dir with rib_entries/ (default: bench/run.py's scale-10 month)")
+                   help="an ingested data dir (default: bench/run.py's scale-10 month)")
     p.add_argument("--month", default=common.SYNTH_MONTH, help=f"YYYY-MM (default {common.SYNTH_MONTH})")
     p.add_argument("--engines", default="duckdb,spark", help="comma-separated subset of duckdb,spark")
     p.add_argument("--repeat", type=int, default=3, help="runs per query, the best is reported (default 3)")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     a = p.parse_args(argv)
-    src = a.data_dir.resolve() / "rib_entries" / f"month={a.month}"
-    if not any(src.glob("*/*.parquet")):
-        p.error(f"--data-dir: {src} has no Parquet files (run bench/run.py --scale 10 --stages ingest first)")
+    src = route_files(a.data_dir, a.month)
+    if not src:
+        p.error(f"--data-dir: {a.data_dir} has no routes of {a.month} (run bench/run.py --scale 10 --stages ingest first)")
     con = common.console()
     work = common.OUT / "bounds-work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    res: dict = {"data": str(src), "engines": {}}
+    res: dict = {"data": str(a.data_dir), "engines": {}}
     for engine in [e.strip() for e in a.engines.split(",") if e.strip()]:
         con.print(f"[bold]{engine}[/]")
-        r = (duckdb_bounds(str(src), a.repeat, work) if engine == "duckdb"
+        r = (duckdb_bounds(src, a.repeat, work) if engine == "duckdb"
              else spark_bounds(a.data_dir, a.month, a.repeat, work))
         floor = r["seconds"]["floor"]
         r["vs_floor"] = {k: round(v / floor, 2) for k, v in r["seconds"].items()}

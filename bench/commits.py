@@ -6,12 +6,13 @@ Each commit is checked out once as a git worktree under bench/out/worktrees/ and
 whole `congruency compare` of the month (pipeline/job.compare_months: the engine's steps, the
 hints build, the publish) with the config's defaults (common/config.load: the collectors' VP
 groups too), in a fresh process, into a data dir of
-its own that holds only the month's rib_entries (linked) and is emptied before every run (a
+its own that holds only the month's routes and manifest (linked) and is emptied before every run (a
 first publish each time). The commits alternate with the DuckDB scan floor (bench/compare.py:
 the same files and columns, every value decoded, one query, this checkout's), round-robin,
 best of --repeat; then the published tables of the commits' last runs are compared row for
 row. Wall seconds are the job's own, inside the process (imports not counted), as
-bench/run.py's "duckdb job".
+bench/run.py's "duckdb job". Both commits read the month as routes (common/routes.py); against
+a commit from before the routes, which ingests differently, use bench/routes.py.
 
     .venv/bin/python bench/commits.py --data-dir bench/out/synth-10/data --month 2026-07 \\
         --commits 5e55cb6,HEAD --repeat 3 [--json]
@@ -49,16 +50,18 @@ t = time.perf_counter()
 print(json.dumps({"work_s": time.perf_counter() - t, "error": res.error}))
 """
 
-#: The floor, in this checkout (argv: the month's rib_entries folder).
+#: The floor, in this checkout (argv: the data dir, the month).
 FLOOR = """
 import json, sys, time
-from bench.compare import DUCKDB_FLOOR
+from pathlib import Path
+from bench.compare import DUCKDB_FLOOR, route_files
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.pipeline.engines.duckdb import _read
 con = duck.connect(Config(engine="duckdb"))
+files = route_files(Path(sys.argv[1]), sys.argv[2])
 t = time.perf_counter()
-con.execute(DUCKDB_FLOOR.format(src=_read(sys.argv[1]))).fetchone()
+con.execute(DUCKDB_FLOOR.format(src=_read(files))).fetchone()
 print(json.dumps({"work_s": time.perf_counter() - t}))
 """
 
@@ -83,12 +86,13 @@ def worktree(commit: str) -> tuple[str, Path]:
     return sha, tree
 
 
-def fresh_data_dir(sha: str, src: Path) -> Path:
-    """bench/out/commits/<sha>: only the month's rib_entries, linked (nothing published)."""
+def fresh_data_dir(sha: str, data_dir: Path, month: str) -> Path:
+    """bench/out/commits/<sha>: only the month's routes and manifest, linked (nothing published)."""
     d = OUT / "commits" / sha[:12]
     shutil.rmtree(d, ignore_errors=True)
-    (d / "rib_entries").mkdir(parents=True)
-    (d / "rib_entries" / src.name).symlink_to(src.resolve(), target_is_directory=True)
+    for sub in ("routes", "manifest"):
+        (d / sub).mkdir(parents=True)
+        (d / sub / f"month={month}").symlink_to((data_dir / sub / f"month={month}").resolve(), target_is_directory=True)
     return d
 
 
@@ -138,7 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     a = ap.parse_args(argv)
     con = common.console()
-    src = a.data_dir / "rib_entries" / f"month={a.month}"
+    from bgp_congruency.common import layout
+
+    src = layout.routes_dir(a.data_dir, a.month)
     if not src.is_dir():
         raise SystemExit(f"error: --data-dir: {src} does not exist (ingest the month first)")
     commits = [c.strip() for c in a.commits.split(",") if c.strip()]
@@ -148,10 +154,11 @@ def main(argv=None) -> int:
     runs: dict[str, list[dict]] = {"floor": [], **{sha: [] for sha, _ in trees}}
     for i in range(a.repeat):
         con.print(f"round {i + 1} of {a.repeat}: floor")
-        runs["floor"].append(child(FLOOR, [str(src.resolve())], common.pythonpath(), "floor", a.timeout))
+        runs["floor"].append(child(FLOOR, [str(a.data_dir.resolve()), a.month], common.pythonpath(), "floor",
+                                   a.timeout))
         for sha, tree in trees:
             con.print(f"round {i + 1} of {a.repeat}: {sha[:12]}")
-            d = fresh_data_dir(sha, src)
+            d = fresh_data_dir(sha, a.data_dir, a.month)
             runs[sha].append(child(JOB, [str(d), a.month, a.limit or ""], f"{tree}{os.pathsep}{tree.parent / (sha[:12] + '-pythonpath')}",
                                    sha[:12], a.timeout))
     floor = min(r["work_s"] for r in runs["floor"])

@@ -2,13 +2,13 @@
 """The compare job on both engines, each next to its own scan floor, on the same data in the
 same run: the Spark engine (local[*]) and the DuckDB engine (in-process), interleaved.
 
-A floor reads the month's rib_entries Parquet exactly as its engine's job does and
-aggregates its rows while touching every column the job uses (so Parquet's footer counts
-can't answer it). Each variant runs in a fresh child process (python driver + its JVM for
+A floor reads the month's routes (common/routes.py) exactly as its engine's job does and
+aggregates them while touching every column the job uses (so Parquet's footer counts can't
+answer it); its rows are the entries the routes stand for (the bits of `seen`). Each variant runs in a fresh child process (python driver + its JVM for
 Spark); a job's figure is the time from a ready engine (SparkSession up; DuckDB has no
 start-up) to the month published (the session start is reported apart), rows/s is
-rib_entries rows per second, and the ratio is job time / its engine's floor time. The
-DuckDB engine publishes into a data dir of its own (DIR-duckdb, rib_entries linked), and
+entries per second, and the ratio is job time / its engine's floor time. The
+DuckDB engine publishes into a data dir of its own (DIR-duckdb, the month's routes linked), and
 its six tables are compared row for row with the Spark engine's (`check`). Peak RSS: the largest single process of the tree
 (the JVM, in practice: checked against the JVM's own VmHWM from /proc) and the sampled
 sum over the tree (python + JVM).
@@ -33,28 +33,48 @@ from bench import common  # noqa: E402
 from bench.common import mib, rate  # noqa: E402
 
 REAL_MONTH = "2026-07"
-JOB_COLUMNS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
+#: The entries a route stands for: the bits of its snapshot words (common/routes.py).
+ENTRIES_SQL = "bit_count(seen) + coalesce(list_sum(list_transform(seen_more, w -> bit_count(w))), 0)"
+ENTRIES_SPARK = "bit_count(seen) + coalesce(aggregate(seen_more, 0, (a, w) -> a + bit_count(w)), 0)"
 
-#: The DuckDB floor over `{src}` (a read_parquet): DuckDB answers count(col) and len(list) from
-#: validity masks and offsets alone, so it sums the path elements and measures the strings:
-#: every value is decoded. First column: rows; second: ASNs.
-DUCKDB_FLOOR = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
-                "max(length(prefix)), count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), "
-                "count_if(has_as_set) FROM {src}")
+#: The DuckDB floor over `{src}` (a read_parquet of the routes): DuckDB answers count(col) and
+#: len(list) from validity masks and offsets alone, so it sums the path elements and measures
+#: the strings: every value is decoded. First column: entries; second: ASNs.
+DUCKDB_FLOOR = (f"SELECT sum({ENTRIES_SQL}), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), "
+                "max(length(prefix)), max(copy), sum(vp_bucket), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {src}")
+
+
+def route_files(data_dir: Path, month: str) -> list[str]:
+    from bgp_congruency.common import routes
+
+    return [f for fs in routes.month_files(data_dir.resolve(), month).values() for f in fs]
+
+
+def spark_routes(spark, data_dir: Path, month: str):
+    """The month's routes as one DataFrame with each collector's name (a folder key, as the
+    Spark engine reads them: pipeline/engines/spark.py)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    from bgp_congruency.common import routes
+
+    parts = [spark.read.parquet(*fs).withColumn("collector", F.lit(c))
+             for c, fs in sorted(routes.month_files(data_dir.resolve(), month).items())]
+    return reduce(lambda x, y: x.unionByName(y), parts)
 
 
 def spark_floor(spark, data_dir: Path, month: str):
-    """The Spark floor: the month's rib_entries read as the job reads them, every job column
-    aggregated; a Row with `rows` and `asns`."""
+    """The Spark floor: the month's routes read as the job reads them, every job column
+    aggregated; a Row with `rows` (entries) and `asns`."""
     from pyspark.sql import functions as F
 
-    root = str(data_dir.resolve() / "rib_entries")
-    entries = spark.read.option("basePath", root).parquet(f"{root}/month={month}").select(*JOB_COLUMNS)
-    return entries.agg(
-        F.count(F.lit(1)).alias("rows"),
+    routes = spark_routes(spark, data_dir, month)
+    return routes.agg(
+        F.sum(F.expr(ENTRIES_SPARK)).alias("rows"),
         F.sum(F.size("as_path")).alias("asns"),
-        F.count("peer_ip"), F.count("prefix"), F.count("collector"),
-        F.max("snapshot_time"), F.sum("peer_asn"), F.sum("afi"), F.count_if("has_as_set"),
+        F.count("peer_ip"), F.count("prefix"), F.max("copy"), F.sum("vp_bucket"),
+        F.sum("peer_asn"), F.sum("afi"), F.count_if("has_as_set"),
     ).collect()[0]
 
 
@@ -70,12 +90,14 @@ def _cfg(data_dir: Path, min_coverage: float | None, conf: dict | None = None, e
 
 
 def duckdb_data(data_dir: Path, month: str) -> Path:
-    """DIR-duckdb with DIR's rib_entries month linked in: where the DuckDB engine publishes."""
+    """DIR-duckdb with DIR's routes and manifest of the month linked in: where the DuckDB
+    engine publishes."""
     d = data_dir.resolve().parent / f"{data_dir.resolve().name}-duckdb"
-    link = d / "rib_entries" / f"month={month}"
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.exists():
-        link.symlink_to(data_dir.resolve() / "rib_entries" / f"month={month}")
+    for sub in ("routes", "manifest"):
+        link = d / sub / f"month={month}"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists() and (data_dir.resolve() / sub / f"month={month}").exists():
+            link.symlink_to(data_dir.resolve() / sub / f"month={month}")
     return d
 
 
@@ -140,8 +162,7 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
 
         cfg = _cfg(data_dir, min_coverage, engine="duckdb")
         con = duck.connect(cfg)  # the engine's memory and thread caps
-        src = str(data_dir.resolve() / "rib_entries" / f"month={month}")
-        row = con.execute(DUCKDB_FLOOR.format(src=_read(src))).fetchone()
+        row = con.execute(DUCKDB_FLOOR.format(src=_read(route_files(data_dir, month)))).fetchone()
         t2 = time.perf_counter()
         out["rows"], out["asns"] = row[0], int(row[1])
     out["work_s"] = t2 - t1
@@ -208,12 +229,14 @@ def synth_data(entries: int, con) -> Path:
 
 
 def month_rows(data_dir: Path) -> dict[str, int]:
+    """Entries per ingested month (the manifest's decoded counts of the dumps ingested)."""
     import pyarrow.parquet as pq
 
     out = {}
-    for m in sorted((data_dir / "rib_entries").glob("month=*")):
-        out[m.name.split("=", 1)[1]] = sum(pq.ParquetFile(f).metadata.num_rows
-                                           for f in m.glob("*/*.parquet"))
+    for m in sorted((data_dir / "manifest").glob("month=*")):
+        rows = pq.read_table(m).to_pylist()
+        out[m.name.split("=", 1)[1]] = sum((r["entries_v4"] or 0) + (r["entries_v6"] or 0)
+                                           for r in rows if r["status"] == "ok")
     return out
 
 
@@ -289,10 +312,10 @@ def render(res: dict) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--data-dir", type=Path, help="a data dir with rib_entries/ (the job publishes its tables there)")
+    g.add_argument("--data-dir", type=Path, help="an ingested data dir (the job publishes its tables there)")
     g.add_argument("--synth-entries", type=int, metavar="N",
                    help="a generated archive of about N entries, ingested into bench/out/synth-N/data")
-    ap.add_argument("--month", help="YYYY-MM (default: the month with the most rib_entries rows)")
+    ap.add_argument("--month", help="YYYY-MM (default: the month with the most entries)")
     ap.add_argument("--min-coverage", type=float,
                     help="default-free threshold (default 0 for the real pair, else the config's 0.9)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per variant, best reported (default 2)")
@@ -321,10 +344,10 @@ def main(argv=None) -> int:
         min_cov = 0.0 if min_cov is None else min_cov
     counts = month_rows(data)
     if not counts:
-        con.print(f"[red]{data}/rib_entries: no data[/]")
+        con.print(f"[red]{data}: no ingested month[/]")
         return 2
     month = a.month or max(counts, key=counts.get)
-    con.print(f"compare bench: {data} month {month} ({counts.get(month, 0):,} rib_entries rows), "
+    con.print(f"compare bench: {data} month {month} ({counts.get(month, 0):,} entries), "
               f"min_coverage {min_cov if min_cov is not None else 'config default'}, repeat {a.repeat}")
     engines = tuple(e.strip() for e in a.engines.split(",") if e.strip())
     res = measure(data, month, min_cov, repeat=a.repeat, con=con, timeout_s=a.timeout, engines=engines)

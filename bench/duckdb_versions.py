@@ -64,7 +64,7 @@ def rows(d: Path, table: str) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", type=Path, required=True, help="an ingested data dir (rib_entries, manifest)")
+    ap.add_argument("--data-dir", type=Path, required=True, help="an ingested data dir (routes, manifest)")
     ap.add_argument("--month", default="2026-07")
     ap.add_argument("--versions", default=f"{version('duckdb')},1.5.5", help="comma-separated DuckDB versions")
     ap.add_argument("--limit", default="4GB", help="duckdb_memory_limit for every run (default 4GB)")
@@ -75,8 +75,10 @@ def main() -> int:
     con = common.console()
     src = a.data_dir.resolve()
     name = src.parent.name if src.name == "data" else src.name  # bench/out/synth-10/data -> synth-10
-    if not any((src / "rib_entries" / f"month={a.month}").glob("*/*.parquet")):
-        con.print(f"[red]error: {src}: no ingested rib_entries for {a.month}; nothing measured[/]")
+    from bgp_congruency.common import routes
+
+    if not routes.month_files(src, a.month):
+        con.print(f"[red]error: {src}: no ingested routes for {a.month}; nothing measured[/]")
         return 2
     versions = [v.strip() for v in a.versions.split(",") if v.strip()]
     pys = {v: interpreter(v, con) for v in versions}

@@ -10,8 +10,8 @@
   a time by DuckDB) vs the per-row writer it replaced (`jsonl.line` on each row's dict) on
   the same table, and the floor = DuckDB's own `COPY ... (FORMAT json)` of the same rows.
 - address lookup: `advise` for one IPv4 and one IPv6 address (longest-prefix match over the
-  month's rib_entries) vs the floor = DuckDB reading the prefix, afi and origin columns of
-  the same rib_entries once.
+  month's routes) vs the floor = DuckDB reading the prefix, afi and origin columns of
+  the same routes once.
 
     .venv/bin/python bench/hints.py --pairs 2000000 [--entries DATA_DIR_WITH_RIB_ENTRIES --month 2026-07]
 
@@ -146,7 +146,7 @@ def timed(fn):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=1_000_000)
-    ap.add_argument("--entries", type=Path, help="a data dir with a published month (rib_entries, paths, vps, pairs)")
+    ap.add_argument("--entries", type=Path, help="a data dir with a published month (routes, paths, vps, pairs)")
     ap.add_argument("--month", default="2026-07")
     ap.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out" / "hints")
     args = ap.parse_args()
@@ -172,9 +172,11 @@ def main() -> int:
     res["jsonl"] = bench_jsonl(cfg, args.work)
     if args.entries:
         ecfg = load().with_overrides(data_dir=args.entries)
-        glob = f"{args.entries}/rib_entries/month={args.month}/*/*.parquet"
+        from bgp_congruency.common import routes
+
+        files = ", ".join(quote(f) for fs in routes.month_files(args.entries, args.month).values() for f in fs)
         scan_s, rows = timed(lambda: con.execute(
-            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet({quote(glob)})").fetchall())
+            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet([{files}])").fetchall())
         ask_s, ans = timed(lambda: advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
         res["lookup"] = {"advise_s": round(ask_s, 3), "scan_floor_s": round(scan_s, 3),
                          "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],

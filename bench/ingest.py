@@ -67,28 +67,36 @@ def child_decode_only(files: list[Path], result: str | None) -> int:
 
 
 def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: str | None) -> int:
-    """Child mode: decode every file with one backend into out_dir (production layout)."""
+    """Child mode: decode every file with one backend into out_dir, then merge each
+    collector's dumps into its routes (production's layout and steps: ingest/run.py)."""
+    from bgp_congruency.common import layout
     from bgp_congruency.common.config import Config
-    from bgp_congruency.ingest import backends
+    from bgp_congruency.ingest import backends, routes
     from bgp_congruency.ingest.run import decode_file
-    from bgp_congruency.ingest.writer import SnapshotWriter, entries_path
+    from bgp_congruency.ingest.writer import SnapshotWriter
 
     t0 = time.perf_counter()
     backend = backends.get(backend_name)
-    batch_rows = Config().batch_rows
+    cfg = Config(data_dir=str(out_dir))
+    batch_rows = cfg.batch_rows
     entries = 0
-    outputs = []
+    decoded_files: dict[tuple[str, str], list[Path]] = {}
     for f in files:
         slot = slot_for(f)
-        writer = SnapshotWriter(entries_path(out_dir, slot.month, slot.collector, f.name))
+        writer = SnapshotWriter(Path(layout.decoded_file(out_dir, slot.month, slot.collector, f.name)))
         try:
             stats, decoded = decode_file(f, slot, backend, writer, batch_rows=batch_rows, source=str(f))
-            outputs.append(str(writer.publish()))
+            decoded_files.setdefault((slot.month, slot.collector), []).append(Path(writer.publish()))
             writer = None
         finally:
             if writer is not None:
                 writer.abort()
         entries += decoded[4] + decoded[6]
+    outputs = []
+    for (month, collector), fs in sorted(decoded_files.items()):
+        outputs.append(str(routes.merge(cfg, month, collector, fs)))
+        for d in fs:
+            d.unlink()
     common.write_result(result, {"entries": entries, "seconds": time.perf_counter() - t0,
                                  "python_hwm": common.hwm_bytes(), "outputs": outputs,
                                  "batch_rows": batch_rows})

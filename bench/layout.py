@@ -15,6 +15,10 @@ Two measurements, each side by side with its baseline in one run:
 
     .venv/bin/python bench/layout.py --plain /work/d250full --bucketed /work/d250b --month 2026-07 \\
         --partitions 2,5,32 --plain-partitions 5 [--rib FILE] [--repeat 3] [--json]
+
+It measures the month as it was stored before the routes (rib_entries/, every dump whole):
+run it from a worktree of a commit before 2026-11-28 (bench/commits.worktree), on a data dir
+that commit ingested. Its figures in RESULTS.md are that layout's.
 """
 from __future__ import annotations
 

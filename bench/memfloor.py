@@ -38,7 +38,7 @@ cfg = load().with_overrides(data_dir={data!r}, engine="duckdb", duckdb_memory_li
                             compare_partitions={k!r})  # as congruency compare runs: the VP groups too
 eng = DuckDBEngine({limit!r}, {spill!r}, None)
 store = eng.store({data!r})
-src = store.path("rib_entries/month={month}")
+src = store.month("routes", {month!r})
 eng.open(store, src, {staged!r})
 k = job.partitions(eng, cfg, src)
 print("PARTITIONS", len(k) - 1, max(P.sizes(eng.vp_entries(), k)), flush=True)
@@ -83,7 +83,7 @@ def one(data: Path, month: str, limit: str, k: int | None = None) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month's rib_entries")
+    ap.add_argument("--data-dir", type=Path, required=True, help="a data dir with the month ingested (its routes)")
     ap.add_argument("--month", default="2026-07", help="YYYY-MM (default 2026-07)")
     ap.add_argument("--limits", required=True, help="memory limits to try, comma-separated (e.g. 1600MB,2000MB)")
     ap.add_argument("--partitions", default="auto",
@@ -91,13 +91,12 @@ def main(argv=None) -> int:
                          "pipeline/partitions.py); default auto")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
-    src = args.data_dir / "rib_entries" / f"month={args.month}"
-    if not src.is_dir():
-        print(f"error: --data-dir {args.data_dir}: no rib_entries for {args.month}", file=sys.stderr)
-        return 2
-    import pyarrow.dataset as ds
+    from bench.compare import month_rows
 
-    rows = ds.dataset(str(src), format="parquet").count_rows()
+    rows = month_rows(args.data_dir).get(args.month)
+    if not rows:
+        print(f"error: --data-dir {args.data_dir}: no ingested entries for {args.month}", file=sys.stderr)
+        return 2
     runs = []
     for limit in args.limits.split(","):
         for k in args.partitions.split(","):

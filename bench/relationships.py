@@ -64,14 +64,17 @@ def generated(ases: int, work: Path) -> dict:
 
 
 def _distinct_paths(data: Path, afi: int) -> list:
-    """Every observation's cleaned path (rib_entries: AS_SET, first AS not the peer, empty
+    """Every observation's cleaned path (the month's routes: AS_SET, first AS not the peer, empty
     paths and default routes out; prepending collapsed), distinct per (peer AS, path)."""
     import duckdb
 
+    from bgp_congruency.common import routes
+
+    files = ", ".join(repr(f) for fs in routes.month_files(data, MONTH).values() for f in fs)
     con = duckdb.connect()
     return con.execute(f"""
         WITH e AS (SELECT peer_asn, list_filter(as_path, (a, i) -> i = 1 OR a != as_path[i - 1]) AS path
-                   FROM read_parquet('{data}/rib_entries/month={MONTH}/*/*.parquet', hive_partitioning = false)
+                   FROM read_parquet([{files}], hive_partitioning = false)
                    WHERE afi = {afi} AND NOT has_as_set AND as_path IS NOT NULL AND len(as_path) > 0
                      AND as_path[1] = peer_asn AND prefix NOT IN ('0.0.0.0/0', '::/0'))
         SELECT DISTINCT peer_asn, path FROM e""").fetchall()

@@ -64,7 +64,9 @@ def run_scale(n: int, *, stages, backends, repeat: int, min_coverage: float | No
         out["stages"]["ingest"] = res["variants"]
         if res["entries"] != entries:
             con.print(f"[red]decoded {res['entries']:,} entries, the generator wrote {entries:,}[/]")
-    have_data = any((data / "rib_entries" / f"month={common.SYNTH_MONTH}").glob("*/*.parquet"))
+    from bgp_congruency.common import routes
+
+    have_data = bool(routes.month_files(data, common.SYNTH_MONTH))
     if ("compare" in stages or "duckdb" in stages) and not have_data:
         why = f"no ingested data in {data} (run the ingest stage first: --stages ingest,...)"
         con.print(f"[red]not run: {', '.join(st for st in stages if st != 'ingest')}: {why}[/]")

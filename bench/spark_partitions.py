@@ -13,6 +13,10 @@ month-level pass. Each variant is one child process (python + JVM, spark.driver.
 seconds are from a ready SparkSession; peak RSS is the child tree's (the JVM's VmHWM too).
 
     .venv/bin/python bench/spark_partitions.py --data-dir bench/out/synth-10/data --partitions 2
+
+It measures the month as it was stored before the routes (rib_entries/, every dump whole):
+run it from a worktree of a commit before 2026-11-28 (bench/commits.worktree), on a data dir
+that commit ingested. Its figures in RESULTS.md are that layout's.
 """
 from __future__ import annotations
 
