@@ -31,10 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common  # noqa: E402
 from bench.common import mib, rate  # noqa: E402
+from bgp_congruency.common.routes import ENTRIES_SQL  # noqa: E402  the entries a route stands for
 
 REAL_MONTH = "2026-07"
-#: The entries a route stands for: the bits of its snapshot words (common/routes.py).
-ENTRIES_SQL = "bit_count(seen) + coalesce(list_sum(list_transform(seen_more, w -> bit_count(w))), 0)"
 ENTRIES_SPARK = "bit_count(seen) + coalesce(aggregate(seen_more, 0, (a, w) -> a + bit_count(w)), 0)"
 
 #: The DuckDB floor over `{src}` (a read_parquet of the routes): DuckDB answers count(col) and

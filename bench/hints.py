@@ -172,9 +172,9 @@ def main() -> int:
     res["jsonl"] = bench_jsonl(cfg, args.work)
     if args.entries:
         ecfg = load().with_overrides(data_dir=args.entries)
-        from bgp_congruency.common import routes
+        from bench.compare import route_files
 
-        files = ", ".join(quote(f) for fs in routes.month_files(args.entries, args.month).values() for f in fs)
+        files = ", ".join(quote(f) for f in route_files(Path(args.entries), args.month))
         scan_s, rows = timed(lambda: con.execute(
             f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet([{files}])").fetchall())
         ask_s, ans = timed(lambda: advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))

@@ -68,9 +68,9 @@ def _distinct_paths(data: Path, afi: int) -> list:
     paths and default routes out; prepending collapsed), distinct per (peer AS, path)."""
     import duckdb
 
-    from bgp_congruency.common import routes
+    from bench.compare import route_files
 
-    files = ", ".join(repr(f) for fs in routes.month_files(data, MONTH).values() for f in fs)
+    files = ", ".join(repr(f) for f in route_files(data, MONTH))
     con = duckdb.connect()
     return con.execute(f"""
         WITH e AS (SELECT peer_asn, list_filter(as_path, (a, i) -> i = 1 OR a != as_path[i - 1]) AS path

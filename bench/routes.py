@@ -84,11 +84,10 @@ if os.path.isdir(old):
     q = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), max(length(prefix)), "
          f"count(collector), max(epoch(snapshot_time)), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {src}")
 else:
-    from bgp_congruency.common import routes
-    files = [f for fs in routes.month_files(d, month).values() for f in fs]
-    src = "read_parquet([" + ", ".join(repr(f) for f in files) + "], hive_partitioning = false)"
-    q = ("SELECT count(*), sum(len(as_path)), sum(list_sum(as_path)), max(length(peer_ip)), max(length(prefix)), "
-         f"sum(bit_count(seen)), sum(len(seen_more)), sum(peer_asn), sum(afi), count_if(has_as_set) FROM {src}")
+    from pathlib import Path
+    from bench.compare import DUCKDB_FLOOR, route_files
+    from bgp_congruency.pipeline.engines.duckdb import _read
+    q = DUCKDB_FLOOR.format(src=_read(route_files(Path(d), month)))
 t = time.perf_counter()
 con.execute(q).fetchone()
 print(json.dumps({"work_s": time.perf_counter() - t}))

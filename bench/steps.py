@@ -89,9 +89,9 @@ def _rows(data_dir: Path, month: str) -> int:
     """The month's routes (common/routes.py: the rows the compare reads)."""
     import pyarrow.parquet as pq
 
-    from bgp_congruency.common import routes
+    from bench.compare import route_files
 
-    return sum(pq.ParquetFile(f).metadata.num_rows for fs in routes.month_files(data_dir, month).values() for f in fs)
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in route_files(data_dir, month))
 
 
 def main(argv=None) -> int:
