@@ -19,7 +19,8 @@ row for row (`expand_sql`, the `rib_entries` view).
 
 Ingest decodes each dump into a snapshot file as before (ingest/writer.py, under
 _staging/ingest-M/), in parallel, then `merge` folds a collector's new snapshot files and its
-current routes into a new generation, a bucket range of VPs at a time (bounded memory),
+current routes into a new generation, a bucket range of VPs at a time (bounded memory;
+with several ranges the new entries are first split into a file per range, in one pass),
 written under a temporary name and renamed into place: a kill during a merge leaves the
 month as it was, and the next run merges again. A snapshot ingested later (a backfilled
 file) merges the same way without decoding the others; a dump ingested again replaces its
