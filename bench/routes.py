@@ -119,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--commits", default="e1cb168,HEAD", help="before, after (default e1cb168,HEAD)")
     ap.add_argument("--limit", help="duckdb_memory_limit for both (default: the config's)")
     ap.add_argument("--spark", action="store_true", help="also the Spark compare (local[*])")
+    ap.add_argument("--ingest-only", action="store_true",
+                    help="only the ingest and the stored month (no floor, no compare, no tables compared)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds; the best counts (default 1)")
     ap.add_argument("--timeout", type=float, default=7200, help="seconds a step may take (default 7200)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -148,6 +150,8 @@ def main(argv=None) -> int:
                 (x["entries_v4"] or 0) + (x["entries_v6"] or 0)
                 for x in __import__("pyarrow.parquet", fromlist=["x"]).read_table(
                     d / "manifest" / f"month={a.month}" / "manifest.parquet").to_pylist() if x["status"] == "ok"))
+            if a.ingest_only:
+                continue
             con.print(f"round {i + 1}: {sha[:12]} floor")
             r.setdefault("floor", []).append(child(FLOOR, [str(d), a.month], common.pythonpath(), "floor", a.timeout))
             con.print(f"round {i + 1}: {sha[:12]} duckdb compare")
@@ -174,20 +178,25 @@ def main(argv=None) -> int:
                **{f"{k}_s": round(v["work_s"], 2) for k, v in best.items()},
                **{f"{k}_peak_rss": v["peak_rss"] for k, v in best.items()},
                "runs": {k: [round(x["work_s"], 2) for x in v] for k, v in r.items() if k in best}}
-        row["duckdb_vs_floor"] = round(row["duckdb_s"] / row["floor_s"], 2)
+        if not a.ingest_only:
+            row["duckdb_vs_floor"] = round(row["duckdb_s"] / row["floor_s"], 2)
         if "spark_s" in row:
             row["spark_vs_floor"] = round(row["spark_s"] / row["floor_s"], 2)
         rows.append(row)
     before, after = rows
     ratios = {"ingest": round(after["ingest_s"] / before["ingest_s"], 3),
-              "duckdb_compare_faster": round(before["duckdb_s"] / after["duckdb_s"], 2),
-              "ingest_plus_duckdb_faster": round((before["ingest_s"] + before["duckdb_s"]) /
-                                                 (after["ingest_s"] + after["duckdb_s"]), 2),
               "stored_smaller": round(before["stored_bytes"] / after["stored_bytes"], 2)}
+    if not a.ingest_only:
+        ratios |= {"duckdb_compare_faster": round(before["duckdb_s"] / after["duckdb_s"], 2),
+                   "ingest_plus_duckdb_faster": round((before["ingest_s"] + before["duckdb_s"]) /
+                                                      (after["ingest_s"] + after["duckdb_s"]), 2)}
     if a.spark:
         ratios["spark_compare_faster"] = round(before["spark_s"] / after["spark_s"], 2)
-    checks = {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
-                                      OUT / "routes" / trees[1][0][:12] / "data", a.month)}
+    checks = {} if a.ingest_only else {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
+                                                               OUT / "routes" / trees[1][0][:12] / "data", a.month)}
+    if a.ingest_only:  # the routes themselves, row for row
+        checks["routes"] = same_routes(OUT / "routes" / trees[0][0][:12] / "data",
+                                       OUT / "routes" / trees[1][0][:12] / "data", a.month)
     if a.spark:
         for sha, _ in trees:
             checks[f"spark-{sha[:12]}"] = common_tables(OUT / "routes" / sha[:12] / "data",
@@ -196,15 +205,23 @@ def main(argv=None) -> int:
     doc = {"archive": str(a.archive), "synth": {k: synth.get(k) for k in ("seed", "ases", "vps", "snapshots_per_month",
                                                                           "every_hours", "churn")},
            "month": a.month, "days": a.days, "times": a.times, "limit": a.limit, "repeat": a.repeat,
+           "ingest_only": a.ingest_only,
            "commits": rows, "ratios": ratios, "tables": checks,
            "command": "bench/routes.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
     n_times = len([t for t in a.times.split(",") if t.strip()])
-    name = f"{a.archive.resolve().name}{f'-{n_times}-a-day' if n_times > 1 else ''}{'-' + a.limit if a.limit else ''}"
+    name = (f"{a.archive.resolve().name}{f'-{n_times}-a-day' if n_times > 1 else ''}{'-' + a.limit if a.limit else ''}"
+            f"{'-ingest' if a.ingest_only else ''}")
     common.write_json(doc, OUT / f"routes-{name}.json")
     if a.json:
         common.write_json(doc, stdout=True)
+    elif a.ingest_only:
+        con.print(common.table(["commit", "entries", "stored MiB", "ingest s", "peak RSS"],
+                               [[r["commit"], f"{r['entries']:,}", f"{r['stored_bytes'] / 2**20:,.0f}",
+                                 f"{r['ingest_s']:.1f}", common.mib(r["ingest_peak_rss"])] for r in rows]))
+        con.print(json.dumps(ratios))
+        con.print("routes: " + json.dumps(checks))
     else:
         cols = ["commit", "entries", "stored MiB", "ingest s", "floor s", "duckdb s", "vs floor"]
         cols += ["spark s", "vs floor"] if a.spark else []
@@ -215,8 +232,27 @@ def main(argv=None) -> int:
                                       for r in rows]))
         con.print(json.dumps(ratios))
         con.print("tables: " + json.dumps(checks))
-    ok = all(v.get("differing_rows", 0) == 0 for c in checks.values() for v in c.values())
+    ok = all(v.get("differing_rows", 0) == 0 for c in checks.values() for v in (c.values() if "rows" not in c else [c]))
+    ok = ok and all(c.get("same_snapshots", True) for c in checks.values())
     return 0 if ok else 1
+
+
+def same_routes(a: Path, b: Path, month: str) -> dict:
+    """The month's routes of a and b, row for row, and each collector's snapshots."""
+    import duckdb
+
+    from bgp_congruency.common import routes
+
+    con = duckdb.connect()
+    ga, gb = (routes.month_generations(d, month) for d in (a, b))
+    rel = [f"read_parquet([{', '.join(repr(f) for c in sorted(g) for f in routes.files(g[c]))}], filename = true)"
+           for g in (ga, gb)]
+    cols = "regexp_extract(filename, 'collector=([^/]+)', 1) AS c, * EXCLUDE (filename)"
+    n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
+    diff = sum(con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y})").fetchone()[0]
+               for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
+    snaps = {c: routes.snapshots(g) for c, g in ga.items()} == {c: routes.snapshots(g) for c, g in gb.items()}
+    return {"rows": n, "differing_rows": diff, "same_snapshots": snaps}
 
 
 def common_tables(a: Path, b: Path, month: str) -> dict:

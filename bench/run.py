@@ -661,19 +661,21 @@ def _routes_section(runs: list[dict]) -> list[str]:
              "compare`, DuckDB, then Spark local[*]; hints and publish included), in fresh processes; the floor is",
              "a DuckDB scan of what the commit stored. The published tables are compared row for row between the",
              "commits (DuckDB) and between the engines of each commit. Ratios are the baseline's seconds over",
-             "HEAD's (above 1: HEAD faster or smaller)."]
+             "HEAD's (above 1: HEAD faster or smaller). With `--ingest-only`, only the ingest: the routes the two",
+             "commits stored are compared row for row instead of the tables."]
     rows = []
     for r in runs:
-        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1
-                 for pair in r["tables"].values() for v in pair.values())
+        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1 and v.get("same_snapshots", True)
+                 for pair in r["tables"].values() for v in ([pair] if "rows" in pair else pair.values()))
+        same = "routes identical" if r.get("ingest_only") else "identical"
         sy = r["synth"]
         name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
                 f"{', churn' if sy.get('churn') else ''}")
         for i, c in enumerate(r["commits"]):
             rows.append([name if not i else "", f"`{c['commit'][:9]}` {c['subject'][:50]}", f"{c['entries']:,}",
-                         mib(c["stored_bytes"]), _s(c["ingest_s"]), _s(c["floor_s"]), _s(c["duckdb_s"]),
-                         _s(c.get("spark_s")), mib(c["duckdb_peak_rss"]),
-                         ("identical" if ok else "DIFFERENT") if i else "",
+                         mib(c["stored_bytes"]), _s(c["ingest_s"]), _s(c.get("floor_s")), _s(c.get("duckdb_s")),
+                         _s(c.get("spark_s")), mib(c.get("duckdb_peak_rss")),
+                         (same if ok else "DIFFERENT") if i else "",
                          f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
         q = r["ratios"]
         rows.append(["", "ratios (baseline / HEAD)", "", _ratio(q.get("stored_smaller")),
@@ -1090,7 +1092,9 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
             # Profiles and end-to-end runs of other data dirs, scales, engines, limits stay until re-measured.
             ident = {"steps": lambda r: (r["data_dir"], r["engine"], r.get("memory_limit")),
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),
-                     "memfloor": lambda r: (r["data_dir"], r["rows"])}.get(key)
+                     "memfloor": lambda r: (r["data_dir"], r["rows"]),
+                     "routes": lambda r: (Path(r["archive"]).name, r["times"], r.get("limit"),
+                                          r.get("ingest_only", False))}.get(key)
             if ident:
                 have = {ident(r) for r in new}
                 new = [r for r in real.get(key) or [] if ident(r) not in have] + new
