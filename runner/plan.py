@@ -3,10 +3,21 @@
 Offline: the months' slots come from the catalogue's lifetimes (no archive is listed), what
 is done from the data dir (manifest rows `ok`, files in the cache). Sizes come from the
 data dir's own manifests where a collector was ingested before (median bytes and entries
-of its snapshots); otherwise from the assumptions below, which the output names. Rates
-are the bench's, measured on a 2-core machine at duckdb_memory_limit = 4GB
-(`bench/endtoend.py --scale 250,1000 --memory-limit 4GB`, bench/RESULTS.md), the slower of
-the two scales for each step:
+of its snapshots); otherwise from the assumptions below, which the output names.
+
+The month is stored as routes (common/routes.py): the compare reads each collector's routes
+once, and its VP partitions follow them. A collector's routes in a month of k snapshots are
+its entries per snapshot times 1 + the new routes of each later snapshot (NEW_ROUTES):
+- 0.84% of a snapshot's entries a day apart, measured on a generated month with churn fitted
+  to the real update files (28,654,760 entries in 5 daily snapshots of 4 collectors,
+  5,922,710 routes: 1.034 routes per entry of one snapshot; bench/RESULTS.md "A month stored
+  as routes", `bench/routes.py --ingest-only`, 2026-11-28);
+- 0.32% two hours apart, from the scale-10 month of every 2-hourly RIB of 5 days, which has
+  15% more routes than its daily one (an estimate from that ratio); a straight line between.
+The time rates are still those measured before the routes, per entry, on a 2-core machine at
+duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250,1000 --memory-limit 4GB`,
+bench/RESULTS.md), the slower of the two scales for each step (docs/study.md says what the
+routes change and why they are not re-derived yet):
 - ingest: 248,549,835 entries (scale 250: 20 files) in 112.8 s, 2.20M entries/s (scale
   1000, 80 files: 2.25M/s);
 - compare, with the hints table it builds: 248,549,835 entries (scale 250, 16 VP
@@ -38,6 +49,18 @@ from bgp_congruency.pipeline import partitions as P
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
 INGEST_ENTRIES_PER_S = 248_549_835 / 112.8
 COMPARE_ROWS_PER_S = 248_549_835 / 220.7
+#: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
+#: since the one before (the module docstring).
+NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
+
+
+def new_routes(gap_h: float) -> float:
+    """The share of new routes a snapshot `gap_h` hours after the one before adds: NEW_ROUTES,
+    and a straight line between its two gaps (clamped outside them)."""
+    lo, hi = NEW_ROUTES[2], NEW_ROUTES[24]
+    return lo + (hi - lo) * (min(24.0, max(2.0, gap_h)) - 2) / 22
+
+
 #: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
 #: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
@@ -67,10 +90,12 @@ class MonthPlan:
     seconds: float
     #: What the month adds under DATA_DIR: its Parquet, and its MRT files where the cache keeps them.
     disk_bytes: int = 0
-    #: The month's estimated entries (every active snapshot, published or not), the VP
-    #: partitions the DuckDB compare would use for them at the config's memory limit, and
-    #: its estimated peak DuckDB memory (pipeline/partitions.py; an even split assumed).
+    #: The month's estimated entries (every active snapshot, published or not) and routes
+    #: (each collector's, NEW_ROUTES), the VP partitions the DuckDB compare would use for the
+    #: routes at the config's memory limit, and its estimated peak DuckDB memory
+    #: (pipeline/partitions.py; an even split assumed).
     entries: int = 0
+    routes: int = 0
     partitions: int = 1
     compare_peak_bytes: int = 0
 
@@ -141,6 +166,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
     learned = _learned(data, cut) if data.exists() else {}
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_rows_per_s": round(COMPARE_ROWS_PER_S),
+        "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
@@ -170,6 +196,8 @@ def make(cfg: Config, months: list[str]) -> Plan:
                 size = int(ents * MRT_BYTES_PER_ENTRY[col.project.name])
             ext = "bz2" if col.project.layout == "routeviews" else "gz"
             kind = "rib" if col.project.layout == "routeviews" else "bview"
+            gaps = [(b - a).total_seconds() / 3600 for a, b in zip(live, live[1:])]
+            mp.routes += int(ents * (1 + sum(new_routes(g) for g in gaps)))
             for t in live:
                 mp.snapshots += 1
                 mp.entries += ents
@@ -182,8 +210,9 @@ def make(cfg: Config, months: list[str]) -> Plan:
                 else:
                     mp.to_fetch += 1
                     mp.download_bytes += size
+        # the decoded dumps, which wait in staging until their merge: the routes are smaller
         mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
-        mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.entries, m)
+        mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
                            + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
         plan.months.append(mp)
@@ -204,17 +233,18 @@ def make(cfg: Config, months: list[str]) -> Plan:
     return plan
 
 
-def _compare_memory(cfg: Config, entries: int, month: str) -> tuple[int, int]:
-    """(partitions, peak DuckDB bytes) of the compare of a month of `entries`, by the rule of
-    pipeline/partitions.py with the month split evenly (the run splits by the VPs' hash and
-    their real sizes, so its partitions can be a few more). PlanError when no split fits."""
+def _compare_memory(cfg: Config, routes: int, month: str) -> tuple[int, int]:
+    """(partitions, peak DuckDB bytes) of the compare of a month of `routes` (the rows it
+    reads), by the rule of pipeline/partitions.py with the month split evenly (the run splits
+    by the VPs' hash and their real sizes, so its partitions can be a few more). PlanError
+    when no split fits."""
     limit = P.limit_bytes(cfg)
-    even = lambda k: [entries // k + (i < entries % k) for i in range(k)]  # noqa: E731
+    even = lambda k: [routes // k + (i < routes % k) for i in range(k)]  # noqa: E731
     try:
-        k = P.choose(even, entries, limit, cfg.compare_partitions)
+        k = P.choose(even, routes, limit, cfg.compare_partitions)
     except P.Unfit as exc:
         raise PlanError(f"{month}: {exc}") from None
-    return k, P.peak_bytes(-(-entries // k), limit) if entries else 0
+    return k, P.peak_bytes(-(-routes // k), limit) if routes else 0
 
 
 def check(plan: Plan, cfg: Config) -> None:

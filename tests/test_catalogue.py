@@ -215,19 +215,25 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     assert len(m["collectors"]) == 22 and m["snapshots"] == 110 and m["to_fetch"] == 110
     assert len(m["probes"]) == 8 and "rrc02" in m["inactive"]
     assert p["fits"] and p["assumed"] == sorted(m["collectors"])
-    # 110 RIBs of the assumed 17M entries; at a 4GB limit partitions of at most 4e9 / 200 = 20M
-    # entries (pipeline/partitions.py): 94 of at most 19,893,618, each using 200 bytes an entry
+    # 110 RIBs of the assumed 17M entries. Each collector's 5 daily snapshots hold its 17M routes
+    # and 0.84% new ones a later day (5,922,710 routes of 28,654,760 entries in 5 days, measured:
+    # runner/plan.py): 17,568,821 routes, 386,514,062 for the 22. At a 4GB limit partitions of at
+    # most 4e9 / 200 = 20M routes (pipeline/partitions.py): 20 of at most 19,325,704 (386,514,062
+    # / 20 rounded up), each using 200 bytes a route
     assert m["entries"] == 110 * 17_000_000
+    new = (5_922_710 / (28_654_760 / 5) - 1) / 4
+    assert m["routes"] == 22 * int(17_000_000 * (1 + 4 * new)) == 386_514_062
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
-    assert (m["partitions"], m["compare_peak_bytes"]) == (94, 19_893_618 * 200)
+    assert (m["partitions"], m["compare_peak_bytes"]) == (20, 19_325_704 * 200)
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "400MB"\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
-    assert (m["partitions"], m["compare_peak_bytes"]) == (935, 400 * 10**6)  # 2M entries each: the limit
+    # partitions of at most 2M routes: 194 of at most 1,992,341 (386,514,062 / 194 rounded up)
+    assert (m["partitions"], m["compare_peak_bytes"]) == (194, 1_992_341 * 200)
     (tmp_path / "cfg.toml").write_text('disk_budget = "1GB"\n')
     assert cli(["plan", "--months", "2009-06..2009-07", "--collectors", "ris", "--data-dir", str(data),
                 "--config", str(tmp_path / "cfg.toml")]) == 1
