@@ -15,6 +15,8 @@ fresh data dir of its own under bench/out/routes/:
 - with --spark, the Spark compare (local[*]), timed inside its process from a ready session.
 Then each published table of the two commits' last runs is compared row for row (the DuckDB
 ones; with --spark also each commit's Spark tables against its DuckDB ones). Best of --repeat.
+With --ingest-only, only the ingest and the stored month: the two commits' routes are
+compared row for row instead (a change of the merge).
 
     .venv/bin/python bench/routes.py --archive bench/out/archive-50-d5 --days 1-5 --times 00:00 \\
         --commits e1cb168,HEAD [--spark] [--repeat 1] [--limit 4GB]
