@@ -132,7 +132,8 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
         clean_dead(folder)
         old_gen = current(root, month, collector)
         old = snapshots(old_gen)
-        con = duck.connect(cfg, spill=Path(layout.staging_dir(root)) / f"ingest-{month}" / f".spill-{collector}")
+        work = Path(layout.staging_dir(root)) / f"ingest-{month}"  # the spill and the split, removed at the end
+        con = duck.connect(cfg, spill=work / f".spill-{collector}")
         try:
             con.execute("SET preserve_insertion_order = false")
             single = [_one_snapshot(Path(p)) for p in decoded]  # a dump's file: its snapshot, read off its footer
@@ -166,8 +167,7 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)
             try:
-                per_chunk = _split(con, src, chunks, Path(layout.staging_dir(root)) / f"ingest-{month}"
-                                   / f".chunks-{collector}") if len(chunks) > 1 else [src]
+                per_chunk = _split(con, src, chunks, work / f".chunks-{collector}") if len(chunks) > 1 else [src]
                 for k, (lo, hi) in enumerate(chunks):
                     _merge_chunk(con, per_chunk[k], old_files, mapping, nw_old, nw, lo, hi, tmp / f"part-{k}.parquet")
                     hooks.pause("merge")
@@ -180,7 +180,6 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
                 raise
         finally:
             con.close()
-            work = Path(layout.staging_dir(root)) / f"ingest-{month}"
             shutil.rmtree(work / f".spill-{collector}", ignore_errors=True)
             shutil.rmtree(work / f".chunks-{collector}", ignore_errors=True)
             try:

@@ -520,40 +520,28 @@ def test_a_merge_in_many_bucket_ranges_equals_one_in_one(ingested_2026, config, 
     from bgp_congruency.common.tables import DECODED_SCHEMA
     from bgp_congruency.ingest import routes
 
-    month = "2026-07"
+    c = "route-views6"
     con = duckdb.connect()
-    cols = ", ".join(DECODED_SCHEMA.names)
-    dumps = {}
-    for c, fs in stored.month_files(ingested_2026, month).items():
-        if c != "route-views6":
-            continue
-        entries = f"(SELECT {cols} FROM ({stored.expand_sql({c: fs})}))"
-        a, b = tmp_path / f"{c}-a.parquet", tmp_path / f"{c}-b.parquet"
-        con.execute(f"COPY {entries} TO '{a}' (FORMAT parquet)")
-        con.execute(f"""COPY (SELECT * REPLACE (snapshot_time + INTERVAL 1 DAY AS snapshot_time,
-                                               source_file || '.next' AS source_file,
-                                               CASE WHEN hash(prefix) % 7 = 0 THEN list_prepend(peer_asn, as_path)
-                                                    ELSE as_path END AS as_path)
-                              FROM {entries} WHERE hash(prefix) % 5 != 0) TO '{b}' (FORMAT parquet)""")
-        dumps[c] = (a, b)
+    entries = (f"(SELECT {', '.join(DECODED_SCHEMA.names)} FROM "
+               f"({stored.expand_sql({c: stored.month_files(ingested_2026, ROUTES_MONTH)[c]})}))")
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    con.execute(f"COPY {entries} TO '{a}' (FORMAT parquet)")
+    con.execute(f"""COPY (SELECT * REPLACE (snapshot_time + INTERVAL 1 DAY AS snapshot_time,
+                                           source_file || '.next' AS source_file,
+                                           CASE WHEN hash(prefix) % 7 = 0 THEN list_prepend(peer_asn, as_path)
+                                                ELSE as_path END AS as_path)
+                          FROM {entries} WHERE hash(prefix) % 5 != 0) TO '{b}' (FORMAT parquet)""")
     once, split = tmp_path / "once", tmp_path / "split"
-    for c, (a, b) in dumps.items():
-        routes.merge(config.with_overrides(data_dir=once, duckdb_memory_limit="1GB"), month, c, [a, b])
+    routes.merge(config.with_overrides(data_dir=once, duckdb_memory_limit="1GB"), ROUTES_MONTH, c, [a, b])
     monkeypatch.setattr(routes, "MIN_CHUNK_ROWS", 1)
     monkeypatch.setattr(routes, "BYTES_PER_ROW", (1 << 30) // 30_000)  # 1GB: 30,000 rows a range
-    for c, (a, b) in dumps.items():
-        for d in (a, b):
-            routes.merge(config.with_overrides(data_dir=split, duckdb_memory_limit="1GB"), month, c, [d])
+    for d in (a, b):
+        routes.merge(config.with_overrides(data_dir=split, duckdb_memory_limit="1GB"), ROUTES_MONTH, c, [d])
 
-    def stored_rows(data):
-        out = {}
-        for c, g in stored.month_generations(data, month).items():
-            rows = con.execute(f"SELECT * FROM read_parquet([{', '.join(repr(f) for f in stored.files(g))}])").fetchall()
-            out[c] = (stored.snapshots(g), sorted(rows, key=repr), len(stored.files(g)))
-        return out
-
-    got, want = stored_rows(split), stored_rows(once)
-    assert {c: v[:2] for c, v in got.items()} == {c: v[:2] for c, v in want.items()} and len(got) == 1
-    assert all(len(s) == 2 and len(rows) > 100_000 for s, rows, _ in want.values())
-    assert all(n == 1 for *_, n in want.values()) and all(n > 4 for *_, n in got.values())
+    got, want = _stored(split), _stored(once)
+    assert got == want and list(want) == [c]
+    assert len(want[c][0]) == 2 and len(want[c][1]) > 100_000
+    gens = {d: stored.current(d, ROUTES_MONTH, c) for d in (once, split)}
+    assert stored.snapshots(gens[split]) == stored.snapshots(gens[once])  # times too
+    assert len(stored.files(gens[once])) == 1 and len(stored.files(gens[split])) > 4
     assert not list(split.rglob(".chunks-*")) and not list(split.rglob("*.tmp"))
