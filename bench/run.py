@@ -666,7 +666,7 @@ def _routes_section(runs: list[dict]) -> list[str]:
     rows = []
     for r in runs:
         ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1 and v.get("same_snapshots", True)
-                 for pair in r["tables"].values() for v in ([pair] if "rows" in pair else pair.values()))
+                 for pair in r["tables"].values() for v in pair.values())
         same = "routes identical" if r.get("ingest_only") else "identical"
         sy = r["synth"]
         name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
