@@ -430,14 +430,18 @@ def _fold_p2p(g: Graph) -> None:
                     g.set(z, zz, P2C, "fold-p2p")
 
 
-def infer(ev: Evidence, p: RelationshipParams, afi: int, clique: frozenset[int] | None = None
-          ) -> tuple[frozenset[int], list[Relationship]]:
+def infer(ev: Evidence, p: RelationshipParams, afi: int, clique: frozenset[int] | None = None,
+          g: Graph | None = None) -> tuple[frozenset[int], list[Relationship]]:
     """(the clique, every link's relationship) of one family's evidence, the steps of
     METHOD.md in order, with the family's settings (RelationshipParams.missing,
     .open_peering); `clique`: a clique given instead of found (evidence already without
-    poisoned paths)."""
+    poisoned paths); `g`: the evidence's Graph with nothing decided yet, when the clique
+    search built it already (indexing a large month's triplets takes seconds)."""
     missing = p.missing(afi)
-    g = Graph(ev)
+    if g is None:
+        g = Graph(ev)
+    elif g.ev is not ev or g.decided:
+        raise ValueError("infer: the graph given is not the evidence's, or has relationships decided")
     g.clique = find_clique(g, p, missing) if clique is None else frozenset(clique)
     for a, b in combinations(sorted(g.clique), 2):
         if (a, b) in ev.links:

@@ -46,7 +46,7 @@ def stage(cfg: Config, month: str, staged: str, paths_files: list[str], prog) ->
         relation = ("read_parquet([" + ", ".join(duck.quote(duck.glob_literal(f)) for f in paths_files) + "])"
                     if paths_files else None)
         for afi in (4, 6):
-            clique, rels = infer_family(con, relation, afi, cfg.relationships, cfg.method) if relation else ((), [])
+            clique, rels = infer_family(con, relation, afi, cfg.relationships) if relation else ((), [])
             out = out_dir / f"part-{afi}.parquet"
             pq.write_table(_rows(month, afi, rels), out, compression="zstd")
             if not pq.read_schema(out).equals(AS_RELATIONSHIPS):  # the contract of common/tables.py

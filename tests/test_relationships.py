@@ -87,15 +87,36 @@ def test_sql_evidence_equals_the_reference_on_the_hand_made_month():
     rel = _paths_relation(con, R.rows("2026-07"))
     for afi in (4, 6):
         items = [(v, q) for v, p in R.items(afi) for q in I.sanitise([p], PARAMS.route_servers)]
-        ev = E.evidence(con, rel, afi, PARAMS.route_servers, MethodParams())
+        ev = E.evidence(con, rel, afi, PARAMS.route_servers)
         ref = I.evidence_of(items)
         assert (ev.links, ev.trips, ev.reach) == (ref.links, ref.trips, ref.reach), afi
-        assert E.infer_family(con, rel, afi, PARAMS, MethodParams()) == I.infer_paths(R.items(afi), PARAMS, afi)
+        assert E.infer_family(con, rel, afi, PARAMS) == I.infer_paths(R.items(afi), PARAMS, afi)
 
 
 def test_poisoned_paths_and_sanitising():
     assert I.poisoned([5, 1, 9, 2], {1, 2}) and not I.poisoned([5, 1, 2, 9], {1, 2}) and not I.poisoned([1, 9], {1})
     assert I.sanitise([[1, 6695, 2], [1, 64512, 2], [1, 2, 1]], {6695}, MethodParams().is_reserved) == [(1, 2)]
+
+
+def test_the_sql_leaves_out_the_paths_the_reference_finds_poisoned():
+    """evidence._drop_poisoned keeps exactly the items infer.poisoned keeps: hand-picked
+    paths (members at either end, in one run, split by one AS or by several, three members)
+    and 2,000 random loop-free paths over 12 ASes, 4 of them the clique."""
+    import random
+
+    clique = {1, 2, 3, 4}
+    paths = [[5, 1, 9, 2], [5, 1, 2, 9], [1, 9], [9, 1], [1, 2, 3], [1, 2, 9, 3], [1, 9, 8, 2], [9, 8, 7],
+             [2, 9, 1], [9, 1, 2, 9], [1], [9]]
+    rnd = random.Random(56)
+    paths += [rnd.sample(range(1, 13), rnd.randint(1, 8)) for _ in range(2000)]
+    items = sorted({(i % 7, tuple(p)) for i, p in enumerate(paths)})
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE rel_items (vp_asn BIGINT, path BIGINT[])")
+    con.executemany("INSERT INTO rel_items VALUES (?, ?)", [(v, list(p)) for v, p in items])
+    dropped = E._drop_poisoned(con, frozenset(clique))
+    kept = sorted((v, tuple(p)) for v, p in con.execute("SELECT vp_asn, path FROM rel_items").fetchall())
+    assert kept == [(v, p) for v, p in items if not I.poisoned(p, clique)]
+    assert dropped == len(items) - len(kept) > 100
 
 
 @pytest.mark.slow
@@ -114,7 +135,7 @@ def test_the_published_table_is_the_reference_on_the_real_sample(sample):
         clique, rels = I.infer_paths(items, cfg.relationships, afi, cfg.method.is_reserved)
         mine = sorted((r["as1"], r["as2"], r["rel"], r["step"], r["paths"], r["vps"]) for r in table if r["afi"] == afi)
         assert mine == sorted((r.as1, r.as2, r.rel, r.step, r.paths, r.vps) for r in rels), afi
-        ev = E.evidence(con, rel, afi, cfg.relationships.route_servers, cfg.method)
+        ev = E.evidence(con, rel, afi, cfg.relationships.route_servers)
         ref = I.evidence_of((v, q) for v, p in items for q in I.sanitise([p], cfg.relationships.route_servers))
         assert ev.links == ref.links and ev.trips == ref.trips, afi
 
