@@ -271,6 +271,36 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
           [prev[1] + 1]),
       range(0, len(v4_path) + 1))[-1]"""
 
+# The edit distance of a non-congruent pair is that of its paths with their common prefix and
+# common suffix cut off (Levenshtein's distance does not change, and the DP above is
+# quadratic: most pairs share the VP, the origin and more). The prefix is `ed_pre` ASes, the
+# suffix `ed_suf` (bounded so the two do not overlap), both 0 for a congruent pair, whose
+# distance is 0. Spark's sequence(1, 0) counts down, so an empty IPv4 remainder is handled
+# apart (its distance is the IPv6 remainder's length). At synthetic scale 30: 5.0 -> 3.2 s for 434,566 non-congruent pairs (DuckDB).
+_TRIM = {
+    "spark": """
+SELECT *, slice(v4_path, ed_pre + 1, size(v4_path) - ed_pre - ed_suf) AS ed_v4,
+       slice(v6_path, ed_pre + 1, size(v6_path) - ed_pre - ed_suf) AS ed_v6
+FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least(least(size(v4_path), size(v6_path)) - ed_pre,
+                  coalesce(nullif(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
+                    i -> element_at(v4_path, -i) = element_at(v6_path, -i)), false), 0) - 1,
+                    least(size(v4_path), size(v6_path)))) END AS ed_suf
+      FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE
+                  coalesce(nullif(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
+                    i -> element_at(v4_path, i) = element_at(v6_path, i)), false), 0) - 1,
+                    least(size(v4_path), size(v6_path))) END AS ed_pre
+            FROM pairs_base))""",
+    "duckdb": """
+SELECT *, v4_path[ed_pre + 1:len(v4_path) - ed_suf] AS ed_v4, v6_path[ed_pre + 1:len(v6_path) - ed_suf] AS ed_v6
+FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least(least(len(v4_path), len(v6_path)) - ed_pre,
+                  coalesce(list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
+                    lambda i: v4_path[-i] = v6_path[-i]), false) - 1, least(len(v4_path), len(v6_path)))) END AS ed_suf
+      FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE
+                  coalesce(list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
+                    lambda i: v4_path[i] = v6_path[i]), false) - 1, least(len(v4_path), len(v6_path))) END AS ed_pre
+            FROM pairs_base))""",
+}
+
 #: Per partition of the month (a set of VPs), over `entries`, the partition's rows: the cleaning
 #: and the per-path aggregate, the only steps that read every entry. An engine running K
 #: partitions keeps each partition's by_session and per_path apart; the month-level steps read
@@ -491,14 +521,15 @@ GROUP BY vp_group, vp_asn, dest_asn{na_key}"""),
          spark=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
-       CASE WHEN congruent THEN 0 ELSE {_EDIT_SPARK} END AS edit_distance
-FROM pairs_base b LEFT JOIN non_adopt n
+       CASE WHEN congruent THEN 0 WHEN size(ed_v4) = 0 THEN size(ed_v6)
+            ELSE {_EDIT_SPARK.replace("v4_path", "ed_v4").replace("v6_path", "ed_v6")} END AS edit_distance
+FROM ({_TRIM["spark"]}) b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}""",
          duckdb=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, []::BIGINT[]) AS non_adopters,
-       CASE WHEN congruent THEN 0 ELSE ({_EDIT_DUCKDB})::INTEGER END AS edit_distance
-FROM pairs_base b LEFT JOIN non_adopt n
+       CASE WHEN congruent THEN 0 ELSE ({edit_distance_sql("ed_v4", "ed_v6")})::INTEGER END AS edit_distance
+FROM ({_TRIM["duckdb"]}) b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}"""),
     # 7b. Divergence of each non-congruent pair. Both paths start at the VP and end at the
     # destination, without loops, so neither is a prefix of the other: the first differing
