@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from dataclasses import replace
 
@@ -23,6 +24,12 @@ from tests.support import computed, shared
 from tests.support.data import RV2_2026
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# A suite started in the background by a non-interactive shell (`bash .ci/run &`) inherits
+# SIGINT ignored, and so would every command it starts: the Ctrl-C tests would then send a
+# signal nobody hears. A terminal's foreground process has it at its default; so do the
+# suite's children (a caught signal is reset to the default in an exec'd child).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 pytest_plugins = ["tests.support.fastloop"]
 
 #: The session's data dirs that tests only read, checked unchanged when the session ends.
