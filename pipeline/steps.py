@@ -251,17 +251,20 @@ GROUP BY collector, peer_asn, afi""")
 
 # Levenshtein distance over two ASN arrays a (v4) and b (v6): one DP row per element of b,
 # folded with aggregate / list_reduce; the inner fold builds the next row left to right.
-# Only computed for non-congruent pairs (identical paths are at distance 0).
+# Only computed for non-congruent pairs (identical paths are at distance 0). Spark's
+# sequence(1, 0) counts down, so the inner fold runs over sequence(0, n) less its first
+# element: empty for an empty v4 list, whose distance is then the v6 list's length.
 _EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
-      (prev, y) -> aggregate(sequence(1, size(v4_path)), array(element_at(prev, 1) + 1),
+      (prev, y) -> aggregate(slice(sequence(0, size(v4_path)), 2, size(v4_path)), array(element_at(prev, 1) + 1),
           (row, i) -> concat(row, array(least(element_at(prev, i + 1) + 1, element_at(row, -1) + 1,
                                               element_at(prev, i) + IF(element_at(v4_path, i) = y, 0, 1)))))), -1)"""
 # DuckDB before 2.0 (1.5.x, whose extension wheels DuckLake needs) wants list_reduce's initial
 # value of the list's element type: both folds run over one-element lists ([y], [i]) so the
 # row (a list) is the element type; the same SQL runs on 1.5 and 2.0 (tests/test_method.py).
-def edit_distance_sql(a: str, b: str) -> str:
-    """Levenshtein distance between two ASN-list expressions, in DuckDB SQL (method.edit_distance)."""
-    return _EDIT_DUCKDB.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
+def edit_distance_sql(a: str, b: str, engine: str = "duckdb") -> str:
+    """Levenshtein distance between two ASN-list expressions, in the engine's SQL (method.edit_distance)."""
+    sql = _EDIT_SPARK if engine == "spark" else _EDIT_DUCKDB
+    return sql.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
 
 
 _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
@@ -271,35 +274,39 @@ _EDIT_DUCKDB = """list_reduce(list_transform(v6_path, lambda y: [y]),
           [prev[1] + 1]),
       range(0, len(v4_path) + 1))[-1]"""
 
-# The edit distance of a non-congruent pair is that of its paths with their common prefix and
-# common suffix cut off (Levenshtein's distance does not change, and the DP above is
-# quadratic: most pairs share the VP, the origin and more). The prefix is `ed_pre` ASes, the
-# suffix `ed_suf` (bounded so the two do not overlap), both 0 for a congruent pair, whose
-# distance is 0. Spark's sequence(1, 0) counts down, so an empty IPv4 remainder is handled
-# apart (its distance is the IPv6 remainder's length). At synthetic scale 30: 5.0 -> 3.2 s for 434,566 non-congruent pairs (DuckDB).
-_TRIM = {
-    "spark": """
-SELECT *, slice(v4_path, ed_pre + 1, size(v4_path) - ed_pre - ed_suf) AS ed_v4,
-       slice(v6_path, ed_pre + 1, size(v6_path) - ed_pre - ed_suf) AS ed_v6
-FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least(least(size(v4_path), size(v6_path)) - ed_pre,
-                  coalesce(nullif(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
-                    i -> element_at(v4_path, -i) = element_at(v6_path, -i)), false), 0) - 1,
-                    least(size(v4_path), size(v6_path)))) END AS ed_suf
-      FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE
-                  coalesce(nullif(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
-                    i -> element_at(v4_path, i) = element_at(v6_path, i)), false), 0) - 1,
-                    least(size(v4_path), size(v6_path))) END AS ed_pre
-            FROM pairs_base))""",
-    "duckdb": """
-SELECT *, v4_path[ed_pre + 1:len(v4_path) - ed_suf] AS ed_v4, v6_path[ed_pre + 1:len(v6_path) - ed_suf] AS ed_v6
-FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least(least(len(v4_path), len(v6_path)) - ed_pre,
-                  coalesce(list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
-                    lambda i: v4_path[-i] = v6_path[-i]), false) - 1, least(len(v4_path), len(v6_path)))) END AS ed_suf
-      FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE
-                  coalesce(list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
-                    lambda i: v4_path[i] = v6_path[i]), false) - 1, least(len(v4_path), len(v6_path))) END AS ed_pre
-            FROM pairs_base))""",
-}
+def _first_difference(engine: str, from_end: bool = False) -> str:
+    """The 1-based position, from the start (or from the end), of the first AS where v4_path
+    and v6_path differ within the shorter of the two: Spark's array_position gives 0 when none
+    does, DuckDB's list_position NULL. Read by the edit distance's trim and the divergence."""
+    i = "-i" if from_end else "i"
+    if engine == "spark":
+        return (f"array_position(transform(sequence(1, least(size(v4_path), size(v6_path))), "
+                f"i -> element_at(v4_path, {i}) = element_at(v6_path, {i})), false)")
+    return (f"list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1), "
+            f"lambda i: v4_path[{i}] = v6_path[{i}]), false)")
+
+
+def _trimmed_pairs(engine: str) -> str:
+    """pairs_base with ed_v4 and ed_v6: each pair's paths with their common prefix (`ed_pre`
+    ASes) and common suffix (`ed_suf`, bounded so the two do not overlap) cut off, both 0 for a
+    congruent pair (distance 0). A pair's edit distance is that of the two remainders
+    (Levenshtein's distance does not change, and its DP is quadratic: most pairs share the VP,
+    the origin and more). At synthetic scale 30: 5.0 -> 3.2 s for 434,566 non-congruent pairs
+    (DuckDB)."""
+    size = "size" if engine == "spark" else "len"
+    shorter = f"least({size}(v4_path), {size}(v6_path))"
+
+    def common(from_end: bool) -> str:  # the whole shorter path when no AS differs
+        return f"coalesce(nullif({_first_difference(engine, from_end)}, 0) - 1, {shorter})"
+
+    def cut(p: str) -> str:
+        return (f"slice({p}, ed_pre + 1, size({p}) - ed_pre - ed_suf)" if engine == "spark"
+                else f"{p}[ed_pre + 1:len({p}) - ed_suf]")
+    return f"""
+SELECT *, {cut("v4_path")} AS ed_v4, {cut("v6_path")} AS ed_v6
+FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least({shorter} - ed_pre, {common(True)}) END AS ed_suf
+      FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE {common(False)} END AS ed_pre FROM pairs_base))"""
+
 
 #: Per partition of the month (a set of VPs), over `entries`, the partition's rows: the cleaning
 #: and the per-path aggregate, the only steps that read every entry. An engine running K
@@ -521,41 +528,36 @@ GROUP BY vp_group, vp_asn, dest_asn{na_key}"""),
          spark=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
-       CASE WHEN congruent THEN 0 WHEN size(ed_v4) = 0 THEN size(ed_v6)
-            ELSE {_EDIT_SPARK.replace("v4_path", "ed_v4").replace("v6_path", "ed_v6")} END AS edit_distance
-FROM ({_TRIM["spark"]}) b LEFT JOIN non_adopt n
+       CASE WHEN congruent THEN 0 ELSE {edit_distance_sql("ed_v4", "ed_v6", "spark")} END AS edit_distance
+FROM ({_trimmed_pairs("spark")}) b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}""",
          duckdb=f"""
 SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, []::BIGINT[]) AS non_adopters,
        CASE WHEN congruent THEN 0 ELSE ({edit_distance_sql("ed_v4", "ed_v6")})::INTEGER END AS edit_distance
-FROM ({_TRIM["duckdb"]}) b LEFT JOIN non_adopt n
+FROM ({_trimmed_pairs("duckdb")}) b LEFT JOIN non_adopt n
   ON n.vp_group = b.vp_group AND n.vp_asn = b.vp_asn AND n.dest_asn = b.dest_asn{{na_join}}"""),
     # 7b. Divergence of each non-congruent pair. Both paths start at the VP and end at the
     # destination, without loops, so neither is a prefix of the other: the first differing
     # position lies within the shorter one (array_position / list_position finds it).
     SqlStep("divergence", "table",
-         spark="""
+         spark=f"""
 SELECT vp_group, vp_asn, dest_asn, pre AS common_prefix, suf AS common_suffix,
        element_at(v4_path, pre) AS part_asn, element_at(v4_path, size(v4_path) - suf + 1) AS rejoin_asn,
        array_sort(filter(v4_path, x -> NOT array_contains(v6_path, x))) AS only_v4,
        array_sort(filter(v6_path, x -> NOT array_contains(v4_path, x))) AS only_v6
 FROM (SELECT *,
-        CAST(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
-                                 i -> element_at(v4_path, i) = element_at(v6_path, i)), false) AS INT) - 1 AS pre,
-        CAST(array_position(transform(sequence(1, least(size(v4_path), size(v6_path))),
-                                 i -> element_at(v4_path, -i) = element_at(v6_path, -i)), false) AS INT) - 1 AS suf
+        CAST({_first_difference("spark")} AS INT) - 1 AS pre,
+        CAST({_first_difference("spark", from_end=True)} AS INT) - 1 AS suf
       FROM pairs WHERE NOT congruent)""",
-         duckdb="""
+         duckdb=f"""
 SELECT vp_group, vp_asn, dest_asn, pre AS common_prefix, suf AS common_suffix,
        v4_path[pre] AS part_asn, v4_path[len(v4_path) - suf + 1] AS rejoin_asn,
        list_sort(list_filter(v4_path, lambda x: NOT list_contains(v6_path, x))) AS only_v4,
        list_sort(list_filter(v6_path, lambda x: NOT list_contains(v4_path, x))) AS only_v6
 FROM (SELECT *,
-        (list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
-                                      lambda i: v4_path[i] = v6_path[i]), false) - 1)::INTEGER AS pre,
-        (list_position(list_transform(range(1, least(len(v4_path), len(v6_path)) + 1),
-                                      lambda i: v4_path[-i] = v6_path[-i]), false) - 1)::INTEGER AS suf
+        ({_first_difference("duckdb")} - 1)::INTEGER AS pre,
+        ({_first_difference("duckdb", from_end=True)} - 1)::INTEGER AS suf
       FROM pairs WHERE NOT congruent)"""),
     both("vps", "table", """
 SELECT v.vp_group, v.vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6, coverage_v4, coverage_v6,

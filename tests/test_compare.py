@@ -152,6 +152,34 @@ def test_hand_made_cases_match_reference(spark, config, tmp_path):
             assert_engines_agree(tmp_path, config, month, cfg.method)
 
 
+def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
+    """steps.edit_distance_sql in Spark and in DuckDB equals method.edit_distance on hand-picked
+    lists (either or both empty, a prefix, a suffix, reversed) and 300 random ones: the pairs
+    step runs it on paths with their common ends cut off, which leaves empty lists."""
+    import random
+
+    import duckdb
+
+    from bgp_congruency.congruency.method import edit_distance
+    from bgp_congruency.pipeline.steps import edit_distance_sql
+
+    rnd = random.Random(59)
+    cases_ = [([], []), ([], [1]), ([1, 2], []), ([1, 2, 3], [1, 2]), ([2, 3], [1, 2, 3]), ([1, 2, 3], [3, 2, 1]),
+              ([5], [5])]
+    cases_ += [([rnd.randint(1, 5) for _ in range(rnd.randint(0, 6))], [rnd.randint(1, 5) for _ in range(rnd.randint(0, 6))])
+               for _ in range(300)]
+    want = [edit_distance(a, b) for a, b in cases_]
+    spark.createDataFrame([(i, a, b) for i, (a, b) in enumerate(cases_)], "i int, a array<bigint>, b array<bigint>") \
+        .createOrReplaceTempView("ed_cases")
+    got_spark = [r.d for r in spark.sql(f"SELECT i, {edit_distance_sql('a', 'b', 'spark')} AS d FROM ed_cases ORDER BY i")
+                 .collect()]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE ed_cases (i INTEGER, a BIGINT[], b BIGINT[])")
+    con.executemany("INSERT INTO ed_cases VALUES (?, ?, ?)", [(i, a, b) for i, (a, b) in enumerate(cases_)])
+    got_duckdb = [d for (d,) in con.execute(f"SELECT {edit_distance_sql('a', 'b')} FROM ed_cases ORDER BY i").fetchall()]
+    assert got_spark == got_duckdb == want and max(want) >= 5
+
+
 def test_group_names_are_literals_in_both_dialects(spark):
     """A VP group or collector name with a quote or a backslash maps the same on both engines."""
     import duckdb
