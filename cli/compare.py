@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "same tables: duckdb (the default: in-process, no Java, for one machine; memory capped by "
             "duckdb_memory_limit, spilling to disk, the month in as many VP partitions as the cap needs: "
             "compare_partitions) and spark (local mode, or a cluster). A cluster named "
-            "by --master (spark://, k8s://, yarn), an hdfs:// or s3a:// data dir, or spark-submit implies spark."
+            "by --master (spark://, k8s://, yarn) or spark-submit implies spark. A data dir on S3 "
+            "(s3://BUCKET/PREFIX, its catalog in PostgreSQL: docs/operations.md) is compared on duckdb."
         ),
     )
     p.add_argument("--month", required=True, action="append",

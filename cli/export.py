@@ -167,7 +167,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         month = hmonth.resolve_month(cfg, args.month)
         from bgp_congruency.lake import published
 
-        have = month in published.months(hmonth.local_root(cfg), "hints")
+        have = month in published.months(hmonth.data_root(cfg), "hints")
         con = None if have else duck.connect(cfg)
         try:
             source = cfg if con is None else htable.build(con, cfg, month)

@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = cfg.with_overrides(data_dir=layout.root_of(args.data_dir))
     d = cfg.data_dir
     local = "data_dir" in vars(args) and not layout.is_cluster(d)
+    in_place = "data_dir" in vars(args) and not layout.hadoop_only(d)  # local or s3://: read where it is
     if local and Path(d).exists() and not Path(d).is_dir():
         console.error(f"--data-dir: {d} is not a folder")
         return 2
@@ -174,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
 
             commit.repair_in_place(cfg.data_dir)
         hold = args.command in PURE_READERS and not getattr(args, "store", False)  # trace --store publishes
-        with pinned(cfg.data_dir, hold=hold) if args.command in READERS and local \
+        with pinned(cfg.data_dir, hold=hold) if args.command in READERS and in_place \
                 else nullcontext():
             try:
                 rc = args.func(args, cfg)
             except Exception as exc:  # a published file that cannot be read: one line, not a traceback
-                line = _unreadable(cfg.data_dir, exc) if local else None
+                line = _unreadable(cfg.data_dir, exc) if in_place else None
                 if line is None:
                     raise
                 console.error(line)

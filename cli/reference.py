@@ -73,8 +73,8 @@ def _fields(cls) -> list[tuple[str, str, str]]:
         default = ast.unparse(node.value) if node.value is not None else ""
         if default.startswith("field("):
             default = {"dict": "{}", "MethodParams": "[method] below",
-                       "RelationshipParams": "[relationships] below", "SourceParams": "[source] below"}.get(
-                default.split("default_factory=")[-1].rstrip(")"), default)
+                       "RelationshipParams": "[relationships] below", "SourceParams": "[source] below",
+                       "s3.S3Params": "[s3] below"}.get(default.split("default_factory=")[-1].rstrip(")"), default)
         out.append((node.target.id, default, " ".join(doc)))
     return out
 
@@ -89,6 +89,7 @@ def _table(rows) -> list[str]:
 def configuration_md() -> str:
     from bgp_congruency.common.config import Config
     from bgp_congruency.common.params import MethodParams, RelationshipParams, SourceParams
+    from bgp_congruency.common.s3 import S3Params
 
     return "\n".join([
         "# Configuration", "",
@@ -109,6 +110,12 @@ def configuration_md() -> str:
         "## [source]", "",
         "The operator's own host ([guide.md](guide.md), advice from a host that is no vantage point).", "",
         *_table(_fields(SourceParams)), "",
+        "## [s3]", "",
+        "How a data dir on S3 (`data_dir = \"s3://BUCKET/PREFIX\"`) is reached, over the AWS environment "
+        "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_ENDPOINT_URL, AWS_REGION, "
+        "AWS_PROFILE and its ~/.aws files; credentials never go in this file): common/s3.py, "
+        "[operations.md](operations.md#a-data-dir-on-object-storage).", "",
+        *_table(_fields(S3Params)), "",
     ])
 
 

@@ -49,12 +49,12 @@ def statements(root, month: str | None, as_of: int | None) -> list[str]:
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.common import layout
     from bgp_congruency.common.duck import quote
     from bgp_congruency.common.months import parse_month
     from bgp_congruency.lake import published
+    from bgp_congruency.reports.warehouse import data_root
 
-    root = layout.local(cfg.data_dir, "congruency sql").resolve()
+    root = data_root(cfg)
     if args.month:
         parse_month(args.month)
         published.require(root, args.month)  # not published: say which are, as `query` does
@@ -64,7 +64,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
 
         shown = [masked(ln) for ln in lines]
         if shown != lines:
-            print("-- the catalog's password is masked: give it through PGPASSWORD or ~/.pgpass")
+            print("-- the catalog's password and the S3 secret key are masked: give the password through "
+                  "PGPASSWORD or ~/.pgpass, and put your secret key where *** is")
         print("\n".join(shown))
         return 0
     import sys

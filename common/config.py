@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from bgp_congruency.common import layout
+from bgp_congruency.common import layout, s3
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.params import MethodParams, RelationshipParams, SourceParams, load_groups, read_asn_list
 
@@ -45,7 +45,9 @@ class Config:
     #: A BGPStream csvfile listing to take the RIB dumps from instead of the archives
     #: (ingest/bgpstream_csv.py); None = the archives.
     bgpstream_csv: str | None = None
-    #: A local folder; for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
+    #: A local folder; an S3 bucket and prefix, "s3://BUCKET/PREFIX" (both engines; the catalog
+    #: then in PostgreSQL, `catalog`; reached as the [s3] table and the AWS environment say,
+    #: common/s3.py); for the Spark job also an hdfs:// or s3a:// URL (kept as a string).
     data_dir: Path | str = Path("data")
     backend: str = "native"  # the project's Rust decoder (ingest/native); or bgpdump, pybgpstream
     #: Snapshots fetched and decoded at once.
@@ -124,6 +126,13 @@ class Config:
     #: The operator's host, for advice from it (advise, export, run's tunnels export): the
     #: [source] table.
     source: SourceParams = field(default_factory=SourceParams)
+    #: How an s3:// data dir is reached, over the AWS environment: the [s3] table.
+    s3: s3.S3Params = field(default_factory=s3.S3Params)
+
+    def __post_init__(self):
+        # Every reader and writer of an s3:// data dir in this process reaches its bucket the
+        # way this config says (common/s3.register).
+        s3.register(self.data_dir, self.s3)
 
     @property
     def cache_dir(self) -> Path:
@@ -379,6 +388,23 @@ def _source(path, data) -> SourceParams:
     return SourceParams(**kw)
 
 
+def _s3(path, data) -> s3.S3Params:
+    """The [s3] table: endpoint, region, url_style."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: s3: expected an [s3] table, got {data!r}")
+    checks = {"endpoint": _text(), "region": _text(), "url_style": _text(choices=s3.URL_STYLES)}
+    kw = {}
+    for k, v in data.items():
+        if k not in checks:
+            raise ConfigError(f"{path}: [s3] unknown setting {k} (endpoint, region, url_style; credentials come "
+                              "from the AWS environment or profile)")
+        try:
+            kw[k] = checks[k](v)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: [s3] {k}: {exc}, got {v!r}") from None
+    return s3.S3Params(**kw)
+
+
 def load(path: str | Path | None = None) -> Config:
     """Defaults, updated by the TOML file at `path` if given. The groups of the method
     come from common/groups.toml unless the file sets [method.groups]."""
@@ -386,6 +412,7 @@ def load(path: str | Path | None = None) -> Config:
     method_data = data.pop("method", {})
     relationships = _relationships(path, data.pop("relationships", {}))
     source = _source(path, data.pop("source", {}))
+    s3_params = _s3(path, data.pop("s3", {}))
     known = {f.name for f in fields(Config)}
     unknown = set(data) - known
     if unknown:
@@ -412,7 +439,7 @@ def load(path: str | Path | None = None) -> Config:
     groups = method_data.pop("groups", None)
     try:
         method = MethodParams(groups=groups if groups is not None else load_groups(), **method_data)
-        return Config(method=method, relationships=relationships, source=source, **kw)
+        return Config(method=method, relationships=relationships, source=source, s3=s3_params, **kw)
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except ValueError as exc:  # a method value out of its set (MethodParams.__post_init__)

@@ -8,6 +8,8 @@ that can be larger than memory: each is capped by `duckdb_memory_limit` and
 from __future__ import annotations
 
 import atexit
+import functools
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -15,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+
+from bgp_congruency.common.errors import CongruencyError
 
 
 def quote(s: str) -> str:
@@ -97,6 +101,10 @@ def connect(cfg, spill=None):
         spill_to(con, private_spill(cfg.duckdb_temp_dir or tempfile.gettempdir()))
     else:
         spill_to(con, spill)
+    if str(cfg.data_dir).startswith("s3://"):  # its files are read where they are (common/s3.py)
+        from bgp_congruency.common import s3
+
+        s3.connect_duckdb(con, cfg.data_dir)
     return con
 
 
@@ -115,3 +123,45 @@ def spill_to(con, folder) -> None:
     DuckDB cannot change its temp directory once it has spilled."""
     os.makedirs(folder, exist_ok=True)
     con.execute(f"SET temp_directory = {quote(str(folder))}")
+
+
+class MissingExtension(CongruencyError):
+    """A DuckDB extension's wheel is not installed (the message names the pip line)."""
+
+
+@functools.cache
+def extension_file(name: str) -> str:
+    """The extension binary its PyPI wheel installed for this DuckDB (duckdb_extension_<name>):
+    DuckDB cannot download extensions here, so every one comes from a wheel (pyproject.toml)."""
+    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
+    ver = duckdb.__version__
+    f = spec and Path(spec.origin).parent / "extensions" / f"v{ver}" / f"{name}.duckdb_extension"
+    if not f or not f.is_file():
+        raise MissingExtension(f"the DuckDB extension {name} for DuckDB {ver} is not installed "
+                               f"(pip install duckdb-extension-{name.replace('_', '-')}=={ver})")
+    return str(f)
+
+
+#: The extension files whose signature DuckDB checked in this process: (path, size, mtime).
+_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def load_extension(con, name: str) -> None:
+    """LOAD the extension `name` from its wheel into `con`. DuckDB checks an extension file's
+    signature on every LOAD by hashing the whole file (~70 ms for each 35-42 MB binary): each
+    file is checked once per process, in a database with the default settings, and loaded
+    unchecked where `con` allows unsigned extensions (lake/attach.connection); elsewhere
+    DuckDB checks it again."""
+    f = extension_file(name)
+    try:
+        st = os.stat(f)
+    except OSError:  # gone since this process first found it (reinstalled?)
+        extension_file.cache_clear()
+        f = extension_file(name)
+        st = os.stat(f)
+    key = (f, st.st_size, st.st_mtime_ns)
+    if key not in _CHECKED:
+        with duckdb.connect() as check:  # the default settings: DuckDB checks the signature
+            check.execute(f"LOAD {quote(f)}")
+        _CHECKED.add(key)
+    con.execute(f"LOAD {quote(f)}")

@@ -15,9 +15,10 @@
       exports/month=M/tunnels.jsonl                    the hints for tunnel tools
       reports/month=M/report.html, sensitivity.html    offline pages; reports/trend.html
 
-A data dir is a local folder, or (Spark only) a URL such as hdfs://... or s3a://...; every
-function here takes either and returns the same kind: a Path for a local folder, a string
-for a URL. Writers name their own files inside these folders.
+A data dir is a local folder; an S3 bucket and prefix, s3://BUCKET/PREFIX, for both engines
+(common/s3.py; its staging folders are local: pipeline/publish.ObjectStore); or (Spark only)
+a URL such as hdfs://... or s3a://.... Every function here takes either and returns the same
+kind: a Path for a local folder, a string for a URL. Writers name their own files inside these folders.
 """
 from __future__ import annotations
 
@@ -38,9 +39,15 @@ class NotLocal(BadInput):
 
 
 def is_cluster(root: str | os.PathLike) -> bool:
-    """True for data dirs only a Hadoop FileSystem can reach (hdfs://, s3a://, ...)."""
+    """True for data dirs that are URLs, not local folders (s3://, hdfs://, s3a://, ...)."""
     s = str(root)
     return "://" in s and not s.startswith("file://")
+
+
+def hadoop_only(root: str | os.PathLike) -> bool:
+    """True for data dirs only a Hadoop FileSystem (the Spark engine) reaches: every URL but
+    s3:// (common/s3.py), which DuckDB and pyarrow reach too."""
+    return is_cluster(root) and not str(root).startswith("s3://")
 
 
 def root_of(text: str | os.PathLike) -> str | Path:
@@ -53,6 +60,21 @@ def local(root: str | os.PathLike, who: str) -> Path:
     if is_cluster(root):
         raise NotLocal(f"{root}: {who} needs a local data dir, not cluster storage")
     return Path(str(root).removeprefix("file://"))
+
+
+def home(root: str | os.PathLike) -> str:
+    """The data dir as one string names it wherever it is read from: a local folder's absolute
+    path, a URL without its trailing slash (the catalog's DATA_PATH, a process's keys)."""
+    return str(root).rstrip("/") if is_cluster(root) else str(Path(str(root).removeprefix("file://")).resolve())
+
+
+def readable(root: str | os.PathLike, who: str) -> str | Path:
+    """`root` as DuckDB and pyarrow read it in place: a local folder (a Path) or an s3:// data
+    dir (a string, common/s3.py); NotLocal saying that `who` needs one for storage only
+    Hadoop reaches (hdfs://, s3a://)."""
+    if hadoop_only(root):
+        raise NotLocal(f"{root}: {who} needs a local or s3:// data dir, not Hadoop's storage")
+    return root_of(root)
 
 
 def _join(root, *parts: str):
@@ -126,8 +148,9 @@ def catalog_file(root):
 
 
 def catalog_pointer(root):
-    """Where a data dir's catalog is when not in catalog_file (the config's `catalog`)."""
-    return Path(root) / CATALOG_POINTER
+    """Where a data dir's catalog is when not in catalog_file (the config's `catalog`): on S3,
+    always (its catalog is PostgreSQL)."""
+    return _join(root, CATALOG_POINTER)
 
 
 def publish_dir(root, table: str, month: str, publish_id: str):
@@ -142,7 +165,12 @@ def shell_quote(path) -> str:
 
 
 def months_in(root, table: str) -> list[str]:
-    """The months that have a folder under a local table (published or not), sorted."""
+    """The months that have a folder under a table (published or not), sorted."""
+    if str(root).startswith("s3://"):
+        from bgp_congruency.common import s3
+
+        d = table_dir(root, table)
+        return sorted(n.removeprefix(MONTH) for n in s3.Bucket(root).children(d) if n.startswith(MONTH))
     d = Path(root) / table
     return sorted(p.name.removeprefix(MONTH) for p in d.glob(f"{MONTH}*")
                   if p.is_dir() and not p.name.startswith(".")) if d.is_dir() else []

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bgp_congruency.common import duck, layout
+from bgp_congruency.common import duck, layout, s3
 from bgp_congruency.common.duck import quote
 
 #: Snapshots per word of `seen`/`seen_more`: 63, so a bit shifted into place never reaches
@@ -108,7 +108,9 @@ def files(gen: Path) -> list[str]:
 
 
 def month_files(root, month: str) -> dict[str, list[str]]:
-    """collector -> the files of its current generation."""
+    """collector -> the files of its current generation (on local disk or S3)."""
+    if s3.is_s3(root):
+        return {c: fs for c, (fs, _s) in month_input(layout.routes_dir(root, month), s3.Bucket(root)).items() if fs}
     return {c: files(g) for c, g in month_generations(root, month).items()}
 
 

@@ -32,7 +32,7 @@ from bgp_congruency.dataplane.analysis import map_addresses
 from bgp_congruency.dataplane.stable import stable_path
 from bgp_congruency.dataplane.traces import Trace, TraceError
 from bgp_congruency.lake import published
-from bgp_congruency.selector.month import local_root
+from bgp_congruency.selector.month import data_root
 from bgp_congruency.selector.question import Evidence, Neighbour
 
 
@@ -140,7 +140,7 @@ def stored_evidence(cfg: Config, month: str, src: int) -> Evidence:
     """Evidence from the month's stored traces of the source (`congruency trace --store`): each
     stored stable path's hops (address, ASN as mapped when stored), the latest run per family
     and destination. TraceError when the month has none of this source."""
-    root = local_root(cfg)
+    root = data_root(cfg)
     rows = [r for r in published.read(root, "traces", month).to_pylist() if r["source_asn"] == src] \
         if month in published.months(root, "traces") else []
     if not rows:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bgp_congruency.common import duck
+from bgp_congruency.common import duck, layout, s3
 from bgp_congruency.common.duck import glob_literal
 from bgp_congruency.lake import attach, views
 from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog
@@ -33,8 +33,8 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
     once pandas is installed: README).
     `locked=True` also fences it in, as `congruency query --sql` is: files only inside the data
     dir, no other extensions, settings fixed (after the memory and thread caps given here)."""
-    root = Path(str(data_dir).removeprefix("file://")).resolve()
-    if locked:
+    root = layout.root_of(layout.home(data_dir))
+    if locked and not s3.is_s3(root):
         # DuckDB matches allowed_directories as literal prefixes: the escaped spelling of
         # `run[1]` would also admit a real folder literally named `run[[]1]`; refuse where one exists.
         lit = glob_literal(root)
@@ -54,6 +54,8 @@ def connect(data_dir, read_only: bool = True, snapshot: int | None = None, *, lo
         duck.limit(con, memory_limit, threads)
         if locked:  # the data dir as the views' globs name it (glob_literal) and as its files are named
             con.execute("SET allowed_directories = $d", {"d": sorted({str(root) + "/", glob_literal(root) + "/"})})
+            if s3.is_s3(root):  # its files are URLs: the bucket's prefix is the one place it reads
+                con.execute("SET allowed_paths = $d", {"d": [str(root) + "/"]})
             con.execute("SET enable_external_access = false")
             con.execute("SET lock_configuration = true")
     except BaseException:

@@ -17,16 +17,14 @@ nothing. A writer attaches at the recorded place: a moved data dir is relocated 
 """
 from __future__ import annotations
 
-import functools
-import importlib.util
 import os
 import re
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import atomic, duck, layout, s3
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput, CongruencyError
 from bgp_congruency.common.table_docs import DOCS
@@ -54,28 +52,12 @@ def tables() -> dict:
     return {n: d for n, d in DOCS.items() if n not in NOT_IN_LAKE}
 
 
-@functools.cache
-def extension_file(name: str) -> str:
-    """The extension binary its PyPI wheel installed for this DuckDB (duckdb_extension_<name>)."""
-    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
-    ver = duckdb.__version__
-    f = spec and Path(spec.origin).parent / "extensions" / f"v{ver}" / f"{name}.duckdb_extension"
-    if not f or not f.is_file():
-        raise LakeError(f"the DuckDB extension {name} for DuckDB {ver} is not installed "
-                        f"(pip install duckdb-extension-{name.replace('_', '-')}=={ver})")
-    return str(f)
-
-
 def extensions(root) -> tuple[str, ...]:
     kind = location(root).split(":", 1)[0]
     if kind not in EXTENSIONS:
         raise LakeError(f"{layout.catalog_pointer(root)}: names no catalog this project knows ({kind!r}: "
                         "postgres: and a libpq conninfo expected)")
     return EXTENSIONS[kind]
-
-
-#: The extension files whose signature DuckDB checked in this process: (path, size, mtime).
-_CHECKED: set[tuple[str, int, int]] = set()
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -95,21 +77,15 @@ def connection() -> duckdb.DuckDBPyConnection:
 
 def load(con, root) -> None:
     """Load the extensions `root`'s catalog needs into `con` from their wheels (no download),
-    each file's signature checked on its first load in the process (`connection`)."""
-    for name in extensions(root):
-        f = extension_file(name)
-        try:
-            st = os.stat(f)
-        except OSError:  # gone since this process first found it (reinstalled?)
-            extension_file.cache_clear()
-            f = extension_file(name)
-            st = os.stat(f)
-        key = (f, st.st_size, st.st_mtime_ns)
-        if key not in _CHECKED:
-            with closing(duckdb.connect()) as check:  # the default settings: DuckDB checks the signature
-                check.execute(f"LOAD {quote(f)}")
-            _CHECKED.add(key)
-        con.execute(f"LOAD {quote(f)}")
+    each file's signature checked on its first load in the process (`connection`); for a data
+    dir on S3, httpfs and the bucket's secret too (common/s3.py)."""
+    try:
+        for name in extensions(root):
+            duck.load_extension(con, name)
+        if s3.is_s3(root):
+            s3.connect_duckdb(con, root)
+    except duck.MissingExtension as exc:
+        raise LakeError(str(exc)) from None
     con.execute("SET allow_unsigned_extensions = false")  # nothing unchecked from here on
 
 
@@ -119,6 +95,13 @@ def location(root) -> str:
     """The catalog's DuckLake location (what follows `ducklake:`): `postgres:CONNINFO` from
     DATA_DIR/catalog.url, else `sqlite:DATA_DIR/catalog.sqlite`."""
     p = layout.catalog_pointer(root)
+    if s3.is_s3(root):
+        try:
+            return s3.read_text(p).strip()
+        except FileNotFoundError:
+            raise NoCatalog(no_catalog(root)) from None
+        except OSError as exc:
+            raise LakeError(f"{p}: cannot read it from {s3.access(root).where()} ({s3.why(exc)})") from None
     if p.is_file():
         return p.read_text().strip()
     return f"sqlite:{layout.catalog_file(root)}"
@@ -126,6 +109,12 @@ def location(root) -> str:
 
 def exists(root) -> bool:
     """Whether the data dir has a catalog (anything was ever published in it)."""
+    if s3.is_s3(root):
+        try:
+            return s3.exists(layout.catalog_pointer(root))
+        except OSError as exc:
+            raise LakeError(f"{layout.catalog_pointer(root)}: cannot read it from {s3.access(root).where()} "
+                            f"({s3.why(exc)})") from None
     return layout.catalog_pointer(root).is_file() or layout.catalog_file(root).is_file()
 
 
@@ -138,7 +127,9 @@ def catalog_name(root) -> str:
 
 
 def masked(text: str) -> str:
-    """`text` with any password of a libpq conninfo or URI in it replaced by ***."""
+    """`text` with any password of a libpq conninfo or URI, and an S3 secret's key (common/s3.py),
+    in it replaced by ***."""
+    text = re.sub(r"\b(SECRET|SESSION_TOKEN) '(?:[^']|'')*'", r"\1 '***'", text)
     text = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text, flags=re.I)
     return re.sub(r"(\w+://[^:/@\s]*:)[^@\s]*@", r"\1***@", text)
 
@@ -164,6 +155,8 @@ def configure(root, value: str | None) -> None:
     """Make `root`'s catalog the config's `catalog` (None: whatever the data dir has, else
     the SQLite file): written to DATA_DIR/catalog.url before the first publish; a data dir
     whose catalog is elsewhere is BadInput (its tables are there: the config must follow)."""
+    if s3.is_s3(root):
+        return _configure_s3(root, value)
     if value is None:
         return
     want = parse_location(value)
@@ -190,10 +183,37 @@ def configure(root, value: str | None) -> None:
     atomic.write_text(ptr, want + "\n", mode=0o600)  # may hold a password
 
 
+def _configure_s3(root: str, value: str | None) -> None:
+    """`configure` for a data dir on S3: its catalog is PostgreSQL (DuckLake reads a DuckDB or
+    SQLite catalog on S3 only), recorded in the bucket's catalog.url."""
+    ptr = layout.catalog_pointer(root)
+    try:
+        s3.check_bucket(root)
+    except OSError as exc:
+        raise LakeError(f"{root}: cannot reach it at {s3.access(root).where()} ({s3.why(exc)})") from None
+    have = location(root) if exists(root) else None
+    if value is None:
+        if have is None:
+            raise BadInput(f"catalog: {root} is on S3, whose catalog must be a PostgreSQL database "
+                           "(catalog = \"postgresql://USER@HOST:PORT/DB\" in the config)")
+        return
+    want = parse_location(value)
+    if have is not None and have != want:
+        raise BadInput(f"catalog: {root} publishes to {catalog_name(root)}, not to the config's; set catalog to "
+                       "that, or use another data dir")
+    if have is None:
+        try:
+            s3.write_text(ptr, want + "\n")
+        except OSError as exc:
+            raise LakeError(f"{ptr}: cannot write it to {s3.access(root).where()} ({s3.why(exc)})") from None
+
+
 def legacy_months(root) -> dict[str, list[str]]:
     """month -> tables published before the catalog existed (files right in `<table>/month=M/`),
     that no catalog registered yet."""
     out: dict[str, list[str]] = {}
+    if s3.is_s3(root):
+        return out  # the catalog came before any data dir on S3
     for name in tables():
         for d in sorted(Path(root, name).glob(f"{layout.MONTH}*")):
             if any(f.is_file() for f in d.glob("[!._]*.parquet")):
@@ -206,7 +226,8 @@ def no_catalog(root) -> str:
     if legacy_months(root):
         return (f"{root}: its tables were published before the catalog ({layout.CATALOG}); "
                 f"run congruency lake migrate --data-dir {layout.shell_quote(root)} (registers them in place, no copy)")
-    return f"{root}: no published tables (no catalog {layout.CATALOG}; run congruency run for a month first)"
+    name = layout.CATALOG_POINTER if s3.is_s3(root) else layout.CATALOG
+    return f"{root}: no published tables (no catalog {name}; run congruency run for a month first)"
 
 
 def catalog_url(root) -> str:
@@ -218,14 +239,19 @@ def catalog_url(root) -> str:
 def attach_sql(root, *, read_only: bool = True, snapshot: int | None = None, alias: str = ALIAS) -> list[str]:
     """The statements that attach `root`'s catalog as `alias`, for a `duckdb` the user starts
     (`congruency sql --print`): LOAD its extensions, then the ATTACH `attach` runs."""
-    return ([f"LOAD {quote(extension_file(n))}" for n in extensions(root)]
-            + [_attach_statement(root, read_only=read_only, snapshot=snapshot, alias=alias)])
+    try:
+        loads = [f"LOAD {quote(duck.extension_file(n))}" for n in (*extensions(root), *(("httpfs",) if s3.is_s3(root)
+                                                                                           else ()))]
+    except duck.MissingExtension as exc:
+        raise LakeError(str(exc)) from None
+    secret = [s3.duckdb_secret(s3.access(root))] if s3.is_s3(root) else []
+    return loads + secret + [_attach_statement(root, read_only=read_only, snapshot=snapshot, alias=alias)]
 
 
 def _attach_statement(root, *, read_only: bool, snapshot: int | None, alias: str) -> str:
     """The ATTACH of `root`'s catalog as `alias`: a reader read-only, at the data dir's current
     place, at `snapshot` when given; a writer at the recorded place, no rows in the catalog itself."""
-    here = str(Path(root).resolve()) + "/"
+    here = layout.home(root) + "/"
     opts = [f"DATA_PATH {quote(here)}"]
     if read_only:
         opts += ["READ_ONLY", "OVERRIDE_DATA_PATH true"]
@@ -242,7 +268,7 @@ def _attach_statement(root, *, read_only: bool, snapshot: int | None, alias: str
 def attach(con, root, *, read_only: bool = True, snapshot: int | None = None, alias: str = ALIAS) -> None:
     """Attach the data dir's catalog to `con` as `alias` (read-only unless asked; at a past
     snapshot when given). A read-only attach of a data dir with no catalog is NoCatalog."""
-    root = Path(root)
+    root = layout.root_of(root)
     if read_only and not exists(root):
         raise NoCatalog(no_catalog(root))
     try:
@@ -254,7 +280,7 @@ def attach(con, root, *, read_only: bool = True, snapshot: int | None = None, al
         if read_only and "napshot" in str(exc) and snapshot is not None:
             raise BadInput(no_snapshot(root, snapshot)) from None
         home = re.search(r'existing data path in the catalog "([^"]*)"', str(exc))
-        if home and home.group(1).rstrip("/") != str(root.resolve()):
+        if home and home.group(1).rstrip("/") != layout.home(root):
             raise LakeError(moved(root, home.group(1))) from None
         raise LakeError(f"{catalog_name(root)}: {why(exc)}") from None
     if read_only:
@@ -267,7 +293,7 @@ def moved(root, home: str) -> str:
            if location(root).startswith("sqlite:") else
            "a PostgreSQL catalog serves one data dir: give this one its own (catalog, another database), "
            "or relocate after moving it (congruency lake relocate)")
-    return (f"{catalog_name(root)}: the catalog of {home.rstrip('/')}, not of {Path(root).resolve()} "
+    return (f"{catalog_name(root)}: the catalog of {home.rstrip('/')}, not of {layout.home(root)} "
             f"(copied or moved?); {fix}")
 
 
@@ -278,7 +304,7 @@ def _check_relative(con, root, alias: str) -> None:
     meta = f"__ducklake_metadata_{alias}"
     home = con.execute(f"SELECT value FROM {meta}.ducklake_metadata WHERE key = 'data_path' AND scope IS NULL"
                        ).fetchone()
-    here = str(Path(root).resolve()) + "/"
+    here = layout.home(root) + "/"
     if home and home[0] == here or not home:
         _check_spelling(con, root, meta)
         return
@@ -357,7 +383,7 @@ def pinned(root, snapshot: int | None = None, hold: bool = False):
     query): only for a block that writes no catalog (SQLite would refuse a writer while it is
     open). Re-entrant (an inner block with its own `snapshot` reads that one meanwhile); a
     data dir with no catalog yet is not pinned."""
-    key = str(Path(root).resolve())
+    key = layout.home(root)
     before = _pins.get(key)
     if snapshot is None and (before is not None or not exists(root)):
         yield
@@ -384,7 +410,7 @@ def pinned(root, snapshot: int | None = None, hold: bool = False):
 
 
 def pin_of(root) -> int | None:
-    pin = _pins.get(str(Path(root).resolve()))
+    pin = _pins.get(layout.home(root))
     return pin[0] if pin else None
 
 
@@ -393,7 +419,7 @@ def opened(root, *, read_only: bool = True, snapshot: int | None = None):
     """A DuckDB connection with the catalog attached as `lake` (read-only: at the snapshot
     given, or the one `pinned` holds, else the current one), closed after the block: in a
     block pinned with `hold`, a cursor of the block's connection, else a connection of its own."""
-    pin = _pins.get(str(Path(root).resolve())) if read_only else None
+    pin = _pins.get(layout.home(root)) if read_only else None
     if pin is not None and pin[1] is not None and snapshot in (None, pin[0]):
         con = pin[1].cursor()
     else:

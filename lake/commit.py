@@ -19,14 +19,13 @@ table, and a catalog made before that is upgraded by its next publish (`_relativ
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from bgp_congruency.common import atomic, hooks, layout
+from bgp_congruency.common import atomic, hooks, layout, s3
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.tables import sql_type
 from bgp_congruency.lake.attach import (
@@ -81,7 +80,7 @@ def _relative(con, root) -> None:
     if (got is None or got[0] == "") and not misspelled(con, meta):
         return
     con.execute(f"DETACH {ALIAS}")
-    base = str(Path(root).resolve()) + "/"
+    base = layout.home(root) + "/"
     own = meta_connection(root)
     try:
         own.execute("BEGIN")
@@ -208,13 +207,14 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
     place, below `<table>/month=M/`) as the month's rows, in one transaction; `replace` drops
     the month's rows the tables had, `retire` those of tables derived from them (no longer
     true of the new rows: unpublished until they are computed again). Returns the snapshot."""
-    root = Path(root).resolve()
+    home = layout.home(root)
+    root = layout.root_of(home)
     # Every file by its absolute path under the data dir, whatever folder the caller runs in
     # and however it spelled the data dir: DuckLake then registers it relative to the data
     # dir (a path outside it would be registered as given, right only from the caller's folder).
-    folders = {t: str(Path(f).resolve()) for t, f in folders.items()}
+    folders = {t: layout.home(f) for t, f in folders.items()}
     for t, f in folders.items():
-        if not f.startswith(str(root) + "/"):
+        if not f.startswith(home + "/"):
             raise LakeError(f"{f}: not inside the data dir {root}: {t} of {month} is not published")
     with opened(root, read_only=False) as con:
         try:
@@ -231,8 +231,7 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
                     con.execute("CALL ducklake_add_data_files(?, ?, ?, hive_partitioning => true)",
                                 [ALIAS, table, files])
                 # the folder relative to the data dir: still right after a relocate
-                ledger.append((month, table, rows, len(files) if rows else 0,
-                               os.path.relpath(Path(folder).resolve(), Path(root).resolve())))
+                ledger.append((month, table, rows, len(files) if rows else 0, folder.removeprefix(home + "/")))
             for table in retire:
                 con.execute(f"DELETE FROM {ALIAS}.{table} WHERE month = ?", [month])
             gone = (list(folders) if replace else []) + list(retire)
@@ -250,16 +249,21 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
             con.execute("COMMIT")
         except duckdb.Error as exc:
             raise LakeError(f"{catalog_name(root)}: publishing {month} failed: {why(exc)}") from None
-        base = Path(root).resolve()
-        mine = {Path(f).resolve() for f in folders.values()}
+        mine = set(folders.values())
         for rel in empty:  # a publish's own folder (<table>/month=M/<id>), never a migrated month folder
-            if len(Path(rel).parts) == 3 and (base / rel) not in mine:
-                shutil.rmtree(base / rel, ignore_errors=True)
+            if len(Path(rel).parts) == 3 and f"{home}/{rel}" not in mine:
+                if s3.is_s3(home):
+                    s3.Bucket(home).delete(f"{home}/{rel}")
+                else:
+                    shutil.rmtree(f"{home}/{rel}", ignore_errors=True)
         return current(con)
 
 
 def data_files(folder) -> list[str]:
     """The Parquet files of a publish folder the catalog registers, sorted: not Spark's marker
     files (`_SUCCESS`, `.crc`) nor a writer's dot-temp files."""
+    if s3.is_s3(folder):
+        return sorted(f"{folder.rstrip('/')}/{n}" for n in s3.Bucket(folder).children(folder)
+                      if n.endswith(".parquet") and not n.startswith((".", "_")))
     return sorted(str(p) for p in Path(folder).resolve().glob("[!._]*.parquet"))
 

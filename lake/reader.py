@@ -19,6 +19,8 @@ from pathlib import Path
 
 import duckdb
 
+from bgp_congruency.common import layout
+
 #: Statement kinds that may write a file or the catalog: screened by `Reader`.
 _WRITES = {"COPY", "EXPORT", "CREATE", "ALTER", "DROP", "INSERT", "UPDATE", "DELETE", "CREATE_FUNC"}
 _TARGET = re.compile(r"\bTO\s+'((?:[^']|'')*)'", re.I)
@@ -37,7 +39,7 @@ class Reader:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, root: Path):
         object.__setattr__(self, "_con", con)
-        object.__setattr__(self, "_root", str(Path(root).resolve()))
+        object.__setattr__(self, "_root", layout.home(root))
 
     def __getattr__(self, name):
         return getattr(self._con, name)
@@ -69,8 +71,9 @@ class Reader:
             text = s.query
             m = _EXPORT.match(text) if kind == "EXPORT" else _TARGET.search(text) if kind == "COPY" else None
             if m:
-                target = os.path.abspath(m.group(1).replace("''", "'"))
-                if target == self._root or target.startswith(self._root + os.sep):
+                raw = m.group(1).replace("''", "'")
+                target = raw.rstrip("/") if "://" in raw else os.path.abspath(raw)  # s3://: the data dir's own URL
+                if target == self._root or target.startswith(self._root + "/"):
                     raise ReadOnlyError(f"{kind} TO {m.group(1)}: inside the data dir {self._root}, which this "
                                         "connection only reads (lake.connect); write it elsewhere")
             elif kind not in ("COPY", "EXPORT") and (_LAKE.search(text) or self._in_lake() and not _TEMP.search(text)):
@@ -98,4 +101,4 @@ class Reader:
     query = sql
 
     def cursor(self) -> Reader:
-        return Reader(self._con.cursor(), Path(self._root))
+        return Reader(self._con.cursor(), layout.root_of(self._root))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import layout, routes
+from bgp_congruency.common import layout, routes, s3
 from bgp_congruency.common.duck import glob_literal, quote
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.common.tables import MANIFEST, sql_type
@@ -41,21 +41,24 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     and `route_snapshots` (each collector's current generation, common/routes.py) and
     `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
+    bucket = s3.Bucket(root) if s3.is_s3(root) else None
     manifests = [str(layout.manifest_file(root, m)) for m in layout.months_in(root, "manifest")]
-    manifests = [f for f in manifests if Path(f).is_file()]
+    manifests = [f for f in manifests if (bucket.exists(f) if bucket else Path(f).is_file())]
     if manifests:
-        have = set().union(*(pq.read_schema(f).names for f in manifests))
+        have = set().union(*(pq.read_schema(s3.path(f) if bucket else f, filesystem=bucket and bucket.fs).names
+                             for f in manifests))
         cols = ", ".join(f"{_ident(c)}" if c in have else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
                          for c, t in zip(MANIFEST.names, MANIFEST.types))
         out["manifest"] = f"SELECT {cols} FROM read_parquet({_files(manifests)}, union_by_name = true)"
-    gens = {(m, c): g for m in layout.months_in(root, "routes") for c, g in routes.month_generations(root, m).items()}
-    files = [f for g in gens.values() for f in routes.files(g)]
+    gens = {(m, c): got for m in layout.months_in(root, "routes")
+            for c, got in routes.month_input(layout.routes_dir(root, m), bucket).items()}
+    files = [f for fs, _s in gens.values() for f in fs]
     if not files:
         return out
     cols = ", ".join(_ident(c) for c in DOCS["routes"].schema.names)
     out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, "
                      f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})")
-    snaps = [(m, c, i, sn) for (m, c), g in sorted(gens.items()) for i, sn in enumerate(routes.snapshots(g))]
+    snaps = [(m, c, i, sn) for (m, c), (_f, sns) in sorted(gens.items()) for i, sn in enumerate(sns)]
     values = ", ".join(f"({quote(m)}, {quote(c)}, {i}::SMALLINT, {quote(sn.time.strftime('%Y-%m-%d %H:%M:%S+00'))}"
                        f"::TIMESTAMPTZ, {quote(sn.source_file)}, {quote(sn.project)})" for m, c, i, sn in snaps)
     out["route_snapshots"] = (f"SELECT * FROM (VALUES {values}) s(month, collector, snapshot, snapshot_time, "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from bgp_congruency.common import console, hooks, layout, vp_hash
+from bgp_congruency.common import console, hooks, layout, s3, vp_hash
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.locks import LockBusy, lock_path, month_lock, wait_for
 from bgp_congruency.common.months import previous_month
@@ -47,7 +47,7 @@ class Stager(Protocol):
 
 def names_cluster(cfg: Config) -> bool:
     """A Spark cluster is named: a non-local master, cluster storage, or spark-submit's driver."""
-    return (not cfg.spark_master.startswith("local") or layout.is_cluster(cfg.data_dir)
+    return (not cfg.spark_master.startswith("local") or layout.hadoop_only(cfg.data_dir)
             or "PYSPARK_GATEWAY_PORT" in os.environ or bool(os.environ.get("SPARK_SUBMIT_DEPLOY_MODE")))
 
 
@@ -103,6 +103,7 @@ class _StageTicker:
 def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
+        spark_engine.refuse_s3(cfg.data_dir)  # before a JVM starts for nothing
         own = spark is None
         if own:
             spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
@@ -115,7 +116,8 @@ def compare_months(cfg: Config, months: list[str], spark=None, stagers: Sequence
     """Each month on `cfg`'s engine (effective_engine), published on its own with the tables
     `stagers` add (Stager)."""
     # The catalog (and the data dir it needs) before anything is computed.
-    attach.configure(layout.local(cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
+    attach.configure(cfg.data_dir if s3.is_s3(cfg.data_dir) else layout.local(
+        cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
     engine = open_engine(cfg, spark)
     try:
         return [compare_with(engine, cfg, m, stagers) for m in months]
@@ -260,12 +262,12 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
     files stay in place until a vacuum expires their snapshot, however often that month is
     re-published meanwhile (lake/commit.py): a publish commits all of a month's tables at once."""
     pm = previous_month(month)
-    if layout.is_cluster(root):
+    if layout.hadoop_only(root):
         return None, None  # no catalog there (lake/attach.py): compared without transitions
 
-    base = Path(root.removeprefix("file://")).resolve()
-    got = files(base, PREVIOUS_READ, pm)  # one snapshot
-    read = [[os.path.relpath(f, base)] for t in got for f in got[t]]
+    base = layout.home(root)
+    got = files(layout.root_of(base), PREVIOUS_READ, pm)  # one snapshot
+    read = [[f.removeprefix(base + "/") if s3.is_s3(base) else os.path.relpath(f, base)] for t in got for f in got[t]]
     # Published: its month_summary row is there (a table with no rows has no file).
     return ({t: got[t] for t in PREVIOUS_TABLES} if got["month_summary"] else None), read
 

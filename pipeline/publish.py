@@ -19,7 +19,7 @@ import shutil
 import uuid
 from pathlib import Path
 
-from bgp_congruency.common import hooks, layout
+from bgp_congruency.common import hooks, layout, s3
 from bgp_congruency.lake import commit, upkeep
 
 
@@ -54,8 +54,17 @@ class Store:
     def has_files(self, p: str, suffix: str = ".parquet") -> bool:
         return any(n.endswith(suffix) and not n.startswith((".", "_")) for n in self.files(p))
 
+    def staging_root(self) -> str:
+        """Where the month's staging folders are (and a killed run's, for `recover`)."""
+        return self.path(layout.STAGING)
+
     def staging(self, month: str) -> str:
-        return self.path(layout.STAGING, f"{month}-{uuid.uuid4().hex[:8]}")
+        return f"{self.staging_root()}/{month}-{uuid.uuid4().hex[:8]}"
+
+    def stat(self, p: str) -> tuple[int, int]:
+        """(size, modification time in ns) of a file: what a resumed run checks is unchanged."""
+        st = os.stat(p)
+        return st.st_size, st.st_mtime_ns
 
     def children(self, p: str) -> list[str]:
         """Names of the entries directly under p (empty when p does not exist)."""
@@ -94,8 +103,8 @@ class Store:
         """Delete what killed runs of `month` left: their staging folders (but `keep`, the
         one a run resumes), and publish folders the catalog never registered (module
         docstring); returns them. Hold the month lock."""
-        done = [p for n in self.children(self.path(layout.STAGING))
-                if n.startswith(f"{month}-") and (p := self.path(layout.STAGING, n)) != keep]
+        base = self.staging_root()
+        done = [p for n in self.children(base) if n.startswith(f"{month}-") and (p := f"{base}/{n}") != keep]
         if not layout.is_cluster(self.root):
             done += [str(p) for p in upkeep.orphans(layout.local(self.root, "the catalog"), month)]
         for p in done:
@@ -177,3 +186,77 @@ class HadoopStore(Store):
         finally:
             stream.close()
         return bytes(jvm_bytes).decode("utf-8")
+
+
+class ObjectStore(Store):
+    """A data dir on S3 (common/s3.py), for the DuckDB engine: its objects through pyarrow, its
+    staging folders on local disk (DuckDB spills and writes there; a rename on S3 is a copy),
+    one per data dir under the system's temp folder. A publish uploads each staged table to
+    its publish folder, then registers them in one catalog commit (lake/commit.py): until
+    then no reader sees them, and a publish killed before the commit leaves objects no
+    catalog names (lake/upkeep.orphans)."""
+
+    def __init__(self, root: str):
+        self.root = str(root).rstrip("/")
+        self.bucket = s3.Bucket(self.root)
+
+    def staging_root(self) -> str:
+        import hashlib
+        import tempfile
+
+        tag = hashlib.sha256(self.root.encode()).hexdigest()[:12]
+        return os.path.join(tempfile.gettempdir(), f"congruency-s3-{tag}", layout.STAGING)
+
+    def _local(self, p: str) -> bool:
+        return not s3.is_s3(p)
+
+    def exists(self, p: str) -> bool:
+        return os.path.exists(p) if self._local(p) else self.bucket.exists(p)
+
+    def files(self, p: str) -> list[str]:
+        return LocalStore.files(self, p) if self._local(p) else self.bucket.files(p)
+
+    def mkdirs(self, p: str) -> None:
+        if self._local(p):
+            os.makedirs(p, exist_ok=True)  # S3 has no folders
+
+    def rename(self, src: str, dst: str) -> bool:
+        raise OSError(f"{src}: objects are uploaded to S3, not renamed")
+
+    def delete(self, p: str) -> None:
+        LocalStore.delete(self, p) if self._local(p) else self.bucket.delete(p)
+
+    def children(self, p: str) -> list[str]:
+        return LocalStore.children(self, p) if self._local(p) else self.bucket.children(p)
+
+    def read_text(self, p: str) -> str:
+        return Path(p).read_text() if self._local(p) else self.bucket.read_text(p)
+
+    def stat(self, p: str) -> tuple[int, int]:
+        return Store.stat(self, p) if self._local(p) else self.bucket.stat(p)
+
+    def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
+                retire: tuple[str, ...] = ()) -> list[str]:
+        sid = staged.rstrip("/").rsplit("/", 1)[-1]
+        for t in tables:
+            if not os.path.isdir(f"{staged}/{t}"):
+                raise OSError(f"could not publish {t}: {staged}/{t} was not staged")
+        out = {}
+        try:
+            for i, t in enumerate(tables):
+                if i:
+                    hooks.pause("publish")
+                out[t] = self.month(t, month, sid)
+                self.bucket.upload(f"{staged}/{t}", out[t])
+        except OSError as exc:
+            raise OSError(f"{out.get(t, self.root)}: upload to {s3.access(self.root).where()} failed ({s3.why(exc)}); "
+                          "nothing was published") from None
+        commit.publish(self.root, month, out, replace=replace, retire=retire)
+        hooks.pause("published")
+        self.delete(staged)
+        return list(out.values())
+
+
+def store_for(root) -> Store:
+    """The Store of a data dir DuckDB and pyarrow reach (layout.readable): S3's or local disk's."""
+    return ObjectStore(root) if s3.is_s3(root) else LocalStore(root)

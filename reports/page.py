@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 from plotly.offline import get_plotlyjs
 
-from bgp_congruency.common import atomic, hooks
+from bgp_congruency.common import atomic, hooks, s3
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.lake.attach import unreadable
 from bgp_congruency.reports import warehouse
@@ -177,7 +177,8 @@ def num(x) -> str:
 def render(cfg, page, out) -> Path:
     """Render `page(con)` and write it atomically to `out` (a path, or a function giving the default)."""
     try:
-        target = Path(out() if callable(out) else out)
+        target = out() if callable(out) else out
+        target = target if s3.is_s3(target) else Path(target)  # a data dir on S3: the page beside its tables
         con = warehouse.memory(cfg)
     except warehouse.WarehouseError as exc:
         raise ReportError(str(exc)) from None
@@ -189,6 +190,12 @@ def render(cfg, page, out) -> Path:
                           f"{' '.join(str(exc).splitlines()[0].split())}") from None
     finally:
         con.close()
+    if s3.is_s3(target):
+        try:
+            s3.write_text(target, text)  # one PUT: a reader gets the old page or the new
+            return target
+        except OSError as exc:
+            raise ReportError(f"{target}: cannot write the report: {s3.why(exc)}") from None
     try:
         with atomic.replacing(target) as tmp:
             tmp.write_text(text, encoding="utf-8")

@@ -20,9 +20,10 @@ class WarehouseError(CongruencyError):
     """A one-line reason the tables could not be opened."""
 
 
-def data_root(cfg) -> Path:
-    """The local data dir (DuckDB reads the Parquet in place)."""
-    return layout.local(cfg.data_dir, "reading the published tables").resolve()
+def data_root(cfg) -> Path | str:
+    """The data dir, local or s3:// (DuckDB reads the Parquet in place)."""
+    root = layout.readable(cfg.data_dir, "reading the published tables")
+    return root if isinstance(root, str) else root.resolve()
 
 
 def memory(cfg, snapshot: int | None = None, locked: bool = False):

@@ -21,7 +21,7 @@ from bgp_congruency.lake import published
 from bgp_congruency.lake.attach import pinned
 from bgp_congruency.selector import calibration
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import Month, local_root, lookup_origins, resolve_month, table_relation
+from bgp_congruency.selector.month import Month, data_root, lookup_origins, resolve_month, table_relation
 from bgp_congruency.selector.question import (
     MAX_CANDIDATE_PATHS,
     Destination,
@@ -483,7 +483,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     if 2 * len(dests) > MAX_CANDIDATE_PATHS:
         raise HintError(f"--endpoints: at most {MAX_CANDIDATE_PATHS // 2} endpoints, got {len(dests)}")
     # One attached catalog for every read of the question, at one snapshot (it writes nothing).
-    with pinned(local_root(cfg), hold=True):
+    with pinned(data_root(cfg), hold=True):
         month = resolve_month(cfg, month)
         con = duck.connect(cfg)
         try:
@@ -527,7 +527,7 @@ def month_calibration(con, cfg: Config, month: str) -> dict[str, calibration.Fit
     rules, first-hop and neighbours for answers from the source's evidence; the VPs held out,
     and in a generated month the ASes that are no VP), counted in SQL (a few cells, however
     many rows); None before it ran."""
-    if month not in published.months(local_root(cfg), "selector_eval"):
+    if month not in published.months(data_root(cfg), "selector_eval"):
         return None
     rel = table_relation(cfg, "selector_eval", month)
     have = {r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {rel})").fetchall()}

@@ -18,20 +18,21 @@ from bgp_congruency.selector import rules
 from bgp_congruency.selector.question import HintError
 
 
-def local_root(cfg: Config) -> Path:
-    return layout.local(cfg.data_dir, "the path selector")
+def data_root(cfg: Config) -> Path | str:
+    """The data dir the selector reads in place: a local folder or s3://."""
+    return layout.readable(cfg.data_dir, "the path selector")
 
 
 def resolve_month(cfg: Config, month: str | None) -> str:
     """The month asked for (it must be published), or the latest published one."""
     if month is None:
-        months = published.months(local_root(cfg))
+        months = published.months(data_root(cfg))
         if not months:
-            raise HintError(f"{local_root(cfg)}: no published month (run congruency run for the month first)")
+            raise HintError(f"{data_root(cfg)}: no published month (run congruency run for the month first)")
         return months[-1]
     try:
         parse_month(str(month))
-        published.require(local_root(cfg), month)
+        published.require(data_root(cfg), month)
     except ValueError as exc:
         raise HintError(str(exc)) from None
     return month
@@ -43,9 +44,9 @@ def table_relation(cfg: Config, table: str, month: str) -> str:
     relation where the table has no rows (no file), or for ingest's `routes` the month's (with
     `n`, the entries each stands for: common/routes.relation_sql)."""
     if table == "routes":
-        return routes.relation_sql(routes.month_files(local_root(cfg), month)) or \
+        return routes.relation_sql(routes.month_files(data_root(cfg), month)) or \
             "(SELECT NULL::TINYINT AS afi, NULL AS prefix, NULL::UINTEGER AS origin_asn, 0::BIGINT AS n LIMIT 0)"
-    return files_relation(published.files(local_root(cfg), [table], month)[table], table)
+    return files_relation(published.files(data_root(cfg), [table], month)[table], table)
 
 
 def files_relation(files: list[str], table: str) -> str:
@@ -89,7 +90,7 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
             lens.append(n)
     cand = pa.table({"k": keys, "afi": pa.array(afis, pa.int8()), "prefix": cands, "plen": lens})
     con.register("lpm_candidates", cand)
-    if month in published.months(local_root(cfg), "prefix_origins"):  # the month's prefix table, small
+    if month in published.months(data_root(cfg), "prefix_origins"):  # the month's prefix table, small
         src, n = table_relation(cfg, "prefix_origins", month), "sum(e.entries)"
     else:  # a month published before it: every route, counted by its entries
         src, n = table_relation(cfg, "routes", month), "sum(e.n)"
@@ -137,7 +138,7 @@ class Month:
         self.snapshots = month_snapshots(con, cfg, month, self._all_paths)  # the month's, hidden VPs included
         #: The month's as_relationships as a relation (None: not published for the month).
         self.relationships = (table_relation(cfg, "as_relationships", month)
-                              if month in published.months(local_root(cfg), "as_relationships") else None)
+                              if month in published.months(data_root(cfg), "as_relationships") else None)
         self._hide(hidden)
 
     def hiding(self, hidden: frozenset[int]) -> Month:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import duck, layout, routes
+from bgp_congruency.common import duck, routes
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import PREFIX_ORIGINS, sql_type
@@ -21,7 +21,7 @@ def stage(cfg: Config, month: str, staged: str) -> int:
     """Write the month's prefixes and origins into `staged`/prefix_origins from its routes
     (their entries counted; DuckDB under the memory limit, spilling into the staging folder);
     returns the rows."""
-    src = routes.relation_sql(routes.month_files(layout.local(cfg.data_dir, "the prefix table"), month))
+    src = routes.relation_sql(routes.month_files(cfg.data_dir, month))
     out_dir = Path(staged) / TABLE
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / "part-0.parquet"

@@ -34,7 +34,7 @@ from bgp_congruency.pipeline.partitions import limit_bytes
 from bgp_congruency.pipeline.steps import edit_distance_sql
 from bgp_congruency.selector import calibration, rules
 from bgp_congruency.selector.advice import empty_hint, month_calibration
-from bgp_congruency.selector.month import local_root, table_relation
+from bgp_congruency.selector.month import data_root, table_relation
 
 REVEALS = ("none", "first-hop", "neighbours")
 #: rules.CAUTION as a DuckDB list: list_position(CAUTION_SQL, class) ranks a class's caution.
@@ -95,7 +95,7 @@ def setup(con, cfg: Config, month: str, groups: bool = False) -> tuple[int, bool
                     WHEN shared_adjacent THEN 'shared-edge' ELSE 'shared-core' END AS observed
         FROM {table_relation(cfg, 'pairs', month)}""")
     snaps = con.execute("SELECT coalesce(max(snapshots), 0) FROM ev_paths").fetchone()[0]
-    if month in published.months(local_root(cfg), "as_relationships"):
+    if month in published.months(data_root(cfg), "as_relationships"):
         con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_rel AS
             SELECT afi, as1 AS a, as2 AS b, CASE rel WHEN 'p2c' THEN 'customer' ELSE 'peer' END AS b_is
             FROM {table_relation(cfg, 'as_relationships', month)}
@@ -380,7 +380,7 @@ def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
 
 
 def where(cfg: Config) -> Path:
-    return local_root(cfg)
+    return data_root(cfg)
 
 
 # ------------------------------------------------------------------ the site's own advice

@@ -19,9 +19,9 @@ from bgp_congruency.lake import published
 from bgp_congruency.lake.attach import pinned
 from bgp_congruency.lake.commit import data_files
 from bgp_congruency.pipeline.partitions import limit_bytes
-from bgp_congruency.pipeline.publish import LocalStore
+from bgp_congruency.pipeline.publish import store_for
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import files_relation, local_root, month_snapshots, resolve_month
+from bgp_congruency.selector.month import data_root, files_relation, month_snapshots, resolve_month
 
 _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "hops_v4", "hops_v6", "snapshots"]
 
@@ -128,7 +128,7 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
 
 
 def _published_files(cfg: Config, month: str) -> dict[str, list[str]]:
-    return published.files(local_root(cfg), ["pairs", "paths"], month)
+    return published.files(data_root(cfg), ["pairs", "paths"], month)
 
 
 def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
@@ -166,7 +166,7 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
     reads only its two files, no scan of the month per partition), each split again only if
     its pairs need more than the memory limit; else VP hash ranges over the whole month.
     Returns rows per class. `prog`: the caller's rich Progress."""
-    store = LocalStore(local_root(cfg))
+    store = store_for(data_root(cfg))
     con = duck.connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
     try:
         store.mkdirs(f"{staged}/hints")
@@ -215,10 +215,10 @@ def publish(cfg: Config, month: str | None = None, progress=None) -> dict:
     caller's rich Progress (one display), else its own."""
     t0 = time.perf_counter()
     month = resolve_month(cfg, month)
-    store = LocalStore(local_root(cfg))
+    store = store_for(data_root(cfg))
     staged = store.staging(month)
     try:  # every partition reads the pairs and paths of one catalog snapshot
-        with console.progress() if progress is None else nullcontext(progress) as prog, pinned(local_root(cfg)):
+        with console.progress() if progress is None else nullcontext(progress) as prog, pinned(data_root(cfg)):
             classes = stage(cfg, month, staged, _published_files(cfg, month), prog)
             [final] = store.publish(staged, ["hints"], month)
             staged = None

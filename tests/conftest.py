@@ -59,6 +59,24 @@ def fast_backend() -> str:
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    """The session's PostgreSQL server (tests/support/servers.py): each test makes its own database."""
+    from tests.support import servers
+
+    with servers.postgres_server() as pg:
+        yield pg
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """The session's S3 server on loopback (tests/support/servers.py), with a bucket `lake`."""
+    from tests.support import servers
+
+    with servers.s3_server() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
 def config():
     from bgp_congruency.common.config import load
 

@@ -40,6 +40,8 @@ def test_example_config_loads(tmp_path):
     assert cfg.archive_roots == {"ris": "https://ris-mirror.example.net"}
     assert cfg.disk_budget == "400GB" and cfg.spark_conf == {"spark.driver.memory": "8g"}
     assert cfg.method.reserved_asns[2] == (64496, 131071)
+    assert cfg.catalog.startswith("postgresql://")
+    assert (cfg.s3.endpoint, cfg.s3.region, cfg.s3.url_style) == ("https://objects.example.net", "eu-central-1", "path")
     # flags win over the file
     assert cfg.with_overrides(backend="native", days=None).backend == "native"
     assert cfg.with_overrides(days=None).days == (1, 2, 3, 4, 5)

@@ -388,7 +388,7 @@ def test_bad_input_is_one_line_and_leaves_files_intact(multi_month, tmp_path, ca
     # Even a statement that got past the check could not write or change the settings.
     from bgp_congruency.reports import warehouse
     con = warehouse.connect(Config(data_dir=str(data)))
-    from bgp_congruency.lake.attach import extension_file
+    from bgp_congruency.common.duck import extension_file
 
     for sql in (f"COPY (SELECT 1) TO '{tmp_path}/x.csv'", f"ATTACH '{tmp_path}/y.duckdb'", "SET enable_external_access = true",
                 f"LOAD '{extension_file('postgres_scanner')}'"):  # its connection admits unsigned extensions

@@ -24,13 +24,13 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, console, duck, hooks, layout, routes, vp_hash
+from bgp_congruency.common import atomic, console, duck, hooks, layout, routes, s3, vp_hash
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, spark_name, sql_type
 from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.pipeline import steps as S
-from bgp_congruency.pipeline.publish import LocalStore
+from bgp_congruency.pipeline.publish import LocalStore, ObjectStore
 
 
 def _read(files: list[str], hive: bool = False) -> str:
@@ -68,9 +68,9 @@ def _key(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
-def _inputs(files: list[str]) -> list:
+def _inputs(store, files: list[str]) -> list:
     """The month's route files with their sizes and modification times (a merge changes them)."""
-    return [(f, st.st_size, st.st_mtime_ns) for f in files for st in [os.stat(f)]]
+    return [(f, *store.stat(f)) for f in files]
 
 
 def _label(name: str, i: int, k: int) -> str:
@@ -93,9 +93,12 @@ class DuckDBEngine:
         self._work_kept, self._kept, self._private = False, None, None
         self.only: set[str] | None = None  # output tables written (None: all)
 
-    def store(self, root: str) -> LocalStore:
+    def store(self, root: str) -> LocalStore | ObjectStore:
+        if s3.is_s3(root):
+            return ObjectStore(root)
         if layout.is_cluster(root):
-            raise S.JobError(f"{root}: the DuckDB engine reads a local data dir; use --engine spark for cluster storage")
+            raise S.JobError(f"{root}: the DuckDB engine reads a local data dir or s3://; use --engine spark for "
+                             "Hadoop's storage")
         return LocalStore(root)
 
     def open(self, store, src: str, staged: str) -> dict[int, int]:
@@ -114,8 +117,10 @@ class DuckDBEngine:
             spill = os.path.join(staged, "_spill")
             shutil.rmtree(spill, ignore_errors=True)  # a killed run's spill files
         duck.spill_to(self.con, spill)
-        self.src = src
-        inputs = routes.month_input(src)
+        if s3.is_s3(src):
+            s3.connect_duckdb(self.con, src)
+        self.src, self._store = src, store
+        inputs = routes.month_input(src, store)
         self.plan = S.SnapshotPlan.of(inputs)
         self.files = [f for fs, _s in inputs.values() for f in fs]
         if not self.files:
@@ -148,7 +153,7 @@ class DuckDBEngine:
         """The staging folder of a killed run of `month` whose partition work the next run may
         reuse (the newest holding a work database; `run` checks that it was made from the same
         inputs and SQL), or None."""
-        base = store.path(layout.STAGING)
+        base = store.staging_root()
         found = [f"{base}/{n}" for n in store.children(base)
                  if n.startswith(f"{month}-") and os.path.exists(f"{base}/{n}/{WORK_DB}")]
         return max(found, key=lambda p: os.path.getmtime(f"{p}/{WORK_DB}")) if found else None
@@ -181,7 +186,7 @@ class DuckDBEngine:
             self._attach_work(staged)
             self._work_kept = keep
 
-        key1 = _key(k, part_sql, self.plan.times, _inputs(self.files), duckdb.__version__,
+        key1 = _key(k, part_sql, self.plan.times, _inputs(self._store, self.files), duckdb.__version__,
                     [_partition_filter(cuts, i) for i in range(k)],
                     [str(TABLES[t]) for t in sorted(TABLES)], str(TRANSITIONS))
         key2 = _key(key1, rest_sql, prev, keep, staged)
@@ -365,6 +370,9 @@ class DuckDBEngine:
     @staticmethod
     def read_rows(path: str) -> list[dict]:
         """A small Parquet file's rows (the month's manifest)."""
+        if s3.is_s3(path):
+            bucket = s3.Bucket(path)
+            return pq.read_table(s3.path(path), filesystem=bucket.fs).to_pylist() if bucket.exists(path) else []
         return pq.read_table(path).to_pylist() if os.path.exists(path) else []
 
     def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:

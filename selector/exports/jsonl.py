@@ -55,7 +55,8 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
             raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run congruency run --month {month})")
         files = published.files(source.data_dir, ["hints"], month)["hints"]
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
-        source = ds.dataset(files, format="parquet", schema=HINTS).to_batches(
+        paths, fs = published.for_arrow(files)
+        source = ds.dataset(paths, format="parquet", schema=HINTS, filesystem=fs).to_batches(
             batch_size=BATCH, batch_readahead=0, fragment_readahead=0)
     if isinstance(source, pa.Table):
         source = source.to_batches(BATCH)

@@ -1,0 +1,279 @@
+"""A data dir on S3 (common/s3.py), its catalog in PostgreSQL: the real sample month compared
+on DuckDB with every file on the session's S3 server (tests/support/servers.py), equal row for
+row to the session's local run of it (`sample`); read back by a process that has only the
+data dir's URL and the AWS environment; and the faults that must write nothing."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.computed import CONFIG_TOML, SAMPLE_MONTH
+from tests.support.data import needs_data
+from tests.support.month import canon
+
+pytestmark = [needs_data]
+
+MONTH = SAMPLE_MONTH
+
+
+def _cli(*args, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def _clean_env(**aws) -> dict:
+    """This process's environment without any AWS_ setting, plus `aws`."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | aws
+
+
+def _upload(server, local: Path, url: str) -> None:
+    """An ingested month's routes and manifest copied to `url` (what ingest onto S3 writes)."""
+    from pyarrow import fs
+
+    f = fs.S3FileSystem(access_key=server.key_id, secret_key=server.secret, region="us-east-1", scheme="http",
+                        endpoint_override=server.endpoint.removeprefix("http://"))
+    for sub in ("routes", "manifest"):
+        fs.copy_files(str(local / sub / f"month={MONTH}"), f"{url.removeprefix('s3://')}/{sub}/month={MONTH}",
+                      destination_filesystem=f)
+
+
+def _objects(server, url: str) -> list[str]:
+    from pyarrow import fs
+
+    f = fs.S3FileSystem(access_key=server.key_id, secret_key=server.secret, region="us-east-1", scheme="http",
+                        endpoint_override=server.endpoint.removeprefix("http://"))
+    sel = fs.FileSelector(url.removeprefix("s3://"), recursive=True, allow_not_found=True)
+    return sorted(i.path for i in f.get_file_info(sel) if i.type == fs.FileType.File)
+
+
+def _tables(root, monkeypatch=None) -> dict[str, list[tuple]]:
+    """Every published table of the month through lake.connect, canonical; provenance without
+    what names the run (its time, its data dir, its catalog snapshot)."""
+    from bgp_congruency import lake
+    from bgp_congruency.common.tables import MONTH_TABLES
+
+    con = lake.connect(root)
+    try:
+        out = {}
+        for t in MONTH_TABLES:
+            cur = con.execute(f"SELECT * FROM {t} WHERE month = ?", [MONTH])
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+            if t == "provenance":
+                rows = [{k: v for k, v in r.items() if k in ("month", "engine", "entries", "snapshots")} for r in rows]
+            out[t] = canon(rows)
+        return out
+    finally:
+        con.close()
+
+
+def _catalog_tables(postgres, db: str) -> int:
+    r = subprocess.run(["psql", "-h", str(postgres.socket_dir), "-p", postgres.port, "-U", "congruency", "-d", db,
+                        "-tAc", "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.strip())
+
+
+def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingested_2026, sample, tmp_path,
+                                                       monkeypatch):
+    from bgp_congruency.pipeline.publish import ObjectStore
+
+    db = f"s3_{uuid.uuid4().hex[:8]}"
+    conninfo = postgres.database(db)
+    root = f"s3://lake/{db}"
+    _upload(s3_server, ingested_2026, root)
+    cf = tmp_path / "c.toml"
+    # The endpoint from the config's [s3] table, the keys from the AWS environment.
+    cf.write_text(CONFIG_TOML + f'catalog = "postgres:{conninfo}"\n[s3]\nendpoint = "{s3_server.endpoint}"\n')
+    keys = dict(AWS_ACCESS_KEY_ID=s3_server.key_id, AWS_SECRET_ACCESS_KEY=s3_server.secret)
+    r = _cli("compare", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--min-coverage", "0",
+             env=_clean_env(**keys))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"{root}/pairs/month={MONTH}/" in r.stderr.splitlines()[-1]  # where the month was published
+
+    # Nothing of the month stays on local disk: its staging folder was uploaded and removed.
+    staging = Path(ObjectStore(root).staging_root())
+    assert not staging.exists() or not any(staging.iterdir()), list(staging.iterdir())
+    objects = _objects(s3_server, root)
+    assert f"lake/{db}/catalog.url" in objects
+    assert any(o.startswith(f"lake/{db}/pairs/month={MONTH}/") for o in objects)
+
+    # Every table equal, row for row, to the session's local run of the same month.
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    on_s3, local = _tables(root), _tables(sample.data)
+    assert set(on_s3) == set(local)
+    for t in local:
+        assert on_s3[t] == local[t], t
+    assert len(on_s3["pairs"]) == 2167
+
+    # A host with only the data dir's URL and the AWS environment (no config file): the
+    # catalog's URL is in the bucket, the endpoint in AWS_ENDPOINT_URL.
+    env = _clean_env(**s3_server.env())
+    r = _cli("query", "--data-dir", root, "--format", "json", "--sql", "SELECT count(*) AS n FROM pairs", env=env)
+    assert r.returncode == 0, r.stderr
+    assert '"n": 2167' in r.stdout
+    r = _cli("query", "--data-dir", root, "--format", "json", "--sql", "SELECT catalog_snapshot AS s FROM provenance", env=env)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    published_at = json.loads(r.stdout)[0]["s"]
+    r = _cli("query", "--data-dir", root, "--as-of", str(published_at - 1), "--format", "json", "--sql",
+             "SELECT count(*) AS n FROM pairs", env=env)
+    assert r.returncode == 0 and '"n": 0' in r.stdout, r.stdout + r.stderr  # before the month's publish
+    # The analyst's SQL reads the data dir only: not another prefix of the bucket, and writes nothing.
+    r = _cli("query", "--data-dir", root, "--sql", "SELECT count(*) FROM read_parquet('s3://lake/other/*.parquet')",
+             env=env)
+    assert r.returncode == 2 and "Cannot access file" in r.stderr, r.stderr
+    # `sql --print`: the lines to paste, the secret key masked.
+    r = _cli("sql", "--data-dir", root, "--print", env=env)
+    assert r.returncode == 0, r.stderr
+    assert s3_server.secret not in r.stdout and "SECRET '***'" in r.stdout
+    assert "CREATE OR REPLACE VIEW main.pairs" in r.stdout
+    # The selector answers from S3 as it does locally.
+    a = _cli("advise", "--data-dir", root, "--from", "7018", "--to", "AS3356", "--json", env=env)
+    b = _cli("advise", "--data-dir", str(sample.data), "--from", "7018", "--to", "AS3356", "--json",
+             env=_clean_env())
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+    # The tunnel hints export and the month's page, as from the local run.
+    a = _cli("export", "--data-dir", root, "--month", MONTH, "--format", "jsonl", env=env)
+    b = _cli("export", "--data-dir", str(sample.data), "--month", MONTH, "--format", "jsonl", env=_clean_env())
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.count("\n") > 1000, a.stderr + b.stderr
+    r = _cli("report", "--data-dir", root, "--month", MONTH, env=env, timeout=600)
+    page = f"{root}/reports/month={MONTH}/report.html"
+    assert r.returncode == 0 and page in r.stderr, r.stderr
+    assert page.removeprefix("s3://") in _objects(s3_server, root)
+    assert not Path("s3:").exists()  # never a local folder named after the URL
+
+
+def test_s3_faults_say_one_line_and_publish_nothing(s3_server, postgres, ingested_2026, tmp_path):
+    db = f"s3f_{uuid.uuid4().hex[:8]}"
+    conninfo = postgres.database(db)
+    root = f"s3://lake/{db}"
+    _upload(s3_server, ingested_2026, root)
+    cf = tmp_path / "c.toml"
+    cf.write_text(CONFIG_TOML + f'catalog = "postgres:{conninfo}"\n')
+    good = s3_server.env()
+
+    def compare(data_dir: str, config: Path, **env) -> subprocess.CompletedProcess:
+        return _cli("compare", "--month", MONTH, "--data-dir", data_dir, "--config", str(config),
+                    env=_clean_env(**(good | env)), timeout=120)
+
+    def one_line(r, *words):
+        assert r.returncode != 0, r.stdout
+        errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and "Traceback" not in r.stderr, r.stderr
+        for w in words:
+            assert w in errors[0], errors[0]
+
+    one_line(compare(root, cf, AWS_SECRET_ACCESS_KEY="wrong"), root, s3_server.endpoint, "ACCESS_DENIED")
+    one_line(compare("s3://no-such-bucket/x", cf), "s3://no-such-bucket/x", "no bucket no-such-bucket")
+    with __import__("socket").socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    one_line(compare(root, cf, AWS_ENDPOINT_URL=f"http://127.0.0.1:{closed}"), f"http://127.0.0.1:{closed}")
+    bare = tmp_path / "bare.toml"
+    bare.write_text(CONFIG_TOML)
+    one_line(compare(root, bare), "catalog", "PostgreSQL")
+    # None of these wrote to the catalog or the bucket.
+    assert _catalog_tables(postgres, db) == 0
+    assert not any(o.endswith("catalog.url") or "/pairs/" in o for o in _objects(s3_server, root))
+    # And a retry with the right settings completes.
+    r = compare(root, cf)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _catalog_tables(postgres, db) > 0
+
+
+def test_s3_settings_come_the_aws_way_and_the_config_table_wins(tmp_path):
+    """common/s3.access: keys from the environment, else the profile's files; endpoint and
+    region from the [s3] table over the environment over the profile; path style with an
+    endpoint; the secret DuckDB gets says exactly that."""
+    from bgp_congruency.common import s3
+    from bgp_congruency.common.errors import BadInput
+
+    aws = tmp_path / ".aws"
+    aws.mkdir()
+    (aws / "credentials").write_text("[default]\naws_access_key_id = D\naws_secret_access_key = DS\n"
+                                     "[lab]\naws_access_key_id = L\naws_secret_access_key = LS\n")
+    (aws / "config").write_text("[default]\nregion = eu-west-1\n[profile lab]\nregion = ap-south-1\n"
+                                "endpoint_url = http://10.0.0.1:9000\n")
+    home = {"HOME": str(tmp_path)}
+    a = s3.access("s3://b1/x", home)
+    assert (a.key_id, a.secret, a.region, a.endpoint, a.url_style, a.use_ssl) == ("D", "DS", "eu-west-1", None,
+                                                                                "vhost", True)
+    a = s3.access("s3://b1/x", home | {"AWS_PROFILE": "lab"})
+    assert (a.key_id, a.region, a.endpoint, a.url_style, a.use_ssl) == ("L", "ap-south-1", "10.0.0.1:9000", "path",
+                                                                       False)
+    env = home | {"AWS_PROFILE": "lab", "AWS_ACCESS_KEY_ID": "E", "AWS_SECRET_ACCESS_KEY": "ES",
+                  "AWS_REGION": "us-west-2", "AWS_ENDPOINT_URL": "https://objects.example.net/"}
+    a = s3.access("s3://b1/x", env)
+    assert (a.key_id, a.secret, a.region, a.endpoint, a.use_ssl) == ("E", "ES", "us-west-2", "objects.example.net",
+                                                                     True)
+    s3.register("s3://b2/y", s3.S3Params(endpoint="http://127.0.0.1:8333", region="r1", url_style="vhost"))
+    a = s3.access("s3://b2/other", env)  # registered per bucket
+    assert (a.endpoint, a.region, a.url_style, a.use_ssl, a.key_id) == ("127.0.0.1:8333", "r1", "vhost", False, "E")
+    sql = s3.duckdb_secret(a)
+    assert sql == ("CREATE OR REPLACE SECRET congruency_s3 (TYPE s3, REGION 'r1', URL_STYLE 'vhost', USE_SSL false, "
+                   "ENDPOINT '127.0.0.1:8333', KEY_ID 'E', SECRET 'ES')")
+    from bgp_congruency.lake.attach import masked
+
+    assert "'ES'" not in masked(sql) and "SECRET '***'" in masked(sql) and "KEY_ID 'E'" in masked(sql)
+    with pytest.raises(BadInput, match="ftp://x"):
+        s3.access("s3://b1/x", {"AWS_ENDPOINT_URL": "ftp://x"})
+    with pytest.raises(BadInput, match="s3://: not an S3 URL"):
+        s3.split("s3://")
+    assert s3.split("s3://bucket/a/b/") == ("bucket", "a/b")
+
+
+def test_the_s3_server_stopped_mid_upload_publishes_nothing_and_a_retry_completes(postgres, ingested_2026,
+                                                                                 tmp_path):
+    """The endpoint goes away between two tables' uploads (the `publish` pause point): one
+    line naming the object and the endpoint, no month in the catalog, no local staging left;
+    the server back, the same command completes."""
+    from bgp_congruency.pipeline.publish import ObjectStore
+    from tests.support import servers
+
+    db = f"s3k_{uuid.uuid4().hex[:8]}"
+    conninfo = postgres.database(db)
+    root = f"s3://lake/{db}"
+    cf = tmp_path / "c.toml"
+    cf.write_text(CONFIG_TOML + f'catalog = "postgres:{conninfo}"\n')
+    args = [sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", MONTH, "--data-dir", root,
+            "--config", str(cf), "--min-coverage", "0"]
+    flag = tmp_path / "paused"
+    with servers.s3_server() as srv:
+        _upload(srv, ingested_2026, root)
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=_clean_env(**srv.env(), CONGRUENCY_PAUSE_AT="publish",
+                                            CONGRUENCY_PAUSE_FILE=str(flag), CONGRUENCY_PAUSE_S="8"))
+        try:
+            deadline = time.monotonic() + 240
+            while not flag.exists() and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert flag.exists(), p.communicate()[1][-2000:]
+            srv.stop()
+            _out, err = p.communicate(timeout=240)
+        finally:
+            p.kill()
+        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+        assert p.returncode == 1 and len(errors) == 1 and "Traceback" not in err, err[-2000:]
+        assert f"{root}/" in errors[0] and srv.endpoint in errors[0] and "nothing was published" in errors[0], errors
+        staging = Path(ObjectStore(root).staging_root())
+        assert not staging.exists() or not any(staging.iterdir()), list(staging.iterdir())
+        with servers.s3_server(again=srv) as back:
+            env = _clean_env(**back.env())
+            r = _cli("query", "--data-dir", root, "--sql", "SELECT count(*) FROM pairs", env=env)
+            assert r.returncode == 2 and "no published" in r.stderr, r.stdout + r.stderr  # nothing half-published
+            r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+            assert r.returncode == 0, r.stderr[-2000:]
+            r = _cli("query", "--data-dir", root, "--format", "json", "--sql", "SELECT count(*) AS n FROM pairs",
+                     env=env)
+            assert r.returncode == 0 and '"n": 2167' in r.stdout, r.stdout + r.stderr
