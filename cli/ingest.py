@@ -91,8 +91,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise BadInput(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
     cfg = cfg.with_overrides(**overrides)
-    if isinstance(cfg.data_dir, str):
-        raise BadInput(f"--data-dir: ingest writes to a local folder, not {cfg.data_dir}")
+    if isinstance(cfg.data_dir, str) and not cfg.data_dir.startswith("s3://"):
+        raise BadInput(f"--data-dir: ingest writes to a local folder or s3://, not {cfg.data_dir}")
     check_collectors(cfg)
     months.check_days([args.month], cfg.days)
     backends.get(cfg.backend)

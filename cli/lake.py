@@ -41,7 +41,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.common import layout
     from bgp_congruency.lake import attach, upkeep
 
-    root = layout.local(cfg.data_dir, "congruency lake")
+    root = layout.readable(cfg.data_dir, "congruency lake") if args.action in ("snapshots", "vacuum") else \
+        layout.local(cfg.data_dir, f"congruency lake {args.action}")
     if args.action == "snapshots":
         with attach.opened(root) as con:
             out = [{"snapshot": i, "at": str(at), "author": a, "message": m} for i, at, a, m in con.execute(

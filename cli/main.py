@@ -116,7 +116,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     config = Parser(add_help=False)
     config.add_argument("--config", metavar="FILE", help="TOML file with settings (docs/configuration.md)")
     common = Parser(add_help=False, parents=[config])
-    common.add_argument("--data-dir", metavar="DIR", help="where Parquet, the manifest and the cache live (default ./data)")
+    common.add_argument("--data-dir", metavar="DIR", help="where Parquet, the manifest and the cache live: a folder (default ./data) or s3://BUCKET/PREFIX (docs/operations.md)")
     parser = Parser(
         prog="congruency",
         description="IPv4/IPv6 AS-path congruency per dual-stacked vantage point, "

@@ -129,18 +129,21 @@ class _Local:
 def month_input(month_dir: str, fs=None) -> dict[str, tuple[list[str], list[Snapshot]]]:
     """collector -> (the route files of its current generation, its snapshots) under a month's
     routes folder: on local disk, or through `fs` (anything with `children(path)` and
-    `read_text(path)`: the compare's pipeline/publish.Store on cluster storage)."""
+    `read_text(path)`: the compare's pipeline/publish.Store on cluster storage, s3.Bucket)."""
     fs = fs or _Local()
     out = {}
     for name in fs.children(month_dir):
         if not name.startswith("collector="):
             continue
         cdir = f"{str(month_dir).rstrip('/')}/{name}"
-        gens = [n for n in fs.children(cdir) if re.fullmatch(GEN + r"\d{6}", n)]
-        if not gens:
+        gens = sorted((n for n in fs.children(cdir) if re.fullmatch(GEN + r"\d{6}", n)), reverse=True)
+        # The newest whole one: on S3 a generation being uploaded has no snapshots.json yet
+        # (ingest/onto_s3.py); a local one is renamed into place whole.
+        found = next(((g, kids) for g in gens if SNAPSHOTS in (kids := fs.children(f"{cdir}/{g}"))), None)
+        if found is None:
             continue
-        gdir = f"{cdir}/{max(gens)}"
-        parts = sorted(f"{gdir}/{n}" for n in fs.children(gdir) if re.fullmatch(r"part-\d+\.parquet", n))
+        gdir = f"{cdir}/{found[0]}"
+        parts = sorted(f"{gdir}/{n}" for n in found[1] if re.fullmatch(r"part-\d+\.parquet", n))
         out[name.removeprefix("collector=")] = (parts, _snapshots(json.loads(fs.read_text(f"{gdir}/{SNAPSHOTS}"))))
     return out
 

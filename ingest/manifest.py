@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import atomic, layout, s3
 from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.tables import MANIFEST as SCHEMA
 
@@ -73,6 +73,10 @@ def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -
 def read(data_dir: Path, month: str) -> dict[str, dict]:
     """Latest row per slot, as plain dicts."""
     p = path(data_dir, month)
+    if s3.is_s3(p):  # an s3:// data dir's (ingest/onto_s3.py)
+        bucket = s3.Bucket(p)
+        return {r["slot"]: r for r in pq.read_table(s3.path(p), filesystem=bucket.fs).to_pylist()} \
+            if bucket.exists(p) else {}
     if not p.exists():
         return {}
     return {r["slot"]: r for r in pq.read_table(p).to_pylist()}

@@ -20,11 +20,21 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, console, hooks, layout
+from bgp_congruency.common import atomic, console, hooks, layout, s3
 from bgp_congruency.common import routes as stored
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
-from bgp_congruency.ingest import backends, bgpstream_csv, catalogue, discovery, download, framing, manifest, routes
+from bgp_congruency.ingest import (
+    backends,
+    bgpstream_csv,
+    catalogue,
+    discovery,
+    download,
+    framing,
+    manifest,
+    onto_s3,
+    routes,
+)
 from bgp_congruency.ingest.discovery import Slot
 from bgp_congruency.ingest.normalize import to_entries
 from bgp_congruency.ingest.writer import SnapshotWriter, decoded_path, decoded_row
@@ -253,6 +263,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
 
 
 def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
+    if s3.is_s3(cfg.data_dir):  # through a local mirror of the month (ingest/onto_s3.py)
+        return onto_s3.run(cfg, month, run, progress=progress, on_row=on_row)
     backend = backends.get(cfg.backend)
     root = Path(cfg.data_dir)
     # What a killed ingest left (temps of writers and merges that are gone); a live one's stay.

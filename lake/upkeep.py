@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import atomic, layout, s3
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.locks import LockBusy, month_lock
@@ -80,8 +80,9 @@ def relocate(root) -> dict:
 def registered_folders(root) -> set[str]:
     """Every folder holding a file some snapshot registered that is still there (live, or
     let go and not yet deleted by vacuum), and every folder the ledger names as a table's
-    current publish (a table without rows has no registered file, and its folder is no orphan)."""
-    base = Path(root).resolve()
+    current publish (a table without rows has no registered file, and its folder is no orphan).
+    Folders as strings: paths under a local data dir, URLs under an s3:// one."""
+    base = layout.home(root)
     meta = f"__ducklake_metadata_{ALIAS}"
     try:
         with opened(root) as con:  # the catalog's own tables (DuckLake's spec): every snapshot's files
@@ -95,7 +96,7 @@ def registered_folders(root) -> set[str]:
                 f"SELECT table_id, path, path_is_relative FROM {meta}.ducklake_data_file UNION ALL "
                 f"SELECT NULL, path, path_is_relative FROM {meta}.ducklake_files_scheduled_for_deletion"
             ).fetchall()
-            ledger = {str(base / r[0]) for r in con.execute(f"SELECT folder FROM {ALIAS}.{commit.LEDGER}").fetchall()} \
+            ledger = {f"{base}/{r[0]}" for r in con.execute(f"SELECT folder FROM {ALIAS}.{commit.LEDGER}").fetchall()} \
                 if commit.has_ledger(con) else set()
     except NoCatalog:
         return set()
@@ -103,7 +104,7 @@ def registered_folders(root) -> set[str]:
         raise LakeError(f"{catalog_name(root)}: {why(exc)}") from None
     # Paths as this data dir has them: relative ones under it (not under the data path the
     # catalog records, a copy's original), absolute ones under the recorded path moved here.
-    here = str(base) + "/"
+    here = base + "/"
     homes = {t: ((here + sp if sr else sp) + tp if tr else tp) for t, tp, tr, sp, sr in tables_}
     full = [(homes.get(t, here) if t is not None else here) + p if rel else
             here + p[len(data_path):] if p.startswith(data_path) else p for t, p, rel in rows]
@@ -111,14 +112,52 @@ def registered_folders(root) -> set[str]:
     # from: lake/commit.misspelled), the publish folder it names is `<table>/month=M/<id>` of
     # this data dir: that folder is kept. A file scheduled for deletion that vacuum already
     # deleted protects no folder.
+    objects = set(_objects(base)) if s3.is_s3(base) else None
+    there = (lambda p: p in objects) if objects is not None else os.path.exists  # noqa: E731
     out = set()
     for f in full:
-        d = Path(f).parent
-        mine = base.joinpath(*d.parts[-3:]) if len(d.parts) >= 3 and d.parts[-2].startswith(layout.MONTH) else d
-        if (mine / Path(f).name).exists() or os.path.exists(f):
-            out.add(str(mine))
-            out.add(str(d))
+        d, name = f.rsplit("/", 1)
+        parts = d.split("/")
+        mine = here + "/".join(parts[-3:]) if len(parts) >= 3 and parts[-2].startswith(layout.MONTH) else d
+        if there(f"{mine}/{name}") or there(f):
+            out.add(mine)
+            out.add(d)
     return out | ledger
+
+
+def _objects(root: str) -> list[str]:
+    """Every object's URL under an s3:// data dir's published tables."""
+    from pyarrow import fs
+
+    bucket = s3.Bucket(root)
+    out = []
+    for name in tables():
+        sel = fs.FileSelector(s3.path(layout.table_dir(root, name)), recursive=True, allow_not_found=True)
+        out += [s3.SCHEME + i.path for i in bucket.fs.get_file_info(sel) if i.type == fs.FileType.File]
+    return out
+
+
+def _s3_folders(root: str, month: str | None, older_than_s: float | None) -> list[str]:
+    """The publish folders (`<table>/month=M/<id>`) of an s3:// data dir, with every object
+    in them older than `older_than_s` seconds when given."""
+    import time
+
+    from pyarrow import fs
+
+    bucket = s3.Bucket(root)
+    newest: dict[str, float] = {}
+    for name in tables():
+        sel = fs.FileSelector(s3.path(layout.table_dir(root, name)), recursive=True, allow_not_found=True)
+        for i in bucket.fs.get_file_info(sel):
+            if i.type != fs.FileType.File:
+                continue
+            rel = i.path.removeprefix(s3.path(layout.table_dir(root, name)) + "/").split("/")
+            if len(rel) < 3 or not rel[0].startswith(layout.MONTH) or month and rel[0] != layout.month_part(month):
+                continue
+            d = f"{layout.table_dir(root, name)}/{rel[0]}/{rel[1]}"
+            newest[d] = max(newest.get(d, 0.0), (i.mtime_ns or 0) / 1e9)
+    now = time.time()
+    return sorted(d for d, t in newest.items() if older_than_s is None or now - t >= older_than_s)
 
 
 def migrate(root) -> dict[str, list[str]]:
@@ -143,11 +182,16 @@ def migrate(root) -> dict[str, list[str]]:
     return done
 
 
-def orphans(root, month: str | None = None) -> list[Path]:
+def orphans(root, month: str | None = None, older_than_s: float | None = None) -> list:
     """Publish folders (of `month`, or all) no snapshot registered: left by a publish killed
     before its commit, emptied by vacuum, or holding only files without rows (never
     registered, never read). A publish in flight has such a folder too: delete one only
-    under its month's lock (common/locks.py; every publish holds it)."""
+    under its month's lock (common/locks.py; every publish holds it). On S3, where no lock
+    is shared between hosts, only folders whose objects are all `older_than_s` seconds old
+    (a publish uploads and commits in far less than lake_vacuum_grace_s): URLs."""
+    if s3.is_s3(root):
+        known = registered_folders(root)
+        return [d for d in _s3_folders(layout.home(root), month, older_than_s) if d not in known]
     root = Path(root).resolve()
     known = registered_folders(root)
     out = []
@@ -166,8 +210,10 @@ def vacuum(root, keep: int, grace_s: float) -> dict:
     run elsewhere is skipped: its next vacuum does it). Returns counts."""
     if keep < 1:
         raise BadInput(f"keep: {keep}: at least the current snapshot is kept (1 or more)")
-    atomic.require_writable(Path(root), "lake vacuum")
-    commit.repair_in_place(root)  # no misspelled path may point the cleanup at another folder's files
+    on_s3 = s3.is_s3(root)
+    if not on_s3:
+        atomic.require_writable(Path(root), "lake vacuum")
+        commit.repair_in_place(root)  # no misspelled path may point the cleanup at another folder's files
     with opened(root, read_only=False) as con:
         try:
             ids = [r[0] for r in con.execute(f"SELECT snapshot_id FROM {ALIAS}.snapshots() ORDER BY 1").fetchall()]
@@ -180,6 +226,13 @@ def vacuum(root, keep: int, grace_s: float) -> dict:
         except duckdb.Error as exc:
             raise LakeError(f"{catalog_name(root)}: vacuum failed: {why(exc)}") from None
     removed, busy = 0, []
+    if on_s3:
+        bucket = s3.Bucket(root)
+        for d in orphans(root, older_than_s=grace_s):
+            bucket.delete(d)
+            removed += 1
+        return {"snapshots_expired": len(old), "snapshots_kept": len(ids) - len(old), "files_deleted": gone,
+                "folders_removed": removed, "months_busy": busy}
     for month in sorted({d.parent.name.removeprefix(layout.MONTH) for d in orphans(root)}):
         try:
             with month_lock(root, month):  # no publish of it in flight meanwhile

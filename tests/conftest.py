@@ -168,7 +168,7 @@ def hint_month(tmp_path_factory) -> computed.Computed:
 #: file started last would leave the other worker idle at the end. (`make test` passes
 #: --no-loadscope-reorder: xdist would otherwise hand out the files with the most tests first.)
 LONGEST_FIRST = ("test_compare", "test_run", "test_sensitivity", "test_engines", "test_backfill", "test_lake_readers",
-                 "test_lake", "test_reveal", "test_pybgpstream", "test_ingest", "test_export", "test_selector")
+                 "test_s3", "test_lake", "test_reveal", "test_pybgpstream", "test_ingest", "test_export", "test_selector")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,6 +4,7 @@ row to the session's local run of it (`sample`); read back by a process that has
 data dir's URL and the AWS environment; and the faults that must write nothing."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import fast_backend
 from tests.support.computed import CONFIG_TOML, SAMPLE_MONTH
-from tests.support.data import needs_data
+from tests.support.data import ARCHIVE, needs_data
 from tests.support.month import canon
 
 pytestmark = [needs_data]
@@ -83,16 +85,25 @@ def _catalog_tables(postgres, db: str) -> int:
 
 def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingested_2026, sample, tmp_path,
                                                        monkeypatch):
+    from bgp_congruency.ingest.onto_s3 import work_dir
     from bgp_congruency.pipeline.publish import ObjectStore
 
     db = f"s3_{uuid.uuid4().hex[:8]}"
     conninfo = postgres.database(db)
     root = f"s3://lake/{db}"
-    _upload(s3_server, ingested_2026, root)
     cf = tmp_path / "c.toml"
     # The endpoint from the config's [s3] table, the keys from the AWS environment.
     cf.write_text(CONFIG_TOML + f'catalog = "postgres:{conninfo}"\n[s3]\nendpoint = "{s3_server.endpoint}"\n')
     keys = dict(AWS_ACCESS_KEY_ID=s3_server.key_id, AWS_SECRET_ACCESS_KEY=s3_server.secret)
+    # Ingest straight onto S3 (ingest/onto_s3.py); a second run finds every snapshot done.
+    ingest = ("ingest", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--archive-root", str(ARCHIVE),
+              "--days", "30", "--times", "14:00", "--collectors", "route-views2,route-views6",
+              "--backend", fast_backend(), "--json")
+    for done in (0, 2):
+        r = _cli(*ingest, env=_clean_env(**keys))
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert json.loads(r.stdout)["already_done"] == done
+    assert not any(work_dir(root).glob("*/month=*")), list(work_dir(root).rglob("*"))  # only the MRT cache stays
     r = _cli("compare", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--min-coverage", "0",
              env=_clean_env(**keys))
     assert r.returncode == 0, r.stderr[-3000:]
@@ -109,6 +120,12 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
     for k, v in s3_server.env().items():
         monkeypatch.setenv(k, v)
     on_s3, local = _tables(root), _tables(sample.data)
+    # The routes ingest wrote to S3 are the local ingest's, route for route.
+    from bgp_congruency import lake
+
+    digest = "SELECT count(*), sum(hash(collector, peer_asn, peer_ip, prefix, as_path, seen)) FROM routes"
+    with lake.connect(root) as a, lake.connect(ingested_2026) as b:
+        assert a.execute(digest).fetchall() == b.execute(digest).fetchall()
     assert set(on_s3) == set(local)
     for t in local:
         assert on_s3[t] == local[t], t
@@ -122,8 +139,6 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
     assert '"n": 2167' in r.stdout
     r = _cli("query", "--data-dir", root, "--format", "json", "--sql", "SELECT catalog_snapshot AS s FROM provenance", env=env)
     assert r.returncode == 0, r.stderr
-    import json
-
     published_at = json.loads(r.stdout)[0]["s"]
     r = _cli("query", "--data-dir", root, "--as-of", str(published_at - 1), "--format", "json", "--sql",
              "SELECT count(*) AS n FROM pairs", env=env)
@@ -152,6 +167,42 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
     assert r.returncode == 0 and page in r.stderr, r.stderr
     assert page.removeprefix("s3://") in _objects(s3_server, root)
     assert not Path("s3:").exists()  # never a local folder named after the URL
+
+    # vacuum on S3: after a re-publish and a killed publish's leftover, it removes exactly the
+    # objects no kept snapshot needs.
+    r = _cli("compare", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--min-coverage", "0",
+             env=_clean_env(**keys))
+    assert r.returncode == 0, r.stderr[-2000:]
+    from pyarrow import fs
+
+    f = fs.S3FileSystem(access_key=s3_server.key_id, secret_key=s3_server.secret, region="us-east-1", scheme="http",
+                        endpoint_override=s3_server.endpoint.removeprefix("http://"))
+    some = next(o for o in _objects(s3_server, root) if f"/pairs/month={MONTH}/" in o)
+    f.copy_file(some, f"lake/{db}/pairs/month={MONTH}/{MONTH}-0rphan00/part-0.parquet")
+    before = _objects(s3_server, root)
+    r = _cli("lake", "vacuum", "--data-dir", root, "--keep", "1", "--grace", "0", "--json", env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["snapshots_kept"] == 1 and out["folders_removed"] >= 1, out
+    from bgp_congruency.lake.attach import tables
+
+    con = lake.connect(root)
+    try:
+        needed = {u.removeprefix("s3://") for t in tables() for (u,) in con.execute(
+            "SELECT data_file FROM ducklake_list_files('lake', ?)", [t]).fetchall()}
+        needed |= {u.removeprefix("s3://") for (u,) in con.execute(
+            "SELECT data_file FROM ducklake_list_files('lake', 'publishes', schema => '_congruency')").fetchall()}
+        # A current publish of a table without rows registers no file, but its folder is the ledger's.
+        current = tuple(f"lake/{db}/{d}/" for (d,) in con.execute(
+            "SELECT folder FROM lake._congruency.publishes WHERE rows = 0").fetchall())
+    finally:
+        con.close()
+    ingest_and_pages = (f"lake/{db}/routes/", f"lake/{db}/manifest/", f"lake/{db}/reports/", f"lake/{db}/catalog.url")
+    after = [o for o in _objects(s3_server, root) if not o.startswith(ingest_and_pages)]
+    assert current and sorted(o for o in after if not o.startswith(current)) == sorted(needed)
+    assert len(before) > len(after) + len(needed) // 2  # the first publish's files and the orphan went
+    r = _cli("query", "--data-dir", root, "--format", "json", "--sql", "SELECT count(*) AS n FROM pairs", env=env)
+    assert r.returncode == 0 and '"n": 2167' in r.stdout, r.stdout + r.stderr
 
 
 def test_s3_faults_say_one_line_and_publish_nothing(s3_server, postgres, ingested_2026, tmp_path):

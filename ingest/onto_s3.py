@@ -1,0 +1,113 @@
+"""An ingest into an s3:// data dir (common/s3.py): the month's current routes and manifest
+are mirrored into a local work folder, the ingest runs there as on any local data dir
+(decoding, the merge into a new generation, the manifest), and what it changed is uploaded.
+
+S3 has no rename, so the upload's order is what readers rely on: a new generation's route
+files first, its snapshots.json last (common/routes.month_input reads the newest generation
+that has one: a generation without it is one being uploaded), then the manifest in one PUT.
+A run killed before the last upload leaves the month as it was on S3 (and its decoded dumps
+in the work folder, which the next run on this host merges). Generations older than the
+previous one are deleted after the upload (no lock is shared between hosts: a compare that
+began on the previous one still finds it). The work folder's month is removed after the
+upload; the MRT cache stays there, as cache_policy says.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from bgp_congruency.common import console, layout, s3
+from bgp_congruency.common import routes as stored
+from bgp_congruency.common.config import Config
+
+
+def work_dir(root: str) -> Path:
+    """The local folder an s3:// data dir's ingest works in (one per data dir and host)."""
+    tag = hashlib.sha256(str(root).rstrip("/").encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"congruency-s3-{tag}" / "ingest"
+
+
+def _generations(bucket: s3.Bucket, folder: str) -> list[str]:
+    """A collector's whole generations on S3, oldest first: those with their snapshots.json."""
+    import re
+
+    gens = [n for n in bucket.children(folder) if re.fullmatch(stored.GEN + r"\d{6}", n)]
+    return [g for g in sorted(gens) if stored.SNAPSHOTS in bucket.children(f"{folder}/{g}")]
+
+
+def _mirror(bucket: s3.Bucket, root: str, local: Path, month: str) -> dict[str, str | None]:
+    """Copy the month's manifest and each collector's current generation from S3 into `local`;
+    returns collector -> the generation copied (what the upload compares against)."""
+    from pyarrow import fs
+
+    here = {}
+    mdir = layout.routes_dir(root, month)
+    for name in bucket.children(mdir):
+        if not name.startswith("collector="):
+            continue
+        gens = _generations(bucket, f"{mdir}/{name}")
+        if not gens:
+            continue
+        src = f"{mdir}/{name}/{gens[-1]}"
+        dst = Path(layout.routes_dir(local, month)) / name / gens[-1]
+        dst.mkdir(parents=True, exist_ok=True)
+        for n in bucket.children(src):
+            fs.copy_files(f"{s3.path(src)}/{n}", str(dst / n), source_filesystem=bucket.fs,
+                          destination_filesystem=fs.LocalFileSystem())
+        here[name.removeprefix("collector=")] = gens[-1]
+    manifest = layout.manifest_file(root, month)
+    if bucket.exists(manifest):
+        Path(layout.manifest_file(local, month)).parent.mkdir(parents=True, exist_ok=True)
+        fs.copy_files(s3.path(manifest), str(layout.manifest_file(local, month)), source_filesystem=bucket.fs,
+                      destination_filesystem=fs.LocalFileSystem())
+    return here
+
+
+def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[str, str | None]) -> list[str]:
+    """Upload each collector's new generation (files, then snapshots.json), then the manifest;
+    delete generations older than the previous one. Returns the generations uploaded."""
+    from pyarrow import fs
+
+    out = []
+    for c, gen in sorted(stored.month_generations(local, month).items()):
+        if gen.name == before.get(c):
+            continue  # nothing merged into it
+        dst = layout.routes_dir(root, month, c)
+        names = sorted(n for n in os.listdir(gen) if n != stored.SNAPSHOTS)
+        for n in [*names, stored.SNAPSHOTS]:  # snapshots.json last: the generation is whole from it on
+            fs.copy_files(str(gen / n), f"{s3.path(dst)}/{gen.name}/{n}", source_filesystem=fs.LocalFileSystem(),
+                          destination_filesystem=bucket.fs)
+        out.append(f"{dst}/{gen.name}")
+        for old in _generations(bucket, dst)[:-2]:
+            bucket.delete(f"{dst}/{old}")
+    mf = Path(layout.manifest_file(local, month))
+    if mf.is_file():
+        fs.copy_files(str(mf), s3.path(layout.manifest_file(root, month)), source_filesystem=fs.LocalFileSystem(),
+                      destination_filesystem=bucket.fs)
+    return out
+
+
+def run(cfg: Config, month: str, ingest, **kw):
+    """`ingest(cfg, month, **kw)` (ingest/run.run) on a local mirror of the s3:// data dir's
+    month, then its changes uploaded; the Outcome, its manifest path the object's URL."""
+    root = str(cfg.data_dir).rstrip("/")
+    bucket = s3.Bucket(root)
+    try:
+        s3.check_bucket(root)
+    except OSError as exc:
+        raise OSError(f"{root}: cannot reach it at {s3.access(root).where()} ({s3.why(exc)})") from None
+    local = work_dir(root)
+    for sub in ("routes", "manifest"):  # an earlier run's mirror: S3 is the truth
+        shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
+    before = _mirror(bucket, root, local, month)
+    out = ingest(cfg.with_overrides(data_dir=local), month, **kw)
+    uploaded = _upload(bucket, root, local, month, before)
+    if uploaded:
+        console.note(f"{root}: uploaded {', '.join(u.rsplit('/', 3)[-3] + '/' + u.rsplit('/', 1)[-1] for u in uploaded)}")
+    for sub in ("routes", "manifest"):
+        shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
+    out.manifest_path = layout.manifest_file(root, month)
+    return out
