@@ -236,6 +236,7 @@ def render_md(doc: dict) -> str:
     lines += _relationships_section(real.get("relationships") or [])
     lines += _reveal_section(real.get("reveal") or [])
     lines += _route_simulation_section(real.get("route_simulation") or [])
+    lines += _s3_section(real.get("s3") or [])
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
@@ -686,6 +687,22 @@ def _routes_section(runs: list[dict]) -> list[str]:
                      "Spark compare s", "DuckDB peak RSS", "tables", "command"], rows, align="llrrrrrrrll")
 
 
+def _s3_section(runs: list[dict]) -> list[str]:
+    """bench/s3.py: the DuckDB compare with its data dir on a local S3 server against local disk."""
+    if not runs:
+        return []
+    intro = ["`bench/s3.py --data-dir D --month M`: one ingested month copied to a local data dir and to a bucket",
+             "of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency compare`",
+             "(DuckDB, hints and publish included) of each in turn, a fresh process per run, timed whole. Issue 57's",
+             "target: the S3 run at most 1.5x the local one."]
+    rows = [[f"`{Path(r['source']).parent.name}`", f"{r['entries']:,}", r["limit"], _s(r["best"]["local"]),
+             _s(r["best"]["s3"]), _ratio(r["best_ratio"]), "identical" if r["same_tables"] else "DIFFERENT",
+             f"`{r['command']}` ({r['date']}, load after {r['load_after']})"] for r in runs]
+    return _section("The data dir on S3 (bench/s3.py)", intro,
+                    ["month's data dir", "entries", "memory limit", "local s", "S3 s", "S3 / local", "tables",
+                     "command"], rows, align="lrlrrrll")
+
+
 def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
     """min / median / max of a spread (bench/multipath.py)."""
     return " / ".join(fmt.format(x[k]) for k in ("min", "median", "max"))
@@ -1085,7 +1102,8 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("multipath", "multipath.json"),
                          ("relationships", "relationships.json"),
                          ("reveal", "reveal*.json"),
-                         ("route_simulation", "route_simulation.json")):
+                         ("route_simulation", "route_simulation.json"),
+                         ("s3", "s3-compare.json")):
         files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import OUT, machine_facts, write_json  # noqa: E402
+from bench.common import OUT, load_now, machine_facts, write_json  # noqa: E402
 
 
 def main() -> int:
@@ -42,8 +42,11 @@ def main() -> int:
     from tests.support import servers
 
     work = Path(tempfile.mkdtemp(prefix="bench-s3-", dir=OUT))
+    from datetime import datetime, timezone
+
     out: dict = {"month": args.month, "source": str(args.data_dir), "limit": args.limit, "machine": machine_facts(),
-                 "rounds": []}
+                 "rounds": [], "command": "bench/s3.py " + " ".join(sys.argv[1:]),
+                 "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     try:
         with servers.s3_server() as srv, servers.postgres_server() as pg:
             local = work / "local"
@@ -84,6 +87,11 @@ def main() -> int:
             out["same_tables"] = all(same)
             out["best"] = {n: min(r[n] for r in out["rounds"]) for n in dirs}
             out["best_ratio"] = round(out["best"]["s3"] / out["best"]["local"], 3)
+            out["entries"] = int(subprocess.run(
+                [sys.executable, "-m", "bgp_congruency.cli.main", "query", "--data-dir", dirs["local"], "--format", "csv",
+                 "--sql", "SELECT sum(entries_v4 + entries_v6) FROM manifest"], capture_output=True, text=True,
+                env=env, timeout=600).stdout.split()[-1])
+            out["load_after"] = load_now()
             print(f"best: local {out['best']['local']} s, s3 {out['best']['s3']} s: {out['best_ratio']}x; "
                   f"same tables: {out['same_tables']}")
     finally:

