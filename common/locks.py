@@ -38,9 +38,15 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
                wait_s: float = 0.0):
     """Hold the month (exclusively, or shared with other `shared` holders) for the block.
 
-    Waits up to `wait_s` seconds for another holder, then raises LockBusy.
+    Waits up to `wait_s` seconds for another holder, then raises LockBusy. An s3:// data
+    dir's months are locked on this host (its local folder, common/s3.local_dir): S3 has
+    no lock every host sees.
     """
-    if layout.is_cluster(data_dir):
+    if str(data_dir).startswith("s3://"):
+        from bgp_congruency.common import s3
+
+        data_dir = s3.local_dir(data_dir)
+    elif layout.is_cluster(data_dir):
         yield None
         return
     p = lock_path(data_dir, month, part)

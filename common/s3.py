@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import configparser
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bgp_congruency.common.duck import quote
@@ -45,8 +45,8 @@ class S3Params:
 class Access:
     """Everything a client needs to reach a bucket (secrets included: never logged)."""
     key_id: str | None
-    secret: str | None
-    token: str | None
+    secret: str | None = field(repr=False)
+    token: str | None = field(repr=False)
     region: str
     #: host[:port] of the endpoint, or None for AWS.
     endpoint: str | None
@@ -56,6 +56,17 @@ class Access:
     def where(self) -> str:
         """The endpoint as messages name it."""
         return f"{'https' if self.use_ssl else 'http'}://{self.endpoint}" if self.endpoint else "AWS S3"
+
+
+def local_dir(root) -> Path:
+    """The one local folder of an s3:// data dir on this host (its compare's staging and spill,
+    its ingest's mirror and MRT cache, its month locks): under the system's temp folder, named
+    by the data dir's URL."""
+    import hashlib
+    import tempfile
+
+    tag = hashlib.sha256(str(root).rstrip("/").encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"congruency-s3-{tag}"
 
 
 def is_s3(root) -> bool:

@@ -13,29 +13,34 @@ upload; the MRT cache stays there, as cache_policy says.
 """
 from __future__ import annotations
 
-import hashlib
 import os
+import re
 import shutil
-import tempfile
 from pathlib import Path
 
 from bgp_congruency.common import console, layout, s3
 from bgp_congruency.common import routes as stored
 from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.locks import month_lock
+
+
+class S3IngestError(CongruencyError):
+    """Reading or writing the bucket failed; the message names the object and the endpoint."""
 
 
 def work_dir(root: str) -> Path:
-    """The local folder an s3:// data dir's ingest works in (one per data dir and host)."""
-    tag = hashlib.sha256(str(root).rstrip("/").encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"congruency-s3-{tag}" / "ingest"
+    """The local folder an s3:// data dir's ingest works in (common/s3.local_dir)."""
+    return s3.local_dir(root) / "ingest"
+
+
+def _all_generations(bucket: s3.Bucket, folder: str) -> list[str]:
+    return sorted(n for n in bucket.children(folder) if re.fullmatch(stored.GEN + r"\d{6}", n))
 
 
 def _generations(bucket: s3.Bucket, folder: str) -> list[str]:
     """A collector's whole generations on S3, oldest first: those with their snapshots.json."""
-    import re
-
-    gens = [n for n in bucket.children(folder) if re.fullmatch(stored.GEN + r"\d{6}", n)]
-    return [g for g in sorted(gens) if stored.SNAPSHOTS in bucket.children(f"{folder}/{g}")]
+    return [g for g in _all_generations(bucket, folder) if stored.SNAPSHOTS in bucket.children(f"{folder}/{g}")]
 
 
 def _mirror(bucket: s3.Bucket, root: str, local: Path, month: str) -> dict[str, str | None]:
@@ -76,13 +81,16 @@ def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[
         if gen.name == before.get(c):
             continue  # nothing merged into it
         dst = layout.routes_dir(root, month, c)
+        bucket.delete(f"{dst}/{gen.name}")  # what a killed upload of this number left (never read: no snapshots.json)
         names = sorted(n for n in os.listdir(gen) if n != stored.SNAPSHOTS)
         for n in [*names, stored.SNAPSHOTS]:  # snapshots.json last: the generation is whole from it on
             fs.copy_files(str(gen / n), f"{s3.path(dst)}/{gen.name}/{n}", source_filesystem=fs.LocalFileSystem(),
                           destination_filesystem=bucket.fs)
         out.append(f"{dst}/{gen.name}")
-        for old in _generations(bucket, dst)[:-2]:
-            bucket.delete(f"{dst}/{old}")
+        keep = set(_generations(bucket, dst)[-2:])  # the new one and the one a compare may have begun with
+        for old in _all_generations(bucket, dst):
+            if old not in keep and old < gen.name:
+                bucket.delete(f"{dst}/{old}")
     mf = Path(layout.manifest_file(local, month))
     if mf.is_file():
         fs.copy_files(str(mf), s3.path(layout.manifest_file(root, month)), source_filesystem=fs.LocalFileSystem(),
@@ -95,16 +103,22 @@ def run(cfg: Config, month: str, ingest, **kw):
     month, then its changes uploaded; the Outcome, its manifest path the object's URL."""
     root = str(cfg.data_dir).rstrip("/")
     bucket = s3.Bucket(root)
-    try:
-        s3.check_bucket(root)
-    except OSError as exc:
-        raise OSError(f"{root}: cannot reach it at {s3.access(root).where()} ({s3.why(exc)})") from None
     local = work_dir(root)
-    for sub in ("routes", "manifest"):  # an earlier run's mirror: S3 is the truth
-        shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
-    before = _mirror(bucket, root, local, month)
-    out = ingest(cfg.with_overrides(data_dir=local), month, **kw)
-    uploaded = _upload(bucket, root, local, month, before)
+    # One ingest or compare of the month at a time on this host (two would share the mirror).
+    with month_lock(root, month):
+        try:
+            s3.check_bucket(root)
+            for sub in ("routes", "manifest"):  # an earlier run's mirror: S3 is the truth
+                shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
+            before = _mirror(bucket, root, local, month)
+        except OSError as exc:
+            raise S3IngestError(f"{root}: cannot read it at {s3.access(root).where()} ({s3.why(exc)})") from None
+        out = ingest(cfg.with_overrides(data_dir=local), month, **kw)
+        try:
+            uploaded = _upload(bucket, root, local, month, before)
+        except OSError as exc:
+            raise S3IngestError(f"{root}: upload to {s3.access(root).where()} failed ({s3.why(exc)}); the month on "
+                                "S3 is as it was: run the ingest again (it merges what this one decoded)") from None
     if uploaded:
         console.note(f"{root}: uploaded {', '.join(u.rsplit('/', 3)[-3] + '/' + u.rsplit('/', 1)[-1] for u in uploaded)}")
     for sub in ("routes", "manifest"):

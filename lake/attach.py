@@ -198,6 +198,9 @@ def _configure_s3(root: str, value: str | None) -> None:
                            "(catalog = \"postgresql://USER@HOST:PORT/DB\" in the config)")
         return
     want = parse_location(value)
+    if masked(want) != want:  # catalog.url is an object every reader of the bucket reads
+        raise BadInput(f"catalog: {root} is on S3, where the catalog's URL is stored for every reader: give the "
+                       "password through PGPASSWORD or ~/.pgpass, not in catalog")
     if have is not None and have != want:
         raise BadInput(f"catalog: {root} publishes to {catalog_name(root)}, not to the config's; set catalog to "
                        "that, or use another data dir")

@@ -202,11 +202,13 @@ def _create_tables(con, root) -> None:
 
 
 def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, retire: tuple[str, ...] = (),
-            message: str = "") -> int:
+            message: str = "", expect: list[str] | None = None) -> int:
     """Register each table's Parquet files under `folders[table]` (already at their final
     place, below `<table>/month=M/`) as the month's rows, in one transaction; `replace` drops
     the month's rows the tables had, `retire` those of tables derived from them (no longer
-    true of the new rows: unpublished until they are computed again). Returns the snapshot."""
+    true of the new rows: unpublished until they are computed again); `expect`: files the
+    caller put there (an upload to S3), every one of which must still be there (a vacuum
+    with a short grace may have taken a folder no catalog named yet). Returns the snapshot."""
     home = layout.home(root)
     root = layout.root_of(home)
     # Every file by its absolute path under the data dir, whatever folder the caller runs in
@@ -221,10 +223,15 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
             _create_tables(con, root)
             con.execute("BEGIN")
             ledger = []
+            listed = {t: data_files(f) for t, f in folders.items()}
+            lost = sorted(set(expect or ()) - {f for fs in listed.values() for f in fs})
+            if lost:
+                raise LakeError(f"{lost[0]}: uploaded, and gone before the commit ({len(lost)} files; a vacuum "
+                                f"with a short grace?): {month} is not published; run it again")
             for table, folder in folders.items():
                 if replace:
                     con.execute(f"DELETE FROM {ALIAS}.{table} WHERE month = ?", [month])
-                files = data_files(folder)
+                files = listed[table]
                 rows = con.execute("SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($f)",
                                    {"f": [glob_literal(f) for f in files]}).fetchone()[0] if files else 0
                 if rows:  # DuckLake registers no file without rows

@@ -72,7 +72,8 @@ class Reader:
             m = _EXPORT.match(text) if kind == "EXPORT" else _TARGET.search(text) if kind == "COPY" else None
             if m:
                 raw = m.group(1).replace("''", "'")
-                target = raw.rstrip("/") if "://" in raw else os.path.abspath(raw)  # s3://: the data dir's own URL
+                # s3:// (and httpfs's other spellings of it): the data dir's own URL
+                target = re.sub(r"^s3[an]://", "s3://", raw.rstrip("/")) if "://" in raw else os.path.abspath(raw)
                 if target == self._root or target.startswith(self._root + "/"):
                     raise ReadOnlyError(f"{kind} TO {m.group(1)}: inside the data dir {self._root}, which this "
                                         "connection only reads (lake.connect); write it elsewhere")

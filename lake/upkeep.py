@@ -189,9 +189,10 @@ def orphans(root, month: str | None = None, older_than_s: float | None = None) -
     under its month's lock (common/locks.py; every publish holds it). On S3, where no lock
     is shared between hosts, only folders whose objects are all `older_than_s` seconds old
     (a publish uploads and commits in far less than lake_vacuum_grace_s): URLs."""
-    if s3.is_s3(root):
+    if s3.is_s3(root):  # the folders first: a commit landing meanwhile then registers one of them
+        found = _s3_folders(layout.home(root), month, older_than_s)
         known = registered_folders(root)
-        return [d for d in _s3_folders(layout.home(root), month, older_than_s) if d not in known]
+        return [d for d in found if d not in known]
     root = Path(root).resolve()
     known = registered_folders(root)
     out = []

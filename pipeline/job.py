@@ -196,7 +196,8 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
         except JobError as exc:
             res.error = str(exc)
         except OSError as exc:
-            res.error = no_space(root, month, exc) or f"{src}: publishing failed: {exc}"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            res.error = no_space(root, month, exc) or f"{src}: publishing failed: {first}"
         except Exception as exc:
             if console.interrupted(exc):
                 interrupted = True

@@ -191,7 +191,7 @@ class HadoopStore(Store):
 class ObjectStore(Store):
     """A data dir on S3 (common/s3.py), for the DuckDB engine: its objects through pyarrow, its
     staging folders on local disk (DuckDB spills and writes there; a rename on S3 is a copy),
-    one per data dir under the system's temp folder. A publish uploads each staged table to
+    one per data dir and host (common/s3.local_dir). A publish uploads each staged table to
     its publish folder, then registers them in one catalog commit (lake/commit.py): until
     then no reader sees them, and a publish killed before the commit leaves objects no
     catalog names (lake/upkeep.orphans)."""
@@ -201,11 +201,7 @@ class ObjectStore(Store):
         self.bucket = s3.Bucket(self.root)
 
     def staging_root(self) -> str:
-        import hashlib
-        import tempfile
-
-        tag = hashlib.sha256(self.root.encode()).hexdigest()[:12]
-        return os.path.join(tempfile.gettempdir(), f"congruency-s3-{tag}", layout.STAGING)
+        return str(layout.staging_dir(s3.local_dir(self.root)))
 
     def _local(self, p: str) -> bool:
         return not s3.is_s3(p)
@@ -243,15 +239,16 @@ class ObjectStore(Store):
                 raise OSError(f"could not publish {t}: {staged}/{t} was not staged")
         out = {}
         try:
+            uploaded = []
             for i, t in enumerate(tables):
                 if i:
                     hooks.pause("publish")
                 out[t] = self.month(t, month, sid)
-                self.bucket.upload(f"{staged}/{t}", out[t])
+                uploaded += self.bucket.upload(f"{staged}/{t}", out[t])
         except OSError as exc:
             raise OSError(f"{out.get(t, self.root)}: upload to {s3.access(self.root).where()} failed ({s3.why(exc)}); "
                           "nothing was published") from None
-        commit.publish(self.root, month, out, replace=replace, retire=retire)
+        commit.publish(self.root, month, out, replace=replace, retire=retire, expect=uploaded)
         hooks.pause("published")
         self.delete(staged)
         return list(out.values())

@@ -31,6 +31,9 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 pytest_plugins = ["tests.support.fastloop"]
+# No test reaches the real AWS: an S3 client without an endpoint of its own (a test's server)
+# gets a loopback port nothing listens on.
+os.environ.setdefault("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
 
 #: The session's data dirs that tests only read, checked unchanged when the session ends.
 _WATCHED: list[computed.Untouched] = []
