@@ -103,7 +103,9 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
             raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {mc}")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
-        raise BadInput(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}")
+        on_s3 = "; on S3, run congruency ingest, then compare (docs/operations.md)" \
+            if cfg.data_dir.startswith("s3://") else ""
+        raise BadInput(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}{on_s3}")
     flag = "--months" if args.months else "--month"
     check_not_future(months, flag)
     check_days(months, cfg.days)
