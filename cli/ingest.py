@@ -6,7 +6,7 @@ import json
 import sys
 
 from bgp_congruency.cli.main import command_help
-from bgp_congruency.common import console, months
+from bgp_congruency.common import console, months, s3
 from bgp_congruency.common.config import BACKENDS, Config
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.ingest import backends, catalogue, discovery
@@ -91,7 +91,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise BadInput(f"--concurrency: expected 1 or more snapshots at once, got {args.concurrency}")
     cfg = cfg.with_overrides(**overrides)
-    if isinstance(cfg.data_dir, str) and not cfg.data_dir.startswith("s3://"):
+    if isinstance(cfg.data_dir, str) and not s3.is_s3(cfg.data_dir):
         raise BadInput(f"--data-dir: ingest writes to a local folder or s3://, not {cfg.data_dir}")
     check_collectors(cfg)
     months.check_days([args.month], cfg.days)

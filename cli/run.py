@@ -11,7 +11,7 @@ from rich.text import Text
 
 from bgp_congruency.cli.ingest import COLLECTORS_HELP, check_collectors
 from bgp_congruency.cli.main import command_help
-from bgp_congruency.common import console
+from bgp_congruency.common import console, s3
 from bgp_congruency.common.config import ENGINES, Config
 from bgp_congruency.common.errors import BadInput
 
@@ -104,7 +104,7 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
     if isinstance(cfg.data_dir, str):
         on_s3 = "; on S3, run congruency ingest, then compare (docs/operations.md)" \
-            if cfg.data_dir.startswith("s3://") else ""
+            if s3.is_s3(cfg.data_dir) else ""
         raise BadInput(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}{on_s3}")
     flag = "--months" if args.months else "--month"
     check_not_future(months, flag)

@@ -101,8 +101,9 @@ def connect(cfg, spill=None):
         spill_to(con, private_spill(cfg.duckdb_temp_dir or tempfile.gettempdir()))
     else:
         spill_to(con, spill)
-    if str(cfg.data_dir).startswith("s3://"):  # its files are read where they are (common/s3.py)
-        from bgp_congruency.common import s3
+    from bgp_congruency.common import s3  # it builds on this module
+
+    if s3.is_s3(cfg.data_dir):  # its files are read where they are
 
         s3.connect_duckdb(con, cfg.data_dir)
     return con

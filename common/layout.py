@@ -31,6 +31,8 @@ from bgp_congruency.common.errors import BadInput
 #: Hive-style partition folder of a month: `month=YYYY-MM`.
 MONTH = "month="
 STAGING, RUNS = "_staging", "_runs"
+#: The scheme of a data dir on S3 (common/s3.py reaches it).
+S3_SCHEME = "s3://"
 CATALOG, CATALOG_POINTER = "catalog.sqlite", "catalog.url"
 
 
@@ -47,7 +49,7 @@ def is_cluster(root: str | os.PathLike) -> bool:
 def hadoop_only(root: str | os.PathLike) -> bool:
     """True for data dirs only a Hadoop FileSystem (the Spark engine) reaches: every URL but
     s3:// (common/s3.py), which DuckDB and pyarrow reach too."""
-    return is_cluster(root) and not str(root).startswith("s3://")
+    return is_cluster(root) and not str(root).startswith(S3_SCHEME)
 
 
 def root_of(text: str | os.PathLike) -> str | Path:
@@ -60,6 +62,12 @@ def local(root: str | os.PathLike, who: str) -> Path:
     if is_cluster(root):
         raise NotLocal(f"{root}: {who} needs a local data dir, not cluster storage")
     return Path(str(root).removeprefix("file://"))
+
+
+def is_data_file(name: str) -> bool:
+    """A table's data file by its name: Parquet, not a writer's dot-temp nor Spark's markers
+    (`_SUCCESS`, `.crc`)."""
+    return name.endswith(".parquet") and not name.startswith((".", "_"))
 
 
 def home(root: str | os.PathLike) -> str:
@@ -166,8 +174,8 @@ def shell_quote(path) -> str:
 
 def months_in(root, table: str) -> list[str]:
     """The months that have a folder under a table (published or not), sorted."""
-    if str(root).startswith("s3://"):
-        from bgp_congruency.common import s3
+    if str(root).startswith(S3_SCHEME):
+        from bgp_congruency.common import s3  # it reaches the bucket (and imports this module)
 
         d = table_dir(root, table)
         return sorted(n.removeprefix(MONTH) for n in s3.Bucket(root).children(d) if n.startswith(MONTH))

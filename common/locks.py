@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bgp_congruency.common import layout
+from bgp_congruency.common import layout, s3
 from bgp_congruency.common.errors import CongruencyError
 
 
@@ -42,9 +42,7 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
     dir's months are locked on this host (its local folder, common/s3.local_dir): S3 has
     no lock every host sees.
     """
-    if str(data_dir).startswith("s3://"):
-        from bgp_congruency.common import s3
-
+    if s3.is_s3(data_dir):
         data_dir = s3.local_dir(data_dir)
     elif layout.is_cluster(data_dir):
         yield None

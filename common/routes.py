@@ -109,9 +109,8 @@ def files(gen: Path) -> list[str]:
 
 def month_files(root, month: str) -> dict[str, list[str]]:
     """collector -> the files of its current generation (on local disk or S3)."""
-    if s3.is_s3(root):
-        return {c: fs for c, (fs, _s) in month_input(layout.routes_dir(root, month), s3.Bucket(root)).items() if fs}
-    return {c: files(g) for c, g in month_generations(root, month).items()}
+    got = month_input(layout.routes_dir(root, month), s3.Bucket(root) if s3.is_s3(root) else None)
+    return {c: fs for c, (fs, _s) in got.items()}
 
 
 class _Local:

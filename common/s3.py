@@ -22,10 +22,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bgp_congruency.common import layout
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 
-SCHEME = "s3://"
+SCHEME = layout.S3_SCHEME
 URL_STYLES = ("path", "vhost")
 
 
@@ -183,13 +184,6 @@ def path(url: str) -> str:
     return str(url).removeprefix(SCHEME).rstrip("/")
 
 
-def exists(url: str) -> bool:
-    """Whether the object `url` exists (a small file: a pointer, a state)."""
-    from pyarrow import fs
-
-    return filesystem(url).get_file_info(path(url)).type == fs.FileType.File
-
-
 def check_bucket(root: str) -> None:
     """BadInput naming the bucket and the endpoint when `root`'s bucket does not exist (a
     server that makes buckets on a first write would otherwise make a misspelled one);
@@ -200,17 +194,6 @@ def check_bucket(root: str) -> None:
     if filesystem(root).get_file_info(bucket).type == fs.FileType.NotFound:
         raise BadInput(f"{root}: no bucket {bucket} at {access(root).where()} (create it first; "
                        "names are DNS-like: lower case, digits, dots and hyphens)")
-
-
-def read_text(url: str) -> str:
-    with filesystem(url).open_input_stream(path(url)) as f:
-        return f.read().decode()
-
-
-def write_text(url: str, text: str) -> None:
-    """Write a small object whole (S3 has no partial objects: a reader sees the old or the new)."""
-    with filesystem(url).open_output_stream(path(url)) as f:
-        f.write(text.encode())
 
 
 def why(exc: BaseException) -> str:
@@ -252,6 +235,11 @@ class Bucket:
         with self.fs.open_input_stream(path(url)) as f:
             return f.read().decode()
 
+    def write_text(self, url: str, text: str) -> None:
+        """A small object written whole (S3 has no partial objects: a reader sees the old or the new)."""
+        with self.fs.open_output_stream(path(url)) as f:
+            f.write(text.encode())
+
     def stat(self, url: str) -> tuple[int, int]:
         """(size, modification time in ns) of an object."""
         i = self.fs.get_file_info(path(url))
@@ -272,7 +260,7 @@ class Bucket:
         to the prefix `url`; returns their URLs."""
         from pyarrow import fs
 
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".parquet") and not n.startswith((".", "_")))
+        names = sorted(n for n in os.listdir(folder) if layout.is_data_file(n))
         for n in names:
             fs.copy_files(os.path.join(folder, n), f"{path(url)}/{n}", source_filesystem=fs.LocalFileSystem(),
                           destination_filesystem=self.fs)

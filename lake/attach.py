@@ -53,11 +53,12 @@ def tables() -> dict:
 
 
 def extensions(root) -> tuple[str, ...]:
+    """The extensions attaching `root`'s catalog needs: its kind's, and httpfs for a data dir on S3."""
     kind = location(root).split(":", 1)[0]
     if kind not in EXTENSIONS:
         raise LakeError(f"{layout.catalog_pointer(root)}: names no catalog this project knows ({kind!r}: "
                         "postgres: and a libpq conninfo expected)")
-    return EXTENSIONS[kind]
+    return EXTENSIONS[kind] + (("httpfs",) if s3.is_s3(root) else ())
 
 
 def connection() -> duckdb.DuckDBPyConnection:
@@ -82,10 +83,10 @@ def load(con, root) -> None:
     try:
         for name in extensions(root):
             duck.load_extension(con, name)
-        if s3.is_s3(root):
-            s3.connect_duckdb(con, root)
     except duck.MissingExtension as exc:
         raise LakeError(str(exc)) from None
+    if s3.is_s3(root):
+        con.execute(s3.duckdb_secret(s3.access(root)))
     con.execute("SET allow_unsigned_extensions = false")  # nothing unchecked from here on
 
 
@@ -97,7 +98,7 @@ def location(root) -> str:
     p = layout.catalog_pointer(root)
     if s3.is_s3(root):
         try:
-            return s3.read_text(p).strip()
+            return s3.Bucket(root).read_text(p).strip()
         except FileNotFoundError:
             raise NoCatalog(no_catalog(root)) from None
         except OSError as exc:
@@ -111,7 +112,7 @@ def exists(root) -> bool:
     """Whether the data dir has a catalog (anything was ever published in it)."""
     if s3.is_s3(root):
         try:
-            return s3.exists(layout.catalog_pointer(root))
+            return s3.Bucket(root).exists(layout.catalog_pointer(root))
         except OSError as exc:
             raise LakeError(f"{layout.catalog_pointer(root)}: cannot read it from {s3.access(root).where()} "
                             f"({s3.why(exc)})") from None
@@ -206,7 +207,7 @@ def _configure_s3(root: str, value: str | None) -> None:
                        "that, or use another data dir")
     if have is None:
         try:
-            s3.write_text(ptr, want + "\n")
+            s3.Bucket(root).write_text(ptr, want + "\n")
         except OSError as exc:
             raise LakeError(f"{ptr}: cannot write it to {s3.access(root).where()} ({s3.why(exc)})") from None
 
@@ -243,8 +244,7 @@ def attach_sql(root, *, read_only: bool = True, snapshot: int | None = None, ali
     """The statements that attach `root`'s catalog as `alias`, for a `duckdb` the user starts
     (`congruency sql --print`): LOAD its extensions, then the ATTACH `attach` runs."""
     try:
-        loads = [f"LOAD {quote(duck.extension_file(n))}" for n in (*extensions(root), *(("httpfs",) if s3.is_s3(root)
-                                                                                           else ()))]
+        loads = [f"LOAD {quote(duck.extension_file(n))}" for n in extensions(root)]
     except duck.MissingExtension as exc:
         raise LakeError(str(exc)) from None
     secret = [s3.duckdb_secret(s3.access(root))] if s3.is_s3(root) else []

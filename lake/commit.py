@@ -270,7 +270,6 @@ def data_files(folder) -> list[str]:
     """The Parquet files of a publish folder the catalog registers, sorted: not Spark's marker
     files (`_SUCCESS`, `.crc`) nor a writer's dot-temp files."""
     if s3.is_s3(folder):
-        return sorted(f"{folder.rstrip('/')}/{n}" for n in s3.Bucket(folder).children(folder)
-                      if n.endswith(".parquet") and not n.startswith((".", "_")))
+        return sorted(f"{folder.rstrip('/')}/{n}" for n in s3.Bucket(folder).children(folder) if layout.is_data_file(n))
     return sorted(str(p) for p in Path(folder).resolve().glob("[!._]*.parquet"))
 

@@ -77,11 +77,12 @@ def relocate(root) -> dict:
     return {"from": old, "to": new, "paths": n, "repaired": repaired}
 
 
-def registered_folders(root) -> set[str]:
+def registered_folders(root, objects: dict[str, float] | None = None) -> set[str]:
     """Every folder holding a file some snapshot registered that is still there (live, or
     let go and not yet deleted by vacuum), and every folder the ledger names as a table's
     current publish (a table without rows has no registered file, and its folder is no orphan).
-    Folders as strings: paths under a local data dir, URLs under an s3:// one."""
+    Folders as strings: paths under a local data dir, URLs under an s3:// one, whose objects
+    `objects` lists (`_listing`; listed here when not given)."""
     base = layout.home(root)
     meta = f"__ducklake_metadata_{ALIAS}"
     try:
@@ -112,8 +113,9 @@ def registered_folders(root) -> set[str]:
     # from: lake/commit.misspelled), the publish folder it names is `<table>/month=M/<id>` of
     # this data dir: that folder is kept. A file scheduled for deletion that vacuum already
     # deleted protects no folder.
-    objects = set(_objects(base)) if s3.is_s3(base) else None
-    there = (lambda p: p in objects) if objects is not None else os.path.exists  # noqa: E731
+    if s3.is_s3(base) and objects is None:
+        objects = _listing(base)
+    there = objects.__contains__ if s3.is_s3(base) else os.path.exists
     out = set()
     for f in full:
         d, name = f.rsplit("/", 1)
@@ -125,37 +127,31 @@ def registered_folders(root) -> set[str]:
     return out | ledger
 
 
-def _objects(root: str) -> list[str]:
-    """Every object's URL under an s3:// data dir's published tables."""
+def _listing(root: str) -> dict[str, float]:
+    """URL -> modification time (s) of every object under an s3:// data dir's published tables."""
     from pyarrow import fs
 
     bucket = s3.Bucket(root)
-    out = []
+    out = {}
     for name in tables():
         sel = fs.FileSelector(s3.path(layout.table_dir(root, name)), recursive=True, allow_not_found=True)
-        out += [s3.SCHEME + i.path for i in bucket.fs.get_file_info(sel) if i.type == fs.FileType.File]
+        out.update({s3.SCHEME + i.path: (i.mtime_ns or 0) / 1e9 for i in bucket.fs.get_file_info(sel)
+                    if i.type == fs.FileType.File})
     return out
 
 
-def _s3_folders(root: str, month: str | None, older_than_s: float | None) -> list[str]:
-    """The publish folders (`<table>/month=M/<id>`) of an s3:// data dir, with every object
-    in them older than `older_than_s` seconds when given."""
+def _s3_folders(root: str, objects: dict[str, float], month: str | None, older_than_s: float | None) -> list[str]:
+    """The publish folders (`<table>/month=M/<id>`) among `objects` (of `month` when given),
+    with every object in them older than `older_than_s` seconds when given."""
     import time
 
-    from pyarrow import fs
-
-    bucket = s3.Bucket(root)
     newest: dict[str, float] = {}
-    for name in tables():
-        sel = fs.FileSelector(s3.path(layout.table_dir(root, name)), recursive=True, allow_not_found=True)
-        for i in bucket.fs.get_file_info(sel):
-            if i.type != fs.FileType.File:
-                continue
-            rel = i.path.removeprefix(s3.path(layout.table_dir(root, name)) + "/").split("/")
-            if len(rel) < 3 or not rel[0].startswith(layout.MONTH) or month and rel[0] != layout.month_part(month):
-                continue
-            d = f"{layout.table_dir(root, name)}/{rel[0]}/{rel[1]}"
-            newest[d] = max(newest.get(d, 0.0), (i.mtime_ns or 0) / 1e9)
+    for url, t in objects.items():
+        d, _name = url.rsplit("/", 1)
+        parts = d.removeprefix(root + "/").split("/")
+        if len(parts) != 3 or not parts[1].startswith(layout.MONTH) or month and parts[1] != layout.month_part(month):
+            continue
+        newest[d] = max(newest.get(d, 0.0), t)
     now = time.time()
     return sorted(d for d, t in newest.items() if older_than_s is None or now - t >= older_than_s)
 
@@ -189,9 +185,10 @@ def orphans(root, month: str | None = None, older_than_s: float | None = None) -
     under its month's lock (common/locks.py; every publish holds it). On S3, where no lock
     is shared between hosts, only folders whose objects are all `older_than_s` seconds old
     (a publish uploads and commits in far less than lake_vacuum_grace_s): URLs."""
-    if s3.is_s3(root):  # the folders first: a commit landing meanwhile then registers one of them
-        found = _s3_folders(layout.home(root), month, older_than_s)
-        known = registered_folders(root)
+    if s3.is_s3(root):  # the objects first: a commit landing meanwhile then registers one of them
+        objects = _listing(layout.home(root))
+        found = _s3_folders(layout.home(root), objects, month, older_than_s)
+        known = registered_folders(root, objects)
         return [d for d in found if d not in known]
     root = Path(root).resolve()
     known = registered_folders(root)
@@ -227,18 +224,15 @@ def vacuum(root, keep: int, grace_s: float) -> dict:
         except duckdb.Error as exc:
             raise LakeError(f"{catalog_name(root)}: vacuum failed: {why(exc)}") from None
     removed, busy = 0, []
-    if on_s3:
-        bucket = s3.Bucket(root)
-        for d in orphans(root, older_than_s=grace_s):
-            bucket.delete(d)
-            removed += 1
-        return {"snapshots_expired": len(old), "snapshots_kept": len(ids) - len(old), "files_deleted": gone,
-                "folders_removed": removed, "months_busy": busy}
-    for month in sorted({d.parent.name.removeprefix(layout.MONTH) for d in orphans(root)}):
+    # On S3 the month lock is this host's only (common/locks.py): an unregistered folder must
+    # also be older than the grace, which a publish in flight elsewhere is not.
+    age = grace_s if on_s3 else None
+    remove = s3.Bucket(root).delete if on_s3 else shutil.rmtree
+    for month in sorted({str(d).rsplit("/", 2)[-2].removeprefix(layout.MONTH) for d in orphans(root, older_than_s=age)}):
         try:
             with month_lock(root, month):  # no publish of it in flight meanwhile
-                for d in orphans(root, month):
-                    shutil.rmtree(d)
+                for d in orphans(root, month, older_than_s=age):
+                    remove(d)
                     removed += 1
         except LockBusy:
             busy.append(month)

@@ -199,37 +199,39 @@ class ObjectStore(Store):
     def __init__(self, root: str):
         self.root = str(root).rstrip("/")
         self.bucket = s3.Bucket(self.root)
+        self.disk = LocalStore(s3.local_dir(self.root))  # the staging folders
 
     def staging_root(self) -> str:
-        return str(layout.staging_dir(s3.local_dir(self.root)))
+        return self.disk.staging_root()
 
-    def _local(self, p: str) -> bool:
-        return not s3.is_s3(p)
+    def _on(self, p: str):
+        """Where `p` is: the bucket (an s3:// URL) or the local disk (a staging folder)."""
+        return self.bucket if s3.is_s3(p) else self.disk
 
     def exists(self, p: str) -> bool:
-        return os.path.exists(p) if self._local(p) else self.bucket.exists(p)
+        return self._on(p).exists(p)
 
     def files(self, p: str) -> list[str]:
-        return LocalStore.files(self, p) if self._local(p) else self.bucket.files(p)
+        return self._on(p).files(p)
 
     def mkdirs(self, p: str) -> None:
-        if self._local(p):
-            os.makedirs(p, exist_ok=True)  # S3 has no folders
+        if not s3.is_s3(p):  # S3 has no folders
+            self.disk.mkdirs(p)
 
     def rename(self, src: str, dst: str) -> bool:
         raise OSError(f"{src}: objects are uploaded to S3, not renamed")
 
     def delete(self, p: str) -> None:
-        LocalStore.delete(self, p) if self._local(p) else self.bucket.delete(p)
+        self._on(p).delete(p)
 
     def children(self, p: str) -> list[str]:
-        return LocalStore.children(self, p) if self._local(p) else self.bucket.children(p)
+        return self._on(p).children(p)
 
     def read_text(self, p: str) -> str:
-        return Path(p).read_text() if self._local(p) else self.bucket.read_text(p)
+        return self._on(p).read_text(p)
 
     def stat(self, p: str) -> tuple[int, int]:
-        return Store.stat(self, p) if self._local(p) else self.bucket.stat(p)
+        return self._on(p).stat(p)
 
     def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
                 retire: tuple[str, ...] = ()) -> list[str]:

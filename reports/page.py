@@ -192,7 +192,7 @@ def render(cfg, page, out) -> Path:
         con.close()
     if s3.is_s3(target):
         try:
-            s3.write_text(target, text)  # one PUT: a reader gets the old page or the new
+            s3.Bucket(target).write_text(target, text)  # one PUT: a reader gets the old page or the new
             return target
         except OSError as exc:
             raise ReportError(f"{target}: cannot write the report: {s3.why(exc)}") from None
