@@ -196,6 +196,26 @@ def check_bucket(root: str) -> None:
                        "names are DNS-like: lower case, digits, dots and hyphens)")
 
 
+def for_arrow(files: list[str]) -> tuple[list[str], object]:
+    """Parquet files, local or on S3, as pyarrow opens them: (paths, filesystem), the
+    filesystem None for local files and the bucket's S3FileSystem for s3:// ones."""
+    files = [str(f) for f in files]
+    if files and is_s3(files[0]):
+        return [path(f) for f in files], Bucket(files[0]).fs
+    return files, None
+
+
+def read_rows(file) -> list[dict]:
+    """A small Parquet file's rows (a manifest), local or on S3; [] where there is none."""
+    import pyarrow.parquet as pq
+
+    there = Bucket(file).exists(file) if is_s3(file) else os.path.isfile(file)
+    if not there:
+        return []
+    [p], fs = for_arrow([file])
+    return pq.read_table(p, filesystem=fs).to_pylist()
+
+
 def why(exc: BaseException) -> str:
     """An S3 client's error in one line: pyarrow's and DuckDB's carry the request's details
     over several lines; the first names what went wrong."""

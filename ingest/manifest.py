@@ -72,14 +72,7 @@ def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -
 
 def read(data_dir: Path, month: str) -> dict[str, dict]:
     """Latest row per slot, as plain dicts."""
-    p = path(data_dir, month)
-    if s3.is_s3(p):  # an s3:// data dir's (ingest/onto_s3.py)
-        bucket = s3.Bucket(p)
-        return {r["slot"]: r for r in pq.read_table(s3.path(p), filesystem=bucket.fs).to_pylist()} \
-            if bucket.exists(p) else {}
-    if not p.exists():
-        return {}
-    return {r["slot"]: r for r in pq.read_table(p).to_pylist()}
+    return {r["slot"]: r for r in s3.read_rows(path(data_dir, month))}  # local, or S3 (ingest/onto_s3.py)
 
 
 def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = frozenset()) -> Path:

@@ -99,16 +99,8 @@ def read(root: str | Path, table: str, month: str) -> pa.Table:
     found = files(root, [table], month)[table]
     if not found:
         return DOCS[table].schema.empty_table().drop_columns(["month"])
-    paths, fs = for_arrow(found)
+    paths, fs = s3.for_arrow(found)
     return pq.read_table(paths, partitioning=None, filesystem=fs)
-
-
-def for_arrow(found: list[str]) -> tuple[list[str], object]:
-    """Published files as pyarrow opens them: (paths, filesystem), the filesystem None for
-    local files and the data dir's S3FileSystem for s3:// ones (common/s3.py)."""
-    if found and s3.is_s3(found[0]):
-        return [s3.path(f) for f in found], s3.Bucket(found[0]).fs
-    return found, None
 
 
 def listing(root: str | Path, tables, months_: list[str] | None = None) -> list:

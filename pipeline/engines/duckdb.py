@@ -370,10 +370,7 @@ class DuckDBEngine:
     @staticmethod
     def read_rows(path: str) -> list[dict]:
         """A small Parquet file's rows (the month's manifest)."""
-        if s3.is_s3(path):
-            bucket = s3.Bucket(path)
-            return pq.read_table(s3.path(path), filesystem=bucket.fs).to_pylist() if bucket.exists(path) else []
-        return pq.read_table(path).to_pylist() if os.path.exists(path) else []
+        return s3.read_rows(path)
 
     def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:
         """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""

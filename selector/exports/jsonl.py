@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from bgp_congruency.common import atomic, duck
+from bgp_congruency.common import atomic, duck, s3
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.duck import quote
 from bgp_congruency.common.tables import HINTS
@@ -55,7 +55,7 @@ def _batches(source, month: str | None) -> Iterator[pa.RecordBatch | Mapping]:
             raise FileNotFoundError(f"{source.data_dir}: no published hints for {month} (run congruency run --month {month})")
         files = published.files(source.data_dir, ["hints"], month)["hints"]
         # No read-ahead: it held ~1.2 GiB of decoded batches at 1M hints, for no speed.
-        paths, fs = published.for_arrow(files)
+        paths, fs = s3.for_arrow(files)
         source = ds.dataset(paths, format="parquet", schema=HINTS, filesystem=fs).to_batches(
             batch_size=BATCH, batch_readahead=0, fragment_readahead=0)
     if isinstance(source, pa.Table):
