@@ -19,7 +19,7 @@ BUILD_PINS := requirements/build.txt
 JOBS   ?= 4
 PROJECT_DIRS := cli common congruency dags dataplane ingest lake pipeline relationships reports runner selector synth
 
-.PHONY: demo test check setup installs airflow-setup system-deps check-java clean bgpstream libbgpstream layers lint lock fast native-tests
+.PHONY: demo test check setup installs airflow-setup system-deps check-java s3a-jars clean bgpstream libbgpstream layers lint lock fast native-tests
 
 # A venv with uv in it, then the lock file's packages (--no-deps: nothing is resolved) and
 # the project itself, editable (its build requirements pinned too).
@@ -82,13 +82,21 @@ airflow-setup: $(AFBIN)/.native
 check-java:
 	@$(BIN)/python -c "from bgp_congruency.pipeline.spark_session import java_problem as p; import sys; m = p(); m and print('error: ' + m, file=sys.stderr); sys.exit(1 if m else 0)"
 
+# Hadoop's S3A connector for Spark on an s3:// data dir (pipeline/s3a.py): three jars from
+# Maven Central into the Maven cache (~/.m2/repository, or MAVEN_REPO_LOCAL), Maven's
+# checksums strict, then each checked against the SHA-256 pinned there (a second run
+# fetches nothing and checks again, about 2 s).
+s3a-jars: $(BIN)/.installed system-deps
+	@$(BIN)/python -m bgp_congruency.pipeline.s3a fetch >/dev/null
+
 # Debian packages the tests use, and those libbgpstream's build needs, in one apt-get run
 # (installed when missing; needs root, as on CI machines):
 # bgpdump: the reference decoder (tests/test_native.py); java: the Spark engine;
 # chromium: the reports in headless Chromium (tests/test_reports.py); iproute2, procps:
 # network namespaces and MPTCP (tests/test_mptcp_kernel.py); shellcheck: the generated MPTCP
-# scripts; scamper: `congruency trace`; autotools and -dev packages: libbgpstream.
-TEST_DEBS := bgpdump bzip2 openjdk-17-jre-headless chromium iproute2 procps shellcheck scamper
+# scripts; scamper: `congruency trace`; maven: S3A's jars (s3a-jars); postgresql: the
+# catalog tests' server; autotools and -dev packages: libbgpstream.
+TEST_DEBS := bgpdump bzip2 openjdk-17-jre-headless chromium iproute2 procps shellcheck scamper maven postgresql
 BGPSTREAM_DEBS := autoconf automake libtool libcurl4-openssl-dev zlib1g-dev libbz2-dev liblzma-dev libzstd-dev liblz4-dev
 system-deps:
 	@missing=""; command -v bgpdump >/dev/null || missing="$$missing bgpdump"; \
@@ -99,6 +107,9 @@ system-deps:
 	command -v sysctl >/dev/null || missing="$$missing procps"; \
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
 	command -v scamper >/dev/null && command -v sc_warts2json >/dev/null || missing="$$missing scamper"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	{ command -v initdb && command -v pg_ctl; } >/dev/null 2>&1 || [ -n "$$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null)" ] \
+	  || missing="$$missing postgresql"; \
 	if [ -z "$(LIBBGPSTREAM_PREFIX)" ]; then for p in $(BGPSTREAM_DEBS); do \
 	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; fi; \
 	if [ -n "$$missing" ]; then \
@@ -144,7 +155,7 @@ native-tests: $(BIN)/.installed
 # Everything the tests need, the independent parts at once; each part's output whole (-O).
 installs:
 	@$(MAKE) --no-print-directory -j$(JOBS) -O $(BIN)/.native $(AFBIN)/.native libbgpstream native-tests
-	@$(MAKE) --no-print-directory bgpstream check-java
+	@$(MAKE) --no-print-directory bgpstream check-java s3a-jars
 
 # The main job end to end on the sample archive: the month 2026-07 from the 2026-07-30 14:00
 # route-views2 + route-views6 RIBs (coverage threshold 0: the samples are truncated):

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "duckdb_memory_limit, spilling to disk, the month in as many VP partitions as the cap needs: "
             "compare_partitions) and spark (local mode, or a cluster). A cluster named "
             "by --master (spark://, k8s://, yarn) or spark-submit implies spark. A data dir on S3 "
-            "(s3://BUCKET/PREFIX, its catalog in PostgreSQL: docs/operations.md) is compared on duckdb."
+            "(s3://BUCKET/PREFIX, its catalog in PostgreSQL: docs/operations.md) is compared on either "
+            "engine, Spark through Hadoop's S3A (its jars: make s3a-jars)."
         ),
     )
     p.add_argument("--month", required=True, action="append",

@@ -1,5 +1,6 @@
 """Object storage: the one owner of how a data dir at `s3://bucket/prefix` is reached, by
-DuckDB (httpfs and a secret), by pyarrow (its S3FileSystem) and, later, by Spark (s3a).
+DuckDB (httpfs and a secret), by pyarrow (its S3FileSystem) and by Spark (Hadoop's S3A: hadoop_conf; its jars:
+pipeline/s3a.py).
 
 Settings come the ecosystem's way, so a host set up for the AWS CLI or boto3 needs nothing
 more: credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else
@@ -27,6 +28,8 @@ from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 
 SCHEME = layout.S3_SCHEME
+#: Hadoop's S3A FileSystem, which Spark's sessions bind to the s3 scheme (hadoop_conf).
+S3A_CLASS = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 URL_STYLES = ("path", "vhost")
 
 
@@ -160,6 +163,31 @@ def connect_duckdb(con, root) -> None:
 
     load_extension(con, "httpfs")
     con.execute(duckdb_secret(access(root)))
+
+
+def hadoop_conf(root) -> dict[str, str]:
+    """Hadoop's S3A settings that reach `root`'s bucket the way access() does: bound to the s3
+    scheme itself (the catalog's URLs stay s3://), the endpoint, region, URL style and
+    credentials (Spark redacts *.key and *.token in its UI and logs), and few quick retries:
+    an endpoint that is down fails a step in seconds, not after S3A's minutes of retrying."""
+    a = access(root)
+    conf = {"fs.s3.impl": S3A_CLASS, "fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
+            "fs.s3a.endpoint.region": a.region, "fs.s3a.path.style.access": str(a.url_style == "path").lower(),
+            "fs.s3a.connection.ssl.enabled": str(a.use_ssl).lower(),
+            "fs.s3a.attempts.maximum": "2", "fs.s3a.retry.limit": "2", "fs.s3a.retry.interval": "500ms",
+            "fs.s3a.connection.establish.timeout": "5s", "fs.s3a.connection.timeout": "60s"}
+    if a.endpoint:
+        conf["fs.s3a.endpoint"] = f"{'https' if a.use_ssl else 'http'}://{a.endpoint}"
+    if a.key_id:
+        conf.update({"fs.s3a.access.key": a.key_id, "fs.s3a.secret.key": a.secret or ""})
+        if a.token:
+            conf.update({"fs.s3a.session.token": a.token, "fs.s3a.aws.credentials.provider":
+                         "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"})
+        else:
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+    else:
+        conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
+    return conf
 
 
 def filesystem(root):

@@ -23,7 +23,7 @@ from bgp_congruency.ingest.policy import for_config
 from bgp_congruency.lake import attach
 from bgp_congruency.lake.published import files
 from bgp_congruency.pipeline import partitions as P
-from bgp_congruency.pipeline import provenance
+from bgp_congruency.pipeline import provenance, s3a
 from bgp_congruency.pipeline import spark_session as sparkmod
 from bgp_congruency.pipeline.engines import Engine
 from bgp_congruency.pipeline.engines import spark as spark_engine
@@ -38,11 +38,12 @@ ENGINE_TABLES = tuple(t for t in MONTH_TABLES if t not in (*STAGED_TABLES, "mont
 class Stager(Protocol):
     """A step the compare runs on a month's staged tables before it publishes them (the
     hints: selector/table.stage_month), handed in by whoever runs the compare (runner/steps.py,
-    cli/compare.py): the pipeline knows no room above it. It reads the tables in the local
-    folder `staged` and writes tables of its own there; returns their names, which the
+    cli/compare.py): the pipeline knows no room above it. It reads the tables in the folder
+    `staged` (local, or an s3:// URL: Spark on S3 stages in the bucket) and writes tables of
+    its own into the local folder `out` (`staged` itself when that is local); returns their names, which the
     month's commit publishes with the engine's. `progress` is the compare's rich Progress."""
 
-    def __call__(self, cfg: Config, month: str, staged: str, progress) -> Sequence[str]: ...
+    def __call__(self, cfg: Config, month: str, staged: str, out: str, progress) -> Sequence[str]: ...
 
 
 def names_cluster(cfg: Config) -> bool:
@@ -103,10 +104,11 @@ class _StageTicker:
 def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
-        spark_engine.refuse_s3(cfg.data_dir)  # before a JVM starts for nothing
         own = spark is None
-        if own:
-            spark = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+        if own:  # on S3, the jars are checked before a JVM starts for nothing
+            reach = s3a.conf(str(cfg.data_dir)) if s3.is_s3(cfg.data_dir) else {}
+            spark = sparkmod.session(cfg.spark_master, {**reach, **cfg.spark_conf})
+        spark_engine.check_s3(spark, cfg.data_dir)
         return spark_engine.SparkEngine(spark, own=own)
 
     return DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
@@ -115,6 +117,8 @@ def open_engine(cfg: Config, spark=None) -> Engine:
 def compare_months(cfg: Config, months: list[str], spark=None, stagers: Sequence[Stager] = ()) -> list[MonthResult]:
     """Each month on `cfg`'s engine (effective_engine), published on its own with the tables
     `stagers` add (Stager)."""
+    if spark is None and effective_engine(cfg) == "spark" and s3.is_s3(cfg.data_dir):
+        s3a.jars()  # missing, named in one line before the catalog or a JVM is touched
     # The catalog (and the data dir it needs) before anything is computed.
     attach.configure(cfg.data_dir if s3.is_s3(cfg.data_dir) else layout.local(
         cfg.data_dir, "the catalog of the published tables"), cfg.catalog)
@@ -182,10 +186,12 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
             # before the hints open a connection of their own under the same limit.
             engine.end_month()
             extra: list[str] = []
+            out = store.stager_folder(staged)
             for stage in stagers:
-                extra += stage(cfg, month, str(layout.local(staged, "the tables computed in the compare")), prog)
+                extra += stage(cfg, month, staged, out, prog)
             if unknown := set(extra) - set(MONTH_TABLES):
                 raise JobError(f"{month}: a stager staged {', '.join(sorted(unknown))}, not a month table")
+            store.take_staged(out, staged, extra)
             tables = [t for t in MONTH_TABLES if t in (*ENGINE_TABLES, *extra, "month_summary")]
             res.published = dict(zip(tables, store.publish(staged, tables, month, retire=DERIVED_TABLES)))
             staged = None

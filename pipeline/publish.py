@@ -74,6 +74,15 @@ class Store:
         """A small text file's contents (a routes generation's snapshots.json)."""
         raise NotImplementedError
 
+    def stager_folder(self, staged: str) -> str:
+        """The local folder where the compare's stagers (pipeline/job.Stager) write their
+        tables: `staged` itself, where it is local."""
+        return str(layout.local(staged, "the tables computed in the compare"))
+
+    def take_staged(self, folder: str, staged: str, tables: list[str]) -> None:
+        """The stagers' `tables` from stager_folder's `folder` into `staged` (nothing to do
+        where they are the same folder)."""
+
     def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
                 retire: tuple[str, ...] = ()) -> list[str]:
         """Move every staged table of `month` to its publish folder and register them in the
@@ -84,7 +93,7 @@ class Store:
         for t in tables:
             if not self.exists(f"{staged}/{t}"):
                 raise OSError(f"could not publish {t}: {staged}/{t} was not staged")
-        root = layout.local(self.root, "the catalog of the published tables")
+        root = self._catalog_root()
         out = {}
         for i, t in enumerate(tables):
             if i:
@@ -93,11 +102,18 @@ class Store:
             self.mkdirs(self.month(t, month))
             if not self.rename(f"{staged}/{t}", out[t]):
                 raise OSError(f"could not move {staged}/{t} to {out[t]}")
-        commit.publish(root, month, {t: str(layout.local(p, "the catalog")) for t, p in out.items()},
-                        replace=replace, retire=retire)
+        self._register(root, month, out, replace, retire)
         hooks.pause("published")
         self.delete(staged)
         return list(out.values())
+
+    def _catalog_root(self):
+        """The data dir as the catalog names it, checked before anything moves."""
+        return layout.local(self.root, "the catalog of the published tables")
+
+    def _register(self, root, month: str, out: dict[str, str], replace: bool, retire: tuple[str, ...]) -> None:
+        commit.publish(root, month, {t: str(layout.local(p, "the catalog")) for t, p in out.items()},
+                       replace=replace, retire=retire)
 
     def recover(self, month: str, keep: str | None = None) -> list[str]:
         """Delete what killed runs of `month` left: their staging folders (but `keep`, the
@@ -186,6 +202,38 @@ class HadoopStore(Store):
         finally:
             stream.close()
         return bytes(jvm_bytes).decode("utf-8")
+
+
+class S3AStore(HadoopStore):
+    """A data dir on S3 for the Spark engine, through S3A (pipeline/s3a.py): every host of a
+    cluster writes there, so its staging folders are in the bucket too (_staging/), and a
+    publish's move is S3A's rename, a server-side copy of each object. The commit then
+    registers them, checking first that each one listed after the copy is still there (as
+    ObjectStore's publish does with its uploads)."""
+
+    def _catalog_root(self):
+        return self.root
+
+    def stager_folder(self, staged: str) -> str:
+        """A local folder of this host, named like the staging folder in the bucket."""
+        return str(s3.local_dir(self.root) / layout.STAGING / staged.rstrip("/").rsplit("/", 1)[-1])
+
+    def take_staged(self, folder: str, staged: str, tables: list[str]) -> None:
+        """Uploaded into the bucket's staging folder; the local folder removed."""
+        try:
+            bucket = s3.Bucket(self.root)
+            for t in tables:
+                bucket.upload(f"{folder}/{t}", f"{staged}/{t}")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _register(self, root, month: str, out: dict[str, str], replace: bool, retire: tuple[str, ...]) -> None:
+        moved = [f"{p}/{n}" for p in out.values() for n in self.files(p) if layout.is_data_file(n)]
+        commit.publish(root, month, out, replace=replace, retire=retire, expect=moved)
+
+    def stat(self, p: str) -> tuple[int, int]:
+        st = self.fs.getFileStatus(self._Path(p))
+        return int(st.getLen()), int(st.getModificationTime()) * 1_000_000
 
 
 class ObjectStore(Store):

@@ -60,10 +60,10 @@ def stage(cfg: Config, month: str, staged: str, paths_files: list[str], prog) ->
     return summary
 
 
-def stage_month(cfg: Config, month: str, staged: str, progress) -> list[str]:
+def stage_month(cfg: Config, month: str, staged: str, out: str, progress) -> list[str]:
     """The compare's stager (pipeline/job.Stager): the month's relationships from the paths it
     staged, published in the month's own commit."""
-    stage(cfg, month, staged, data_files(Path(staged) / "paths"), progress)
+    stage(cfg, month, out, data_files(f"{staged}/paths"), progress)
     return [TABLE]
 
 

@@ -43,9 +43,9 @@ def stage(cfg: Config, month: str, staged: str) -> int:
     return int(n)
 
 
-def stage_month(cfg: Config, month: str, staged: str, progress) -> list[str]:
-    """The compare's stager (pipeline/job.Stager)."""
+def stage_month(cfg: Config, month: str, staged: str, out: str, progress) -> list[str]:
+    """The compare's stager (pipeline/job.Stager): from the month's routes, not `staged`."""
     task = progress.add_task(f"prefixes {month}", total=1)
-    stage(cfg, month, staged)
+    stage(cfg, month, out)
     progress.advance(task)
     return [TABLE]

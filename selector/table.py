@@ -196,13 +196,13 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
 
 def staged_files(staged: str) -> dict[str, list[str]]:
     """The pairs and paths files a compare staged (what the catalog will register)."""
-    return {t: data_files(Path(staged) / t) for t in ("pairs", "paths")}
+    return {t: data_files(f"{staged}/{t}") for t in ("pairs", "paths")}
 
 
-def stage_month(cfg: Config, month: str, staged: str, progress) -> list[str]:
+def stage_month(cfg: Config, month: str, staged: str, out: str, progress) -> list[str]:
     """The compare's stager (pipeline/job.Stager): the month's hints from the pairs and paths
     it staged, published in the month's own commit."""
-    stage(cfg, month, staged, staged_files(staged), progress)
+    stage(cfg, month, out, staged_files(staged), progress)
     return ["hints"]
 
 

@@ -319,31 +319,53 @@ def standalone_cluster(tmp_path):
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_real_pair_through_spark_submit_on_a_standalone_cluster(standalone_cluster, config, ingested_2026, sample,
-                                                                 tmp_path):
-    """The real sample's compare as a cluster runs it: spark-submit (cli/submit.py) on a
-    standalone master and worker on 127.0.0.1, the job unchanged. Its tables are the
-    reference's, those of the session's DuckDB run (`sample`), and bgpdump's paths
-    (assert_real_pair). One Spark run of the real month checks the cluster, spark-submit and
-    the Spark engine on real data (three runs before); `compare --master` on the same cluster
-    then runs a hand-made month. Over 60 s: a cluster's start, the real month on it, the
-    reference, bgpdump over both files, and a second driver."""
+                                                                 s3_server, postgres, tmp_path, monkeypatch):
+    """The real sample's compare as a cluster runs it, sharing nothing but S3 and PostgreSQL:
+    spark-submit (cli/submit.py, S3A's jars given with --jars as docs/operations.md says) on a
+    standalone master and worker on 127.0.0.1, the data dir on the session's S3 server, the
+    catalog in its PostgreSQL. The worker's executors reach the bucket with the settings the
+    driver gives them (their environment points S3 clients at a dead port: conftest.py), write
+    only there, and share no folder with the driver. Every published table equals the
+    session's local DuckDB run (`sample`, itself the reference's and bgpdump's:
+    assert_real_pair) row for row. `compare --master` on the same cluster then runs a
+    hand-made month in a local folder. Over 60 s: a cluster's start, the real month on it (S3A
+    ships its 690 MB of jars to the executor), and a second driver."""
     import json
+    import uuid
+
+    from bgp_congruency.pipeline import s3a
+    from tests.test_s3 import _clean_env, _objects, _tables, _upload
 
     master, env = standalone_cluster
     submit = Path(env["SPARK_HOME"]) / "bin" / "spark-submit"
     env = {**env, "PYTHONPATH": str(ROOT)}
-    data = tmp_path / "data"
-    for sub in ("routes", "manifest"):
-        (data / sub).mkdir(parents=True)
-        (data / sub / "month=2026-07").symlink_to(ingested_2026 / sub / "month=2026-07")
+    db = f"cluster_{uuid.uuid4().hex[:8]}"
+    root = f"s3://lake/{db}"
+    _upload(s3_server, ingested_2026, root)  # what an ingest onto S3 writes (tests/test_s3.py)
+    cf = tmp_path / "c.toml"
+    cf.write_text(f'catalog = "postgres:{postgres.database(db)}"\n[s3]\nendpoint = "{s3_server.endpoint}"\n')
+    driver = _clean_env(AWS_ACCESS_KEY_ID=s3_server.key_id, AWS_SECRET_ACCESS_KEY=s3_server.secret,
+                        **{k: v for k, v in env.items() if k.startswith(("SPARK_", "PYSPARK_")) or k == "PYTHONPATH"})
     p = subprocess.run([str(submit), "--master", master, "--conf", "spark.executor.memory=2g",
-                        str(ROOT / "cli" / "submit.py"), "compare", "--month", "2026-07", "--data-dir", str(data),
-                        "--min-coverage", "0", "--json"],
-                       capture_output=True, text=True, env=env, timeout=900)
+                        "--jars", ",".join(map(str, s3a.jars())),
+                        str(ROOT / "cli" / "submit.py"), "compare", "--month", "2026-07", "--data-dir", root,
+                        "--config", str(cf), "--min-coverage", "0", "--json"],
+                       capture_output=True, text=True, env=driver, timeout=900, cwd=tmp_path)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.splitlines()[-1])
     assert out["engine"] == "spark"  # spark-submit implies Spark
-    assert_real_pair(data, config, out["summary"], sample.data)
+    assert out["summary"]["pairs"] == 2167 and out["summary"]["vps_with_pairs"] == len(PEERS_IN_BOTH_2026)
+    on_s3 = [o for o in _objects(s3_server, root) if "/_staging/" in o]
+    assert on_s3 == [], on_s3  # its staging in the bucket, removed after the publish
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    got, want = _tables(root), _tables(sample.data)
+    assert set(got) == set(want)
+    for t in want:
+        strip = (lambda rows: [tuple(kv for kv in r if kv[0] != "engine") for r in rows]) if t == "provenance" \
+            else (lambda rows: rows)
+        assert strip(got[t]) == strip(want[t]), t
+    assert [dict(r)["engine"] for r in got["provenance"]] == ["spark"]
     # `congruency compare --master spark://...`: its own session on the same cluster (a
     # hand-made month: the path to the cluster is what differs, not the job)
     hand = tmp_path / "hand"

@@ -258,7 +258,7 @@ def test_s3_faults_say_one_line_and_publish_nothing(s3_server, postgres, ingeste
     assert _catalog_tables(postgres, db) > 0
 
 
-def test_s3_settings_come_the_aws_way_and_the_config_table_wins(tmp_path):
+def test_s3_settings_come_the_aws_way_and_the_config_table_wins(tmp_path, monkeypatch):
     """common/s3.access: keys from the environment, else the profile's files; endpoint and
     region from the [s3] table over the environment over the profile; path style with an
     endpoint; the secret DuckDB gets says exactly that."""
@@ -292,6 +292,18 @@ def test_s3_settings_come_the_aws_way_and_the_config_table_wins(tmp_path):
     from bgp_congruency.lake.attach import masked
 
     assert "'ES'" not in masked(sql) and "SECRET '***'" in masked(sql) and "KEY_ID 'E'" in masked(sql)
+    # Spark's S3A gets the same access (pipeline/s3a.conf): the s3 scheme bound to S3A.
+    monkeypatch.setattr(os, "environ", {**env, "AWS_SESSION_TOKEN": "T"})
+    h = s3.hadoop_conf("s3://b2/other")
+    assert {k: h[k] for k in ("fs.s3.impl", "fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access",
+                              "fs.s3a.connection.ssl.enabled", "fs.s3a.access.key", "fs.s3a.secret.key",
+                              "fs.s3a.session.token", "fs.s3a.aws.credentials.provider")} == {
+        "fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem", "fs.s3a.endpoint": "http://127.0.0.1:8333",
+        "fs.s3a.endpoint.region": "r1", "fs.s3a.path.style.access": "false", "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.access.key": "E", "fs.s3a.secret.key": "ES", "fs.s3a.session.token": "T",
+        "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"}
+    monkeypatch.setattr(os, "environ", {"HOME": str(tmp_path / "nobody")})
+    assert s3.hadoop_conf("s3://b3/z")["fs.s3a.aws.credentials.provider"].endswith("AnonymousAWSCredentialsProvider")
     with pytest.raises(BadInput, match="ftp://x"):
         s3.access("s3://b1/x", {"AWS_ENDPOINT_URL": "ftp://x"})
     with pytest.raises(BadInput, match="s3://: not an S3 URL"):
@@ -383,3 +395,27 @@ def test_an_ingest_onto_s3_merges_a_day_into_a_new_generation(s3_server, generat
         assert a.execute("SELECT count(*) FROM route_snapshots").fetchone()[0] == 8
     objs = _objects(s3_server, root)
     assert stray not in objs and any(o.startswith(f"{col}/gen-000002/") for o in objs)
+
+
+def test_s3a_jars_missing_or_altered_are_named_in_one_line(tmp_path, monkeypatch):
+    """pipeline/s3a.py: a jar missing from the Maven cache is named, with what fetches it,
+    before the catalog is touched or a JVM starts (`compare --engine spark` on an s3:// data
+    dir exits 2 at once); a jar whose SHA-256 differs from the pin is deleted and named."""
+    from bgp_congruency.common.errors import BadInput
+    from bgp_congruency.pipeline import s3a
+
+    repo = tmp_path / "m2"
+    r = _cli("compare", "--month", MONTH, "--data-dir", "s3://lake/nowhere", "--engine", "spark",
+             env=_clean_env(MAVEN_REPO_LOCAL=str(repo)), timeout=60)
+    assert r.returncode == 2, r.stderr
+    hadoop = s3a.JARS[0].path(repo)
+    assert r.stderr.strip() == (f"error: {hadoop}: S3A's jar org.apache.hadoop:hadoop-aws:3.5.0 is not in the Maven "
+                                "cache; Spark reaches s3:// data dirs through it (run make s3a-jars)")
+    for j in s3a.JARS:  # all present, the second one altered: nothing to fetch, the check finds it
+        j.path(repo).parent.mkdir(parents=True)
+        j.path(repo).write_bytes(b"not " + j.artifact.encode())
+    monkeypatch.setattr(s3a, "_sha256", lambda p: s3a.JARS[[j.path(repo) for j in s3a.JARS].index(p)].sha256
+                        if p != s3a.JARS[1].path(repo) else "0" * 64)
+    with pytest.raises(BadInput, match=r"bundle-2\.35\.4\.jar: SHA-256 0{64}, pinned db4b55f2.*; deleted it"):
+        s3a.fetch(repo)
+    assert not s3a.JARS[1].path(repo).exists() and s3a.JARS[0].path(repo).exists()

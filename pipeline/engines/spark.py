@@ -12,8 +12,9 @@ from bgp_congruency.common import routes, s3
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES, TRANSITIONS, sql_type
+from bgp_congruency.pipeline import s3a
 from bgp_congruency.pipeline import steps as S
-from bgp_congruency.pipeline.publish import HadoopStore
+from bgp_congruency.pipeline.publish import HadoopStore, S3AStore
 
 #: Output tables written as one file (they are small); the others keep Spark's partitions.
 SMALL = {"cleaning_stats", "vps", "month_summary", "transitions", "provenance"}
@@ -29,11 +30,13 @@ def literal(path: str) -> str:
     return head + "".join("\\" + c if c in "{}[]*?\\" else c for c in tail)
 
 
-def refuse_s3(root) -> None:
-    """BadInput for an s3:// data dir: s3a's jars and settings are not set up yet (issue 57)."""
-    if s3.is_s3(root):
-        raise BadInput(f"{root}: the Spark engine does not reach s3:// data dirs yet (through s3a); "
-                       "compare it with engine = \"duckdb\"")
+def check_s3(spark, root) -> None:
+    """BadInput for an s3:// data dir when the session was started without S3A (a session
+    handed in: job.open_engine starts its own with pipeline/s3a.conf)."""
+    if s3.is_s3(root) and not s3a.reaches(spark):
+        raise BadInput(f"{root}: this Spark session was started without S3A for s3:// "
+                       "(its settings: pipeline/s3a.conf; under spark-submit, --jars from "
+                       "python -m bgp_congruency.pipeline.s3a jars)")
 
 
 class SparkEngine:
@@ -44,8 +47,10 @@ class SparkEngine:
         self.variant = False  # a sensitivity variant's run (keep): steps.VARIANT_VIEWS stay views
 
     def store(self, root: str) -> HadoopStore:
-        refuse_s3(root)
-        return HadoopStore(self.spark, root)
+        """The data dir through Hadoop: S3A's store on S3 (its staging in the bucket, where
+        every executor writes), else HadoopStore."""
+        check_s3(self.spark, root)
+        return (S3AStore if s3.is_s3(root) else HadoopStore)(self.spark, root)
 
     def resumable(self, store, month: str) -> None:
         """Spark reruns a killed month whole (its stages are retried within a run)."""

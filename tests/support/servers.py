@@ -23,6 +23,17 @@ import pytest
 PG_BINARIES = ("initdb", "pg_ctl", "postgres", "psql")
 
 
+def pg_binary(name: str) -> str | None:
+    """A PostgreSQL program on PATH, else in Debian's versioned folder (the postgresql package
+    puts the server's programs in /usr/lib/postgresql/N/bin, off PATH), the newest first."""
+    found = shutil.which(name)
+    if found:
+        return found
+    cands = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"),
+                   key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0, reverse=True)
+    return str(cands[0]) if cands else None
+
+
 def missing(problem: str):
     """Fail in CI (a test that needs a real part never skips there), skip elsewhere."""
     pytest.fail(problem) if os.environ.get("CI") else pytest.skip(problem)
@@ -181,7 +192,7 @@ class PostgresServer:
 def postgres_server():
     """A PostgreSQL server of the session's own on a Unix socket in a temp dir (no TCP), as an
     unprivileged user; yields a PostgresServer."""
-    absent = [b for b in PG_BINARIES if shutil.which(b) is None]
+    absent = [b for b in PG_BINARIES if pg_binary(b) is None]
     if absent:
         missing(f"PostgreSQL binaries not installed ({', '.join(absent)}: apt-get install postgresql)")
     # Not under pytest's tmp (0700, root's): the server's user must reach it.
@@ -190,7 +201,7 @@ def postgres_server():
     user = "nobody" if os.geteuid() == 0 else None
     if user:
         os.chown(base, pwd.getpwnam(user).pw_uid, -1)
-    run = lambda *a: subprocess.run(a, capture_output=True, text=True, timeout=120,  # noqa: E731
+    run = lambda prog, *a: subprocess.run([pg_binary(prog), *a], capture_output=True, text=True, timeout=120,  # noqa: E731
                                     preexec_fn=_as_user(user), cwd=base)
     r = run("initdb", "-D", str(base / "data"), "-A", "trust", "-U", "congruency")
     assert r.returncode == 0, r.stderr[-2000:]
