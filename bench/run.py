@@ -688,19 +688,21 @@ def _routes_section(runs: list[dict]) -> list[str]:
 
 
 def _s3_section(runs: list[dict]) -> list[str]:
-    """bench/s3.py: the DuckDB compare with its data dir on a local S3 server against local disk."""
+    """bench/s3.py: the compare with its data dir on a local S3 server against local disk, per engine."""
     if not runs:
         return []
-    intro = ["`bench/s3.py --data-dir D --month M`: one ingested month copied to a local data dir and to a bucket",
-             "of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency compare`",
-             "(DuckDB, hints and publish included) of each in turn, a fresh process per run, timed whole. Issue 57's",
-             "target: the S3 run at most 1.5x the local one."]
-    rows = [[f"`{Path(r['source']).parent.name}`", f"{r['entries']:,}", r["limit"], _s(r["best"]["local"]),
+    intro = ["`bench/s3.py --data-dir D --month M [--engine spark]`: one ingested month copied to a local data dir and",
+             "to a bucket of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency",
+             "compare` (hints and publish included; Spark in local mode, reaching S3 through S3A) of each in turn, a",
+             "fresh process per run, timed whole. Issue 57's target: the S3 run at most 1.5x the local one on DuckDB;",
+             "Spark's ratio reported."]
+    rows = [[f"`{Path(r['source']).parent.name}`", r.get("engine", "duckdb"), f"{r['entries']:,}", r["limit"],
+             _s(r["best"]["local"]),
              _s(r["best"]["s3"]), _ratio(r["best_ratio"]), "identical" if r["same_tables"] else "DIFFERENT",
              f"`{r['command']}` ({r['date']}, load after {r['load_after']})"] for r in runs]
     return _section("The data dir on S3 (bench/s3.py)", intro,
-                    ["month's data dir", "entries", "memory limit", "local s", "S3 s", "S3 / local", "tables",
-                     "command"], rows, align="lrlrrrll")
+                    ["month's data dir", "engine", "entries", "memory limit", "local s", "S3 s", "S3 / local",
+                     "tables", "command"], rows, align="llrlrrrll")
 
 
 def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
@@ -1103,7 +1105,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("relationships", "relationships.json"),
                          ("reveal", "reveal*.json"),
                          ("route_simulation", "route_simulation.json"),
-                         ("s3", "s3-compare.json")):
+                         ("s3", "s3-compare*.json")):
         files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]

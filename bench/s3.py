@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The DuckDB compare with its data dir on S3 against local disk, side by side in one run
-(issue 57's speed target: at most 1.5x).
+"""The compare with its data dir on S3 against local disk, same engine, side by side in one run
+(issue 57's speed target: at most 1.5x on DuckDB; Spark's ratio reported).
 
 One ingested month (a data dir of routes and manifest, e.g. bench/routes.py's) is copied to a
 local data dir and to a bucket of a local S3 server (SeaweedFS on 127.0.0.1, as the tests
@@ -10,8 +10,9 @@ in a fresh process, timed whole (wall). Both publish the same tables (checked on
 round's month_summary and pairs).
 
     .venv/bin/python bench/s3.py --data-dir bench/out/routes/64f0a0451f64/data --month 2026-07 [--repeat 2]
+    .venv/bin/python bench/s3.py ... --engine spark      (local mode; S3 through S3A: make s3a-jars)
 
-Writes bench/out/s3-compare.json.
+Writes bench/out/s3-compare.json (s3-compare-spark.json).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def main() -> int:
     p.add_argument("--month", required=True)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--limit", default="4GB", help="duckdb_memory_limit of both runs")
+    p.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     args = p.parse_args()
 
     from pyarrow import fs
@@ -44,7 +46,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-s3-", dir=OUT))
     from datetime import datetime, timezone
 
-    out: dict = {"month": args.month, "source": str(args.data_dir), "limit": args.limit, "machine": machine_facts(),
+    out: dict = {"month": args.month, "source": str(args.data_dir), "limit": args.limit, "engine": args.engine,
+                 "machine": machine_facts(),
                  "rounds": [], "command": "bench/s3.py " + " ".join(sys.argv[1:]),
                  "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     try:
@@ -62,7 +65,7 @@ def main() -> int:
             cfgs = {}
             for name in dirs:
                 c = work / f"{name}.toml"
-                c.write_text(f'engine = "duckdb"\nduckdb_memory_limit = "{args.limit}"\n'
+                c.write_text(f'engine = "{args.engine}"\nduckdb_memory_limit = "{args.limit}"\n'
                              f'catalog = "postgres:{pg.database(name)}"\n')
                 cfgs[name] = c
             for i in range(args.repeat):
@@ -96,7 +99,7 @@ def main() -> int:
                   f"same tables: {out['same_tables']}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    write_json(out, OUT / "s3-compare.json")
+    write_json(out, OUT / ("s3-compare.json" if args.engine == "duckdb" else f"s3-compare-{args.engine}.json"))
     return 0
 
 

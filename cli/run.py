@@ -5,7 +5,6 @@ import argparse
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from rich.text import Text
 
@@ -102,10 +101,8 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
         if not 0 <= mc <= 1:
             raise BadInput(f"--default-free-share (--min-coverage): expected a number from 0 to 1, got {mc}")
         cfg = replace(cfg, method=replace(cfg.method, min_coverage=mc))
-    if isinstance(cfg.data_dir, str):
-        on_s3 = "; on S3, run congruency ingest, then compare (docs/operations.md)" \
-            if s3.is_s3(cfg.data_dir) else ""
-        raise BadInput(f"--data-dir: the monthly run needs a local (or mounted) folder, not {cfg.data_dir}{on_s3}")
+    if isinstance(cfg.data_dir, str) and not s3.is_s3(cfg.data_dir):
+        raise BadInput(f"--data-dir: the monthly run needs a local folder or s3://BUCKET/PREFIX, not {cfg.data_dir}")
     flag = "--months" if args.months else "--month"
     check_not_future(months, flag)
     check_days(months, cfg.days)
@@ -151,8 +148,8 @@ def status_main(args: argparse.Namespace, cfg: Config) -> int:
 
     rc = 0
     for m in months:
-        if not state.state_path(cfg, m).exists() and not manifest.path(state.data_dir(cfg), m).exists():
-            console.error(f"month {m}: never run in {Path(cfg.data_dir).absolute()} (no state, no manifest there; "
+        if not state.has_state(cfg, m) and not state.exists(str(manifest.path(state.data_dir(cfg), m))):
+            console.error(f"month {m}: never run in {state.data_dir(cfg)} (no state, no manifest there; "
                           "another --data-dir? `make demo` writes data/demo)")
             rc = 1
             continue

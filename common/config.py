@@ -136,7 +136,8 @@ class Config:
 
     @property
     def cache_dir(self) -> Path:
-        return self.data_dir / "cache"
+        """The MRT cache: in the data dir, or on S3 in this host's mirror (ingest/onto_s3.py)."""
+        return (s3.mirror_dir(self.data_dir) if s3.is_s3(self.data_dir) else self.data_dir) / "cache"
 
     def with_overrides(self, **values) -> "Config":
         """A copy with the given non-None values set (flags left unset stay as they are)."""

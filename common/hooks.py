@@ -2,7 +2,8 @@
 
 A test sets CONGRUENCY_PAUSE_AT (a point name) and CONGRUENCY_PAUSE_FILE (a path); when the
 code reaches that point it writes the file and sleeps (at most CONGRUENCY_PAUSE_S seconds,
-default 120) so the test can SIGKILL it at a known place. Unset, a point costs one dict
+default 120) so the test can SIGKILL it at a known place, or let it go on by deleting the
+file (a test that needs another process's work done first, however slow the machine). Unset, a point costs one dict
 lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), merge (a bucket range
 of a collector's new routes written into its temporary generation, not renamed:
 ingest/routes.py), merged (every collector's new generation in place, the manifest not yet
@@ -28,4 +29,6 @@ def pause(point: str) -> None:
     flag = os.environ.get("CONGRUENCY_PAUSE_FILE")
     if flag:
         Path(flag).write_text(f"{os.getpid()} {point}\n")
-    time.sleep(float(os.environ.get("CONGRUENCY_PAUSE_S", "120")))
+    deadline = time.monotonic() + float(os.environ.get("CONGRUENCY_PAUSE_S", "120"))
+    while time.monotonic() < deadline and (not flag or Path(flag).exists()):  # bounded
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))

@@ -98,6 +98,13 @@ def snapshots(gen: Path | None) -> list[Snapshot]:
     return _snapshots(json.loads((gen / SNAPSHOTS).read_text()))
 
 
+def current_snapshots(root, month: str, collector: str) -> list[Snapshot]:
+    """The snapshots of the collector's current generation, on local disk or S3."""
+    if s3.is_s3(root):
+        return month_input(layout.routes_dir(root, month), s3.Bucket(root)).get(collector, ([], []))[1]
+    return snapshots(current(root, month, collector))
+
+
 def _snapshots(doc: dict) -> list[Snapshot]:
     return [Snapshot.of_json(d) for d in doc["snapshots"]]
 

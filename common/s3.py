@@ -73,6 +73,12 @@ def local_dir(root) -> Path:
     return Path(tempfile.gettempdir()) / f"congruency-s3-{tag}"
 
 
+def mirror_dir(root) -> Path:
+    """The local mirror an s3:// data dir's ingest works in (ingest/onto_s3.py), whose
+    `cache/` keeps the MRT dumps it downloaded."""
+    return local_dir(root) / "ingest"
+
+
 def is_s3(root) -> bool:
     return str(root).startswith(SCHEME)
 
@@ -302,6 +308,12 @@ class Bucket:
             self.fs.delete_file(path(url))
         elif i.type == fs.FileType.Directory:
             self.fs.delete_dir(path(url))
+
+    def put_file(self, local, url: str) -> None:
+        """One local file to the object `url` (complete, or not there at all)."""
+        from pyarrow import fs
+
+        fs.copy_files(str(local), path(url), source_filesystem=fs.LocalFileSystem(), destination_filesystem=self.fs)
 
     def upload(self, folder: str, url: str) -> list[str]:
         """Copy the local `folder`'s Parquet files (not a writer's dot-temp nor Spark's markers)

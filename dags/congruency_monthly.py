@@ -45,7 +45,7 @@ PARAMS = {
     "times": Param("00:00", type="string", description="UTC times of day, HH:MM[,HH:MM...]"),
     "archive_root": Param(None, type=["null", "string"],
                           description="one archive root (URL or folder) instead of the public archives"),
-    "data_dir": Param("data", type="string", description="DATA_DIR, shared by every worker (and the cluster)"),
+    "data_dir": Param("data", type="string", description="DATA_DIR: a folder every worker (and the cluster) mounts, or s3://BUCKET/PREFIX"),
     "engine": Param("duckdb", enum=["duckdb", "spark"], description="compare engine in the worker"),
     "spark_master": Param("local[2]", type="string", description="Spark master for the spark engine in the worker"),
     "compare_on": Param("worker", enum=["worker", "cluster"],
@@ -117,11 +117,13 @@ with DAG(
         schedule.require(runner.run_step(cfg, month, "compare"))
 
     class ClusterCompare(SparkSubmitOperator):
-        """spark-submit of cli/submit.py `run --only compare` with this run's settings."""
+        """spark-submit of cli/submit.py `run --only compare` with this run's settings (and,
+        for an s3:// data dir, S3A's jars: pipeline/s3a.py)."""
 
         def execute(self, context):
             runner, schedule, month, cfg = _job()
             self.application_args = schedule.submit_args(cfg, month, context["params"].get("config"))
+            self.jars = schedule.submit_jars(cfg) or self.jars
             return super().execute(context)
 
     def later(step: str):

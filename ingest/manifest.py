@@ -65,8 +65,7 @@ def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -
     from bgp_congruency.common import routes
 
     if have is None:
-        gen = routes.current(data_dir, row["month"], row["collector"])
-        have = {row["collector"]: {s.source_file for s in routes.snapshots(gen)}}
+        have = {row["collector"]: {s.source_file for s in routes.current_snapshots(data_dir, row["month"], row["collector"])}}
     return row.get("url") in have.get(row["collector"], ())
 
 

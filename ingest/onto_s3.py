@@ -30,8 +30,8 @@ class S3IngestError(CongruencyError):
 
 
 def work_dir(root: str) -> Path:
-    """The local folder an s3:// data dir's ingest works in (common/s3.local_dir)."""
-    return s3.local_dir(root) / "ingest"
+    """The local folder an s3:// data dir's ingest works in (common/s3.mirror_dir)."""
+    return s3.mirror_dir(root)
 
 
 def _all_generations(bucket: s3.Bucket, folder: str) -> list[str]:

@@ -101,13 +101,19 @@ class _StageTicker:
         self.thread.join(timeout=2)
 
 
+def spark_session(cfg: Config):
+    """The SparkSession `cfg` asks for: its master and settings, and S3A's for an s3:// data
+    dir (its jars checked before a JVM starts for nothing)."""
+    reach = s3a.conf(str(cfg.data_dir)) if s3.is_s3(cfg.data_dir) else {}
+    return sparkmod.session(cfg.spark_master, {**reach, **cfg.spark_conf})
+
+
 def open_engine(cfg: Config, spark=None) -> Engine:
     """The engine `cfg` asks for (Spark on the given session, or a session of its own)."""
     if spark is not None or effective_engine(cfg) == "spark":
         own = spark is None
-        if own:  # on S3, the jars are checked before a JVM starts for nothing
-            reach = s3a.conf(str(cfg.data_dir)) if s3.is_s3(cfg.data_dir) else {}
-            spark = sparkmod.session(cfg.spark_master, {**reach, **cfg.spark_conf})
+        if own:
+            spark = spark_session(cfg)
         spark_engine.check_s3(spark, cfg.data_dir)
         return spark_engine.SparkEngine(spark, own=own)
 

@@ -3,8 +3,8 @@ the Config its params describe, a failed step as a failed task, and spark-submit
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
+from bgp_congruency.common import layout, s3
 from bgp_congruency.common.config import Config, load
 from bgp_congruency.common.months import parse_month_range
 from bgp_congruency.ingest import discovery
@@ -29,7 +29,7 @@ def config_from_params(params: dict) -> Config:
         "times": discovery.parse_times(params["times"]) if params.get("times") else None,
         "archive_root": params.get("archive_root") or None,
         "spark_master": params.get("spark_master") or None,
-        "data_dir": Path(params["data_dir"]) if params.get("data_dir") else None,
+        "data_dir": layout.root_of(params["data_dir"]) if params.get("data_dir") else None,
     }
     over["engine"] = params.get("engine") or None
     over["sensitivity"] = params.get("sensitivity") if params.get("sensitivity") is not None else None
@@ -44,6 +44,16 @@ def require(res: StepResult) -> StepResult:
     if res.status == "failed":
         raise StepFailed(res.error)
     return res
+
+
+def submit_jars(cfg: Config) -> str | None:
+    """spark-submit's --jars for the compare on a cluster: S3A's, for an s3:// data dir (the
+    driver's JVM is up before the job could name them)."""
+    if not s3.is_s3(cfg.data_dir):
+        return None
+    from bgp_congruency.pipeline import s3a
+
+    return ",".join(str(p) for p in s3a.jars())
 
 
 def submit_args(cfg: Config, month: str, config_file: str | None = None) -> list[str]:

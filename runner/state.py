@@ -14,6 +14,11 @@ data dir is taken canonical (`data_dir`: absolute, symlinks resolved), a step's 
 recorded relative to it (`relative`), and a local archive root enters the ingest fingerprint
 canonical too. A month run from another folder, through a symlink or with an absolute path
 where a relative one was given skips what is done.
+
+On an s3:// data dir the state files are objects in the bucket, each written whole in one
+PUT (a reader sees the old file or the new): every host sees them, so a month started on
+one host is resumed on another. The lock around a read-modify-write is the host's
+(common/locks.py): across hosts, one run of a month at a time is the scheduler's to keep.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from bgp_congruency.common import atomic, layout
+from bgp_congruency.common import atomic, layout, s3
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.locks import month_lock
@@ -52,13 +57,15 @@ class StepResult:
 
 # --- where things are -----------------------------------------------------------------
 
-def data_dir(cfg: Config) -> Path:
+def data_dir(cfg: Config) -> Path | str:
     """The data dir, canonical: absolute, symlinks resolved (a DAG's absolute path and a
-    person's relative one, or a link to it, are one data dir)."""
+    person's relative one, or a link to it, are one data dir); an s3:// one as its URL."""
+    if s3.is_s3(cfg.data_dir):
+        return layout.home(cfg.data_dir)
     return layout.local(cfg.data_dir, "the monthly run").resolve()
 
 
-def state_path(cfg: Config, month: str) -> Path:
+def state_path(cfg: Config, month: str) -> Path | str:
     return layout.state_file(data_dir(cfg), month)
 
 
@@ -67,7 +74,9 @@ def relative(cfg: Config, outputs: dict) -> dict:
     root = data_dir(cfg)
     out = {}
     for k, v in outputs.items():
-        if isinstance(v, str) and not layout.is_cluster(v):
+        if isinstance(v, str) and s3.is_s3(root) and v.startswith(f"{root}/"):
+            v = v[len(root) + 1:]
+        elif isinstance(v, str) and not layout.is_cluster(v) and not s3.is_s3(root):
             p = Path(v).resolve()
             v = str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
         out[k] = v
@@ -78,16 +87,39 @@ def absolute(cfg: Config, outputs: dict) -> dict:
     """Recorded outputs as paths of the data dir where it is now (relative ones under it;
     absolute ones, from earlier versions, as they are)."""
     root = data_dir(cfg)
-    return {k: str(root / v) if isinstance(v, str) and not layout.is_cluster(v) and not os.path.isabs(v) else v
+    return {k: (f"{root}/{v}" if s3.is_s3(root) else str(root / v))
+            if isinstance(v, str) and not layout.is_cluster(v) and not os.path.isabs(v) else v
             for k, v in outputs.items()}
 
 
-def read_state(cfg: Config, month: str) -> dict:
-    p = state_path(cfg, month)
+def _read_json(p) -> dict | None:
+    """A state file's contents, local or in the bucket; None when there is none."""
+    if s3.is_s3(p):
+        bucket = s3.Bucket(p)
+        return json.loads(bucket.read_text(p)) if bucket.exists(p) else None
     try:
-        return json.loads(p.read_text())
+        return json.loads(Path(p).read_text())
     except FileNotFoundError:
-        return {"month": month, "steps": {}}
+        return None
+
+
+def _write_json(p, obj: dict) -> None:
+    """Whole or not at all: a rename on local disk, one PUT in a bucket."""
+    text = json.dumps(obj, indent=1, sort_keys=True, default=str)
+    s3.Bucket(p).write_text(p, text) if s3.is_s3(p) else atomic.write_text(p, text)
+
+
+def exists(p) -> bool:
+    """Whether a recorded output (a file or folder, local or in the bucket) is there."""
+    return s3.Bucket(p).exists(p) if s3.is_s3(p) else os.path.exists(p)
+
+
+def has_state(cfg: Config, month: str) -> bool:
+    return exists(state_path(cfg, month))
+
+
+def read_state(cfg: Config, month: str) -> dict:
+    return _read_json(state_path(cfg, month)) or {"month": month, "steps": {}}
 
 
 def update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> dict:
@@ -96,7 +128,7 @@ def update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> dic
     with month_lock(data_dir(cfg), month, part="state", wait_s=300):
         st = read_state(cfg, month)
         change(st)
-        atomic.write_text(state_path(cfg, month), json.dumps(st, indent=1, sort_keys=True, default=str))
+        _write_json(state_path(cfg, month), st)
     return st
 
 
@@ -201,14 +233,14 @@ def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) ->
 SHARED_STEPS = ("lake", "reports")
 
 
-def _shared_path(cfg: Config) -> Path:
+def _shared_path(cfg: Config) -> Path | str:
     return layout.runs_file(data_dir(cfg), "shared.json")
 
 
 def _shared(cfg: Config) -> dict:
     try:
-        return json.loads(_shared_path(cfg).read_text())
-    except (FileNotFoundError, ValueError):
+        return _read_json(_shared_path(cfg)) or {}
+    except ValueError:
         return {}
 
 
@@ -216,7 +248,7 @@ def record_shared(cfg: Config, step: str, fp: str) -> None:
     with month_lock(data_dir(cfg), "shared", part="state", wait_s=300):
         st = _shared(cfg)
         st[step] = fp
-        atomic.write_text(_shared_path(cfg), json.dumps(st, indent=1, sort_keys=True))
+        _write_json(_shared_path(cfg), st)
 
 
 def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
@@ -231,4 +263,4 @@ def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
         root = data_dir(cfg)
         # Each dump in its collector's routes, whatever path an earlier version recorded.
         return bool(outs) and all(manifest.merged(root, r) for r in manifest_ok(cfg, month))
-    return all(os.path.exists(v) for v in outs)
+    return all(exists(v) for v in outs)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bgp_congruency.common import atomic, console, layout
+from bgp_congruency.common import atomic, console, layout, s3
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import catalogue, manifest, policy
@@ -17,7 +17,7 @@ from bgp_congruency.lake.attach import pinned
 from bgp_congruency.pipeline import job, sensitivity
 from bgp_congruency.pipeline import spark_session as sparkmod
 from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
-from bgp_congruency.pipeline.publish import LocalStore
+from bgp_congruency.pipeline.publish import store_for
 from bgp_congruency.relationships import table as relationships_table
 from bgp_congruency.reports import month_report, trend_report
 from bgp_congruency.reports import sensitivity as page
@@ -38,15 +38,19 @@ def cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables and publishes never committed (see
     pipeline/publish.py; but a killed DuckDB compare's staging folder, which the compare
     resumes) and the writers' dot-temp files. Hold the month lock. The trend
-    report is shared by every month: only temps of dead writers go."""
+    report is shared by every month: only temps of dead writers go. On S3 the staging
+    folders are this host's (the ingest's mirror cleans up after itself, and an object is
+    written whole: no dot-temps)."""
     root = data_dir(cfg)
-    store = LocalStore(root)
+    store = store_for(root)
     store.recover(month, keep=DuckDBEngine.resumable(store, month))  # a killed compare's finished partitions
+    if s3.is_s3(root):
+        return
     _cleanup_ingest(cfg, month)
     atomic.clean_stale(trend_report.trend_path(cfg), month_report.month_path(cfg, month), _tunnels_path(cfg, month))
 
 
-def _tunnels_path(cfg: Config, month: str) -> Path:
+def _tunnels_path(cfg: Config, month: str) -> Path | str:
     return layout.export_file(data_dir(cfg), month)
 
 
@@ -100,7 +104,7 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
             raise StepFailed(problem)
         ctx = {} if ctx is None else ctx
         if ctx.get("spark") is None:
-            ctx["spark"] = sparkmod.session(cfg.spark_master, cfg.spark_conf)
+            ctx["spark"] = job.spark_session(cfg)
         (res,) = job.compare_months(cfg, [month], spark=ctx["spark"], stagers=STAGERS)
     else:
         (res,) = job.compare_months(cfg, [month], stagers=STAGERS)
@@ -129,9 +133,9 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     if month not in published.months(root, "hints"):
         hints.publish(cfg, month, progress=progress)
     files = published.files(root, ["hints"], month)["hints"]
-    where = Path(files[0]).parent if files else layout.month_dir(root, "hints", month)
+    where = files[0].rsplit("/", 1)[0] if files else layout.month_dir(root, "hints", month)
     if not cfg.tunnels_export:
-        _tunnels_path(cfg, month).unlink(missing_ok=True)
+        store_for(root).delete(str(_tunnels_path(cfg, month)))
         return {"hints": str(where)}
     site = None
     if cfg.source.asn is not None and (cfg.source.via4 or cfg.source.via6):

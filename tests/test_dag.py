@@ -125,7 +125,7 @@ def _restriction(dag):
     return TimeRestriction(earliest=dag.start_date, latest=None, catchup=True)
 
 
-def _conf(tmp: Path, archive: str, data: Path) -> dict:
+def _conf(tmp: Path, archive: str, data: Path | str) -> dict:
     cfg = tmp / "cfg.toml"
     cfg.write_text('engine = "duckdb"\nduckdb_threads = 2\nretries = 1\nbackoff_s = 0.2\n')
     return {"days": "30", "times": "14:00", "archive_root": archive, "data_dir": str(data),
@@ -203,26 +203,37 @@ def test_one_truncated_collector_fails_only_its_task(dag, tmp_path):
     assert "\n" not in bad["error"]
 
 
-def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
-    """compare_on=cluster: the provider's SparkSubmitOperator runs cli/submit.py `run --only
-    compare` through spark-submit (master local[2] from the Airflow connection) on a small
-    generated archive of four collectors; the month's tables equal the generator's ground
-    truth. (The real month through spark-submit on a cluster: tests/test_compare.py; here the
-    way the DAG gets there is what is checked, and a small month keeps it to a JVM's start.)"""
+def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch, s3_server, postgres):
+    """compare_on=cluster on object storage: the data dir on the session's S3 server, the
+    catalog in its PostgreSQL. The DAG ingests a small generated archive of four collectors
+    onto S3, the provider's SparkSubmitOperator runs cli/submit.py `run --only compare`
+    through spark-submit (master local[2] from the Airflow connection, S3A's jars given by
+    the DAG), and the later steps run in the task; the month's tables equal the generator's
+    ground truth, and the runner's state is in the bucket. (The real month through
+    spark-submit on a standalone cluster: tests/test_compare.py; here the way the DAG gets
+    there is what is checked, and a small month keeps it to a JVM's start.)"""
+    import uuid
+
     from bgp_congruency.synth.generate import generate
     from tests.support.data import require_tool
     from tests.support.month import canon
 
     require_tool("java")
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    db = f"dag_{uuid.uuid4().hex[:8]}"
+    catalog = postgres.database(db)
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[2]"}))
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ['PATH']}")  # spark-submit
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     monkeypatch.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
-    archive, data = tmp_path / "archive", tmp_path / "af"
+    archive, data = tmp_path / "archive", f"s3://lake/{db}"
     generate(archive, seed=11, ases=90, vps=8, months=(MONTH,), snapshots_per_month=1, min_coverage=0.5)
     collectors = [c["name"] for c in json.loads((archive / "SYNTH.json").read_text())["collectors"]]
     conf = {**_conf(tmp_path, str(archive), data), "compare_on": "cluster", "collectors": collectors,
             "days": "1", "times": "00:00", "min_coverage": 0.5}
+    with open(conf["config"], "a") as f:
+        f.write(f'catalog = "postgres:{catalog}"\n')
     dr = dag.test(logical_date=LOGICAL, run_conf=conf)
     states = _states(dr)
     assert states[("compare_on_cluster", -1)] == "success" and states[("compare", -1)] == "skipped", states
@@ -232,6 +243,9 @@ def test_compare_on_a_cluster_through_spark_submit(dag, tmp_path, monkeypatch):
     from bgp_congruency.runner.state import read_state
 
     assert read_state(config_from_params(conf), MONTH)["steps"]["compare"]["status"] == "done"
+    from tests.test_s3 import _objects
+
+    assert f"lake/{db}/_runs/month={MONTH}/state.json" in _objects(s3_server, data)
     for table in ("pairs", "vps", "month_summary", "cleaning_stats"):
         want = pq.read_table(archive / "ground_truth" / f"month={MONTH}" / f"{table}.parquet").to_pylist()
         got = read_published(data, table, MONTH).to_pylist()

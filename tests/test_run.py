@@ -568,18 +568,20 @@ def test_parallel_months_wait_for_the_month_before(two_months, tmp_path):
 
 @pytest.mark.slow
 def test_republish_during_compare_is_redone(two_months, tmp_path):
-    """2026-01 re-published while 2026-02's compare runs (paused after reading it): 2026-02
-    is recorded on the files it read, so `status` calls it stale and the next run redoes it
-    (before issue 30 the fingerprint was taken after the step, and the next run skipped it)."""
+    """2026-01 re-published while 2026-02's compare runs (paused after reading it, until
+    2026-01's run is over: deleting the pause file lets it go on): 2026-02 is recorded on the
+    files it read, so `status` calls it stale and the next run redoes it (before issue 30 the
+    fingerprint was taken after the step, and the next run skipped it)."""
     data = writable(two_months.data, tmp_path / "data")  # both months run, as the session ran them
     flag = tmp_path / "paused"
     feb = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *_run_args(two_months, data, "2026-02", "--force", "compare")],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            env=env(CONGRUENCY_PAUSE_AT="compare", CONGRUENCY_PAUSE_FILE=str(flag),
-                                    CONGRUENCY_PAUSE_S="6"))
+                                    CONGRUENCY_PAUSE_S="120"))
     try:
         wait_for_file(flag, feb)
         jan = congruency(*_run_args(two_months, data, "2026-01", "--force", "compare"))
+        flag.unlink()
         assert jan.returncode == 0, jan.stderr[-2000:]
         out, err = feb.communicate(timeout=BOUND_S)
         assert feb.returncode == 0, err[-2000:]

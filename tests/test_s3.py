@@ -85,9 +85,6 @@ def _catalog_tables(postgres, db: str) -> int:
 
 def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingested_2026, sample, tmp_path,
                                                        monkeypatch):
-    from bgp_congruency.ingest.onto_s3 import work_dir
-    from bgp_congruency.pipeline.publish import ObjectStore
-
     db = f"s3_{uuid.uuid4().hex[:8]}"
     conninfo = postgres.database(db)
     root = f"s3://lake/{db}"
@@ -95,23 +92,44 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
     # The endpoint from the config's [s3] table, the keys from the AWS environment.
     cf.write_text(CONFIG_TOML + f'catalog = "postgres:{conninfo}"\n[s3]\nendpoint = "{s3_server.endpoint}"\n')
     keys = dict(AWS_ACCESS_KEY_ID=s3_server.key_id, AWS_SECRET_ACCESS_KEY=s3_server.secret)
-    # Ingest straight onto S3 (ingest/onto_s3.py); a second run finds every snapshot done.
-    ingest = ("ingest", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--archive-root", str(ARCHIVE),
-              "--days", "30", "--times", "14:00", "--collectors", "route-views2,route-views6",
-              "--backend", fast_backend(), "--json")
-    for done in (0, 2):
-        r = _cli(*ingest, env=_clean_env(**keys))
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert json.loads(r.stdout)["already_done"] == done
-    assert not any(work_dir(root).glob("*/month=*")), list(work_dir(root).rglob("*"))  # only the MRT cache stays
-    r = _cli("compare", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--min-coverage", "0",
-             env=_clean_env(**keys))
+    # Three hosts sharing only the bucket and the database: each its own temp folder, where
+    # it keeps its local folder of the data dir (common/s3.local_dir).
+    hosts = {h: tmp_path / f"host-{h}" for h in "abc"}
+    for d in hosts.values():
+        d.mkdir()
+
+    def on(h: str) -> dict:
+        return _clean_env(**keys, TMPDIR=str(hosts[h]))
+
+    sel = ("--month", MONTH, "--data-dir", root, "--config", str(cf), "--archive-root", str(ARCHIVE),
+           "--days", "30", "--times", "14:00", "--collectors", "route-views2,route-views6")
+    # Host a ingests through the monthly run, straight onto S3 (ingest/onto_s3.py), its state
+    # recorded in the bucket; an ingest of the same selection then finds every snapshot done.
+    r = _cli("run", *sel, "--only", "ingest", "--min-coverage", "0", "--json", env=on("a"))
     assert r.returncode == 0, r.stderr[-3000:]
-    assert f"{root}/pairs/month={MONTH}/" in r.stderr.splitlines()[-1]  # where the month was published
+    assert json.loads(r.stdout)["steps"]["ingest"]["status"] == "done"
+    r = _cli("ingest", *sel, "--backend", fast_backend(), "--json", env=on("a"))
+    assert r.returncode == 0 and json.loads(r.stdout)["already_done"] == 2, r.stderr[-3000:]
+    left = list(hosts["a"].glob("congruency-s3-*/ingest/*/month=*"))
+    assert not left, left  # only the MRT cache stays
+    # Host b resumes the month: the ingest is recorded done; the compare and the later steps run there.
+    r = _cli("run", *sel, "--min-coverage", "0", "--json", env=on("b"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    steps = {k: v["status"] for k, v in json.loads(r.stdout)["steps"].items()}
+    assert steps == {"ingest": "skipped", "compare": "done", "hints": "done", "lake": "done", "reports": "done"}, steps
+    # Host c sees the month whole from the bucket: its status, and a run that skips every step.
+    r = _cli("status", "--month", MONTH, "--data-dir", root, "--config", str(cf), "--json", env=on("c"))
+    assert r.returncode == 0, r.stderr
+    assert {v["status"] for v in json.loads(r.stdout)["steps"].values()} == {"done"}
+    r = _cli("run", *sel, "--min-coverage", "0", "--json", env=on("c"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {v["status"] for v in json.loads(r.stdout)["steps"].values()} == {"skipped"}, r.stdout
 
     # Nothing of the month stays on local disk: its staging folder was uploaded and removed.
-    staging = Path(ObjectStore(root).staging_root())
-    assert not staging.exists() or not any(staging.iterdir()), list(staging.iterdir())
+    staged = [p for h in hosts.values() for p in h.glob("congruency-s3-*/_staging/*") if p.is_dir()]
+    assert staged == [], staged
+    assert f"lake/{db}/_runs/month={MONTH}/state.json" in _objects(s3_server, root)
+    assert f"lake/{db}/exports/month={MONTH}/tunnels.jsonl" in _objects(s3_server, root)
     objects = _objects(s3_server, root)
     assert f"lake/{db}/catalog.url" in objects
     assert any(o.startswith(f"lake/{db}/pairs/month={MONTH}/") for o in objects)
@@ -209,7 +227,8 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
             "SELECT folder FROM lake._congruency.publishes WHERE rows = 0").fetchall())
     finally:
         con.close()
-    ingest_and_pages = (f"lake/{db}/routes/", f"lake/{db}/manifest/", f"lake/{db}/reports/", f"lake/{db}/catalog.url")
+    ingest_and_pages = tuple(f"lake/{db}/{p}" for p in ("routes/", "manifest/", "reports/", "exports/", "_runs/",
+                                                         "catalog.url"))
     after = [o for o in _objects(s3_server, root) if not o.startswith(ingest_and_pages)]
     assert current and sorted(o for o in after if not o.startswith(current)) == sorted(needed)
     assert len(before) > len(after) + len(needed) // 2  # the first publish's files and the orphan went

@@ -152,12 +152,19 @@ def dump(source, fp: IO[str], month: str | None = None) -> int:
 
 
 def write(source, out: str | Path, month: str | None = None, extra: pa.Table | None = None) -> Path:
-    """Write hints as JSON Lines to `out`, atomically (a dot-temp file, then renamed).
+    """Write hints as JSON Lines to `out`, atomically (a dot-temp file, then renamed; an
+    s3:// URL: written on local disk, then uploaded whole, so a reader never sees part).
 
     `source`: a Config (reads the published hints table of `month`), an Arrow table or
     record batch reader with the HINTS schema, or an iterable of hint dicts; `extra`: hints
     written after them (the site's own advice, selector/reveal.site_hints).
     """
+    if s3.is_s3(out):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="congruency-export-") as d:
+            s3.Bucket(str(out)).put_file(write(source, Path(d) / "tunnels.jsonl", month, extra), str(out))
+        return out
     out = Path(out)
     with atomic.replacing(out) as tmp, open(tmp, "w", encoding="utf-8") as fp:
         dump(source, fp, month)
