@@ -24,6 +24,9 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.locks import month_lock
 
+#: How long an ingest waits for another one of the month on this host to let go of the mirror.
+MIRROR_WAIT_S = 6 * 3600.0
+
 
 class S3IngestError(CongruencyError):
     """Reading or writing the bucket failed; the message names the object and the endpoint."""
@@ -104,8 +107,9 @@ def run(cfg: Config, month: str, ingest, **kw):
     root = str(cfg.data_dir).rstrip("/")
     bucket = s3.Bucket(root)
     local = work_dir(root)
-    # One ingest or compare of the month at a time on this host (two would share the mirror).
-    with month_lock(root, month):
+    # One ingest or compare of the month at a time on this host, and one user of its mirror
+    # (the DAG's collector tasks hold the month shared: they queue here).
+    with month_lock(root, month), month_lock(root, month, part="mirror", wait_s=MIRROR_WAIT_S):
         try:
             s3.check_bucket(root)
             for sub in ("routes", "manifest"):  # an earlier run's mirror: S3 is the truth

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -104,8 +105,15 @@ class _StageTicker:
 def spark_session(cfg: Config):
     """The SparkSession `cfg` asks for: its master and settings, and S3A's for an s3:// data
     dir (its jars checked before a JVM starts for nothing)."""
-    reach = s3a.conf(str(cfg.data_dir)) if s3.is_s3(cfg.data_dir) else {}
-    return sparkmod.session(cfg.spark_master, {**reach, **cfg.spark_conf})
+    if not s3.is_s3(cfg.data_dir):
+        return sparkmod.session(cfg.spark_master, cfg.spark_conf)
+    reach = s3a.conf(str(cfg.data_dir), cfg.spark_conf.get("spark.jars", ""))
+    settings = {**reach, **cfg.spark_conf}  # the user's settings win, but for the jars: both
+    if "spark.jars" in reach:
+        settings["spark.jars"] = reach["spark.jars"]
+    spark = sparkmod.session(cfg.spark_master, settings)
+    s3a.give_credentials(spark, str(cfg.data_dir))
+    return spark
 
 
 def open_engine(cfg: Config, spark=None) -> Engine:
@@ -123,7 +131,7 @@ def open_engine(cfg: Config, spark=None) -> Engine:
 def compare_months(cfg: Config, months: list[str], spark=None, stagers: Sequence[Stager] = ()) -> list[MonthResult]:
     """Each month on `cfg`'s engine (effective_engine), published on its own with the tables
     `stagers` add (Stager)."""
-    if spark is None and effective_engine(cfg) == "spark" and s3.is_s3(cfg.data_dir):
+    if spark is None and effective_engine(cfg) == "spark" and s3.is_s3(cfg.data_dir) and not s3a.submitted():
         s3a.jars()  # missing, named in one line before the catalog or a JVM is touched
     # The catalog (and the data dir it needs) before anything is computed.
     attach.configure(cfg.data_dir if s3.is_s3(cfg.data_dir) else layout.local(
@@ -144,7 +152,7 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = str(layout.routes_dir(root, month))
-    staged = store = resumed = None
+    staged = store = resumed = out = None
     interrupted = False
     with console.progress() as prog, _locked(cfg, month, res):
         if res.error:
@@ -227,6 +235,8 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
             # loses only this run's spill.
             if staged is not None and store is not None and store.exists(staged) and not interrupted:
                 store.delete(f"{staged}/_spill" if resumed else staged)
+            if out is not None and staged is not None and out != staged:  # the stagers' local folder
+                shutil.rmtree(out, ignore_errors=True)
     return res
 
 

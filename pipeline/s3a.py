@@ -68,16 +68,47 @@ def jars(repo: Path | None = None) -> list[Path]:
     return [j.path(repo) for j in JARS]
 
 
-def conf(root: str) -> dict[str, str]:
-    """The Spark settings of a session that reaches `root`'s bucket: the jars, and S3A's
-    settings (endpoint, region, URL style, credentials) as spark.hadoop.* options."""
-    return {"spark.jars": ",".join(str(p) for p in jars()),
-            **{f"spark.hadoop.{k}": v for k, v in s3.hadoop_conf(root).items()}}
+#: S3A's settings that hold secrets: set on the running session (give_credentials), never in
+#: its launch settings, which pyspark passes to the driver JVM's command line (`ps` shows it).
+SECRETS = ("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token")
+
+
+def submitted() -> bool:
+    """Whether this driver was started by spark-submit: its JVM is up with the jars it was
+    given (--jars), and the job cannot add to its class path."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or bool(os.environ.get("SPARK_SUBMIT_DEPLOY_MODE"))
+
+
+def conf(root: str, extra_jars: str = "") -> dict[str, str]:
+    """The Spark settings of a session that reaches `root`'s bucket: the jars (beside
+    `extra_jars`, the user's spark.jars; not under spark-submit, which was given them) and
+    S3A's settings but the secrets, as spark.hadoop.* options."""
+    out = {f"spark.hadoop.{k}": v for k, v in s3.hadoop_conf(root).items() if k not in SECRETS}
+    if not submitted():
+        out["spark.jars"] = ",".join([*(j for j in extra_jars.split(",") if j), *(str(p) for p in jars())])
+    return out
+
+
+def give_credentials(spark, root: str) -> None:
+    """S3A's credentials on a running session's Hadoop configuration, which each job hands
+    its executors (and the driver's own FileSystem reads)."""
+    hconf = spark._jsc.hadoopConfiguration()
+    for k, v in s3.hadoop_conf(root).items():
+        if k in SECRETS:
+            hconf.set(k, v)
 
 
 def reaches(spark) -> bool:
-    """Whether a running session was started with S3A for the s3 scheme (conf above)."""
-    return spark.conf.get("spark.hadoop.fs.s3.impl", None) == s3.S3A_CLASS
+    """Whether a running session reaches s3:// through S3A: bound to the scheme, and its
+    class on the driver's class path (spark-submit without --jars has not)."""
+    if spark.conf.get("spark.hadoop.fs.s3.impl", None) != s3.S3A_CLASS:
+        return False
+    jvm = spark._jvm
+    try:
+        jvm.java.lang.Class.forName(s3.S3A_CLASS, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        return False
+    return True
 
 
 def _sha256(p: Path) -> str:
@@ -103,8 +134,9 @@ def fetch(repo: Path | None = None, out=sys.stderr) -> list[Path]:
                             "dependency:get", f"-Dartifact={j.coordinate}", "-Dtransitive=false"],
                            capture_output=True, text=True)
         if p.returncode != 0:
-            last = (p.stdout + p.stderr).strip().splitlines()[-1:] or ["no output"]
-            raise BadInput(f"{j.coordinate}: Maven could not fetch it: {last[0]}")
+            lines = (p.stdout + p.stderr).strip().splitlines()
+            first = next((ln for ln in lines if ln.startswith("[ERROR]")), lines[-1] if lines else "no output")
+            raise BadInput(f"{j.coordinate}: Maven could not fetch it: {first}")
     for j in JARS:
         got = _sha256(j.path(repo))
         if got != j.sha256:

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from bgp_congruency.common import atomic, layout, s3
+from bgp_congruency.common import atomic, layout, routes, s3
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.locks import month_lock
@@ -96,7 +96,10 @@ def _read_json(p) -> dict | None:
     """A state file's contents, local or in the bucket; None when there is none."""
     if s3.is_s3(p):
         bucket = s3.Bucket(p)
-        return json.loads(bucket.read_text(p)) if bucket.exists(p) else None
+        try:
+            return json.loads(bucket.read_text(p)) if bucket.exists(p) else None
+        except OSError as exc:
+            raise StepFailed(f"{p}: cannot read it at {s3.access(p).where()} ({s3.why(exc)})") from None
     try:
         return json.loads(Path(p).read_text())
     except FileNotFoundError:
@@ -106,7 +109,13 @@ def _read_json(p) -> dict | None:
 def _write_json(p, obj: dict) -> None:
     """Whole or not at all: a rename on local disk, one PUT in a bucket."""
     text = json.dumps(obj, indent=1, sort_keys=True, default=str)
-    s3.Bucket(p).write_text(p, text) if s3.is_s3(p) else atomic.write_text(p, text)
+    if not s3.is_s3(p):
+        atomic.write_text(p, text)
+        return
+    try:
+        s3.Bucket(p).write_text(p, text)
+    except OSError as exc:
+        raise StepFailed(f"{p}: cannot write it at {s3.access(p).where()} ({s3.why(exc)})") from None
 
 
 def exists(p) -> bool:
@@ -262,5 +271,7 @@ def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
     if step == "ingest":
         root = data_dir(cfg)
         # Each dump in its collector's routes, whatever path an earlier version recorded.
-        return bool(outs) and all(manifest.merged(root, r) for r in manifest_ok(cfg, month))
+        rows = manifest_ok(cfg, month)
+        have = {c: {s.source_file for s in routes.current_snapshots(root, month, c)} for c in {r["collector"] for r in rows}}
+        return bool(outs) and all(manifest.merged(root, r, have) for r in rows)
     return all(exists(v) for v in outs)

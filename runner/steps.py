@@ -38,9 +38,8 @@ def cleanup(cfg: Config, month: str) -> None:
     """What killed runs of the month left: staged tables and publishes never committed (see
     pipeline/publish.py; but a killed DuckDB compare's staging folder, which the compare
     resumes) and the writers' dot-temp files. Hold the month lock. The trend
-    report is shared by every month: only temps of dead writers go. On S3 the staging
-    folders are this host's (the ingest's mirror cleans up after itself, and an object is
-    written whole: no dot-temps)."""
+    report is shared by every month: only temps of dead writers go. On S3 there are no
+    dot-temps (an object is written whole) and the ingest's mirror cleans up after itself."""
     root = data_dir(cfg)
     store = store_for(root)
     store.recover(month, keep=DuckDBEngine.resumable(store, month))  # a killed compare's finished partitions

@@ -581,3 +581,16 @@ def test_cli_default_engine_needs_no_java(tmp_path):
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2
     assert p.stderr.strip() == "error: --engine duckdb: --master spark://head:7077 names a Spark cluster; use --engine spark"
+
+
+@pytest.mark.spark
+def test_a_spark_session_without_s3a_is_refused_for_an_s3_data_dir(spark):
+    """A session handed in that was started without S3A (the suite's own: no jars, no s3
+    binding) reaches no s3:// data dir: one line naming it and what gives it S3A."""
+    from bgp_congruency.common.errors import BadInput
+    from bgp_congruency.pipeline import s3a
+    from bgp_congruency.pipeline.engines.spark import SparkEngine
+
+    assert not s3a.reaches(spark)
+    with pytest.raises(BadInput, match=r"^s3://lake/x: this Spark session was started without S3A for s3://"):
+        SparkEngine(spark).store("s3://lake/x")

@@ -438,3 +438,13 @@ def test_s3a_jars_missing_or_altered_are_named_in_one_line(tmp_path, monkeypatch
     with pytest.raises(BadInput, match=r"bundle-2\.35\.4\.jar: SHA-256 0{64}, pinned db4b55f2.*; deleted it"):
         s3a.fetch(repo)
     assert not s3a.JARS[1].path(repo).exists() and s3a.JARS[0].path(repo).exists()
+    # The credentials never go in a session's launch settings (pyspark puts those on the
+    # driver JVM's command line): they are set on the running session (s3a.give_credentials).
+    s3a.JARS[1].path(repo).write_bytes(b"x")
+    monkeypatch.setenv("MAVEN_REPO_LOCAL", str(repo))
+    monkeypatch.setattr(os, "environ", {**os.environ, "AWS_ACCESS_KEY_ID": "K", "AWS_SECRET_ACCESS_KEY": "S3CRET",
+                                        "AWS_SESSION_TOKEN": "T0KEN"})
+    launch = s3a.conf("s3://lake/x", "/opt/mine.jar")
+    assert not any(v in ("K", "S3CRET", "T0KEN") for v in launch.values()), launch
+    assert launch["spark.jars"].split(",") == ["/opt/mine.jar", *map(str, s3a.jars(repo))]
+    assert launch["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
