@@ -318,10 +318,7 @@ class Bucket:
     def upload(self, folder: str, url: str) -> list[str]:
         """Copy the local `folder`'s Parquet files (not a writer's dot-temp nor Spark's markers)
         to the prefix `url`; returns their URLs."""
-        from pyarrow import fs
-
         names = sorted(n for n in os.listdir(folder) if layout.is_data_file(n))
         for n in names:
-            fs.copy_files(os.path.join(folder, n), f"{path(url)}/{n}", source_filesystem=fs.LocalFileSystem(),
-                          destination_filesystem=self.fs)
+            self.put_file(os.path.join(folder, n), f"{url.rstrip('/')}/{n}")
         return [f"{url.rstrip('/')}/{n}" for n in names]

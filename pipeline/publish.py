@@ -231,10 +231,6 @@ class S3AStore(HadoopStore):
         moved = [f"{p}/{n}" for p in out.values() for n in self.files(p) if layout.is_data_file(n)]
         commit.publish(root, month, out, replace=replace, retire=retire, expect=moved)
 
-    def stat(self, p: str) -> tuple[int, int]:
-        st = self.fs.getFileStatus(self._Path(p))
-        return int(st.getLen()), int(st.getModificationTime()) * 1_000_000
-
 
 class ObjectStore(Store):
     """A data dir on S3 (common/s3.py), for the DuckDB engine: its objects through pyarrow, its
