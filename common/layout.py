@@ -3,7 +3,7 @@
     DATA_DIR/
       routes/month=M/collector=C/gen-N/                ingest: the collector's routes, each with the
                                                        snapshots that saw it (common/routes.py)
-      manifest/month=M/manifest.parquet                ingest: what was read, from where
+      manifest/month=M/collector=C.parquet             ingest: what was read, from where
       <table>/month=M/<M>-<id>/*.parquet               published tables (common/tables.py), one
                                                        folder per publish; which are current:
       catalog.sqlite                                   the DuckLake catalog (lake/attach.py), or
@@ -11,7 +11,8 @@
       _staging/<M>-<id>/<table>/                       a month being computed, then published
       _staging/ingest-<M>/collector=C/<dump>.parquet   dumps decoded, not yet merged into routes
       _staging/<M>.lock                                the month's lock (common/locks.py)
-      _runs/month=M/state.json, _runs/shared.json      the monthly run's steps (runner/)
+      _runs/month=M/state.json, _runs/shared.json      the monthly run's steps (runner/); beside
+      _runs/month=M/ingest.collector=C.json            state.json, the DAG's ingest per collector
       exports/month=M/tunnels.jsonl                    the hints for tunnel tools
       reports/month=M/report.html, sensitivity.html    offline pages; reports/trend.html
 
@@ -124,16 +125,39 @@ def decoded_dir(root, month: str, collector: str):
     return _join(root, STAGING, f"ingest-{month}", f"collector={collector}")
 
 
-def manifest_file(root, month: str):
-    return _join(root, "manifest", month_part(month), "manifest.parquet")
+def manifest_dir(root, month: str):
+    return _join(root, "manifest", month_part(month))
+
+
+def manifest_file(root, month: str, collector: str | None = None):
+    """A collector's manifest of the month (ingest/manifest.py); with None, the single file an
+    earlier version wrote for the whole month."""
+    return _join(manifest_dir(root, month), f"collector={collector}.parquet" if collector else "manifest.parquet")
+
+
+def manifest_files(root, month: str) -> list:
+    """The month's manifest files to read: the collectors' files, or an earlier version's
+    single file where no collector has one yet ([] where the month has none)."""
+    d = manifest_dir(root, month)
+    if str(root).startswith(S3_SCHEME):
+        from bgp_congruency.common import s3  # it reaches the bucket (and imports this module)
+
+        names = s3.Bucket(root).children(d)
+    else:
+        names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    per = [n.removeprefix("collector=").removesuffix(".parquet") for n in names
+           if n.startswith("collector=") and n.endswith(".parquet")]
+    return [manifest_file(root, month, c) for c in per] or \
+        ([manifest_file(root, month)] if "manifest.parquet" in names else [])
 
 
 def staging_dir(root):
     return _join(root, STAGING)
 
 
-def state_file(root, month: str):
-    return _join(root, RUNS, month_part(month), "state.json")
+def state_file(root, month: str, collector: str | None = None):
+    """The month's state, or (collector given) one collector's ingest outcome beside it."""
+    return _join(root, RUNS, month_part(month), f"ingest.collector={collector}.json" if collector else "state.json")
 
 
 def runs_file(root, name: str):

@@ -70,7 +70,7 @@ _VP = {
 document(
     "manifest", MANIFEST,
     "What ingest did with every snapshot slot of a month; the latest outcome per slot.",
-    "manifest/month=YYYY-MM/manifest.parquet",
+    "manifest/month=YYYY-MM/collector=C.parquet",
     month=_MONTH,
     slot=("slot key: collector and target time of the snapshot", "-", "ingest: discovery"),
     collector=("collector name, e.g. route-views2, rrc00", "-", "ingest: catalogue"),

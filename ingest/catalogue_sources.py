@@ -23,12 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from bgp_congruency.common import layout
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.months import listed
-from bgp_congruency.ingest import catalogue, download
+from bgp_congruency.ingest import catalogue, download, manifest
 from bgp_congruency.ingest.catalogue import Collector
 
 RIPESTAT_URL = "https://stat.ripe.net/data/rrc-info/data.json"
@@ -130,10 +128,8 @@ def fetch_routeviews(url: str, timeout: float) -> list[dict]:
 def observed_afis(data_dir: Path) -> dict[str, tuple[tuple[int, ...], list[str]]]:
     """collector -> (families with entries, months) from every manifest under data_dir."""
     seen: dict[str, tuple[set[int], set[str]]] = {}
-    for p in (layout.manifest_file(data_dir, m) for m in layout.months_in(data_dir, "manifest")):
-        if not p.is_file():
-            continue
-        for r in pq.read_table(p, columns=["collector", "month", "status", "entries_v4", "entries_v6"]).to_pylist():
+    for m in layout.months_in(data_dir, "manifest"):
+        for r in manifest.read(data_dir, m).values():
             if r["status"] != "ok":
                 continue
             fams, months = seen.setdefault(r["collector"], (set(), set()))

@@ -1,8 +1,12 @@
 """The ingest manifest: one row per snapshot slot, saying what happened to it.
 
-Stored as `manifest/month=YYYY-MM/manifest.parquet`, rewritten atomically after each run
-and merged by slot, so it always shows the latest outcome of every slot of the month and
-a re-run knows what is already done.
+Stored one file per collector, `manifest/month=YYYY-MM/collector=C.parquet`, each rewritten
+whole after a run that touched its collector and merged by slot, so it always shows the
+latest outcome of every slot of the month and a re-run knows what is already done. One file
+per collector because the DAG's ingest tasks (one per collector) may run on different hosts
+of an s3:// data dir, where no lock is shared: each writes only its own collector's file, so
+none drops another's rows. A month an earlier version stored as one `manifest.parquet` is
+read as it is and split into the collectors' files by its next write.
 """
 from __future__ import annotations
 
@@ -50,7 +54,8 @@ class Row:
 
 
 def path(data_dir: Path, month: str) -> Path:
-    return layout.manifest_file(data_dir, month)
+    """The month's manifest folder (what a step's outputs name)."""
+    return layout.manifest_dir(data_dir, month)
 
 
 def routes_output(data_dir: Path, month: str, collector: str) -> str:
@@ -70,23 +75,47 @@ def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -
 
 
 def read(data_dir: Path, month: str) -> dict[str, dict]:
-    """Latest row per slot, as plain dicts."""
-    return {r["slot"]: r for r in s3.read_rows(path(data_dir, month))}  # local, or S3 (ingest/onto_s3.py)
+    """Latest row per slot, as plain dicts: the collectors' files over an earlier version's
+    single file (both are there only while a write splits the latter)."""
+    single = layout.manifest_file(data_dir, month)
+    rows = {r["slot"]: r for r in s3.read_rows(single)}  # local, or S3 (ingest/onto_s3.py)
+    for f in layout.manifest_files(data_dir, month):
+        if f == single:
+            continue
+        got = s3.read_rows(f)
+        cols = {r["collector"] for r in got}
+        rows = {k: r for k, r in rows.items() if r["collector"] not in cols}
+        rows.update((r["slot"], r) for r in got)
+    return rows
 
 
 def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = frozenset()) -> Path:
-    """Replace the rows of these slots, remove those of `drop`, keep the others; atomic rename. Safe for concurrent
-    writers (one per collector, e.g. Airflow's mapped ingest tasks): the read-merge-write
-    holds the month's manifest lock."""
-    p = path(data_dir, month)
+    """Replace the rows of these slots, remove those of `drop`, keep the others: each collector
+    they touch gets its file rewritten whole (atomic rename); an earlier version's single file
+    is split into the collectors' files and removed. Local data dirs only (an s3:// one's
+    ingest writes its mirror's, ingest/onto_s3.py); the read-merge-write holds the month's
+    manifest lock."""
     with month_lock(data_dir, month, part="manifest", wait_s=300):
-        current = {k: r for k, r in read(data_dir, month).items() if k not in drop}
+        before = read(data_dir, month)
+        current = {k: r for k, r in before.items() if k not in drop}
         for r in rows:
             current[r.slot] = r.to_dict()
+        single = Path(layout.manifest_file(data_dir, month))
+        touched = {r.collector for r in rows} | {before[k]["collector"] for k in drop if k in before}
+        if single.is_file():  # the split: every collector of the month gets its file now
+            touched |= {r["collector"] for r in current.values()}
+        by_collector: dict[str, list[dict]] = {c: [] for c in touched}
         for r in current.values():
-            if isinstance(r.get("skipped"), dict):
-                r["skipped"] = list(r["skipped"].items())
-        table = pa.Table.from_pylist(sorted(current.values(), key=lambda r: r["slot"]), schema=SCHEMA)
-        with atomic.replacing(p) as tmp:
-            pq.write_table(table, tmp, compression="zstd")
-    return p
+            if r["collector"] in touched:
+                if isinstance(r.get("skipped"), dict):
+                    r["skipped"] = list(r["skipped"].items())
+                by_collector[r["collector"]].append(r)
+        for c, rs in sorted(by_collector.items()):
+            if not rs:  # its last rows dropped
+                Path(layout.manifest_file(data_dir, month, c)).unlink(missing_ok=True)
+                continue
+            table = pa.Table.from_pylist(sorted(rs, key=lambda r: r["slot"]), schema=SCHEMA)
+            with atomic.replacing(layout.manifest_file(data_dir, month, c)) as tmp:
+                pq.write_table(table, tmp, compression="zstd")
+        single.unlink(missing_ok=True)
+    return path(data_dir, month)

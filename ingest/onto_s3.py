@@ -4,7 +4,8 @@ are mirrored into a local work folder, the ingest runs there as on any local dat
 
 S3 has no rename, so the upload's order is what readers rely on: a new generation's route
 files first, its snapshots.json last (common/routes.month_input reads the newest generation
-that has one: a generation without it is one being uploaded), then the manifest in one PUT.
+that has one: a generation without it is one being uploaded), then each manifest file the
+ingest changed, one PUT each (one file per collector: ingest/manifest.py).
 A run killed before the last upload leaves the month as it was on S3 (and its decoded dumps
 in the work folder, which the next run on this host merges). Generations older than the
 previous one are deleted after the upload (no lock is shared between hosts: a compare that
@@ -46,9 +47,16 @@ def _generations(bucket: s3.Bucket, folder: str) -> list[str]:
     return [g for g in _all_generations(bucket, folder) if stored.SNAPSHOTS in bucket.children(f"{folder}/{g}")]
 
 
-def _mirror(bucket: s3.Bucket, root: str, local: Path, month: str) -> dict[str, str | None]:
-    """Copy the month's manifest and each collector's current generation from S3 into `local`;
-    returns collector -> the generation copied (what the upload compares against)."""
+def _digest(p: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _mirror(bucket: s3.Bucket, root: str, local: Path, month: str) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Copy the month's manifest files and each collector's current generation from S3 into
+    `local`; returns collector -> the generation copied and manifest file -> its sha256 (what
+    the upload compares against)."""
     from pyarrow import fs
 
     here = {}
@@ -66,17 +74,22 @@ def _mirror(bucket: s3.Bucket, root: str, local: Path, month: str) -> dict[str, 
             fs.copy_files(f"{s3.path(src)}/{n}", str(dst / n), source_filesystem=bucket.fs,
                           destination_filesystem=fs.LocalFileSystem())
         here[name.removeprefix("collector=")] = gens[-1]
-    manifest = layout.manifest_file(root, month)
-    if bucket.exists(manifest):
-        Path(layout.manifest_file(local, month)).parent.mkdir(parents=True, exist_ok=True)
-        fs.copy_files(s3.path(manifest), str(layout.manifest_file(local, month)), source_filesystem=bucket.fs,
+    manifests = {}
+    for name in bucket.children(layout.manifest_dir(root, month)):
+        dst = Path(layout.manifest_dir(local, month)) / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        fs.copy_files(s3.path(f"{layout.manifest_dir(root, month)}/{name}"), str(dst), source_filesystem=bucket.fs,
                       destination_filesystem=fs.LocalFileSystem())
-    return here
+        manifests[name] = _digest(dst)
+    return here, manifests
 
 
-def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[str, str | None]) -> list[str]:
-    """Upload each collector's new generation (files, then snapshots.json), then the manifest;
-    delete generations older than the previous one. Returns the generations uploaded."""
+def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[str, str | None],
+            manifests: dict[str, str]) -> list[str]:
+    """Upload each collector's new generation (files, then snapshots.json), then the manifest
+    files this ingest changed (each collector's its own: another host's ingest of another
+    collector may have written its own meanwhile, and stays); delete generations older than
+    the previous one. Returns the generations uploaded."""
     from pyarrow import fs
 
     out = []
@@ -94,10 +107,13 @@ def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[
         for old in _all_generations(bucket, dst):
             if old not in keep and old < gen.name:
                 bucket.delete(f"{dst}/{old}")
-    mf = Path(layout.manifest_file(local, month))
-    if mf.is_file():
-        fs.copy_files(str(mf), s3.path(layout.manifest_file(root, month)), source_filesystem=fs.LocalFileSystem(),
-                      destination_filesystem=bucket.fs)
+    here, there = Path(layout.manifest_dir(local, month)), layout.manifest_dir(root, month)
+    now = {n: _digest(here / n) for n in sorted(os.listdir(here))} if here.is_dir() else {}
+    for n, digest in now.items():
+        if manifests.get(n) != digest:
+            bucket.put_file(here / n, f"{there}/{n}")
+    for n in manifests.keys() - now.keys():  # what the ingest removed (an earlier version's single file, split)
+        bucket.delete(f"{there}/{n}")
     return out
 
 
@@ -114,12 +130,12 @@ def run(cfg: Config, month: str, ingest, **kw):
             s3.check_bucket(root)
             for sub in ("routes", "manifest"):  # an earlier run's mirror: S3 is the truth
                 shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
-            before = _mirror(bucket, root, local, month)
+            before, manifests = _mirror(bucket, root, local, month)
         except OSError as exc:
             raise S3IngestError(f"{root}: cannot read it at {s3.access(root).where()} ({s3.why(exc)})") from None
         out = ingest(cfg.with_overrides(data_dir=local), month, **kw)
         try:
-            uploaded = _upload(bucket, root, local, month, before)
+            uploaded = _upload(bucket, root, local, month, before, manifests)
         except OSError as exc:
             raise S3IngestError(f"{root}: upload to {s3.access(root).where()} failed ({s3.why(exc)}); the month on "
                                 "S3 is as it was: run the ingest again (it merges what this one decoded)") from None
@@ -127,5 +143,5 @@ def run(cfg: Config, month: str, ingest, **kw):
         console.note(f"{root}: uploaded {', '.join(u.rsplit('/', 3)[-3] + '/' + u.rsplit('/', 1)[-1] for u in uploaded)}")
     for sub in ("routes", "manifest"):
         shutil.rmtree(layout.month_dir(local, sub, month), ignore_errors=True)
-    out.manifest_path = layout.manifest_file(root, month)
+    out.manifest_path = layout.manifest_dir(root, month)
     return out

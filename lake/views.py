@@ -42,8 +42,7 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
     bucket = s3.Bucket(root) if s3.is_s3(root) else None
-    manifests = [str(layout.manifest_file(root, m)) for m in layout.months_in(root, "manifest")]
-    manifests = [f for f in manifests if (bucket.exists(f) if bucket else Path(f).is_file())]
+    manifests = [str(f) for m in layout.months_in(root, "manifest") for f in layout.manifest_files(root, m)]
     if manifests:
         have = set().union(*(pq.read_schema(s3.path(f) if bucket else f, filesystem=bucket and bucket.fs).names
                              for f in manifests))

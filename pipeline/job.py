@@ -20,6 +20,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.common.locks import LockBusy, lock_path, month_lock, wait_for
 from bgp_congruency.common.months import previous_month
 from bgp_congruency.common.tables import DERIVED_TABLES, MONTH_TABLES, PROVENANCE, STAGED_TABLES
+from bgp_congruency.ingest import manifest
 from bgp_congruency.ingest.policy import for_config
 from bgp_congruency.lake import attach
 from bgp_congruency.lake.published import files
@@ -297,7 +298,8 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:
     """The month's provenance row (pipeline/provenance.py), staged beside its tables."""
-    rows = engine.read_rows(store.month("manifest", month, "manifest.parquet"))
+    rows = engine.read_rows(store.month("manifest", month)) if layout.hadoop_only(cfg.data_dir) else \
+        list(manifest.read(cfg.data_dir, month).values())
     cov = for_config(rows, cfg).to_dict() if rows else None
     engine.write_rows(staged, "provenance", [provenance.row(cfg, month, engine.name, rows, cov)], PROVENANCE)
 

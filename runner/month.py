@@ -163,9 +163,7 @@ def ingest_collector(cfg: Config, month: str, collector: str) -> dict:
             outputs, res = {}, {"status": "failed", "error": _one_line("ingest", month, exc, cfg)}
     res["seconds"] = round(time.monotonic() - t0, 1)
 
-    def change(st):
-        st["steps"].setdefault("ingest", {}).setdefault("collectors", {})[collector] = res
-    S.update_state(cfg, month, change)
+    S.record_collector(cfg, month, collector, res)
     if res["error"]:
         raise StepFailed(res["error"])
     return outputs

@@ -36,8 +36,6 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
@@ -125,10 +123,8 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
     in the data dir. Snapshots whose prefixes all sit at the low end of the address space
     (cut samples: ingest/writer.py `partial`) do not count; their collectors go into `partial`."""
     rows: dict[str, list[dict]] = {}
-    for p in (layout.manifest_file(data_dir, m) for m in reversed(layout.months_in(data_dir, "manifest"))):  # newest first
-        if not p.is_file():
-            continue
-        for r in pq.read_table(p).to_pylist():
+    for m in reversed(layout.months_in(data_dir, "manifest")):  # newest first
+        for r in manifest.read(data_dir, m).values():
             if r["status"] == "ok" and r["bytes"]:
                 rows.setdefault(r["collector"], []).append(r)
     seen: dict[str, list[tuple[int, int]]] = {}

@@ -127,8 +127,35 @@ def has_state(cfg: Config, month: str) -> bool:
     return exists(state_path(cfg, month))
 
 
+def _collector_files(cfg: Config, month: str) -> dict[str, Path | str]:
+    """collector -> its ingest outcome's file (ingest_collector's), for those there."""
+    folder = str(state_path(cfg, month)).rsplit("/", 1)[0]
+    if s3.is_s3(folder):
+        try:
+            names = s3.Bucket(folder).children(folder)
+        except OSError as exc:
+            raise StepFailed(f"{folder}: cannot list it at {s3.access(folder).where()} ({s3.why(exc)})") from None
+    else:
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+    pre, post = "ingest.collector=", ".json"
+    return {n[len(pre):-len(post)]: layout.state_file(data_dir(cfg), month, n[len(pre):-len(post)])
+            for n in sorted(names) if n.startswith(pre) and n.endswith(post)}
+
+
 def read_state(cfg: Config, month: str) -> dict:
-    return _read_json(state_path(cfg, month)) or {"month": month, "steps": {}}
+    """The month's state, with the DAG's per-collector ingest outcomes (each its own file, as its
+    task may run on another host: none rewrites another's) in steps.ingest.collectors."""
+    st = _read_json(state_path(cfg, month)) or {"month": month, "steps": {}}
+    for c, p in _collector_files(cfg, month).items():
+        got = _read_json(p)
+        if got is not None:
+            st["steps"].setdefault("ingest", {}).setdefault("collectors", {})[c] = got
+    return st
+
+
+def record_collector(cfg: Config, month: str, collector: str, res: dict) -> None:
+    """One collector's ingest outcome (the DAG's mapped task), written whole in its own file."""
+    _write_json(layout.state_file(data_dir(cfg), month, collector), res)
 
 
 def update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> dict:
@@ -150,7 +177,14 @@ def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, re
             "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
             "outputs": relative(cfg, res.outputs), "fingerprint": fingerprint if res.status == "done" else None,
             **({READ: read} if read is not None and res.status == "done" else {})}
-    return update_state(cfg, month, change)
+    st = update_state(cfg, month, change)
+    if res.step == "ingest":
+        for p in _collector_files(cfg, month).values():
+            if s3.is_s3(p):
+                s3.Bucket(p).delete(p)
+            else:
+                Path(p).unlink(missing_ok=True)
+    return st
 
 
 def stale(cfg: Config, month: str, st: dict) -> dict[str, str]:

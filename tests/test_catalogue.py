@@ -169,6 +169,24 @@ def test_observed_families_fill_in_unknown_ones(tmp_path):
     res = cs.merge(catalogue.load(), catalogue.projects(), [], seen)
     assert res.learned == ["route-views.isc", "route-views.wide"]  # route-views2's are sourced already
     assert res.collectors["route-views.wide"].afis_source == "observed in ingested RIBs (2026-07)"
+    # That single file is an earlier version's manifest: a write of one collector's rows splits it
+    # into one file per collector (ingest/manifest.py) and the month reads the same but for them.
+    from bgp_congruency.common import layout
+    from bgp_congruency.ingest import manifest
+
+    again = manifest.Row(month="2026-07", slot="route-views2@x", collector="route-views2", project="routeviews",
+                         target_time=utc(2026, 7, 1), status="ok", entries_v4=5, entries_v6=2)
+    manifest.merge_write(tmp_path / "data", "2026-07", [again])
+    assert sorted(p.name for p in d.iterdir()) == [f"collector={c}.parquet" for c in (
+        "route-views.isc", "route-views.linx", "route-views.wide", "route-views2")]
+    assert layout.manifest_files(tmp_path / "data", "2026-07")[0] == d / "collector=route-views.isc.parquet"
+    got = manifest.read(tmp_path / "data", "2026-07")
+    assert {k: (r["status"], r["entries_v6"]) for k, r in got.items()} == {
+        "route-views.wide@x": ("ok", 3), "route-views.isc@x": ("ok", 0), "route-views.linx@x": ("failed", None),
+        "route-views2@x": ("ok", 2)}
+    assert cs.observed_afis(tmp_path / "data")["route-views2"] == ((4, 6), ["2026-07"])
+    manifest.merge_write(tmp_path / "data", "2026-07", [], drop={"route-views.linx@x"})  # its last row: its file goes
+    assert not (d / "collector=route-views.linx.parquet").exists() and len(manifest.read(tmp_path / "data", "2026-07")) == 3
 
 
 def test_policy_by_hand():

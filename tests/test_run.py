@@ -155,7 +155,7 @@ def test_run_summary_and_outputs(sample, with_previous):
     assert vps == PEERS_IN_BOTH_2026
     for t in TABLES:
         assert Path(s["outputs"][t]).parent == data / t / f"month={MONTH}"  # this publish's folder
-    assert Path(s["outputs"]["manifest"]).is_file() and Path(s["outputs"]["state"]).is_file()
+    assert Path(s["outputs"]["manifest"]).is_dir() and Path(s["outputs"]["state"]).is_file()
     # with the month before published, transitions lists the pairs that became congruent
     assert with_previous["summary"]["steps"]["compare"]["status"] == "done"
     tr = published.read(with_previous["data"], "transitions", MONTH)

@@ -448,3 +448,85 @@ def test_s3a_jars_missing_or_altered_are_named_in_one_line(tmp_path, monkeypatch
     assert not any(v in ("K", "S3CRET", "T0KEN") for v in launch.values()), launch
     assert launch["spark.jars"].split(",") == ["/opt/mine.jar", *map(str, s3a.jars(repo))]
     assert launch["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+
+_DAG_TASK = """
+import json, sys
+from bgp_congruency.runner import month as runner, schedule
+params = json.loads(sys.argv[1])
+cfg = schedule.config_from_params(params)
+if params.get("finish"):
+    res = runner.finish_ingest(cfg, params["month"])
+    print(json.dumps({"status": res.status, "error": res.error}))
+else:
+    runner.ingest_collector(cfg, params["month"], params["collectors"][0])
+"""
+
+
+def test_collector_ingests_on_two_hosts_at_once_keep_each_others_records(s3_server, tmp_path):
+    """The DAG's mapped ingest tasks of one month on two hosts that share only the bucket: host
+    a's task is held after its merge, before it writes its manifest; host b's task ingests its
+    collector whole meanwhile; then a finishes. Neither drops the other's manifest rows or
+    ingest outcome (ingest/manifest.py, runner/state.record_collector), and the join finds
+    the month's ingest done, with one manifest row per snapshot."""
+    root = f"s3://lake/hosts_{uuid.uuid4().hex[:8]}"
+    hosts = {h: tmp_path / f"host-{h}" for h in "ab"}
+    for d in hosts.values():
+        d.mkdir()
+    cf = tmp_path / "c.toml"
+    cf.write_text(CONFIG_TOML + f'backend = "{fast_backend()}"\n')
+    flag = tmp_path / "a.paused"
+
+    def params(collector: str | None, **more) -> str:
+        return json.dumps({"month": MONTH, "data_dir": root, "config": str(cf), "archive_root": str(ARCHIVE),
+                           "days": "30", "times": "14:00", "min_coverage": 0,
+                           "collectors": [collector] if collector else ["route-views2", "route-views6"], **more})
+
+    def task(h: str, collector: str | None, **more) -> list[str]:
+        return [sys.executable, "-c", _DAG_TASK, params(collector, **more)]
+
+    env = {h: _clean_env(**s3_server.env(), TMPDIR=str(d)) for h, d in hosts.items()}
+    a = subprocess.Popen(task("a", "route-views2"), env=env["a"] | {"CONGRUENCY_PAUSE_AT": "merged",
+                         "CONGRUENCY_PAUSE_FILE": str(flag), "CONGRUENCY_PAUSE_S": "600"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not flag.exists() and a.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert flag.exists(), a.communicate(timeout=30)[1][-3000:]
+        b = subprocess.run(task("b", "route-views6"), env=env["b"], capture_output=True, text=True, timeout=300)
+        assert b.returncode == 0, b.stderr[-3000:]
+        flag.unlink()  # host a goes on: its manifest and outcome are written after b's
+        _out, err = a.communicate(timeout=300)
+        assert a.returncode == 0, err[-3000:]
+    finally:
+        if a.poll() is None:
+            a.kill()
+    done = subprocess.run(task("b", None, finish=True), env=env["b"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and json.loads(done.stdout.splitlines()[-1]) == {"status": "done", "error": None}, \
+        done.stdout + done.stderr[-3000:]
+
+    from bgp_congruency.ingest import manifest
+    from bgp_congruency.runner import state
+    from bgp_congruency.runner.schedule import config_from_params
+
+    old = dict(os.environ)
+    os.environ.update(s3_server.env())
+    try:
+        rows = manifest.read(root, MONTH)
+        st = state.read_state(config_from_params(json.loads(params(None))), MONTH)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    assert sorted((r["collector"], r["status"]) for r in rows.values()) == [("route-views2", "ok"),
+                                                                           ("route-views6", "ok")]
+    assert {c: r["status"] for c, r in st["steps"]["ingest"]["collectors"].items()} == {
+        "route-views2": "done", "route-views6": "done"}
+    assert st["steps"]["ingest"]["status"] == "done"
+    objects = _objects(s3_server, root)
+    prefix = root.removeprefix("s3://")
+    assert sorted(o for o in objects if o.startswith(f"{prefix}/manifest/")) == [
+        f"{prefix}/manifest/month={MONTH}/collector=route-views2.parquet",
+        f"{prefix}/manifest/month={MONTH}/collector=route-views6.parquet"]
+    assert {o.rsplit("/", 3)[-3] for o in objects if "/routes/" in o} == {"collector=route-views2",
+                                                                         "collector=route-views6"}

@@ -367,11 +367,6 @@ class DuckDBEngine:
         rows = pq.read_table(f"{staged}/month_summary").to_pylist()
         return rows[0] if rows else None
 
-    @staticmethod
-    def read_rows(path: str) -> list[dict]:
-        """A small Parquet file's rows (the month's manifest)."""
-        return s3.read_rows(path)
-
     def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:
         """A few rows computed outside SQL (provenance) as staged/<name>, like the SQL tables."""
         file_schema = pa.schema([f for f in schema if f.name != "month"])

@@ -126,7 +126,8 @@ class SparkEngine:
         return self.spark.read.schema(df.schema).parquet(literal(f"{staged}/{name}"))
 
     def read_rows(self, path: str) -> list[dict]:
-        """A small Parquet file's rows (the month's manifest), wherever the data dir is."""
+        """The rows of a folder of small Parquet files (the month's manifest), on a data dir only
+        Hadoop reaches."""
         fs = self.store_for(path)
         if not fs.exists(path):
             return []
