@@ -10,13 +10,14 @@ from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
 
-def add_question(p: argparse.ArgumentParser, required: bool = True) -> None:
+def add_question(p: argparse.ArgumentParser) -> None:
     """The question's flags, shared by advise and export."""
-    p.add_argument("--from", dest="source", metavar="ASN", required=required,
+    p.add_argument("--from", dest="source", metavar="ASN",
                    help="source AS (a VP, or any AS: then, in order, the VPs whose paths cross it; for a stub its "
                         "neighbours' routes, else its one neighbour's class; for any other AS the class most pairs to "
                         "the destination show; last, the VPs it hands traffic to; see docs/guide.md); "
-                        "GROUP:ASN picks one VP")
+                        "GROUP:ASN picks one VP. With declared neighbours or traces, any AS (a private ASN, one "
+                        "no collector sees). Default: the --endpoints file's [source] asn")
     p.add_argument("--to", action="append", metavar="ADDR|PREFIX|ASN",
                    help="destination: an ASN, a prefix or an IP address; give --to twice for one host's "
                         "IPv4 and IPv6 addresses")
@@ -68,7 +69,7 @@ def source_evidence(args: argparse.Namespace, cfg: Config, month: str):
     src = parse_source(args.source).asn
     ev = evidence_of(args.via4, args.via6)
     if args.endpoints:
-        ev = ev.merged(load_source(args.endpoints))
+        ev = ev.merged(load_source(args.endpoints)[1])
     if cfg.source.asn == src:
         ev = ev.merged(evidence_of(cfg.source.via4, cfg.source.via6, what="[source] "))
     traced = Evidence(how="traces")
@@ -81,10 +82,24 @@ def source_evidence(args: argparse.Namespace, cfg: Config, month: str):
     return ev.merged(traced) if traced else ev
 
 
+def source_of(args: argparse.Namespace) -> None:
+    """--from, or the endpoints file's [source] asn (they must agree when both are given)."""
+    from bgp_congruency.selector.question import HintError, load_source, parse_source
+
+    asn = load_source(args.endpoints)[0] if args.endpoints else None
+    if args.source is None and asn is None:
+        raise HintError("--from: the source AS is required (or the --endpoints file's [source] asn)")
+    if asn is not None and args.source is not None and parse_source(args.source).asn != asn:
+        raise HintError(f"--from: AS{parse_source(args.source).asn}, but {args.endpoints}'s [source] asn is AS{asn}")
+    if args.source is None:
+        args.source = str(asn)
+
+
 def ask(args: argparse.Namespace, cfg: Config) -> dict:
     from bgp_congruency.selector.advice import advise
     from bgp_congruency.selector.month import resolve_month
 
+    source_of(args)
     month = resolve_month(cfg, args.month)
     ev = source_evidence(args, cfg, month)
     return advise(cfg, args.source, args.to, month=month, endpoints=args.endpoints, k=args.k, evidence=ev or None)

@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
     p.add_argument("--format", required=True, choices=("jsonl", "mptcp", "mpt"),
                    help="jsonl: hints as JSON Lines; mptcp: an ip-mptcp sh script; mpt: an MPT connection file")
     p.add_argument("--out", metavar="FILE", help="file to write (default: stdout)")
-    add_question(p, required=False)
+    add_question(p)
     p.add_argument("--interfaces", metavar="FILE", help="TOML of [[interface]] name, address, gateway")
     p.add_argument("--interface", action="append", default=[], metavar="NAME=ADDR[/LEN][@GATEWAY]",
                    help="a local interface and its address (repeat; the gateway is needed for mpt)")
@@ -89,9 +89,11 @@ def _check_server_addresses(hints: list[dict], ifaces, sel) -> None:
 def render(args: argparse.Namespace, cfg: Config) -> str | dict | None:
     """The text to write, {file: text} for MPT (a file per peer), or None for a month-wide
     JSONL export (streamed by main)."""
-    from bgp_congruency.cli.advise import ask
+    from bgp_congruency.cli.advise import ask, source_of
     from bgp_congruency.selector.exports import jsonl, mpt, mptcp
 
+    if not args.source and args.endpoints:
+        source_of(args)  # the endpoints file's [source] asn
     if args.format == "jsonl" and not args.source:
         if args.to or args.endpoints or args.k:
             raise BadInput("--to/--endpoints/--k need --from")

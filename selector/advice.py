@@ -250,7 +250,8 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
                 (route, stab, snaps, _m_is), rule = guessed[n.asn], "inferred"
             else:
                 continue
-            is_ = "provider" if hop is not None else (rels or {}).get((src, n.asn), n.rel)
+            is_ = "provider" if hop is not None or selector.sole_neighbour(nbrs) else \
+                (rels or {}).get((src, n.asn), n.rel)
             if rule == "inferred":
                 nxt = guessed[n.asn][3]
             else:
@@ -493,8 +494,9 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             # evidence (first hops known, or only the neighbours), others on today's rules
             mode = "none" if not evidence else "first-hop" if evidence.first_hop else "neighbours"
             m.calibration = fits.get(mode)
-            if not m.seen(src.asn):
-                raise HintError(f"--from: AS{src.asn} does not appear on any path of {month}")
+            if not m.seen(src.asn) and not evidence:  # declared neighbours or a trace stand in for its paths
+                raise HintError(f"--from: AS{src.asn} does not appear on any path of {month} (give its neighbours: "
+                                "--via4/--via6, --atlas/--warts/--stored-traces or the endpoints file's [source])")
             for d in dests:
                 if d.asn is not None and not m.seen(d.asn):
                     raise HintError(f"--to: AS{d.asn} does not appear on any path of {month}")

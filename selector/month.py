@@ -161,12 +161,14 @@ class Month:
 
     def seen(self, asn: int) -> bool:
         """On any path of the month: a VP, or an end of a link of the month's relationships
-        (every AS of a path of two or more ASes; a small table), else a scan of the paths."""
+        (every AS of a path of two or more ASes; a small table), else a scan of the paths
+        (only for an AS the month's relationships do not name: a relationships table replaced
+        or cut by hand is no proof of absence)."""
         if any(a == asn for _g, a in self.vps):
             return True
-        if self.relationships is not None:
-            return bool(self.con.execute(f"SELECT count(*) > 0 FROM {self.relationships} WHERE as1 = $a OR as2 = $a",
-                                         {"a": asn}).fetchall()[0][0])
+        if self.relationships is not None and self.con.execute(
+                f"SELECT count(*) > 0 FROM {self.relationships} WHERE as1 = $a OR as2 = $a", {"a": asn}).fetchall()[0][0]:
+            return True
         return bool(self.con.execute(f"SELECT bool_or(list_contains(path, ?)) FROM {self.paths}",
                                      [asn]).fetchall()[0][0])
 

@@ -185,7 +185,7 @@ def load_endpoints(path: str | Path) -> list[Destination]:
     eps = data.get("endpoint")
     if set(data) - {"endpoint", "source"} or not isinstance(eps, list) or not eps:
         raise HintError(f"{p}: expected one or more [[endpoint]] tables (name, ipv4, ipv6) and at most a "
-                        "[source] table (via4, via6)")
+                        "[source] table (asn, via4, via6)")
     out, names = [], set()
     for i, ep in enumerate(eps, 1):
         if not isinstance(ep, dict) or set(ep) - {"name", "ipv4", "ipv6", "tunnel"}:
@@ -222,14 +222,21 @@ def load_endpoints(path: str | Path) -> list[Destination]:
     return out
 
 
-def load_source(path: str | Path) -> Evidence:
-    """The [source] table of an endpoints file: the source host's neighbours per family
-    (`via4 = "3356,174:peer"` or a list); empty Evidence when the file has none."""
+def load_source(path: str | Path) -> tuple[int | None, Evidence]:
+    """The [source] table of an endpoints file: the source host's AS (`asn`, or None) and its
+    neighbours per family (`via4 = "3356,174:peer"` or a list); (None, empty Evidence) when
+    the file has none."""
     p = Path(path)
     data = _endpoints_file(p)
     src = data.get("source")
     if src is None:
-        return Evidence()
-    if not isinstance(src, dict) or set(src) - {"via4", "via6"}:
-        raise HintError(f"{p}: [source]: only the keys via4 and via6 are allowed (AS[:provider|peer|customer],...)")
-    return evidence_of(src.get("via4"), src.get("via6"), what=f"{p}: [source] ")
+        return None, Evidence()
+    if not isinstance(src, dict) or set(src) - {"asn", "via4", "via6"}:
+        raise HintError(f"{p}: [source]: only the keys asn, via4 and via6 are allowed (via: AS[:provider|peer|customer],...)")
+    asn = None
+    if "asn" in src:
+        try:
+            asn = parse_source(str(src["asn"])).asn
+        except HintError as exc:
+            raise HintError(f"{p}: [source] asn: {str(exc).split(': ', 1)[-1]}") from None
+    return asn, evidence_of(src.get("via4"), src.get("via6"), what=f"{p}: [source] ")

@@ -208,9 +208,12 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
     else:  # the first hop's observed route was rule 8's
         con.execute("CREATE OR REPLACE TEMP TABLE ev_obs AS SELECT *, NULL::BIGINT[] AS route, NULL::DOUBLE AS stab, "
                     "NULL::BIGINT AS snaps FROM ev_hq WHERE false")  # columns of _best_sql's
+    # what n is to the source: a family's sole neighbour is its first hop toward every
+    # destination, whatever the month's relationships say (rules.sole_neighbour)
+    sole = "LEFT JOIN (SELECT v, afi, count(*) AS k FROM ev_nb GROUP BY ALL) sole ON sole.v = {q}.v AND sole.afi = {q}.afi"
     if inferred:
-        n_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, q.rel)"
-        missing = f"""SELECT q.*, {n_is} AS n_is FROM ev_hq q
+        n_is = "'provider'" if reveal == "first-hop" else "CASE WHEN sole.k = 1 THEN 'provider' ELSE coalesce(vr.b_is, q.rel) END"
+        missing = f"""SELECT q.*, {n_is} AS n_is FROM ev_hq q {sole.format(q="q")}
                      LEFT JOIN ev_rel vr ON vr.afi = q.afi AND vr.a = q.v AND vr.b = q.n
                      ANTI JOIN ev_obs o
                      ON o.vp_group = q.vp_group AND o.v = q.v AND o.d = q.d AND o.afi = q.afi AND o.n = q.n"""
@@ -219,11 +222,13 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
         con.execute("CREATE OR REPLACE TEMP TABLE ev_inf AS SELECT *, NULL::VARCHAR AS m_is FROM ev_obs WHERE false")
     cands = """SELECT *, NULL::VARCHAR AS m_is, 'neighbours' AS rule FROM ev_obs
                UNION ALL BY NAME SELECT *, 'inferred' AS rule FROM ev_inf"""
-    source_is = "'provider'" if reveal == "first-hop" else "coalesce(vr.b_is, c.rel)"
+    source_is = "'provider'" if reveal == "first-hop" else \
+        "CASE WHEN sole.k = 1 THEN 'provider' ELSE coalesce(vr.b_is, c.rel) END"
     nxt = "CASE WHEN c.rule = 'inferred' THEN c.m_is ELSE nr.b_is END" if has_rel else "NULL"
     return f"""
         SELECT vp_group, v, d, afi, rule, n, route, stab, snaps FROM (
             SELECT c.*, {source_is} AS n_is, {nxt} AS next_is FROM ({cands}) c
+            {sole.format(q="c")}
             LEFT JOIN ev_rel vr ON vr.afi = c.afi AND vr.a = c.v AND vr.b = c.n
             LEFT JOIN ev_rel nr ON nr.afi = c.afi AND nr.a = c.n AND nr.b = c.route[2] AND len(c.route) > 1)
         WHERE n_is = 'provider' OR len(route) = 1 OR next_is IS NULL OR next_is = 'customer'

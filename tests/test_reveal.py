@@ -110,6 +110,13 @@ def test_the_rules_as_worked_out_by_hand(hand):
     assert (h["v4_path"], h["via_v4"], rule) == ([99, 1, 5, 6, 300], 1, "neighbours")
     h, rule = _answer(hand, 42, 300, _via("5:peer,1:peer", "2"))
     assert (rule, h["v4_path"], h["hint_class"]) == ("none", None, "unknown")
+    # (F2) A family's sole neighbour is the first hop toward every destination (issue 59): AS1
+    # declared AS42's one IPv4 peer, its route 1 5 6 300 (AS5 is AS1's peer) is AS42's all the
+    # same; so is AS5's 5 6 300 (its provider's) from AS5 alone.
+    h, rule = _answer(hand, 42, 300, _via("1:peer", "2"))
+    assert (rule, h["v4_path"], h["via_v4"]) == ("neighbours", [42, 1, 5, 6, 300], 1)
+    h, rule = _answer(hand, 42, 300, _via("5:peer", "2"))
+    assert (rule, h["v4_path"], h["via_v4"]) == ("neighbours", [42, 5, 6, 300], 5)
     # (G) Rule 11 (off by default: rules.INFERRED_ROUTES): AS30 has no route to AS100 on any
     # path; the month says AS1 provides it, and AS1's route is 1 100: AS30's is inferred as
     # 30 1 100. The pair's rule is the least sure. Off, that family has no path.
@@ -122,6 +129,40 @@ def test_the_rules_as_worked_out_by_hand(hand):
     h, rule = _answer(hand, 99, 500, _via("1", "2"))
     assert (h["hint_class"], rule, h["v4_path"], h["v6_path"]) == ("unknown", "none", [99, 1, 500], None)
     assert h["reason"].startswith("IPv6: ") and "only IPv4 has a path" in h["reason"]
+
+
+@pytest.mark.slow
+def test_a_source_no_path_shows_is_answered_from_its_declared_neighbours(hint_month, tmp_path, capsys):
+    """Issue 59: a private ASN nobody sees, with its neighbours declared, gets the answer its
+    neighbours' routes give, through advise as through the endpoints file's [source] (asn
+    included); without evidence it is still refused in one line that says what to give."""
+    from bgp_congruency.cli.main import main as cli
+    from bgp_congruency.selector.advice import advise
+
+    cfg = hint_month.cfg
+    # As (B) above, from AS64512: AS1's and AS2's routes to AS400 (1 400, 2 400), the declared
+    # order per family deciding between two providers with routes as long.
+    [h] = advise(cfg, 64512, "AS400", month=MONTH, evidence=_via("1,2", "2,1"))["hints"]
+    assert (h["v4_path"], h["v6_path"], h["hint_class"], h["rule"]) == ([64512, 1, 400], [64512, 2, 400],
+                                                                        "disjoint", "neighbours")
+    f = tmp_path / "e.toml"
+    f.write_text('[source]\nasn = "AS64512"\nvia4 = "1,2"\nvia6 = ["2", "1"]\n\n'
+                 '[[endpoint]]\nname = "x"\nipv4 = "10.0.0.1"\nipv6 = "2001:db8::1"\n')
+    data = ["--data-dir", str(cfg.data_dir), "--month", MONTH]
+    assert cli(["advise", *data, "--to", "AS400", "--from", "64512", "--via4", "1,2", "--via6", "2,1", "--json"]) == 0
+    [flags] = json.loads(capsys.readouterr().out)["hints"]
+    assert (flags["v4_path"], flags["v6_path"]) == ([64512, 1, 400], [64512, 2, 400])
+    assert cli(["advise", *data, "--endpoints", str(f), "--json"]) == 0
+    [ep] = json.loads(capsys.readouterr().out)["hints"]
+    assert ep["endpoint"] == "x" and ep["v4_path"][0] == 64512 and ep["rule"] in ("neighbours", "none")
+    assert cli(["advise", *data, "--to", "AS400", "--from", "64512"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: --from: AS64512 does not appear on any path of {MONTH} (give its neighbours: "
+                   "--via4/--via6, --atlas/--warts/--stored-traces or the endpoints file's [source])")
+    assert cli(["advise", *data, "--from", "64513", "--endpoints", str(f)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --from: AS64513, but {f}'s [source] asn is AS64512"
+    assert cli(["advise", *data, "--to", "AS400"]) == 2
+    assert "--from: the source AS is required (or the --endpoints file's [source] asn)" in capsys.readouterr().err
 
 
 def test_declared_neighbours_are_parsed_or_refused():
@@ -458,10 +499,21 @@ def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path
     finally:
         con.close()
     assert sorted(r["dest_asn"] for r in site) == dests and len(dests) > 3
+    from bgp_congruency.selector.advice import advise
+
     for r in site:
         h, _rule = _answer(hand, 99, r["dest_asn"], ev)
         assert (r["source_asn"], r["v4_path"], r["v6_path"], r["hint_class"]) == \
             (99, h["v4_path"], h["v6_path"], h["hint_class"]), r["dest_asn"]
+        # and through advise's front door, which refused a source no path shows (issue 59)
+        [a] = advise(hand, 99, f"AS{r['dest_asn']}", month=MONTH, evidence=ev)["hints"]
+        assert (a["v4_path"], a["v6_path"], a["hint_class"]) == (h["v4_path"], h["v6_path"], h["hint_class"])
+    # export turns a site hint into its tunnel config: the MPTCP script of a disjoint one
+    both = next(r for r in site if r["hint_class"] == "disjoint")
+    r = congruency("export", "--data-dir", str(hand.data_dir), "--month", MONTH, "--format", "mptcp", "--from", "99",
+                   "--via4", "1,5:peer", "--via6", "2,5:peer", "--to", f"AS{both['dest_asn']}",
+                   "--interface", "eth0=192.0.2.10/24", "--interface", "eth1=2001:db8::10/64")
+    assert r.returncode == 0 and f"AS99 -> AS{both['dest_asn']}: class disjoint" in r.stdout, r.stderr
     out = jsonl.write([], tmp_path / "tunnels.jsonl", MONTH, R.site_hints(hand, MONTH, 99, ev.via))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == len(site) and all(r["source_asn"] == 99 and r["vp_asn"] is None for r in rows)
