@@ -234,8 +234,11 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
             # (DuckDB's finished partitions) or delete; a failure's is deleted, but a killed
             # run's folder this run failed before resuming (a refusal, a month without IPv6)
             # loses only this run's spill.
-            if staged is not None and store is not None and store.exists(staged) and not interrupted:
-                store.delete(f"{staged}/_spill" if resumed else staged)
+            try:
+                if staged is not None and store is not None and store.exists(staged) and not interrupted:
+                    store.delete(f"{staged}/_spill" if resumed else staged)
+            except OSError:  # the storage is gone (an S3 endpoint down): the next run removes it
+                pass
             if out is not None and staged is not None and out != staged:  # the stagers' local folder
                 shutil.rmtree(out, ignore_errors=True)
     return res

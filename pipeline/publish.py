@@ -209,7 +209,50 @@ class S3AStore(HadoopStore):
     cluster writes there, so its staging folders are in the bucket too (_staging/), and a
     publish's move is S3A's rename, a server-side copy of each object. The commit then
     registers them, checking first that each one listed after the copy is still there (as
-    ObjectStore's publish does with its uploads)."""
+    ObjectStore's publish does with its uploads). A failed S3A call is an OSError of one line
+    naming the object and the endpoint (the JVM's error is many)."""
+
+    def _s3a(self, what: str, call, *args):
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            return call(*args)
+        except Py4JJavaError as exc:  # "org.apache.hadoop...SomeException: what", then its stack
+            name, _, msg = str(exc.java_exception.toString()).strip().splitlines()[0].partition(": ")
+            why = f"{name.rsplit('.', 1)[-1]}: {msg}" if msg else name.rsplit(".", 1)[-1]
+            raise OSError(f"{what}: S3A at {s3.access(self.root).where()} failed ({why})") from None
+
+    def exists(self, p: str) -> bool:
+        return self._s3a(p, super().exists, p)
+
+    def files(self, p: str) -> list[str]:
+        return self._s3a(p, super().files, p)
+
+    def mkdirs(self, p: str) -> None:
+        self._s3a(p, super().mkdirs, p)
+
+    def rename(self, src: str, dst: str) -> bool:
+        return self._s3a(dst, super().rename, src, dst)
+
+    def delete(self, p: str) -> None:
+        self._s3a(p, super().delete, p)
+
+    def children(self, p: str) -> list[str]:
+        return self._s3a(p, super().children, p)
+
+    def read_text(self, p: str) -> str:
+        return self._s3a(p, super().read_text, p)
+
+    def publish(self, staged: str, tables: list[str], month: str, replace: bool = True,
+                retire: tuple[str, ...] = ()) -> list[str]:
+        self._committed = False
+        try:
+            return super().publish(staged, tables, month, replace, retire)
+        except OSError as exc:
+            if self._committed:  # only the staging folder's removal failed: the next run's
+                raise OSError(f"{exc}; the month was published, its staging folder stays for the next run "
+                              "to remove") from None
+            raise OSError(f"{exc}; nothing was published") from None
 
     def _catalog_root(self):
         return self.root
@@ -230,6 +273,7 @@ class S3AStore(HadoopStore):
     def _register(self, root, month: str, out: dict[str, str], replace: bool, retire: tuple[str, ...]) -> None:
         moved = [f"{p}/{n}" for p in out.values() for n in self.files(p) if layout.is_data_file(n)]
         commit.publish(root, month, out, replace=replace, retire=retire, expect=moved)
+        self._committed = True
 
 
 class ObjectStore(Store):

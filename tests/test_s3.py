@@ -376,6 +376,70 @@ def test_the_s3_server_stopped_mid_upload_publishes_nothing_and_a_retry_complete
             assert r.returncode == 0 and '"n": 2167' in r.stdout, r.stdout + r.stderr
 
 
+def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_retry_completes(
+        spark, postgres, ingested_2026, sample, tmp_path, monkeypatch):
+    """The Spark engine through S3A (pipeline/publish.S3AStore; the suite's session, with the S3A
+    jars on its class path): the endpoint goes away between two tables' moves (the `publish`
+    pause point): one line naming the object and the endpoint, no month in the catalog; the
+    server back, the same compare completes and its tables equal the session's local run."""
+    import threading
+    from dataclasses import replace
+
+    from bgp_congruency.common import s3
+    from bgp_congruency.pipeline import job, s3a
+    from tests.support import servers
+
+    assert s3a.reaches(spark), "the suite's Spark session has no S3A (make s3a-jars)"
+    db = f"s3s_{uuid.uuid4().hex[:8]}"
+    conninfo = postgres.database(db)
+    root = f"s3://lake/{db}"
+    cfg = replace(sample.cfg.with_overrides(data_dir=root, engine="spark"), catalog=f"postgres:{conninfo}")
+    flag = tmp_path / "paused"
+    hconf = spark._jsc.hadoopConfiguration()
+    with servers.s3_server() as srv:
+        _upload(srv, ingested_2026, root)
+        for k, v in srv.env().items():  # this process's pyarrow, DuckDB and catalog reach it too
+            monkeypatch.setenv(k, v)
+        given = {**s3.hadoop_conf(root), "fs.s3.impl.disable.cache": "true"}  # each call its endpoint's
+        for k, v in given.items():
+            hconf.set(k, v)
+        try:
+            monkeypatch.setenv("CONGRUENCY_PAUSE_AT", "publish")
+            monkeypatch.setenv("CONGRUENCY_PAUSE_FILE", str(flag))
+            monkeypatch.setenv("CONGRUENCY_PAUSE_S", "300")
+
+            def stop_when_paused():
+                deadline = time.monotonic() + 600
+                while not flag.exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                srv.stop()
+                flag.unlink(missing_ok=True)  # the compare goes on, its endpoint gone
+
+            stopper = threading.Thread(target=stop_when_paused, daemon=True)
+            stopper.start()
+            [res] = job.compare_months(cfg, [MONTH], spark=spark)
+            stopper.join(timeout=60)
+            monkeypatch.delenv("CONGRUENCY_PAUSE_AT")
+            assert res.error and "\n" not in res.error and "Traceback" not in res.error, res.error
+            assert f"{root}/" in res.error and srv.endpoint in res.error and "nothing was published" in res.error, \
+                res.error
+            with servers.s3_server(again=srv) as back:
+                assert back.endpoint == srv.endpoint
+                r = _cli("query", "--data-dir", root, "--sql", "SELECT count(*) FROM pairs",
+                         env=_clean_env(**back.env()))
+                assert r.returncode == 2 and "no published" in r.stderr, r.stdout + r.stderr  # nothing half-published
+                [res] = job.compare_months(cfg, [MONTH], spark=spark)
+                assert res.error is None, res.error
+                on_s3, local = _tables(root), _tables(sample.data)
+        finally:
+            for k in given:
+                hconf.unset(k)
+    # the engine's tables (the run's stagers add the others; provenance names the engine)
+    same = [t for t in job.ENGINE_TABLES if t != "provenance"]
+    assert len(same) >= 6 and {t: on_s3[t] for t in same} == {t: local[t] for t in same}
+    assert len(on_s3["pairs"]) == 2167
+
+
 def test_an_ingest_onto_s3_merges_a_day_into_a_new_generation(s3_server, generated, tmp_path, monkeypatch):
     """Day 2, then days 1-2, of the generated archive onto S3: the second ingest merges day 1
     into generation 2 (replacing what a killed upload of that number left, which no reader
