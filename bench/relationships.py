@@ -4,7 +4,7 @@ and per step; the input choice measured (representative paths against every obse
 distinct cleaned path); the real sample against CAIDA's 2016 file; and at scale, the
 relationships step's time and memory beside the compare's on the same month.
 
-    .venv/bin/python bench/relationships.py --generated 400,1000 [--real DATA] [--scale DATA --memory-limit 4GB]
+    .venv/bin/python bench/relationships.py --generated 400,1000 [--vps 12,24,48] [--real DATA] [--scale DATA --memory-limit 4GB]
 
 --generated: a synthetic month per size (seed 1, 12 VPs, the guide's command), run in
 bench/out/relationships/; --real: a data dir holding the real 2026-07 sample month (make demo's);
@@ -29,15 +29,37 @@ CAIDA_2016 = SHARED / "relationships" / "20161101.as-rel.txt.bz2"
 EXE = [sys.executable, "-m", "bgp_congruency.cli.main"]
 
 
-def generated(ases: int, work: Path) -> dict:
-    """A generated month of `ases` ASes (seed 1, 12 VPs), run, then scored against its truth."""
+def decided(by_step: dict, undecided: tuple[str, ...] = ("rest-p2p",)) -> dict:
+    """Per class, the PPV of the links a step decided by valley-free evidence (every step but
+    `undecided`: relationships/METHOD.md step 9 labels what is left p2p), and the share of the
+    links the truth has that were so decided."""
+    out, have, sure = {}, 0, 0
+    for cls in ("p2c", "p2p"):
+        n = ok = 0
+        for step, mine in by_step.items():
+            got = mine.get(cls, {})
+            known = sum(v for k, v in got.items() if k != "absent")
+            have += known
+            if step in undecided:
+                continue
+            sure += known
+            n += known
+            ok += got.get(cls, 0)
+        out[cls] = {"decided": n, "ppv": ok / n if n else None}
+    out["share_decided"] = sure / have if have else None
+    return out
+
+
+def generated(ases: int, work: Path, vps: int = 12) -> dict:
+    """A generated month of `ases` ASes (seed 1, `vps` VPs), run, then scored against its truth."""
     from bgp_congruency.common.config import load
     from bgp_congruency.relationships import score, summary
     from bgp_congruency.synth.truth import load as load_truth
 
-    arch, data = work / f"synth-{ases}", work / f"data-{ases}"
+    tag = f"{ases}" if vps == 12 else f"{ases}-{vps}vps"
+    arch, data = work / f"synth-{tag}", work / f"data-{tag}"
     if not (data / "as_relationships").is_dir():
-        r = run_child([*EXE, "synth", "--out", str(arch), "--ases", str(ases), "--vps", "12", "--no-ground-truth"],
+        r = run_child([*EXE, "synth", "--out", str(arch), "--ases", str(ases), "--vps", str(vps), "--no-ground-truth"],
                       label="synth")
         assert r.rc == 0
         cfg = work / "cfg.toml"
@@ -54,7 +76,8 @@ def generated(ases: int, work: Path) -> dict:
                for afi in (4, 6)}
     tier1 = sorted(a for i, a in enumerate(net.asns) if net.tier[i] == 1)
     s = summary.summary(MONTH, rs)
-    out = {"ases": ases, "tier1": tier1, "hub": net.asns[net.hub],
+    out = {"ases": ases, "vps": vps, "tier1": tier1,
+           "decided": {afi: decided(by_step[afi]) for afi in (4, 6)}, "hub": net.asns[net.hub],
            "clique": {afi: s["families"][afi]["clique"] for afi in (4, 6)},
            "scores": {afi: {k: got[afi][k] for k in ("links", "both", "p2c", "p2p", "confusion", "steps")}
                       for afi in (4, 6)},
@@ -140,6 +163,7 @@ def scale(data: Path, limit: str, work: Path) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generated", default="400,1000", help="sizes of the generated months (ASes), comma-separated")
+    ap.add_argument("--vps", default="12", help="VPs of each generated month, comma-separated (each size at each)")
     ap.add_argument("--real", type=Path, help="a data dir holding the real 2026-07 sample month")
     ap.add_argument("--scale", type=Path, help="a data dir holding a generated month at scale")
     ap.add_argument("--memory-limit", default="4GB", help="duckdb_memory_limit of the --scale runs")
@@ -147,12 +171,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)
     res: dict = {"command": "bench/relationships.py " + " ".join(argv or sys.argv[1:]), "machine": machine_facts()}
-    res["generated"] = [generated(int(n), a.work) for n in a.generated.split(",") if n]
+    res["generated"] = [generated(int(n), a.work, int(v)) for n in a.generated.split(",") if n
+                        for v in a.vps.split(",") if v]
     if a.real:
         res["real"] = real(a.real)
     if a.scale:
         res["scale"] = scale(a.scale, a.memory_limit, a.work)
-    write_json(res, OUT / "relationships.json", stdout=False)
+    # a sweep of VPs is a run of its own beside the 12-VP one (bench/run.py shows both)
+    write_json(res, OUT / ("relationships.json" if a.vps == "12" else "relationships-vps.json"), stdout=False)
     print(json.dumps({k: v for k, v in res.items() if k != "machine"}, indent=1, default=str)[:6000])
     return 0
 

@@ -388,7 +388,7 @@ def _relationships_section(runs: list[dict]) -> list[str]:
     against CAIDA's 2016 file, and its time and memory at scale beside the compare's."""
     if not runs:
         return []
-    r = runs[-1]
+    r = next((x for x in reversed(runs) if x.get("real")), runs[-1])
     intro = [f"`{r['command']}`: each generated month (`congruency synth --ases N --vps 12`, seed 1, 2 snapshots)",
              "run, its `as_relationships` scored per family against the generator's relationships (PPV and TPR;",
              "hybrid links: a relationship differing between the families, against the true ones), and the input",
@@ -420,6 +420,17 @@ def _relationships_section(runs: list[dict]) -> list[str]:
                   f"{', '.join(map(str, cl['v6_only']))}. Hybrid links: {r['real']['hybrid']['hybrid']:,} of the "
                   f"{r['real']['hybrid']['both_families']:,} links seen in both families "
                   f"({_pct(r['real']['hybrid']['share'])}).", ""]
+    swept = [(x["command"], g) for x in runs for g in x.get("generated") or [] if g.get("decided")]
+    if swept:
+        lines += [f"Decided links (every step but `rest-p2p`, which labels p2p what no valley-free evidence decides; "
+                  f"relationships/METHOD.md step 9): their PPV and the share of the true links decided, per number of "
+                  f"VPs (`{swept[-1][0]}`):", "",
+                  common.table(["month", "VPs", "family", "decided p2c", "p2c PPV", "decided p2p", "p2p PPV",
+                                "share decided", "p2p PPV, all links"],
+                               [[f"{g['ases']:,} ASes", str(g["vps"]), f"IPv{afi}", f"{d['p2c']['decided']:,}",
+                                 _pct(d["p2c"]["ppv"]), f"{d['p2p']['decided']:,}", _pct(d["p2p"]["ppv"]),
+                                 _pct(d["share_decided"]), _pct(g["scores"][afi]["p2p"]["ppv"])]
+                                for _c, g in swept for afi, d in g["decided"].items()], align="lrlrrrrrr"), ""]
     if r.get("scale"):
         lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
                   common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],
@@ -1102,7 +1113,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("layout", "layout-*.json"),
                          ("commands", "commands.json"),
                          ("multipath", "multipath.json"),
-                         ("relationships", "relationships.json"),
+                         ("relationships", "relationships*.json"),
                          ("reveal", "reveal*.json"),
                          ("route_simulation", "route_simulation.json"),
                          ("s3", "s3-compare*.json")):
