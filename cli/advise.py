@@ -62,8 +62,6 @@ def source_evidence(args: argparse.Namespace, cfg: Config, month: str):
     """The source's evidence from the flags, the endpoints file's [source] table and the
     config's [source] (when it names the --from AS); traces last (their first hops win for
     the destinations they reach). Bad input fails here, before any answer."""
-    from bgp_congruency.dataplane import first_hops
-    from bgp_congruency.dataplane.traces import read_atlas, read_warts
     from bgp_congruency.selector.question import Evidence, evidence_of, load_source, parse_source
 
     src = parse_source(args.source).asn
@@ -73,6 +71,9 @@ def source_evidence(args: argparse.Namespace, cfg: Config, month: str):
     if cfg.source.asn == src:
         ev = ev.merged(evidence_of(cfg.source.via4, cfg.source.via6, what="[source] "))
     traced = Evidence(how="traces")
+    if args.atlas or args.warts or args.stored_traces:  # the trace readers load only for traces
+        from bgp_congruency.dataplane import first_hops
+        from bgp_congruency.dataplane.traces import read_atlas, read_warts
     if args.atlas:
         traced = traced.merged(first_hops.evidence(cfg, month, read_atlas(args.atlas), src, "traces"))
     if args.warts:
