@@ -83,6 +83,7 @@ def _catalog_tables(postgres, db: str) -> int:
     return int(r.stdout.strip())
 
 
+@pytest.mark.slow
 def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingested_2026, sample, tmp_path,
                                                        monkeypatch):
     db = f"s3_{uuid.uuid4().hex[:8]}"
@@ -236,6 +237,7 @@ def test_the_sample_month_on_s3_equals_its_local_run(s3_server, postgres, ingest
     assert r.returncode == 0 and '"n": 2167' in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_s3_faults_say_one_line_and_publish_nothing(s3_server, postgres, ingested_2026, tmp_path):
     db = f"s3f_{uuid.uuid4().hex[:8]}"
     conninfo = postgres.database(db)
@@ -330,6 +332,7 @@ def test_s3_settings_come_the_aws_way_and_the_config_table_wins(tmp_path, monkey
     assert s3.split("s3://bucket/a/b/") == ("bucket", "a/b")
 
 
+@pytest.mark.slow
 def test_the_s3_server_stopped_mid_upload_publishes_nothing_and_a_retry_completes(postgres, ingested_2026,
                                                                                  tmp_path):
     """The endpoint goes away between two tables' uploads (the `publish` pause point): one
@@ -376,6 +379,8 @@ def test_the_s3_server_stopped_mid_upload_publishes_nothing_and_a_retry_complete
             assert r.returncode == 0 and '"n": 2167' in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_retry_completes(
         spark, postgres, ingested_2026, sample, tmp_path, monkeypatch):
     """The Spark engine through S3A (pipeline/publish.S3AStore; the suite's session, with the S3A
@@ -440,6 +445,7 @@ def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_re
     assert len(on_s3["pairs"]) == 2167
 
 
+@pytest.mark.slow
 def test_an_ingest_onto_s3_merges_a_day_into_a_new_generation(s3_server, generated, tmp_path, monkeypatch):
     """Day 2, then days 1-2, of the generated archive onto S3: the second ingest merges day 1
     into generation 2 (replacing what a killed upload of that number left, which no reader
@@ -527,6 +533,7 @@ else:
 """
 
 
+@pytest.mark.slow
 def test_collector_ingests_on_two_hosts_at_once_keep_each_others_records(s3_server, tmp_path):
     """The DAG's mapped ingest tasks of one month on two hosts that share only the bucket: host
     a's task is held after its merge, before it writes its manifest; host b's task ingests its
