@@ -151,7 +151,7 @@ def main(argv=None) -> int:
             r.setdefault("entries", []).append(sum(
                 (x["entries_v4"] or 0) + (x["entries_v6"] or 0)
                 for x in __import__("pyarrow.parquet", fromlist=["x"]).read_table(
-                    d / "manifest" / f"month={a.month}" / "manifest.parquet").to_pylist() if x["status"] == "ok"))
+                    d / "manifest" / f"month={a.month}").to_pylist() if x["status"] == "ok"))  # its files, any version
             if a.ingest_only:
                 continue
             con.print(f"round {i + 1}: {sha[:12]} floor")

@@ -135,20 +135,26 @@ def manifest_file(root, month: str, collector: str | None = None):
     return _join(manifest_dir(root, month), f"collector={collector}.parquet" if collector else "manifest.parquet")
 
 
-def manifest_files(root, month: str) -> list:
-    """The month's manifest files to read: the collectors' files, or an earlier version's
-    single file where no collector has one yet ([] where the month has none)."""
+def manifest_names(names) -> tuple[str | None, dict[str, str]]:
+    """Of a month's manifest folder's entries: the single file an earlier version wrote (or
+    None) and collector -> its file's name. A collector's file shadows that collector's rows
+    of the single file (ingest/manifest.latest)."""
+    per = {n.removeprefix("collector=").removesuffix(".parquet"): n for n in sorted(names)
+           if n.startswith("collector=") and n.endswith(".parquet")}
+    return ("manifest.parquet" if "manifest.parquet" in names else None), per
+
+
+def manifest_parts(root, month: str) -> tuple:
+    """The month's manifest files: (the single file or None, collector -> its file)."""
     d = manifest_dir(root, month)
     if str(root).startswith(S3_SCHEME):
         from bgp_congruency.common import s3  # it reaches the bucket (and imports this module)
 
         names = s3.Bucket(root).children(d)
     else:
-        names = sorted(os.listdir(d)) if os.path.isdir(d) else []
-    per = [n.removeprefix("collector=").removesuffix(".parquet") for n in names
-           if n.startswith("collector=") and n.endswith(".parquet")]
-    return [manifest_file(root, month, c) for c in per] or \
-        ([manifest_file(root, month)] if "manifest.parquet" in names else [])
+        names = os.listdir(d) if os.path.isdir(d) else []
+    single, per = manifest_names(names)
+    return (_join(d, single) if single else None), {c: _join(d, n) for c, n in per.items()}
 
 
 def staging_dir(root):

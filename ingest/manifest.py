@@ -74,36 +74,35 @@ def merged(data_dir: Path, row: dict, have: dict[str, set[str]] | None = None) -
     return row.get("url") in have.get(row["collector"], ())
 
 
-def read(data_dir: Path, month: str) -> dict[str, dict]:
-    """Latest row per slot, as plain dicts: the collectors' files over an earlier version's
-    single file (both are there only while a write splits the latter)."""
-    single = layout.manifest_file(data_dir, month)
-    rows = {r["slot"]: r for r in s3.read_rows(single)}  # local, or S3 (ingest/onto_s3.py)
-    for f in layout.manifest_files(data_dir, month):
-        if f == single:
-            continue
-        got = s3.read_rows(f)
-        cols = {r["collector"] for r in got}
-        rows = {k: r for k, r in rows.items() if r["collector"] not in cols}
-        rows.update((r["slot"], r) for r in got)
+def latest(single: list[dict], per: dict[str, list[dict]]) -> dict[str, dict]:
+    """Latest row per slot from an earlier version's single file's rows and collector -> the
+    rows of its file: a collector's file (even an empty one) shadows its rows of the single file."""
+    rows = {r["slot"]: r for r in single if r["collector"] not in per}
+    for rs in per.values():
+        rows.update((r["slot"], r) for r in rs)
     return rows
+
+
+def read(data_dir: Path, month: str) -> dict[str, dict]:
+    """Latest row per slot, as plain dicts (local, or S3: ingest/onto_s3.py)."""
+    single, per = layout.manifest_parts(data_dir, month)
+    return latest(s3.read_rows(single) if single else [], {c: s3.read_rows(f) for c, f in per.items()})
 
 
 def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = frozenset()) -> Path:
     """Replace the rows of these slots, remove those of `drop`, keep the others: each collector
-    they touch gets its file rewritten whole (atomic rename); an earlier version's single file
-    is split into the collectors' files and removed. Local data dirs only (an s3:// one's
-    ingest writes its mirror's, ingest/onto_s3.py); the read-merge-write holds the month's
-    manifest lock."""
+    they touch gets its file rewritten whole (atomic rename; empty when its last rows are
+    dropped, so it still shadows an earlier version's single file). That single file goes once
+    every collector of it has its own file; until then it stays, so a DAG task of another
+    collector that read it before (on another host, on S3) loses nothing. Local data dirs only
+    (an s3:// one's ingest writes its mirror's, ingest/onto_s3.py); the read-merge-write
+    holds the month's manifest lock."""
     with month_lock(data_dir, month, part="manifest", wait_s=300):
         before = read(data_dir, month)
         current = {k: r for k, r in before.items() if k not in drop}
         for r in rows:
             current[r.slot] = r.to_dict()
-        single = Path(layout.manifest_file(data_dir, month))
         touched = {r.collector for r in rows} | {before[k]["collector"] for k in drop if k in before}
-        if single.is_file():  # the split: every collector of the month gets its file now
-            touched |= {r["collector"] for r in current.values()}
         by_collector: dict[str, list[dict]] = {c: [] for c in touched}
         for r in current.values():
             if r["collector"] in touched:
@@ -111,11 +110,10 @@ def merge_write(data_dir: Path, month: str, rows: list[Row], drop: set[str] = fr
                     r["skipped"] = list(r["skipped"].items())
                 by_collector[r["collector"]].append(r)
         for c, rs in sorted(by_collector.items()):
-            if not rs:  # its last rows dropped
-                Path(layout.manifest_file(data_dir, month, c)).unlink(missing_ok=True)
-                continue
             table = pa.Table.from_pylist(sorted(rs, key=lambda r: r["slot"]), schema=SCHEMA)
             with atomic.replacing(layout.manifest_file(data_dir, month, c)) as tmp:
                 pq.write_table(table, tmp, compression="zstd")
-        single.unlink(missing_ok=True)
+        single, per = layout.manifest_parts(data_dir, month)
+        if single and {r["collector"] for r in s3.read_rows(single)} <= set(per):
+            Path(single).unlink()  # shadowed whole
     return path(data_dir, month)

@@ -259,8 +259,11 @@ def publish(root, month: str, folders: dict[str, str], *, replace: bool = True, 
         mine = set(folders.values())
         for rel in empty:  # a publish's own folder (<table>/month=M/<id>), never a migrated month folder
             if len(Path(rel).parts) == 3 and f"{home}/{rel}" not in mine:
-                if s3.is_s3(home):
-                    s3.Bucket(home).delete(f"{home}/{rel}")
+                if s3.is_s3(home):  # committed: a failure here leaves a folder `lake vacuum` removes
+                    try:
+                        s3.Bucket(home).delete(f"{home}/{rel}")
+                    except OSError:
+                        pass
                 else:
                     shutil.rmtree(f"{home}/{rel}", ignore_errors=True)
         return current(con)

@@ -42,13 +42,19 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
     bucket = s3.Bucket(root) if s3.is_s3(root) else None
-    manifests = [str(f) for m in layout.months_in(root, "manifest") for f in layout.manifest_files(root, m)]
+    manifests, shadowed = [], []  # an earlier version's single file: its rows of collectors with a file of their own
+    for m in layout.months_in(root, "manifest"):
+        single, per = layout.manifest_parts(root, m)
+        manifests += [str(f) for f in per.values()] + ([str(single)] if single else [])
+        if single and per:
+            shadowed.append(f"(filename = {quote(str(single))} AND collector IN ({', '.join(map(quote, per))}))")
     if manifests:
         have = set().union(*(pq.read_schema(s3.path(f) if bucket else f, filesystem=bucket and bucket.fs).names
                              for f in manifests))
         cols = ", ".join(f"{_ident(c)}" if c in have else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
                          for c, t in zip(MANIFEST.names, MANIFEST.types))
-        out["manifest"] = f"SELECT {cols} FROM read_parquet({_files(manifests)}, union_by_name = true)"
+        out["manifest"] = (f"SELECT {cols} FROM read_parquet({_files(manifests)}, union_by_name = true, filename = true)"
+                           + (f" WHERE NOT ({' OR '.join(shadowed)})" if shadowed else ""))
     gens = {(m, c): got for m in layout.months_in(root, "routes")
             for c, got in routes.month_input(layout.routes_dir(root, m), bucket).items()}
     files = [f for fs, _s in gens.values() for f in fs]

@@ -301,8 +301,13 @@ def _previous(root: str, month: str) -> tuple[dict | None, list | None]:
 
 def _stage_provenance(engine, store, cfg: Config, month: str, staged: str) -> None:
     """The month's provenance row (pipeline/provenance.py), staged beside its tables."""
-    rows = engine.read_rows(store.month("manifest", month)) if layout.hadoop_only(cfg.data_dir) else \
-        list(manifest.read(cfg.data_dir, month).values())
+    if layout.hadoop_only(cfg.data_dir):  # only the engine reaches it
+        folder = store.month("manifest", month)
+        single, per = layout.manifest_names(store.children(folder))
+        rows = list(manifest.latest(engine.read_rows(f"{folder}/{single}") if single else [],
+                                    {c: engine.read_rows(f"{folder}/{n}") for c, n in per.items()}).values())
+    else:
+        rows = list(manifest.read(cfg.data_dir, month).values())
     cov = for_config(rows, cfg).to_dict() if rows else None
     engine.write_rows(staged, "provenance", [provenance.row(cfg, month, engine.name, rows, cov)], PROVENANCE)
 

@@ -124,7 +124,8 @@ def exists(p) -> bool:
 
 
 def has_state(cfg: Config, month: str) -> bool:
-    return exists(state_path(cfg, month))
+    """The month's state, or a DAG ingest task's outcome before its join wrote the state."""
+    return exists(state_path(cfg, month)) or bool(_collector_files(cfg, month))
 
 
 def _collector_files(cfg: Config, month: str) -> dict[str, Path | str]:
@@ -177,13 +178,17 @@ def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, re
             "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
             "outputs": relative(cfg, res.outputs), "fingerprint": fingerprint if res.status == "done" else None,
             **({READ: read} if read is not None and res.status == "done" else {})}
-    st = update_state(cfg, month, change)
-    if res.step == "ingest":
-        for p in _collector_files(cfg, month).values():
-            if s3.is_s3(p):
-                s3.Bucket(p).delete(p)
-            else:
-                Path(p).unlink(missing_ok=True)
+    with month_lock(data_dir(cfg), month, part="state", wait_s=300):  # re-entrant: update_state's own
+        st = update_state(cfg, month, change)
+        if res.step == "ingest":
+            for p in _collector_files(cfg, month).values():
+                if s3.is_s3(p):
+                    try:
+                        s3.Bucket(p).delete(p)
+                    except OSError as exc:
+                        raise StepFailed(f"{p}: cannot delete it at {s3.access(p).where()} ({s3.why(exc)})") from None
+                else:
+                    Path(p).unlink(missing_ok=True)
     return st
 
 

@@ -494,7 +494,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             # evidence (first hops known, or only the neighbours), others on today's rules
             mode = "none" if not evidence else "first-hop" if evidence.first_hop else "neighbours"
             m.calibration = fits.get(mode)
-            if not m.seen(src.asn) and not evidence:  # declared neighbours or a trace stand in for its paths
+            if not evidence and not m.seen(src.asn):  # declared neighbours or a trace stand in for its paths
                 raise HintError(f"--from: AS{src.asn} does not appear on any path of {month} (give its neighbours: "
                                 "--via4/--via6, --atlas/--warts/--stored-traces or the endpoints file's [source])")
             for d in dests:

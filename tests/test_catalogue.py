@@ -169,24 +169,41 @@ def test_observed_families_fill_in_unknown_ones(tmp_path):
     res = cs.merge(catalogue.load(), catalogue.projects(), [], seen)
     assert res.learned == ["route-views.isc", "route-views.wide"]  # route-views2's are sourced already
     assert res.collectors["route-views.wide"].afis_source == "observed in ingested RIBs (2026-07)"
-    # That single file is an earlier version's manifest: a write of one collector's rows splits it
-    # into one file per collector (ingest/manifest.py) and the month reads the same but for them.
-    from bgp_congruency.common import layout
-    from bgp_congruency.ingest import manifest
+    # That single file is an earlier version's manifest: a write of one collector's rows gives
+    # that collector its own file, which shadows its rows of the single file; the single file
+    # stays until every collector of it has its own (ingest/manifest.py), and the manifest view
+    # reads the same rows as manifest.read meanwhile.
+    import duckdb
 
-    again = manifest.Row(month="2026-07", slot="route-views2@x", collector="route-views2", project="routeviews",
-                         target_time=utc(2026, 7, 1), status="ok", entries_v4=5, entries_v6=2)
-    manifest.merge_write(tmp_path / "data", "2026-07", [again])
-    assert sorted(p.name for p in d.iterdir()) == [f"collector={c}.parquet" for c in (
-        "route-views.isc", "route-views.linx", "route-views.wide", "route-views2")]
-    assert layout.manifest_files(tmp_path / "data", "2026-07")[0] == d / "collector=route-views.isc.parquet"
-    got = manifest.read(tmp_path / "data", "2026-07")
+    from bgp_congruency.ingest import manifest
+    from bgp_congruency.lake.views import ingest_bodies
+
+    data = tmp_path / "data"
+
+    def viewed():
+        return sorted(duckdb.connect().execute(f"SELECT slot, status, entries_v6 FROM ({ingest_bodies(data)['manifest']})")
+                      .fetchall())
+
+    def row(c, v6, status="ok"):
+        return manifest.Row(month="2026-07", slot=f"{c}@x", collector=c, project="routeviews",
+                            target_time=utc(2026, 7, 1), status=status, entries_v4=5, entries_v6=v6)
+
+    manifest.merge_write(data, "2026-07", [row("route-views2", 2)])
+    assert sorted(p.name for p in d.iterdir()) == ["collector=route-views2.parquet", "manifest.parquet"]
+    got = manifest.read(data, "2026-07")
     assert {k: (r["status"], r["entries_v6"]) for k, r in got.items()} == {
         "route-views.wide@x": ("ok", 3), "route-views.isc@x": ("ok", 0), "route-views.linx@x": ("failed", None),
         "route-views2@x": ("ok", 2)}
-    assert cs.observed_afis(tmp_path / "data")["route-views2"] == ((4, 6), ["2026-07"])
-    manifest.merge_write(tmp_path / "data", "2026-07", [], drop={"route-views.linx@x"})  # its last row: its file goes
-    assert not (d / "collector=route-views.linx.parquet").exists() and len(manifest.read(tmp_path / "data", "2026-07")) == 3
+    assert viewed() == sorted((k, r["status"], r["entries_v6"]) for k, r in got.items())
+    assert cs.observed_afis(data)["route-views2"] == ((4, 6), ["2026-07"])
+    # its last row dropped, a collector's file stays, empty: the single file's row does not come back
+    manifest.merge_write(data, "2026-07", [], drop={"route-views.linx@x"})
+    assert (d / "collector=route-views.linx.parquet").exists() and len(manifest.read(data, "2026-07")) == 3
+    assert [s for s, *_ in viewed()] == ["route-views.isc@x", "route-views.wide@x", "route-views2@x"]
+    # every collector of the single file with its own: the single file goes
+    manifest.merge_write(data, "2026-07", [row("route-views.wide", 3), row("route-views.isc", 0)])
+    assert "manifest.parquet" not in {p.name for p in d.iterdir()} and len(manifest.read(data, "2026-07")) == 3
+    assert [s for s, *_ in viewed()] == ["route-views.isc@x", "route-views.wide@x", "route-views2@x"]
 
 
 def test_policy_by_hand():

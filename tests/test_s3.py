@@ -557,6 +557,23 @@ def test_collector_ingests_on_two_hosts_at_once_keep_each_others_records(s3_serv
         return [sys.executable, "-c", _DAG_TASK, params(collector, **more)]
 
     env = {h: _clean_env(**s3_server.env(), TMPDIR=str(d)) for h, d in hosts.items()}
+    # The month as an earlier version left it: one manifest.parquet, each slot failed. Both
+    # hosts read it; each task's file then shadows its collector's rows of it.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    from bgp_congruency.common.tables import MANIFEST
+
+    legacy = tmp_path / "manifest.parquet"
+    pq.write_table(pa.Table.from_pylist([
+        {"month": MONTH, "slot": f"{c}@20260730T1400", "collector": c, "project": "routeviews", "status": "failed",
+         "target_time": __import__("datetime").datetime(2026, 7, 30, 14, tzinfo=__import__("datetime").timezone.utc),
+         "error": "an earlier run's", "skipped": []} for c in ("route-views2", "route-views6")], schema=MANIFEST), legacy)
+    bucket_fs = fs.S3FileSystem(access_key=s3_server.key_id, secret_key=s3_server.secret, region="us-east-1",
+                                scheme="http", endpoint_override=s3_server.endpoint.removeprefix("http://"))
+    fs.copy_files(str(legacy), f"{root.removeprefix('s3://')}/manifest/month={MONTH}/manifest.parquet",
+                  destination_filesystem=bucket_fs)
     a = subprocess.Popen(task("a", "route-views2"), env=env["a"] | {"CONGRUENCY_PAUSE_AT": "merged",
                          "CONGRUENCY_PAUSE_FILE": str(flag), "CONGRUENCY_PAUSE_S": "600"},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -596,8 +613,11 @@ def test_collector_ingests_on_two_hosts_at_once_keep_each_others_records(s3_serv
     assert st["steps"]["ingest"]["status"] == "done"
     objects = _objects(s3_server, root)
     prefix = root.removeprefix("s3://")
+    # The single file stays, shadowed whole (host a read the month before host b's file was
+    # there): the next write that sees every collector's file removes it.
     assert sorted(o for o in objects if o.startswith(f"{prefix}/manifest/")) == [
         f"{prefix}/manifest/month={MONTH}/collector=route-views2.parquet",
-        f"{prefix}/manifest/month={MONTH}/collector=route-views6.parquet"]
+        f"{prefix}/manifest/month={MONTH}/collector=route-views6.parquet",
+        f"{prefix}/manifest/month={MONTH}/manifest.parquet"]
     assert {o.rsplit("/", 3)[-3] for o in objects if "/routes/" in o} == {"collector=route-views2",
                                                                          "collector=route-views6"}

@@ -43,8 +43,8 @@ class Engine(Protocol):
         """The staged month_summary row."""
 
     def read_rows(self, path: str) -> list[dict]:
-        """The rows of a folder of small Parquet files (the month's manifest) where only the
-        engine reaches it (Spark, on a data dir only Hadoop reads; elsewhere ingest/manifest.read)."""
+        """A small Parquet file's rows (a manifest file) where only the engine reaches it
+        (Spark, on a data dir only Hadoop reads; elsewhere ingest/manifest.read)."""
 
     def write_rows(self, staged: str, name: str, rows: list[dict], schema: pa.Schema) -> None:
         """A few rows computed outside SQL (provenance), staged like the SQL tables."""

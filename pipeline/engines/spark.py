@@ -126,8 +126,7 @@ class SparkEngine:
         return self.spark.read.schema(df.schema).parquet(literal(f"{staged}/{name}"))
 
     def read_rows(self, path: str) -> list[dict]:
-        """The rows of a folder of small Parquet files (the month's manifest), on a data dir only
-        Hadoop reaches."""
+        """A small Parquet file's rows (a manifest file), on a data dir only Hadoop reaches."""
         fs = self.store_for(path)
         if not fs.exists(path):
             return []
