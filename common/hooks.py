@@ -7,7 +7,8 @@ file (a test that needs another process's work done first, however slow the mach
 lookup. Points: ingest (a snapshot about to be fetched: ingest/run.py), merge (a bucket range
 of a collector's new routes written into its temporary generation, not renamed:
 ingest/routes.py), merged (every collector's new generation in place, the manifest not yet
-written, the decoded files not yet deleted: ingest/run.py), compare (the month's tables staged, none published: pipeline/job.py),
+written, the decoded files not yet deleted: ingest/run.py), upload (an s3:// data dir's ingest:
+a collector's new generation uploaded but its snapshots.json: ingest/onto_s3.py), compare (the month's tables staged, none published: pipeline/job.py),
 partition (one VP partition's tables staged, the next not begun: pipeline/engines/duckdb.py),
 mid-partition (a VP partition after the first begun, its first table staged: the same),
 publish (between two tables' moves to their publish folders, nothing committed:

@@ -19,7 +19,7 @@ import re
 import shutil
 from pathlib import Path
 
-from bgp_congruency.common import console, layout, s3
+from bgp_congruency.common import console, hooks, layout, s3
 from bgp_congruency.common import routes as stored
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import CongruencyError
@@ -100,6 +100,8 @@ def _upload(bucket: s3.Bucket, root: str, local: Path, month: str, before: dict[
         bucket.delete(f"{dst}/{gen.name}")  # what a killed upload of this number left (never read: no snapshots.json)
         names = sorted(n for n in os.listdir(gen) if n != stored.SNAPSHOTS)
         for n in [*names, stored.SNAPSHOTS]:  # snapshots.json last: the generation is whole from it on
+            if n == stored.SNAPSHOTS:
+                hooks.pause("upload")
             fs.copy_files(str(gen / n), f"{s3.path(dst)}/{gen.name}/{n}", source_filesystem=fs.LocalFileSystem(),
                           destination_filesystem=bucket.fs)
         out.append(f"{dst}/{gen.name}")

@@ -99,9 +99,10 @@ def give_credentials(spark, root: str) -> None:
 
 
 def reaches(spark) -> bool:
-    """Whether a running session reaches s3:// through S3A: bound to the scheme, and its
-    class on the driver's class path (spark-submit without --jars has not)."""
-    if spark.conf.get("spark.hadoop.fs.s3.impl", None) != s3.S3A_CLASS:
+    """Whether a running session reaches s3:// through S3A: its Hadoop configuration binds the
+    scheme to S3A (the launch's spark.hadoop.* settings are copied there), and the class is on
+    the driver's class path (spark-submit without --jars has not)."""
+    if spark._jsc.hadoopConfiguration().get("fs.s3.impl") != s3.S3A_CLASS:
         return False
     jvm = spark._jvm
     try:

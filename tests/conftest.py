@@ -50,17 +50,14 @@ def spark():
     # Java costs more than it saves (measured: the Spark tests of a month 30% faster); results
     # are the same, and the cluster and spark-submit tests keep the product's settings.
     conf = {"spark.sql.shuffle.partitions": "4", "spark.sql.codegen.wholeStage": "false"}
-    # S3A on the driver's class path (local mode: no copy of the jars) and bound to s3://, so
-    # a test reaches its S3 server through this session (the endpoint and keys are set on the
-    # running session's Hadoop configuration: tests/test_s3.py); no jars, no S3 through it.
-    from bgp_congruency.common import s3
+    # S3A on the driver's class path (local mode: no copy of the jars), not bound to s3://: a
+    # test that reaches its S3 server through this session binds it and sets the endpoint and
+    # keys on the running session's Hadoop configuration, then unsets them (tests/test_s3.py).
     from bgp_congruency.pipeline import s3a
 
     try:
-        conf.update({"spark.driver.extraClassPath": ":".join(str(j) for j in s3a.jars()),
-                     "spark.hadoop.fs.s3.impl": s3.S3A_CLASS,
-                     "spark.hadoop.fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A"})
-    except Exception:
+        conf["spark.driver.extraClassPath"] = ":".join(str(j) for j in s3a.jars())
+    except Exception:  # no jars: that test fails naming them (make s3a-jars)
         pass
     s = sparkmod.session("local[2]", conf, app="bgp-congruency-tests")
     yield s

@@ -585,8 +585,9 @@ def test_cli_default_engine_needs_no_java(tmp_path):
 
 @pytest.mark.spark
 def test_a_spark_session_without_s3a_is_refused_for_an_s3_data_dir(spark):
-    """A session handed in that was started without S3A (the suite's own: no jars, no s3
-    binding) reaches no s3:// data dir: one line naming it and what gives it S3A."""
+    """A session handed in that was started without S3A (the suite's own: its jars on the
+    class path, the s3 scheme not bound to it) reaches no s3:// data dir: one line naming it
+    and what gives it S3A."""
     from bgp_congruency.common.errors import BadInput
     from bgp_congruency.pipeline import s3a
     from bgp_congruency.pipeline.engines.spark import SparkEngine

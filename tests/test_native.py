@@ -178,5 +178,6 @@ def test_a_download_is_decompressed_once_and_only_a_checked_file_is_kept(tmp_pat
     assert rows["route-views2"]["status"] == "failed"
     assert rows["route-views2"]["error"].endswith("rib.20260730.1400.bz2: truncated bzip2 stream (download cut short?)")
     kept = sorted(p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file())
-    assert [k for k in kept if "route-views2" in k] == []  # no cache file, no .part, no Parquet
+    # no cache file, no .part, no Parquet (its manifest file records the failure)
+    assert [k for k in kept if "route-views2" in k] == ["manifest/month=2026-07/collector=route-views2.parquet"]
     assert any(k.startswith("routes/month=2026-07/collector=route-views6/gen-000001/part-") for k in kept), kept

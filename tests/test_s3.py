@@ -394,7 +394,6 @@ def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_re
     from bgp_congruency.pipeline import job, s3a
     from tests.support import servers
 
-    assert s3a.reaches(spark), "the suite's Spark session has no S3A (make s3a-jars)"
     db = f"s3s_{uuid.uuid4().hex[:8]}"
     conninfo = postgres.database(db)
     root = f"s3://lake/{db}"
@@ -409,6 +408,7 @@ def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_re
         for k, v in given.items():
             hconf.set(k, v)
         try:
+            assert s3a.reaches(spark), "the suite's Spark session has no S3A on its class path (make s3a-jars)"
             monkeypatch.setenv("CONGRUENCY_PAUSE_AT", "publish")
             monkeypatch.setenv("CONGRUENCY_PAUSE_FILE", str(flag))
             monkeypatch.setenv("CONGRUENCY_PAUSE_S", "300")
@@ -443,6 +443,54 @@ def test_spark_with_the_s3_server_stopped_mid_publish_publishes_nothing_and_a_re
     same = [t for t in job.ENGINE_TABLES if t != "provenance"]
     assert len(same) >= 6 and {t: on_s3[t] for t in same} == {t: local[t] for t in same}
     assert len(on_s3["pairs"]) == 2167
+
+
+@pytest.mark.slow
+def test_the_s3_server_stopped_mid_ingest_upload_leaves_the_month_and_a_retry_completes(ingested_2026, tmp_path):
+    """An ingest onto S3 whose endpoint goes away while it uploads a collector's new generation
+    (the `upload` pause point: its route files sent, not its snapshots.json): one line naming
+    the data dir and the endpoint, exit 1, no generation readers take and no manifest on S3;
+    the server back, the same command completes, routes equal to the local ingest's."""
+    from bgp_congruency import lake
+    from tests.support import servers
+
+    root = f"s3://lake/up_{uuid.uuid4().hex[:8]}"
+    args = ["ingest", "--month", MONTH, "--data-dir", root, "--archive-root", str(ARCHIVE), "--days", "30",
+            "--times", "14:00", "--collectors", "route-views2,route-views6", "--backend", fast_backend()]
+    flag = tmp_path / "paused"
+    with servers.s3_server() as srv:
+        p = subprocess.Popen([sys.executable, "-m", "bgp_congruency.cli.main", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=_clean_env(**srv.env(), TMPDIR=str(tmp_path), CONGRUENCY_PAUSE_AT="upload",
+                                            CONGRUENCY_PAUSE_FILE=str(flag), CONGRUENCY_PAUSE_S="300"))
+        try:
+            deadline = time.monotonic() + 300
+            while not flag.exists() and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert flag.exists(), p.communicate()[1][-2000:]
+            srv.stop()
+            flag.unlink()
+            _out, err = p.communicate(timeout=300)
+        finally:
+            p.kill()
+        errors = [ln for ln in err.splitlines() if ln.startswith("error:")]
+        assert p.returncode == 1 and len(errors) == 1 and "Traceback" not in err, err[-2000:]
+        assert root in errors[0] and srv.endpoint in errors[0] and "run the ingest again" in errors[0], errors
+        with servers.s3_server(again=srv) as back:
+            objs = _objects(back, root)
+            assert not any("/manifest/" in o or o.endswith("/snapshots.json") for o in objs), objs
+            env = _clean_env(**back.env(), TMPDIR=str(tmp_path))
+            r = _cli(*args, "--json", env=env)
+            assert r.returncode == 0, r.stderr[-2000:]
+            digest = "SELECT count(*), sum(hash(collector, peer_asn, peer_ip, prefix, as_path, seen)) FROM routes"
+            old = dict(os.environ)
+            os.environ.update(back.env())
+            try:
+                with lake.connect(root) as a, lake.connect(ingested_2026) as b:
+                    assert a.execute(digest).fetchall() == b.execute(digest).fetchall()
+            finally:
+                os.environ.clear()
+                os.environ.update(old)
 
 
 @pytest.mark.slow
