@@ -373,7 +373,7 @@ def no_snapshot(root, snapshot: int) -> str:
 
 #: data dir -> (the snapshot this process reads it at, a connection with the catalog attached
 #: at it, or None) while a `pinned` block is open.
-_pins: dict[str, tuple[int, duckdb.DuckDBPyConnection | None]] = {}
+_pins: dict[str, tuple[int, duckdb.DuckDBPyConnection | None, dict]] = {}
 
 
 @contextmanager
@@ -401,7 +401,7 @@ def pinned(root, snapshot: int | None = None, hold: bool = False):
         if not hold:
             con.close()
             con = None
-        _pins[key] = (snap, con)
+        _pins[key] = (snap, con, {})
         yield
     finally:
         if before is None:
@@ -410,6 +410,19 @@ def pinned(root, snapshot: int | None = None, hold: bool = False):
             _pins[key] = before
         if con is not None:
             con.close()
+
+
+def remembered(root, key: tuple, compute):
+    """compute()'s value, once per `pinned` block of `root` and `key`: what a pinned snapshot
+    holds cannot change during the block, so a command that asks the catalog the same thing
+    (a table's files, its months) for each of its reads asks it once. Outside a block, computed."""
+    pin = _pins.get(layout.home(root))
+    if pin is None:
+        return compute()
+    memo = pin[2]
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def pin_of(root) -> int | None:

@@ -24,7 +24,7 @@ from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.months import listed
 from bgp_congruency.common.table_docs import DOCS
 from bgp_congruency.lake import commit
-from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog, legacy_months, opened
+from bgp_congruency.lake.attach import ALIAS, LakeError, NoCatalog, legacy_months, opened, remembered
 
 
 class NoResults(BadInput):
@@ -33,9 +33,10 @@ class NoResults(BadInput):
 
 # --- in the snapshot a connection reads --------------------------------------------------------
 
-def table_files(con, table: str, month: str | None = None) -> list[str]:
-    """The Parquet files of `table` (of `month`) in the snapshot `con` reads, sorted."""
-    if table not in attached_tables(con):
+def table_files(con, table: str, month: str | None = None, have: set[str] | None = None) -> list[str]:
+    """The Parquet files of `table` (of `month`) in the snapshot `con` reads, sorted (`have`:
+    the attached tables, where the caller has them)."""
+    if table not in (attached_tables(con) if have is None else have):
         return []
     where = f" WHERE data_file LIKE {quote('%/month=' + month + '/%')}" if month else ""
     rows = con.execute(f"SELECT data_file, delete_file FROM ducklake_list_files({quote(ALIAS)}, {quote(table)}){where}"
@@ -65,11 +66,19 @@ def attached_tables(con) -> set[str]:
 
 def months(root: str | Path, table: str = "month_summary") -> list[str]:
     """Months (YYYY-MM) with at least one published file of `table`, oldest first."""
-    try:
-        with opened(root) as con:
-            return table_months(con, table)
-    except NoCatalog:
-        return []
+    def compute():  # every table's months in one query: a command asks for several
+        try:
+            with opened(root) as con:
+                if not commit.has_ledger(con):
+                    return {}
+                out: dict[str, list[str]] = {}
+                for t, m in con.execute(f"SELECT DISTINCT table_name, month FROM {ALIAS}.{commit.LEDGER} ORDER BY 2"
+                                        ).fetchall():
+                    out.setdefault(t, []).append(m)
+                return out
+        except NoCatalog:
+            return {}
+    return list(remembered(root, ("months",), compute).get(table, []))
 
 
 def require(root: str | Path, month: str) -> None:
@@ -86,11 +95,16 @@ def require(root: str | Path, month: str) -> None:
 def files(root: str | Path, tables, month: str) -> dict[str, list[str]]:
     """table -> its published files of `month`, all from one snapshot of the catalog (empty
     lists where nothing is published)."""
-    try:
-        with opened(root) as con:
-            return {t: table_files(con, t, month) for t in tables}
-    except NoCatalog:
-        return {t: [] for t in tables}
+    tables = list(tables)
+
+    def compute():
+        try:
+            with opened(root) as con:
+                have = remembered(root, ("tables",), lambda: attached_tables(con))
+                return {t: table_files(con, t, month, have) for t in tables}
+        except NoCatalog:
+            return {t: [] for t in tables}
+    return {t: list(fs) for t, fs in remembered(root, ("files", tuple(tables), month), compute).items()}
 
 
 def read(root: str | Path, table: str, month: str) -> pa.Table:

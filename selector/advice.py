@@ -16,12 +16,10 @@ from pathlib import Path
 
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
-from bgp_congruency.common.tables import HINTS
-from bgp_congruency.lake import published
 from bgp_congruency.lake.attach import pinned
-from bgp_congruency.selector import calibration
+from bgp_congruency.selector import calibration, reveal
 from bgp_congruency.selector import rules as selector
-from bgp_congruency.selector.month import Month, data_root, lookup_origins, resolve_month, table_relation
+from bgp_congruency.selector.month import Month, data_root, lookup_origins, resolve_month
 from bgp_congruency.selector.question import (
     MAX_CANDIDATE_PATHS,
     Destination,
@@ -33,13 +31,7 @@ from bgp_congruency.selector.question import (
     parse_destination,
     parse_source,
 )
-
-
-def empty_hint(month: str, src: int) -> dict:
-    h = {name: None for name in HINTS.names}
-    h.update(month=month, source_asn=src, via_proxy=False, proxies=[], shared_asns=[], notes=[],
-             caveat=selector.LOWER_BOUND)
-    return h
+from bgp_congruency.selector.reveal import empty_hint, month_calibration
 
 
 def _unknown(h: dict, reason: str, stab4=None, stab6=None, hops4=None, hops6=None) -> dict:
@@ -77,37 +69,51 @@ def _hint_via(m: Month, src: int, vp: tuple[str, int], proxy: str | None, d4: in
     return h
 
 
-def _hint(m: Month, src: Source, dest: Destination, origins: dict, evidence: Evidence | None = None) -> dict:
-    """One hint for (source, destination); origins come from lookup_origins. A source that is
-    no VP is answered from its `evidence` where it has some (rules 8-10), else by proxies."""
-    h = empty_hint(m.month, src.asn)
-    h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
+def _ends(m: Month, dest: Destination, origins: dict) -> tuple[int | None, int | None, dict, list[str], dict[int, str]]:
+    """Where a destination's traffic goes: its IPv4 and IPv6 origin AS (None: that family has
+    no destination), the prefixes that cover its addresses, notes, and the families whose
+    address no prefix of the month covers (origins come from lookup_origins)."""
     notes: list[str] = []
     uncovered: dict[int, str] = {}  # a family whose address no prefix covers has no path
     if dest.asn is not None:
-        d4 = d6 = dest.asn
-    else:
-        found = {}
-        for afi, net in dest.nets.items():
-            hit = origins.get((dest.endpoint, dest.query, afi))
-            if hit is None:
-                uncovered[afi] = f"no IPv{afi} prefix of {m.month} covers {net}"
-                continue
-            prefix, origin, others = hit
-            h[f"prefix_v{afi}"] = prefix
-            found[afi] = origin
-            if others:
-                notes.append(f"{prefix} has several origins in {m.month} (AS{origin}, also "
-                             + ", ".join(f"AS{a}" for a in others) + "); the most seen is used")
-        if not found:
-            return _unknown(h, "; ".join(uncovered.values()))
-        # A family the destination gave no address for goes to the other's origin; one whose
-        # address is uncovered has no destination (its answer stays its own: none).
-        d4 = None if 4 in uncovered else found.get(4, found.get(6))
-        d6 = None if 6 in uncovered else found.get(6, found.get(4))
-        if None not in (d4, d6) and d4 != d6:
-            notes.append(f"the IPv4 and IPv6 addresses map to different origins (AS{d4}, AS{d6}); "
-                         "each path goes to its own origin")
+        return dest.asn, dest.asn, {}, notes, uncovered
+    found, prefixes = {}, {}
+    for afi, net in dest.nets.items():
+        hit = origins.get((dest.endpoint, dest.query, afi))
+        if hit is None:
+            uncovered[afi] = f"no IPv{afi} prefix of {m.month} covers {net}"
+            continue
+        prefix, origin, others = hit
+        prefixes[afi] = prefix
+        found[afi] = origin
+        if others:
+            notes.append(f"{prefix} has several origins in {m.month} (AS{origin}, also "
+                         + ", ".join(f"AS{a}" for a in others) + "); the most seen is used")
+    if not found:
+        return None, None, prefixes, notes, uncovered
+    # A family the destination gave no address for goes to the other's origin; one whose
+    # address is uncovered has no destination (its answer stays its own: none).
+    d4 = None if 4 in uncovered else found.get(4, found.get(6))
+    d6 = None if 6 in uncovered else found.get(6, found.get(4))
+    if None not in (d4, d6) and d4 != d6:
+        notes.append(f"the IPv4 and IPv6 addresses map to different origins (AS{d4}, AS{d6}); "
+                     "each path goes to its own origin")
+    return d4, d6, prefixes, notes, uncovered
+
+
+def _hint(m: Month, src: Source, dest: Destination, ends: tuple, evidence: Evidence | None = None,
+          answer: tuple[dict, str] | None = None) -> dict:
+    """One hint for (source, destination) from its ends (_ends). A source that is no VP is
+    answered from its `evidence` where it has some (rules 8-11: `answer`, the engine's, from
+    reveal.source_families), else by proxies."""
+    h = empty_hint(m.month, src.asn)
+    h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
+    d4, d6, prefixes, notes, uncovered = ends
+    notes = list(notes)
+    for afi, prefix in prefixes.items():
+        h[f"prefix_v{afi}"] = prefix
+    if d4 is None and d6 is None:
+        return _unknown(h, "; ".join(uncovered.values()))
     h.update(dest_asn=d4, dest_asn_v6=d6, notes=notes)
     if src.asn in (d4, d6):
         return _unknown(h, f"the source AS{src.asn} is the destination")
@@ -123,7 +129,8 @@ def _hint(m: Month, src: Source, dest: Destination, origins: dict, evidence: Evi
             notes.append(f"AS{src.asn} is a VP in {len(vps)} collector groups; the most confident one is used")
         best["rule"] = "vp"
     elif evidence:
-        best, kind = evidence_answer(m, src.asn, d4, d6, evidence)
+        best, kind = answer
+        best = dict(best)
         if "how" in best:
             notes.append(best.pop("how"))
         if evidence.left_out:
@@ -219,7 +226,10 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
     8-10 of selector/rules.py, or (None, ..., why) when none gives a path: `why` says what each
     rule found. `rels`: the month's relationships around the source (Month.relations), or None."""
     tried = []
+    nbrs = ev.via.get(afi, ())
     hop = ev.first_hop.get((afi, dest))
+    if hop is None and selector.sole_neighbour(nbrs):  # the first hop toward every destination
+        hop = nbrs[0].asn
     if hop is not None:
         if hop == dest:
             return "first-hop", (src, dest), 1.0, m.snapshots, hop, f"the first hop AS{hop} is the destination"
@@ -232,7 +242,6 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
         if r:
             return "through", r[0], r[1], r[2], r[0][1] if len(r[0]) > 1 else dest, "VPs' paths cross the source"
         tried.append(f"no VP's IPv{afi} path to AS{dest} crosses AS{src}")
-    nbrs = ev.via.get(afi, ())
     # Rules 10 and 11: every neighbour with a route, observed or (rule 11) one AS further from
     # the month's relationships; the source's choice among them by preference.
     heads = [Neighbour(hop, "provider", 0)] if hop is not None else list(nbrs)
@@ -250,8 +259,7 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
                 (route, stab, snaps, _m_is), rule = guessed[n.asn], "inferred"
             else:
                 continue
-            is_ = "provider" if hop is not None or selector.sole_neighbour(nbrs) else \
-                (rels or {}).get((src, n.asn), n.rel)
+            is_ = "provider" if hop is not None else (rels or {}).get((src, n.asn), n.rel)
             if rule == "inferred":
                 nxt = guessed[n.asn][3]
             else:
@@ -508,7 +516,17 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
                 unused = (f"AS{src.asn} is a vantage point of {month}: its own paths answer; its {evidence.how} "
                           "evidence (--via4/--via6, traces, [source]) is not used")
                 evidence = None
-            hints = [_hint(m, src, d, origins, evidence) for d in dests]
+            ends = [_ends(m, d, origins) for d in dests]
+            answers: list = [None] * len(dests)
+            if evidence:
+                # every destination's question at once, through the evaluation's engine
+                asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
+                _snaps, _t, fams = reveal.source_families(con, cfg, month, src.asn, asked, evidence.via,
+                                                          evidence.first_hop)
+                answers = [reveal.source_hint(month, src.asn, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)},
+                                              m.snapshots, m.calibration, evidence.via, evidence.first_hop,
+                                              evidence.how) for i, (d4, d6) in enumerate(asked)]
+            hints = [_hint(m, src, d, e, evidence, a) for d, e, a in zip(dests, ends, answers)]
             for h in hints if unused else ():
                 h["notes"].append(unused)
         finally:
@@ -522,25 +540,6 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
     if endpoints is not None:
         selection = select(hints, k or 2, src.asn)
     return {"month": month, "hints": hints, "selection": selection}
-
-
-def month_calibration(con, cfg: Config, month: str) -> dict[str, calibration.Fit] | None:
-    """The calibrations of the month's evaluation per reveal (selector_eval: none for today's
-    rules, first-hop and neighbours for answers from the source's evidence; the VPs held out,
-    and in a generated month the ASes that are no VP), counted in SQL (a few cells, however
-    many rows); None before it ran."""
-    if month not in published.months(data_root(cfg), "selector_eval"):
-        return None
-    rel = table_relation(cfg, "selector_eval", month)
-    have = {r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {rel})").fetchall()}
-    reveal = "coalesce(reveal, 'none')" if "reveal" in have else "'none'"
-    rows = con.execute(f"""SELECT {reveal}, rule, predicted_class = 'congruent', count(*),
-                                  count(*) FILTER (WHERE correct)
-        FROM {rel} WHERE correct IS NOT NULL GROUP BY ALL""").fetchall()
-    out: dict[str, calibration.Fit] = {}
-    for rv, r, c, n, k in rows:
-        out.setdefault(rv, {})[(r, bool(c))] = (int(n), int(k))
-    return out
 
 
 def select(hints: list[dict], k: int, src: int) -> dict:

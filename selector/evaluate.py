@@ -45,6 +45,7 @@ from bgp_congruency.common.tables import SELECTOR_EVAL, sql_type
 from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.lake import published
 from bgp_congruency.selector import calibration, rules
+from bgp_congruency.selector import reveal as R
 from bgp_congruency.selector.advice import evidence_answer, proxy_answer
 from bgp_congruency.selector.month import Month, resolve_month, table_relation
 from bgp_congruency.selector.question import Evidence, Neighbour
@@ -235,14 +236,20 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
         for i, s in enumerate(srcs):
             if progress:
                 progress(i, len(srcs), s)
-            for d in asked[s]:
-                v4, v6 = true.get((4, s, d)), true.get((6, s, d))
-                if v4 is None or v6 is None:  # no dual-stacked route: nothing to be right about
-                    continue
+            # no dual-stacked route: nothing to be right about
+            ds = [d for d in asked[s] if true.get((4, s, d)) is not None and true.get((6, s, d)) is not None]
+            if reveal != "none":  # the source's questions at once, through the engine advise answers by
+                ev = Evidence({}, {}, "revealed")
+                for d in ds:
+                    ev = ev.merged(truth_evidence(t.net, month, reveal, s, true, d))
+                _snaps, _t, fams = R.source_families(con, cfg, month, s, [(d, d) for d in ds], ev.via, ev.first_hop,
+                                                     inferred)
+            for j, d in enumerate(ds):
+                v4, v6 = true[(4, s, d)], true[(6, s, d)]
                 observed, _ = rules.classify(v4, v6, s, d)
                 got = proxy_answer(m, s, d, d, []) if reveal == "none" else \
-                    evidence_answer(m, s, d, d, truth_evidence(t.net, month, reveal, s, true, d),
-                                    inferred=inferred)
+                    R.source_hint(month, s, d, d, {afi: fams.get((j, afi)) for afi in (4, 6)}, m.snapshots, None,
+                                  ev.via, ev.first_hop, ev.how, inferred)
                 rows.append({**_row(month, None, s, d, v4, v6, observed, *got),
                              "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows

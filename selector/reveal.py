@@ -1,13 +1,17 @@
-"""The held-out evaluation with the source's evidence revealed (issue 47), set-based.
+"""The one answering engine of the evidence rules (8-11 of selector/rules.py: `ask`, over a
+table of questions), and the held-out evaluation with the source's evidence revealed (issue
+47) through it. `advise` and `export` (selector/advice.py: `source_families`, `source_hint`),
+the run's site hints (`site_hints`) and `evaluate --reveal first-hop|neighbours` (`answers`)
+all answer through `ask`, so they cannot disagree.
 
 Every VP AS of the month with pairs is held out in turn (all of its VPs hidden), as
 selector/evaluate.py does, but the questions are answered all at once in SQL and only the
 answers reach Python: the month's paths are read once into a table of routes (every suffix of
 every path: from which AS, to which destination, shown by which VP), and each question joins
 the routes it may use, a destination partition at a time (memory follows the partition,
-bounded by duckdb_memory_limit). The rules are selector/rules.py's 8-10 and the fallback to
-rule 6; selector/advice.evidence_answer is their reference, one question at a time
-(tests/test_reveal.py holds the two equal).
+bounded by duckdb_memory_limit). The rules are selector/rules.py's 8-11 and the fallback to
+rule 6; selector/advice.evidence_answer is their reference, one question at a time, used only
+by the tests (tests/test_reveal.py holds the two equal).
 
 Revealed, per held-out VP AS v and pair (v, destination d):
 - `first-hop`: the second AS of the pair's own IPv4 and IPv6 paths (v's neighbour toward d).
@@ -33,8 +37,34 @@ from bgp_congruency.lake import published
 from bgp_congruency.pipeline.partitions import limit_bytes
 from bgp_congruency.pipeline.steps import edit_distance_sql
 from bgp_congruency.selector import calibration, rules
-from bgp_congruency.selector.advice import empty_hint, month_calibration
-from bgp_congruency.selector.month import data_root, table_relation
+from bgp_congruency.selector.month import data_root, month_snapshots, table_relation
+
+
+def empty_hint(month: str, src: int) -> dict:
+    h = {name: None for name in HINTS.names}
+    h.update(month=month, source_asn=src, via_proxy=False, proxies=[], shared_asns=[], notes=[],
+             caveat=rules.LOWER_BOUND)
+    return h
+
+
+def month_calibration(con, cfg: Config, month: str) -> dict[str, calibration.Fit] | None:
+    """The calibrations of the month's evaluation per reveal (selector_eval: none for today's
+    rules, first-hop and neighbours for answers from the source's evidence; the VPs held out,
+    and in a generated month the ASes that are no VP), counted in SQL (a few cells, however
+    many rows); None before it ran."""
+    if month not in published.months(data_root(cfg), "selector_eval"):
+        return None
+    rel = table_relation(cfg, "selector_eval", month)
+    have = {r[0] for r in con.execute(f"SELECT column_name FROM (DESCRIBE SELECT * FROM {rel})").fetchall()}
+    reveal = "coalesce(reveal, 'none')" if "reveal" in have else "'none'"
+    rows = con.execute(f"""SELECT {reveal}, rule, predicted_class = 'congruent', count(*),
+                                  count(*) FILTER (WHERE correct)
+        FROM {rel} WHERE correct IS NOT NULL GROUP BY ALL""").fetchall()
+    out: dict[str, calibration.Fit] = {}
+    for rv, r, c, n, k in rows:
+        out.setdefault(rv, {})[(r, bool(c))] = (int(n), int(k))
+    return out
+
 
 REVEALS = ("none", "first-hop", "neighbours")
 #: rules.CAUTION as a DuckDB list: list_position(CAUTION_SQL, class) ranks a class's caution.
@@ -82,19 +112,23 @@ def routes(con, k: int, i: int) -> str:
     return part("d")
 
 
-def setup(con, cfg: Config, month: str, groups: bool = False) -> tuple[int, bool]:
+def setup(con, cfg: Config, month: str, groups: bool = False, dests: set[int] | None = None) -> tuple[int, bool]:
     """The month's paths, pairs and relationships as temp tables; returns (its snapshots, whether it
     has relationships). `groups`: the paths keep their VP's collector group (the proxies of
-    rule 1 are VPs, not VP ASes; rules 8-11 read routes per VP AS and need none)."""
+    rule 1 are VPs, not VP ASes; rules 8-11 read routes per VP AS and need none). `dests`:
+    only the paths and pairs to these destinations (one source's questions)."""
+    only = f" WHERE dest_asn IN ({', '.join(str(int(d)) for d in sorted(dests)) or 'NULL'})" if dests is not None else ""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_paths AS
         SELECT {'vp_group, ' if groups else ''}vp_asn, afi, dest_asn, path, stability, snapshots
-        FROM {table_relation(cfg, 'paths', month)}""")
+        FROM {table_relation(cfg, 'paths', month)}{only}""")
+    snaps = month_snapshots(con, cfg, month) if dests is not None else None  # the month's, not the asked paths'
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_pairs AS
         SELECT vp_group, vp_asn, dest_asn, v4_path, v6_path, congruent, shared_asns, shared_adjacent,
                CASE WHEN congruent THEN 'congruent' WHEN len(shared_asns) = 0 THEN 'disjoint'
                     WHEN shared_adjacent THEN 'shared-edge' ELSE 'shared-core' END AS observed
-        FROM {table_relation(cfg, 'pairs', month)}""")
-    snaps = con.execute("SELECT coalesce(max(snapshots), 0) FROM ev_paths").fetchone()[0]
+        FROM {table_relation(cfg, 'pairs', month)}{only}""")
+    if snaps is None:
+        snaps = con.execute("SELECT coalesce(max(snapshots), 0) FROM ev_paths").fetchone()[0]
     if month in published.months(data_root(cfg), "as_relationships"):
         con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_rel AS
             SELECT afi, as1 AS a, as2 AS b, CASE rel WHEN 'p2c' THEN 'customer' ELSE 'peer' END AS b_is
@@ -109,12 +143,13 @@ def setup(con, cfg: Config, month: str, groups: bool = False) -> tuple[int, bool
     return int(snaps), has_rel
 
 
-def _held_out_questions(con) -> None:
-    """The questions of the held-out evaluation: one per pair and family, with the pair's own
-    path (its first hop) and its VP AS's neighbours (ev_nb: declared `provider`, the most
-    used first)."""
-    con.execute("""CREATE OR REPLACE TEMP TABLE ev_q AS
-        SELECT vp_group, vp_asn AS v, dest_asn AS d, afi, CASE afi WHEN 4 THEN v4_path ELSE v6_path END AS own_path
+def _held_out_questions(con, reveal: str) -> None:
+    """The questions of the held-out evaluation: one per pair and family (key: the pair's VP
+    group), with the first hop revealed (`first-hop`: the second AS of the pair's own path), and
+    the held-out VP AS's neighbours (ev_nb: declared `provider`, the most used first)."""
+    hop = "CASE afi WHEN 4 THEN v4_path[2] ELSE v6_path[2] END" if reveal == "first-hop" else "NULL::BIGINT"
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_q AS
+        SELECT vp_group, vp_asn AS v, dest_asn AS d, afi, {hop} AS hop
         FROM ev_pairs, (SELECT unnest([4, 6]) AS afi)""")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_nb AS
         SELECT vp_asn AS v, afi, path[2] AS n, row_number() OVER (PARTITION BY vp_asn, afi
@@ -124,19 +159,19 @@ def _held_out_questions(con) -> None:
         GROUP BY vp_asn, afi, path[2]""")
 
 
-def _questions(kind: str, reveal: str, part: str) -> str:
-    """The questions of rule `kind` in destination partition `part`: each (pair, family) with the
-    AS whose route it reads (n: the first hop, the source itself, or each neighbour), the
-    neighbour's declared order, and what n is to the source as declared."""
+def _questions(kind: str, part: str) -> str:
+    """The questions of rule `kind` in destination partition `part`: each (question, family)
+    with the AS whose route it reads (n: the first hop, the source itself, or each declared
+    neighbour), the neighbour's declared order, what n is to the source as declared, and
+    whether n is the question's first hop (`hopped`)."""
+    hop = "SELECT vp_group, v, d, afi, hop AS n, 0 AS ord, 'provider' AS rel, true AS hopped FROM ev_q WHERE hop IS NOT NULL"
     if kind == "first-hop":
-        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
+        q = hop
     elif kind == "through":
-        q = "SELECT vp_group, v, d, afi, v AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
-    elif reveal == "first-hop":  # rule 11 for the first hop whose route is not observed
-        q = "SELECT vp_group, v, d, afi, own_path[2] AS n, 0 AS ord, 'provider' AS rel FROM ev_q"
-    else:
-        q = ("SELECT q.vp_group, q.v, q.d, q.afi, nb.n, nb.ord, nb.rel FROM ev_q q "
-             "JOIN ev_nb nb ON nb.v = q.v AND nb.afi = q.afi")
+        q = "SELECT vp_group, v, d, afi, v AS n, 0 AS ord, 'provider' AS rel, false AS hopped FROM ev_q WHERE hop IS NULL"
+    else:  # the heads: rule 10's neighbours where no first hop is known, rule 11's first hop whose route is not observed
+        q = (f"{hop} UNION ALL SELECT q.vp_group, q.v, q.d, q.afi, nb.n, nb.ord, nb.rel, false FROM ev_q q "
+             "JOIN ev_nb nb ON nb.v = q.v AND nb.afi = q.afi WHERE q.hop IS NULL")
     return f"SELECT * FROM ({q}) WHERE {part} AND n IS NOT NULL"
 
 
@@ -145,14 +180,14 @@ def _best_sql(qs: str, snaps: int, at_dest: bool) -> str:
     table, the held-out VP AS's paths left out and routes on which it follows n dropped; with
     `at_dest`, n = d is the route (d), as sure as the month."""
     dest = f"""
-        UNION ALL SELECT vp_group, v, d, afi, n, ord, rel, [d] AS route, true AS own, 1::BIGINT AS vps,
+        UNION ALL SELECT vp_group, v, d, afi, n, ord, rel, hopped, [d] AS route, true AS own, 1::BIGINT AS vps,
                          1.0::DOUBLE AS stab, {int(snaps)}::BIGINT AS snaps
         FROM ({qs}) WHERE n = d""" if at_dest else ""
     return f"""
-        SELECT vp_group, v, d, afi, n, ord, rel, route, stab, snaps FROM (
+        SELECT vp_group, v, d, afi, n, ord, rel, hopped, route, stab, snaps FROM (
             SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, n
                                          ORDER BY own DESC, vps DESC, len(route), route) AS rk
-            FROM (SELECT qs.vp_group, qs.v, qs.d, qs.afi, qs.n, qs.ord, qs.rel, r.route, bool_or(r.own) AS own,
+            FROM (SELECT qs.vp_group, qs.v, qs.d, qs.afi, qs.n, qs.ord, qs.rel, qs.hopped, r.route, bool_or(r.own) AS own,
                          count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
                   FROM ({qs}) qs JOIN ev_routes r ON r.afi = qs.afi AND r.dest = qs.d AND r.n = qs.n
                   WHERE qs.n <> qs.d AND r.vp <> qs.v AND NOT list_contains(r.route[2:], qs.v)
@@ -169,14 +204,14 @@ def _inferred_sql(qs: str) -> str:
     heads = f"SELECT * FROM ({qs}) WHERE n <> d"
     # A head that is not the source's provider gives it only its customers' routes: only its
     # customers' routes can make it a candidate (the same choice: customers rank first).
-    below = f"""SELECT h.vp_group, h.v, h.d, h.afi, hr.b AS n, h.n AS head, h.ord AS head_ord, h.rel, hr.b_is AS m_is
+    below = f"""SELECT h.vp_group, h.v, h.d, h.afi, hr.b AS n, h.n AS head, h.ord AS head_ord, h.rel, h.hopped, hr.b_is AS m_is
                 FROM ({heads}) h JOIN ev_rel hr ON hr.afi = h.afi AND hr.a = h.n AND hr.b <> h.v
                 WHERE h.n_is = 'provider' OR hr.b_is = 'customer'"""
     best = f"""
-        SELECT vp_group, v, d, afi, n, head, head_ord, rel, m_is, route, stab, snaps FROM (
+        SELECT vp_group, v, d, afi, n, head, head_ord, rel, hopped, m_is, route, stab, snaps FROM (
             SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, head, n
                                          ORDER BY own DESC, vps DESC, len(route), route) AS rk
-            FROM (SELECT b.vp_group, b.v, b.d, b.afi, b.n, b.head, b.head_ord, b.rel, b.m_is, r.route,
+            FROM (SELECT b.vp_group, b.v, b.d, b.afi, b.n, b.head, b.head_ord, b.rel, b.hopped, b.m_is, r.route,
                          bool_or(r.own) AS own,
                          count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
                   FROM ({below}) b JOIN ev_routes r ON r.afi = b.afi AND r.dest = b.d AND r.n = b.n
@@ -184,7 +219,7 @@ def _inferred_sql(qs: str) -> str:
                   GROUP BY ALL))
         WHERE rk = 1 AND NOT list_contains(route, head)"""
     return f"""
-        SELECT vp_group, v, d, afi, head AS n, head_ord AS ord, rel, list_prepend(head, route) AS route, stab,
+        SELECT vp_group, v, d, afi, head AS n, head_ord AS ord, rel, hopped, list_prepend(head, route) AS route, stab,
                snaps, m_is FROM (
             SELECT b.*, row_number() OVER (PARTITION BY b.vp_group, b.v, b.d, b.afi, b.head
                 ORDER BY list_position(['customer', 'peer', 'provider'], b.m_is), len(b.route), b.n) AS pick
@@ -193,27 +228,27 @@ def _inferred_sql(qs: str) -> str:
         WHERE pick = 1"""
 
 
-def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: int, inferred: bool) -> str:
+#: What the AS whose route a question reads is to its source: its first hop (a trace's, or a
+#: family's sole neighbour: rules.sole_neighbour) gives every route; a declared neighbour is
+#: what the month's relationships say of the link, else what was declared.
+_N_IS = "CASE WHEN {q}.hopped THEN 'provider' ELSE coalesce(vr.b_is, {q}.rel) END"
+
+
+def _family_sql(con, kind: str, part: str, has_rel: bool, snaps: int, inferred: bool) -> str:
     """The answers of rule `kind` for the questions of partition `part`: columns vp_group, v,
-    d, afi, rule, n, route (from n on; through: from the source on), stab, snaps. For the heads
-    (rules 10 and 11) the observed routes and the questions still without one are temp tables
-    first, so rule 11 expands only those."""
-    qs = _questions(kind, reveal, part)
+    d, afi, rule, n, n_is, route (from n on; through: from the source on), stab, snaps. For the
+    heads (rules 10 and 11) the observed routes and the questions still without one are temp
+    tables first, so rule 11 expands only those."""
+    qs = _questions(kind, part)
     if kind in ("first-hop", "through"):
-        return f"SELECT *, '{kind}' AS rule FROM ({_best_sql(qs, snaps, kind == 'first-hop')})"
+        n_is = "'provider'" if kind == "first-hop" else "NULL::VARCHAR"
+        return f"SELECT *, '{kind}' AS rule, {n_is} AS n_is FROM ({_best_sql(qs, snaps, kind == 'first-hop')})"
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_hq AS SELECT q.* FROM ({qs}) q
                     ANTI JOIN ev_fam f ON f.vp_group = q.vp_group AND f.v = q.v AND f.d = q.d AND f.afi = q.afi""")
-    if reveal == "neighbours":
-        con.execute(f"CREATE OR REPLACE TEMP TABLE ev_obs AS {_best_sql('SELECT * FROM ev_hq', snaps, True)}")
-    else:  # the first hop's observed route was rule 8's
-        con.execute("CREATE OR REPLACE TEMP TABLE ev_obs AS SELECT *, NULL::BIGINT[] AS route, NULL::DOUBLE AS stab, "
-                    "NULL::BIGINT AS snaps FROM ev_hq WHERE false")  # columns of _best_sql's
-    # what n is to the source: a family's sole neighbour is its first hop toward every
-    # destination, whatever the month's relationships say (rules.sole_neighbour)
-    sole = "LEFT JOIN (SELECT v, afi, count(*) AS k FROM ev_nb GROUP BY ALL) sole ON sole.v = {q}.v AND sole.afi = {q}.afi"
+    # a first hop's observed route was rule 8's: only the declared neighbours' are read here
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_obs AS {_best_sql('SELECT * FROM ev_hq WHERE NOT hopped', snaps, True)}")
     if inferred:
-        n_is = "'provider'" if reveal == "first-hop" else "CASE WHEN sole.k = 1 THEN 'provider' ELSE coalesce(vr.b_is, q.rel) END"
-        missing = f"""SELECT q.*, {n_is} AS n_is FROM ev_hq q {sole.format(q="q")}
+        missing = f"""SELECT q.*, {_N_IS.format(q="q")} AS n_is FROM ev_hq q
                      LEFT JOIN ev_rel vr ON vr.afi = q.afi AND vr.a = q.v AND vr.b = q.n
                      ANTI JOIN ev_obs o
                      ON o.vp_group = q.vp_group AND o.v = q.v AND o.d = q.d AND o.afi = q.afi AND o.n = q.n"""
@@ -222,18 +257,43 @@ def _family_sql(con, kind: str, reveal: str, part: str, has_rel: bool, snaps: in
         con.execute("CREATE OR REPLACE TEMP TABLE ev_inf AS SELECT *, NULL::VARCHAR AS m_is FROM ev_obs WHERE false")
     cands = """SELECT *, NULL::VARCHAR AS m_is, 'neighbours' AS rule FROM ev_obs
                UNION ALL BY NAME SELECT *, 'inferred' AS rule FROM ev_inf"""
-    source_is = "'provider'" if reveal == "first-hop" else \
-        "CASE WHEN sole.k = 1 THEN 'provider' ELSE coalesce(vr.b_is, c.rel) END"
     nxt = "CASE WHEN c.rule = 'inferred' THEN c.m_is ELSE nr.b_is END" if has_rel else "NULL"
     return f"""
-        SELECT vp_group, v, d, afi, rule, n, route, stab, snaps FROM (
-            SELECT c.*, {source_is} AS n_is, {nxt} AS next_is FROM ({cands}) c
-            {sole.format(q="c")}
+        SELECT vp_group, v, d, afi, rule, n, n_is, route, stab, snaps FROM (
+            SELECT c.*, {_N_IS.format(q="c")} AS n_is, {nxt} AS next_is FROM ({cands}) c
             LEFT JOIN ev_rel vr ON vr.afi = c.afi AND vr.a = c.v AND vr.b = c.n
             LEFT JOIN ev_rel nr ON nr.afi = c.afi AND nr.a = c.n AND nr.b = c.route[2] AND len(c.route) > 1)
         WHERE n_is = 'provider' OR len(route) = 1 OR next_is IS NULL OR next_is = 'customer'
         QUALIFY row_number() OVER (PARTITION BY vp_group, v, d, afi
             ORDER BY list_position(['customer', 'peer', 'provider'], n_is), len(route), ord, n) = 1"""
+
+
+def ask(con, cfg: Config, snaps: int, has_rel: bool, inferred: bool = rules.INFERRED_ROUTES, progress=None,
+        parts: int | None = None) -> None:
+    """The one answering engine of rules 8-11: every question of ev_q (key vp_group, source v,
+    destination d, family afi, its first hop `hop` or null) with its source's declared
+    neighbours ev_nb answered into ev_fam (one row per question that has a route: rule, n,
+    n_is, route from n on, stability, snapshots). A family's sole neighbour is its first hop
+    toward every destination (rules.sole_neighbour), set here once for every caller. The
+    routes are read a destination partition at a time (`parts`: default as the memory limit
+    needs)."""
+    con.execute("""UPDATE ev_q SET hop = s.n
+        FROM (SELECT v, afi, min(n) AS n FROM ev_nb GROUP BY ALL HAVING count(*) = 1) s
+        WHERE ev_q.hop IS NULL AND ev_q.v = s.v AND ev_q.afi = s.afi""")
+    con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
+        rule VARCHAR, n BIGINT, n_is VARCHAR, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
+    use_rel = has_rel and inferred
+    k = parts or partitions(con, cfg)
+    for i in range(k):
+        part = routes(con, k, i)
+        # rule 9 only without a first hop (rules.py): _questions gives each kind its questions
+        for kind in ("first-hop", "through", "heads"):
+            con.execute(f"""INSERT INTO ev_fam
+                SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.n_is, c.route, c.stab, c.snaps
+                FROM ({_family_sql(con, kind, part, has_rel, snaps, use_rel)}) c
+                ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
+        if progress:
+            progress(i + 1, k)
 
 
 def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool = rules.DESTINATION_FALLBACK,
@@ -246,22 +306,8 @@ def answers(cfg: Config, month: str, reveal: str, progress=None, fallback: bool 
     con = duck.connect(cfg)
     try:
         snaps, has_rel = setup(con, cfg, month)
-        _held_out_questions(con)
-        use_rel = has_rel and inferred
-        k = parts or partitions(con, cfg)
-        # rule 9 only without a first hop (rules.py): every question of the first-hop mode has one
-        kinds = ("first-hop", "heads") if reveal == "first-hop" else ("through", "heads")
-        con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
-            rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
-        for i in range(k):
-            part = routes(con, k, i)
-            for kind in kinds:
-                con.execute(f"""INSERT INTO ev_fam
-                    SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
-                    FROM ({_family_sql(con, kind, reveal, part, has_rel, snaps, use_rel)}) c
-                    ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
-            if progress:
-                progress(i + 1, k)
+        _held_out_questions(con, reveal)
+        ask(con, cfg, snaps, has_rel, inferred, progress, parts)
         t = read_closing(con, _assemble(con, fallback), "answers.parquet")
     finally:
         con.close()
@@ -388,76 +434,128 @@ def where(cfg: Config) -> Path:
     return data_root(cfg)
 
 
+# ------------------------------------------------------------------ one source's questions
+def source_families(con, cfg: Config, month: str, src: int, targets: list[tuple[int | None, int | None]] | None,
+                    via: dict, first_hop: dict | None = None, inferred: bool = rules.INFERRED_ROUTES,
+                    progress=None) -> tuple[int, list[tuple], dict]:
+    """Rules 8-11 for one source that is no VP, through `ask` as the evaluation answers them:
+    (the month's snapshots, the targets, per target index and family the route row (rule, n,
+    n_is, route from n on, stability, snapshots)). `targets`: (IPv4, IPv6) destination ASes
+    (either None), or None for every destination of the month's pairs; `via`: afi ->
+    declared Neighbours; `first_hop`: (afi, destination) -> the neighbour a trace showed."""
+    dests = None if targets is None else {d for t in targets for d in t if d is not None}
+    snaps, has_rel = setup(con, cfg, month, dests=dests)
+    if targets is None:
+        targets = [(d, d) for (d,) in con.execute(
+            f"SELECT DISTINCT dest_asn FROM ev_pairs WHERE dest_asn <> {int(src)} ORDER BY 1").fetchall()]
+    hops = first_hop or {}
+    q = [(str(i), afi, d, hops.get((afi, d))) for i, t in enumerate(targets) for afi, d in zip((4, 6), t) if d is not None]
+    con.register("src_q", pa.table({"vp_group": pa.array([r[0] for r in q], pa.string()),
+                                    "afi": pa.array([r[1] for r in q], pa.int32()),
+                                    "d": pa.array([r[2] for r in q], pa.int64()),
+                                    "hop": pa.array([r[3] for r in q], pa.int64())}))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_q AS SELECT vp_group, {int(src)}::BIGINT AS v, d, afi, hop FROM src_q")
+    nbs = [(afi, n) for afi, ns in via.items() for n in ns]
+    con.register("src_nb", pa.table({"v": pa.array([src] * len(nbs), pa.int64()),
+                                     "afi": pa.array([afi for afi, _n in nbs], pa.int32()),
+                                     "n": pa.array([n.asn for _afi, n in nbs], pa.int64()),
+                                     "ord": pa.array([n.order for _afi, n in nbs], pa.int64()),
+                                     "rel": pa.array([n.rel for _afi, n in nbs], pa.string())}))
+    con.execute("CREATE OR REPLACE TEMP TABLE ev_nb AS SELECT * FROM src_nb")
+    ask(con, cfg, snaps, has_rel, inferred, progress)
+    fams: dict = {}
+    for key, afi, *row in con.execute("SELECT vp_group, afi, rule, n, n_is, route, stab, snaps FROM ev_fam").fetchall():
+        fams[(int(key), afi)] = row
+    return snaps, targets, fams
+
+
+def _why_not(src: int, d: int, afi: int, hop: int | None, nbrs: tuple, inferred: bool) -> str:
+    """What each rule found for a family with no route (the reason of an unknown answer)."""
+    further = " or their neighbours in the month's relationships (rule 11)" if inferred else ""
+    if hop is not None:
+        return (f"no IPv{afi} path to AS{d} crosses the first hop AS{hop}; no route to AS{d} the source would be "
+                f"given from the first hop AS{hop}{further} on the month's paths" if inferred else
+                f"no IPv{afi} path to AS{d} crosses the first hop AS{hop}")
+    tried = f"no VP's IPv{afi} path to AS{d} crosses AS{src}"
+    if nbrs:
+        tried += (f"; no route to AS{d} the source would be given from its IPv{afi} neighbours "
+                  f"({', '.join(f'AS{n.asn}' for n in nbrs)}){further} on the month's paths")
+    return tried
+
+
+def _why(rule: str, n: int, n_is: str | None, route: list, d: int, traced: bool, afi: int) -> str:
+    """How a family's route was found, for the answer's notes."""
+    if rule == "first-hop":
+        hop = f"the first hop AS{n}" if traced else f"its sole IPv{afi} neighbour AS{n}"
+        return f"{hop} is the destination" if n == d else f"{hop} and its route"
+    if rule == "through":
+        return "VPs' paths cross the source"
+    if rule == "neighbours":
+        return f"its {n_is} AS{n} (Gao-Rexford preference)"
+    return f"its {n_is} AS{n}, whose route is inferred from the month's relationships (AS{route[1]}'s)"
+
+
+def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict, snaps: int, fit, via: dict,
+                first_hop: dict, how: str, inferred: bool = rules.INFERRED_ROUTES) -> tuple[dict, str]:
+    """The hint of one target from its families' route rows (source_families; fam: afi -> row
+    or None) and the rule it came from (`none` when a family has no path): the one composition
+    advise, export and the run's site hints give."""
+    h = empty_hint(month, src)
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
+    paths, why, rule_of = {}, {}, {}
+    for afi, d in ((4, d4), (6, d6)):
+        row = fam.get(afi)
+        hop = first_hop.get((afi, d))
+        nbrs = via.get(afi, ())
+        if d is None:
+            why[afi] = f"no IPv{afi} destination"
+        elif row is None:
+            why[afi] = _why_not(src, d, afi, hop if hop is not None else nbrs[0].asn if rules.sole_neighbour(nbrs)
+                                else None, nbrs, inferred)
+        else:
+            rule, n, n_is, route, stab, k = row
+            path = list(route) if rule == "through" else [src, *route]
+            paths[afi] = (path, stab, k)
+            rule_of[afi] = rule
+            why[afi] = _why(rule, n, n_is, list(route), d, hop is not None, afi)
+            h.update({f"v{afi}_path": path, f"stability_v{afi}": stab, f"via_v{afi}": n})
+    if len(paths) == 2:
+        (p4, s4, k4), (p6, s6, k6) = paths[4], paths[6]
+        rule = rules.weakest([rule_of[4], rule_of[6]])
+        cls, shared = rules.classify(p4, p6, src, d4, d6)
+        h.update(shared_asns=shared, snapshots=min(k4, k6))
+        h.update(rules.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, min(k4, k6), snaps,
+                                   proxy=rule != "first-hop", calibrated=calibration.confidence(fit, rule, cls)))
+        rs = f"rules {rule_of[4]} and {rule_of[6]}" if rule_of[4] != rule_of[6] else f"rule {rule_of[4]}"
+        h["how"] = f"AS{src} is not a vantage point; from its {how} evidence: IPv4 via {why[4]}, IPv6 via {why[6]} ({rs})"
+        return h, rule
+    if paths:
+        h["how"] = "; ".join(f"IPv{a}: via {why[a]} (rule {rule_of[a]})" for a in sorted(paths))
+    h.update(rules.hint_fields("unknown", h["stability_v4"], h["stability_v6"],
+                               len(paths[4][0]) - 1 if 4 in paths else None,
+                               len(paths[6][0]) - 1 if 6 in paths else None, None, None))
+    found = sorted(paths)
+    h["reason"] = "; ".join(f"IPv{a}: {w}" for a, w in why.items() if a not in paths) + (
+        f": only IPv{found[0]} has a path" if found else "")
+    return h, "none"
+
+
 # ------------------------------------------------------------------ the site's own advice
 def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> pa.Table:
     """The hints of the operator's host (the config's [source]: its AS `src` and neighbours
     `via`, afi -> selector.question.Neighbour tuple) toward every destination of the month's
-    pairs, by rules 9-10 (through, neighbours) set-based as the evaluation answers them: the
+    pairs, through the engine `advise` and the evaluation answer by (source_families): the
     rows `run`'s hints step adds to the month's tunnels export (HINTS' columns)."""
     con = duck.connect(cfg)
     try:
-        snaps, has_rel = setup(con, cfg, month)
-        con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_q AS
-            SELECT '' AS vp_group, {int(src)}::BIGINT AS v, d, afi, NULL::BIGINT[] AS own_path
-            FROM (SELECT DISTINCT dest_asn AS d FROM ev_pairs WHERE dest_asn <> {int(src)}),
-                 (SELECT unnest([4, 6]) AS afi)""")
-        nb = pa.table({"v": pa.array([src] * sum(len(ns) for ns in via.values()), pa.int64()),
-                       "afi": pa.array([afi for afi, ns in via.items() for _n in ns], pa.int32()),
-                       "n": pa.array([n.asn for ns in via.values() for n in ns], pa.int64()),
-                       "ord": pa.array([n.order for ns in via.values() for n in ns], pa.int64()),
-                       "rel": [n.rel for ns in via.values() for n in ns]})
-        con.register("site_nb", nb)
-        con.execute("CREATE OR REPLACE TEMP TABLE ev_nb AS SELECT * FROM site_nb")
-        con.execute("""CREATE OR REPLACE TEMP TABLE ev_fam (vp_group VARCHAR, v BIGINT, d BIGINT, afi INTEGER,
-            rule VARCHAR, n BIGINT, route BIGINT[], stab DOUBLE, snaps BIGINT)""")
-        k = partitions(con, cfg)
-        for i in range(k):
-            part = routes(con, k, i)
-            for kind in ("through", "heads"):
-                con.execute(f"""INSERT INTO ev_fam
-                    SELECT c.vp_group, c.v, c.d, c.afi, c.rule, c.n, c.route, c.stab, c.snaps
-                    FROM ({_family_sql(con, kind, 'neighbours', part, has_rel, snaps, False)}) c
-                    ANTI JOIN ev_fam f ON f.vp_group = c.vp_group AND f.v = c.v AND f.d = c.d AND f.afi = c.afi""")
-            if progress:
-                progress(i + 1, k)
-        shared, cls = class_sql("p4", "p6", str(int(src)), "d")
-        rows = con.execute(f"""
-            WITH f AS (
-                SELECT q.d, f4.rule AS r4, f6.rule AS r6, f4.n AS n4, f6.n AS n6,
-                       CASE WHEN f4.rule IS NULL THEN NULL WHEN f4.rule = 'through' THEN f4.route
-                            ELSE list_prepend({int(src)}, f4.route) END AS p4,
-                       CASE WHEN f6.rule IS NULL THEN NULL WHEN f6.rule = 'through' THEN f6.route
-                            ELSE list_prepend({int(src)}, f6.route) END AS p6,
-                       f4.stab AS s4, f6.stab AS s6, least(f4.snaps, f6.snaps) AS k
-                FROM (SELECT DISTINCT d FROM ev_q) q
-                LEFT JOIN ev_fam f4 ON f4.d = q.d AND f4.afi = 4 LEFT JOIN ev_fam f6 ON f6.d = q.d AND f6.afi = 6)
-            SELECT *, CASE WHEN p4 IS NOT NULL AND p6 IS NOT NULL THEN {shared} END AS shared,
-                   CASE WHEN p4 IS NOT NULL AND p6 IS NOT NULL THEN {cls} END AS cls
-            FROM f ORDER BY d""").fetchall()
+        snaps, targets, fams = source_families(con, cfg, month, src, None, via, progress=progress)
+        fit = (month_calibration(con, cfg, month) or {}).get("neighbours")
     finally:
         con.close()
-    con = duck.connect(cfg)
-    try:
-        fits = month_calibration(con, cfg, month)
-    finally:
-        con.close()
-    fit = (fits or {}).get("neighbours")
     out = []
-    for d, r4, r6, n4, n6, p4, p6, s4, s6, k, shared, cls in rows:
-        h = empty_hint(month, src)
-        h.update(via_proxy=True, dest_asn=d, dest_asn_v6=d, via_v4=n4, via_v6=n6,
-                 v4_path=p4, v6_path=p6, stability_v4=s4 if p4 else None, stability_v6=s6 if p6 else None)
-        if cls:
-            rule = rules.weakest([r4, r6])
-            h.update(shared_asns=shared, snapshots=k)
-            h.update(rules.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, k, snaps, proxy=rule != "first-hop",
-                                       calibrated=calibration.confidence(fit, rule, cls)))
-            h["notes"] = [f"AS{src}'s own advice from its [source] neighbours (rule {rule})"]
-        else:
-            missing = [a for a, p in ((4, p4), (6, p6)) if not p]
-            h.update(rules.hint_fields("unknown", h["stability_v4"], h["stability_v6"],
-                                       len(p4) - 1 if p4 else None, len(p6) - 1 if p6 else None, None, None))
-            h["reason"] = (" and ".join(f"IPv{a}" for a in missing) + f": no path from AS{src}'s [source] neighbours "
-                           f"to AS{d} in {month}")
+    for i, (d4, d6) in enumerate(targets):
+        h, _rule = source_hint(month, src, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)}, snaps, fit, via, {},
+                               "[source]")
+        h["notes"] = [h.pop("how")] if "how" in h else []
         out.append(h)
     return pa.Table.from_pylist(out, schema=HINTS)

@@ -234,9 +234,10 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 # (`--via4/--via6`, an endpoints or config [source] table) or traces show it (`--atlas`,
 # `--warts`, stored traces: the first hop in another AS). Each family's path is chosen on its
 # own, in this order:
-#  8. `first-hop`: the neighbour toward this destination is known (a trace to it, or the
-#     evaluation's --reveal first-hop): the source in front of that neighbour's route
-#     (`best_route`), or (source, destination) when the neighbour is the destination.
+#  8. `first-hop`: the neighbour toward this destination is known (a trace to it, the
+#     evaluation's --reveal first-hop, or the family's sole declared neighbour: `sole_neighbour`):
+#     the source in front of that neighbour's route (`best_route`), or (source, destination)
+#     when the neighbour is the destination.
 #  9. `through`: VPs' paths to the destination cross the source: its own route, the one most VP
 #     ASes show (then the shortest, then the lowest ASNs) from the source on. Only when no first
 #     hop toward the destination is known: a route through the source that leaves by the known
@@ -250,8 +251,8 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     and its customers'), Gao-Rexford preference (`neighbour_key`): a route through a
 #     customer, then a peer, then a provider; then the shortest; then the declared order.
 #     The neighbour's relationship is the month's (as_relationships) where it has the link,
-#     else the declared one (default: provider); a family's sole neighbour is the first hop
-#     toward every destination and gives every route (`sole_neighbour`). The export check
+#     else the declared one (default: provider); a family's sole neighbour is rule 8's first
+#     hop toward every destination (`sole_neighbour`). The export check
 #     stays for two or more: measured on the real 2026-07 sample (evaluate --reveal
 #     neighbours), without it 2,153 answers, 1,407 right (65.4%); with it 1,987, 1,615 right
 #     (81.3%): it makes 208 more answers right than it leaves missing. Where it falls short is the month's evidence,
@@ -312,11 +313,12 @@ def exported(neighbour_is: str, route: Sequence[int], next_is: str | None) -> bo
 
 def sole_neighbour(neighbours: Sequence) -> bool:
     """Whether the source declared one neighbour in the family: the first hop toward every
-    destination, so its routes are the source's whatever the month's relationships call the
-    link (they are inferred, and a sole neighbour that is a peer still carries everything the
-    source sends: what it would not export is moot). The issue 59 case: AS7018 held out and
-    given its own first hop per destination lost 5 of 22 answers to the month's inferred
-    7018-1299 peering, vetoing no wrong answer."""
+    destination (rule 8, before rule 9, as a trace's), so its routes are the source's whatever
+    the month's relationships call the link (they are inferred, and a sole neighbour that is a
+    peer still carries everything the source sends: what it would not export is moot). The
+    issue 59 case: AS7018 held out and given its own first hop per destination lost 5 of 22
+    answers to the month's inferred 7018-1299 peering, vetoing no wrong answer; and so
+    `advise --via4 H4 --via6 H6` answers as `evaluate --reveal first-hop`."""
     return len(neighbours) == 1
 
 

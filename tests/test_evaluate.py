@@ -548,3 +548,33 @@ def test_truth_needs_a_generated_archive(month, tmp_path, capsys):
     assert f"error: --truth {tmp_path / 'other'}: {MONTH} was not ingested from this archive: its VP AS10 is none" in err
     assert "selector_eval" not in {p.name for p in month.iterdir()} or \
         {r["kind"] for r in read_published(month, "selector_eval", MONTH).to_pylist()} <= {"vp"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reveal", ["first-hop", "neighbours"])
+def test_the_truth_evaluation_with_evidence_answers_through_the_engine_as_its_reference(generated, reveal):
+    """Issue 59: `evaluate --truth --reveal` answers each generated source's questions through
+    the engine advise uses (selector/reveal.source_families), equal question by question to
+    the rules' Python reference (selector/advice.evidence_answer) given the same truth."""
+    from bgp_congruency.common import duck
+    from bgp_congruency.selector.advice import evidence_answer
+    from bgp_congruency.selector.month import Month
+    from bgp_congruency.synth import truth as T
+
+    t = T.load(generated.archive)
+    month, rows = E.against_truth(generated.cfg, t, GEN_MONTH, sources=8, dests=8, reveal=reveal)
+    srcs = sorted({r["vp_asn"] for r in rows})
+    true = t.paths(month, srcs, sorted({r["dest_asn"] for r in rows}))
+    con = duck.connect(generated.cfg)
+    try:
+        m = Month(con, generated.cfg, month)
+        for r in rows:
+            s, d = r["vp_asn"], r["dest_asn"]
+            h, rule = evidence_answer(m, s, d, d, E.truth_evidence(t.net, month, reveal, s, true, d))
+            assert (r["rule"], r["predicted_class"]) == (rule, h["hint_class"]), (s, d)
+            for afi in (4, 6):
+                exact = None if h[f"v{afi}_path"] is None else h[f"v{afi}_path"] == list(true[(afi, s, d)])
+                assert r[f"v{afi}_exact"] == exact, (s, d, afi)
+    finally:
+        con.close()
+    assert len(srcs) >= 6 and len(rows) >= 40 and {r["rule"] for r in rows} - {"none"}

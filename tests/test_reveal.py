@@ -93,9 +93,16 @@ def test_the_rules_as_worked_out_by_hand(hand):
     # (D) The first hop is the destination itself: (99, 100) in both families.
     h, rule = _answer(hand, 99, 100, Evidence({}, {(4, 100): 100, (6, 100): 100}, "traces"))
     assert (h["v4_path"], h["v6_path"], h["hint_class"], rule) == ([99, 100], [99, 100], "congruent", "first-hop")
-    # (E) VPs' paths cross AS5 itself: its own routes (5 6 300, 5 7 300) come before its neighbours'.
-    h, rule = _answer(hand, 5, 300, _via("1", "2"))
+    # (E) VPs' paths cross AS5 itself: its own routes (5 6 300, 5 7 300) come before its
+    # neighbours' (two in each family: neither is the first hop toward every destination).
+    h, rule = _answer(hand, 5, 300, _via("1,6", "2,7"))
     assert (h["v4_path"], h["v6_path"], h["hint_class"], rule) == ([5, 6, 300], [5, 7, 300], "disjoint", "through")
+    # (E1) A family's sole declared neighbour is its first hop toward every destination: rule 8,
+    # before rule 9, as a trace's (E2). AS5 declaring AS1 alone in IPv4: AS1's only route to
+    # AS300 crosses AS5 (1 5 6 300), so that family is unknown, as with a trace to AS1.
+    h, rule = _answer(hand, 5, 300, _via("1", "7"))
+    assert (h["v4_path"], h["v6_path"], rule) == (None, [5, 7, 300], "none")
+    assert h["reason"].startswith("IPv4: no IPv4 path to AS300 crosses the first hop AS1")
     # (E2) A trace's first hop whose route no path shows (AS42 toward AS300 in IPv4) leaves that
     # family unknown, though VPs' paths cross AS5 (5 6 300 leaves by AS6, not the traced AS42):
     # rule 9 only where no first hop is known. IPv6's traced AS7 has its route 7 300: first-hop.
@@ -112,11 +119,11 @@ def test_the_rules_as_worked_out_by_hand(hand):
     assert (rule, h["v4_path"], h["hint_class"]) == ("none", None, "unknown")
     # (F2) A family's sole neighbour is the first hop toward every destination (issue 59): AS1
     # declared AS42's one IPv4 peer, its route 1 5 6 300 (AS5 is AS1's peer) is AS42's all the
-    # same; so is AS5's 5 6 300 (its provider's) from AS5 alone.
+    # same; so is AS5's 5 6 300 (its provider's) from AS5 alone. Both families so: rule 8.
     h, rule = _answer(hand, 42, 300, _via("1:peer", "2"))
-    assert (rule, h["v4_path"], h["via_v4"]) == ("neighbours", [42, 1, 5, 6, 300], 1)
+    assert (rule, h["v4_path"], h["via_v4"]) == ("first-hop", [42, 1, 5, 6, 300], 1)
     h, rule = _answer(hand, 42, 300, _via("5:peer", "2"))
-    assert (rule, h["v4_path"], h["via_v4"]) == ("neighbours", [42, 5, 6, 300], 5)
+    assert (rule, h["v4_path"], h["via_v4"]) == ("first-hop", [42, 5, 6, 300], 5)
     # (G) Rule 11 (off by default: rules.INFERRED_ROUTES): AS30 has no route to AS100 on any
     # path; the month says AS1 provides it, and AS1's route is 1 100: AS30's is inferred as
     # 30 1 100. The pair's rule is the least sure. Off, that family has no path.
@@ -290,7 +297,8 @@ def test_each_reveal_keeps_its_own_rows_and_calibration(sample_evaluated, tmp_pa
                    "--via6", "7018", "--json")
     assert r.returncode == 0, r.stderr
     [h] = json.loads(r.stdout)["hints"]
-    assert h["rule"] in ("neighbours", "inferred", "none") and h["via_v4"] == 7018
+    # (a family's sole declared neighbour is its first hop: rule 8)
+    assert h["rule"] in ("first-hop", "none") and h["via_v4"] == 7018
     # the month report: each mode's rules and its own accuracy-coverage curve, as `evaluate` summed them
     from bgp_congruency.selector import calibration
     from tests.support.chromium import Chromium, shot_dir
@@ -517,3 +525,59 @@ def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path
     out = jsonl.write([], tmp_path / "tunnels.jsonl", MONTH, R.site_hints(hand, MONTH, 99, ev.via))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == len(site) and all(r["source_asn"] == 99 and r["vp_asn"] is None for r in rows)
+
+
+@pytest.mark.slow
+@needs_data
+def test_advise_with_a_held_out_vp_s_own_first_hops_answers_as_the_evaluation(sample, tmp_path):
+    """Issue 59: one answering engine. Each real VP AS of the sample held out of the month (its
+    rows of paths, pairs and vps removed) and asked through `advise --via4 H4 --via6 H6`, its
+    own first hops toward each of a sample of its destinations (a family's sole declared
+    neighbour is its first hop: rule 8), gives what `evaluate --reveal first-hop` scored for
+    that pair on the whole month: the class, and each family's path as exact and as far from
+    the observed one. Two questions also through the command line."""
+    import random
+
+    import pyarrow as pa
+
+    from bgp_congruency.common.tables import PAIRS, PATHS, VPS
+    from bgp_congruency.selector.advice import advise
+
+    month = "2026-07"
+    ev = R.answers(sample.cfg, month, "first-hop").to_pylist()
+    data = writable(sample.data, tmp_path / "held-out")
+    cfg = sample.cfg.with_overrides(data_dir=data)
+    whole = {t: published.read(sample.data, t, month) for t in ("paths", "pairs", "vps")}
+    schemas = {"paths": PATHS, "pairs": PAIRS, "vps": VPS}
+    by_vp = defaultdict(list)
+    for r in ev:
+        by_vp[r["vp_asn"]].append(r)
+    pairs = {(r["vp_group"], r["vp_asn"], r["dest_asn"]): r for r in whole["pairs"].to_pylist()}
+    rng = random.Random(59)
+    asked = answered = 0
+    for v, rows in sorted(by_vp.items()):
+        for t, tab in whole.items():
+            kept = tab.filter(pa.compute.not_equal(tab["vp_asn"], v))
+            published.write_rows(data, t, month, kept.append_column("month", pa.array([month] * kept.num_rows)),
+                                 schemas[t])
+        for r in rng.sample(rows, min(4, len(rows))):
+            p = pairs[(r["vp_group"], v, r["dest_asn"])]
+            h4, h6 = p["v4_path"][1], p["v6_path"][1]
+            [h] = advise(cfg, v, f"AS{r['dest_asn']}", month=month, evidence=evidence_of(str(h4), str(h6)))["hints"]
+            got = h["hint_class"]
+            assert got == r["predicted_class"], (v, r["dest_asn"], got, r["predicted_class"], h.get("reason"))
+            for afi, obs in ((4, p["v4_path"]), (6, p["v6_path"])):
+                mine = h[f"v{afi}_path"]
+                assert (None if mine is None else mine == list(obs)) == r[f"v{afi}_exact"], (v, r["dest_asn"], afi)
+                if mine is not None:
+                    assert E._paths_equal(mine, obs)[1] == r[f"v{afi}_hop_distance"], (v, r["dest_asn"], afi)
+            assert h["rule"] == r["rule"] or (h["rule"] == "none" and r["rule"] == "none"), (v, r["dest_asn"])
+            asked += 1
+            answered += got != "unknown"
+    assert len(by_vp) == 13 and asked >= 45 and 0 < answered < asked
+    # the command line gives the same (the last VP AS held out, its first sampled pair's hops)
+    r = congruency("advise", "--data-dir", str(data), "--month", month, "--from", str(v), "--to",
+                   f"AS{p['dest_asn']}", "--via4", str(h4), "--via6", str(h6), "--json")
+    assert r.returncode == 0, r.stderr
+    [c] = json.loads(r.stdout)["hints"]
+    assert (c["hint_class"], c["v4_path"], c["v6_path"]) == (h["hint_class"], h["v4_path"], h["v6_path"])
