@@ -114,7 +114,7 @@ def by_vp(cfg, rows: list[dict]) -> list[dict]:
 
 def why_wrong(cfg) -> dict[str, int]:
     """Where the real `neighbours` mode fails, per family question (every VP AS held out in turn,
-    one question at a time through selector/advice.family_route, the reference): its path
+    one question at a time through selector/reference.family_route, the reference): its path
     exact, or what made it another: no path; `through` or the right neighbour with another
     route; another neighbour chosen because the true one's route is on no other VP's path,
     because the month's relationships rank the chosen one first, because its route is shorter,
@@ -123,8 +123,8 @@ def why_wrong(cfg) -> dict[str, int]:
     from bgp_congruency.common import duck
     from bgp_congruency.selector import evaluate as E
     from bgp_congruency.selector import rules
-    from bgp_congruency.selector.advice import family_route
     from bgp_congruency.selector.month import Month
+    from bgp_congruency.selector.reference import family_route
 
     con = duck.connect(cfg)
     out: collections.Counter = collections.Counter()

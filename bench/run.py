@@ -487,7 +487,7 @@ def _reveal_section(runs: list[dict]) -> list[str]:
     if why:
         total = sum(why.values())
         lines += ["The same, per family question (`bench/reveal.py` why_wrong: one question at a time through",
-                  "selector/advice.family_route, the reference), by what made its path:", "",
+                  "selector/reference.family_route, the reference), by what made its path:", "",
                   common.table(["family questions", "how many", "share"],
                                [[k, f"{n:,}", _pct(n / total)] for k, n in why.items()], align="lrr"), ""]
     lines += _neighbours_target(r, next((x for x in reversed(runs) if x.get("vps")), None))

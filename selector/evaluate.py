@@ -22,9 +22,9 @@ the accuracy-coverage curve, and the ceiling of rules that answer per destinatio
 `against_truth` asks the same of ASes that are no VP of a generated month, against the
 generator's true routes (synth/truth.py).
 
-`held_out` and `held_out_reference` ask one question at a time: they are the references of the
-set-based evaluation `congruency evaluate` runs (selector/proxies.py for today's rules,
-selector/reveal.py with the source's evidence revealed).
+`held_out` asks one question at a time: the reference of the set-based evaluation of today's
+rules `congruency evaluate` runs (selector/proxies.py); selector/reference.held_out_reference is
+that of the evaluation with the source's evidence revealed (selector/reveal.py).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.lake import published
 from bgp_congruency.selector import calibration, rules
 from bgp_congruency.selector import reveal as R
-from bgp_congruency.selector.advice import evidence_answer, proxy_answer
+from bgp_congruency.selector.advice import proxy_answer
 from bgp_congruency.selector.month import Month, resolve_month, table_relation
 from bgp_congruency.selector.question import Evidence, Neighbour
 from bgp_congruency.synth import truth as T
@@ -120,32 +120,6 @@ def neighbours_of(con, paths: str, asn: int) -> dict[int, list[int]]:
                                   GROUP BY ALL ORDER BY afi, count(*) DESC, path[2]""", [asn]).fetchall():
         out[int(afi)].append(int(n))
     return out
-
-
-def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
-                       fallback: bool = rules.DESTINATION_FALLBACK,
-                       inferred: bool = rules.INFERRED_ROUTES) -> list[dict]:
-    """The revealed evaluation one question at a time with selector/advice.evidence_answer: the
-    reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
-    con = duck.connect(cfg)
-    try:
-        by_asn = _pairs_by_vp_as(con, cfg, month)
-        every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
-        rows = []
-        for asn, mine in sorted(by_asn.items()):
-            if asns is not None and asn not in asns:
-                continue
-            m = every.hiding(frozenset({asn}))
-            own = neighbours_of(con, "eval_paths", asn) if reveal == "neighbours" else {}
-            for g, a, d, v4, v6, congruent, shared, adjacent in mine:
-                observed = rules.hint_class(congruent, shared, adjacent)
-                h, rule = evidence_answer(m, int(a), int(d), int(d), revealed_evidence(reveal, own, v4, v6, int(d)),
-                                          fallback, inferred)
-                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
-                             "reveal": reveal})
-        return rows
-    finally:
-        con.close()
 
 
 def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: dict, rule: str | None) -> dict:

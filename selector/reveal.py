@@ -10,7 +10,7 @@ answers reach Python: the month's paths are read once into a table of routes (ev
 every path: from which AS, to which destination, shown by which VP), and each question joins
 the routes it may use, a destination partition at a time (memory follows the partition,
 bounded by duckdb_memory_limit). The rules are selector/rules.py's 8-11 and the fallback to
-rule 6; selector/advice.evidence_answer is their reference, one question at a time, used only
+rule 6; selector/reference.evidence_answer is their reference, one question at a time, used only
 by the tests (tests/test_reveal.py holds the two equal).
 
 Revealed, per held-out VP AS v and pair (v, destination d):
@@ -198,7 +198,7 @@ def _best_sql(qs: str, snaps: int, at_dest: bool) -> str:
 def _inferred_sql(qs: str) -> str:
     """Rule 11: each question's route of its AS n (a head with no observed route) one AS
     further: among n's neighbours m in the family's relationships, m's best observed route
-    (neither crossing the source nor n; advice.inferred_routes), given to n (m is n's provider,
+    (neither crossing the source nor n; reference.inferred_routes), given to n (m is n's provider,
     or the route is m's own or its customers'); a customer, then a peer, then a provider, then
     the shortest, then the lowest m. Columns as _best_sql's and m_is (what m is to n)."""
     heads = f"SELECT * FROM ({qs}) WHERE n <> d"
@@ -391,7 +391,7 @@ def codes(col: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
 
 def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     """selector_eval's columns from the assembled answers, over whole columns (numpy): the
-    pair's rule, class and stated confidence as selector/advice.evidence_answer gives them."""
+    pair's rule, class and stated confidence as selector/reference.evidence_answer gives them."""
     classes = rules.CLASSES
     r4, r6 = codes(t.column("r4"), rules.EVIDENCE_RULES), codes(t.column("r6"), rules.EVIDENCE_RULES)
     both_c, dest_c = codes(t.column("both_cls"), classes), codes(t.column("dest_cls"), classes)

@@ -1,6 +1,6 @@
 """The source's own evidence (issue 47): rules 8-11 of selector/rules.py on a hand-made month,
 the set-based evaluation (selector/reveal.py) against its question-by-question reference
-(selector/advice.evidence_answer) and against an independent recomputation on the real sample,
+(selector/reference.evidence_answer) and against an independent recomputation on the real sample,
 the evaluation's modes in selector_eval, and neighbours read from traces.
 """
 from __future__ import annotations
@@ -17,11 +17,12 @@ from bgp_congruency.common import duck
 from bgp_congruency.common.tables import AS_RELATIONSHIPS
 from bgp_congruency.lake import published
 from bgp_congruency.selector import evaluate as E
+from bgp_congruency.selector import reference
 from bgp_congruency.selector import reveal as R
-from bgp_congruency.selector.advice import evidence_answer
 from bgp_congruency.selector.exports import jsonl
 from bgp_congruency.selector.month import Month
 from bgp_congruency.selector.question import Evidence, HintError, Neighbour, evidence_of, parse_via
+from bgp_congruency.selector.reference import evidence_answer
 from tests.support import hintdata
 from tests.support.cli import congruency
 from tests.support.computed import writable
@@ -187,7 +188,7 @@ def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(ha
     """In one destination partition and in three (each builds its own routes table: every
     destination's answer needs only its partition's routes)."""
     for reveal in ("first-hop", "neighbours"):
-        ref = sorted(E.held_out_reference(hand, MONTH, reveal, inferred=inferred),
+        ref = sorted(reference.held_out_reference(hand, MONTH, reveal, inferred=inferred),
                      key=lambda r: (r["vp_asn"], r["dest_asn"]))
         for parts in (None, 3):
             sql = sorted(R.answers(hand, MONTH, reveal, inferred=inferred, parts=parts).to_pylist(),
@@ -204,7 +205,7 @@ def test_the_set_based_evaluation_equals_its_reference_on_the_hand_made_month(ha
 def test_the_set_based_evaluation_equals_its_reference_on_the_real_sample(sample, reveal, asns, inferred):
     """Every held-out question of these VP ASes (the reference is slow: one query per question)."""
     sql = [r for r in R.answers(sample.cfg, "2026-07", reveal, inferred=inferred).to_pylist() if r["vp_asn"] in asns]
-    ref = E.held_out_reference(sample.cfg, "2026-07", reveal, asns, inferred=inferred)
+    ref = reference.held_out_reference(sample.cfg, "2026-07", reveal, asns, inferred=inferred)
     key = lambda r: (r["vp_asn"], r["vp_group"], r["dest_asn"])  # noqa: E731
     assert len(sql) == len(ref) > 100
     cols = [c for c in ref[0] if c != "calibrated_confidence"]

@@ -1,0 +1,191 @@
+"""The evidence rules' reference (rules 8-11 of selector/rules.py): one question at a time in
+Python over a Month, the independent implementation the one answering engine
+(selector/reveal.ask: advise, export, the site hints and every evaluation) is held equal to by
+the tests (tests/test_reveal.py, tests/test_evaluate.py). Nothing in the product answers
+through it; bench/reveal.py reads it to say why an answer was wrong.
+"""
+from __future__ import annotations
+
+from bgp_congruency.common import duck
+from bgp_congruency.common.config import Config
+from bgp_congruency.selector import calibration, rules
+from bgp_congruency.selector.advice import _hint_destination
+from bgp_congruency.selector.evaluate import _pairs_by_vp_as, _row, neighbours_of, revealed_evidence
+from bgp_congruency.selector.month import Month
+from bgp_congruency.selector.question import Evidence, Neighbour
+from bgp_congruency.selector.reveal import empty_hint
+
+
+def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: dict | None,
+                 inferred: bool = rules.INFERRED_ROUTES) -> tuple | None:
+    """(rule, path from the source, stability, snapshots, neighbour, why) of one family by rules
+    8-11 of selector/rules.py, or (None, ..., why) when none gives a path: `why` says what each
+    rule found. `rels`: the month's relationships around the source (Month.relations), or None."""
+    tried = []
+    nbrs = ev.via.get(afi, ())
+    hop = ev.first_hop.get((afi, dest))
+    if hop is None and rules.sole_neighbour(nbrs):  # the first hop toward every destination
+        hop = nbrs[0].asn
+    if hop is not None:
+        if hop == dest:
+            return "first-hop", (src, dest), 1.0, m.snapshots, hop, f"the first hop AS{hop} is the destination"
+        r = m.routes({hop}, dest, afi, src).get(hop)
+        if r:
+            return "first-hop", (src, *r[0]), r[1], r[2], hop, f"the first hop AS{hop} and its route"
+        tried.append(f"no IPv{afi} path to AS{dest} crosses the first hop AS{hop}")
+    else:  # rule 9 only without a first hop: a route through the source leaving by it is rule 8's
+        r = m.routes({src}, dest, afi, src).get(src)
+        if r:
+            return "through", r[0], r[1], r[2], r[0][1] if len(r[0]) > 1 else dest, "VPs' paths cross the source"
+        tried.append(f"no VP's IPv{afi} path to AS{dest} crosses AS{src}")
+    # Rules 10 and 11: every neighbour with a route, observed or (rule 11) one AS further from
+    # the month's relationships; the source's choice among them by preference.
+    heads = [Neighbour(hop, "provider", 0)] if hop is not None else list(nbrs)
+    if heads:
+        seen = m.routes({n.asn for n in heads}, dest, afi, src) if hop is None else {}
+        missing = {n.asn for n in heads if n.asn not in seen and n.asn != dest}
+        guessed = inferred_routes(m, src, dest, afi, missing) if inferred and rels is not None and missing else {}
+        cands = []
+        for n in heads:
+            if n.asn == dest:
+                route, stab, snaps, rule = (dest,), 1.0, m.snapshots, "neighbours"
+            elif n.asn in seen:
+                (route, stab, snaps, _who), rule = seen[n.asn], "neighbours"
+            elif n.asn in guessed:
+                (route, stab, snaps, _m_is), rule = guessed[n.asn], "inferred"
+            else:
+                continue
+            is_ = "provider" if hop is not None else (rels or {}).get((src, n.asn), n.rel)
+            if rule == "inferred":
+                nxt = guessed[n.asn][3]
+            else:
+                nxt = (rels or {}).get((n.asn, route[1])) if len(route) > 1 and rels is not None else None
+            if rules.exported(is_, route, nxt):
+                cands.append((rules.neighbour_key(is_, route, n.order, n.asn), n.asn, is_, route, stab, snaps, rule))
+        if cands:
+            _k, n, is_, route, stab, snaps, rule = min(cands)
+            why = (f"its {is_} AS{n} (Gao-Rexford preference)" if rule == "neighbours" else
+                   f"its {is_} AS{n}, whose route is inferred from the month's relationships (AS{route[1]}'s)")
+            return rule, (src, *route), stab, snaps, n, why
+        what = f"the first hop AS{hop}" if hop is not None else \
+            f"its IPv{afi} neighbours ({', '.join(f'AS{n.asn}' for n in nbrs)})"
+        further = " or their neighbours in the month's relationships (rule 11)" if inferred and rels is not None else ""
+        tried.append(f"no route to AS{dest} the source would be given from {what}{further} on the month's paths")
+    return None, None, None, None, None, "; ".join(tried)
+
+
+def inferred_routes(m: Month, src: int, dest: int, afi: int, heads: set[int]) -> dict[int, tuple]:
+    """head -> (its route: head, then its chosen neighbour's observed route; stability,
+    snapshots, what that neighbour is to head) for each of `heads` the month's relationships
+    give a route (rule 11): among head's neighbours in the family's as_relationships whose
+    observed route crosses neither the source nor head and that head would be given (a
+    provider gives every route, a peer or a customer its own and its customers'), a customer,
+    then a peer, then a provider; then the shortest; then the lowest ASN."""
+    rels = m.relations(afi, heads) or {}
+    below = {b for (a, b) in rels if a in heads}
+    routes = m.routes(below, dest, afi, src)
+    more = m.relations(afi, set(routes)) or {}
+    out = {}
+    for h in heads:
+        best = None
+        for (a, b), b_is in rels.items():
+            if a != h or b not in routes or b == src:
+                continue
+            route, stab, snaps, _who = routes[b]
+            if h in route:
+                continue
+            nxt = more.get((b, route[1])) if len(route) > 1 else None
+            if b_is != "provider" and not (len(route) == 1 or nxt == "customer"):
+                continue
+            key = (rules.NEIGHBOUR_CLASSES.index(b_is), len(route), b)
+            if best is None or key < best[0]:
+                best = (key, ((h, *route), stab, snaps, b_is))
+        if best:
+            out[h] = best[1]
+    return out
+
+
+def evidence_answer(m: Month, src: int, d4: int | None, d6: int | None, ev: Evidence,
+                    fallback: bool = rules.DESTINATION_FALLBACK,
+                    inferred: bool = rules.INFERRED_ROUTES) -> tuple[dict, str] | None:
+    """The hint of a source from its own evidence (rules 8-11 of selector/rules.py), each family
+    on its own; a family with no path leaves the answer unknown, keeping the other family's
+    path (with `fallback`, rule 6 `destination` gives the class instead: measured, and left
+    out, selector/rules.py DESTINATION_FALLBACK). None when the evidence says nothing."""
+    if not ev:
+        return None
+    ases = {src} | {n.asn for ns in ev.via.values() for n in ns} | set(ev.first_hop.values())
+    got = {}
+    for afi, d in ((4, d4), (6, d6)):
+        if d is None:
+            got[afi] = (None, None, None, None, None, f"no IPv{afi} destination")
+            continue
+        rels = m.relations(afi, ases)
+        got[afi] = family_route(m, src, d, afi, ev, rels, inferred)
+    h = empty_hint(m.month, src)
+    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
+    for afi in (4, 6):
+        rule, path, stab, _snaps, _n, _why = got[afi]
+        if path:
+            h[f"v{afi}_path"], h[f"stability_v{afi}"] = list(path), stab
+    (r4, p4, s4, k4, n4, w4), (r6, p6, s6, k6, n6, w6) = got[4], got[6]
+    h.update(via_v4=n4, via_v6=n6)
+    if p4 and p6:
+        rule = rules.weakest([r4, r6])
+        cls, shared = rules.classify(p4, p6, src, d4, d6)
+        h["shared_asns"] = shared
+        h["snapshots"] = min(k4, k6)
+        h.update(rules.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, h["snapshots"], m.snapshots,
+                                      proxy=rule != "first-hop",
+                                      calibrated=calibration.confidence(m.calibration, rule, cls)))
+        h["how"] = (f"AS{src} is not a vantage point; from its {ev.how} evidence: IPv4 via {w4}, IPv6 via {w6} "
+                    f"(rules {r4} and {r6})" if r4 != r6 else
+                    f"AS{src} is not a vantage point; from its {ev.how} evidence: IPv4 via {w4}, IPv6 via {w6} "
+                    f"(rule {r4})")
+        return h, rule
+    missing = {afi: w for afi, (r, pth, *_rest, w) in got.items() if not pth}
+    dest = _hint_destination(m, src, d4, d6) if fallback and d4 is not None and d4 == d6 else None
+    if dest is not None:
+        other, _kind = dest
+        for afi in (4, 6):  # a family's path found stays in the answer
+            if h[f"v{afi}_path"]:
+                other[f"v{afi}_path"], other[f"stability_v{afi}"] = h[f"v{afi}_path"], h[f"stability_v{afi}"]
+        other["how"] = ("; ".join(f"IPv{a}: {w}" for a, w in missing.items())
+                        + f"; so the class most pairs to AS{d4} show: " + other["how"].split(": ", 1)[-1])
+        return other, "destination"
+    found = [a for a in (4, 6) if h[f"v{a}_path"]]
+    if found:
+        h["how"] = "; ".join(f"IPv{a}: via {got[a][5]} (rule {got[a][0]})" for a in found)
+    h.update(rules.hint_fields("unknown", h["stability_v4"], h["stability_v6"],
+                                  len(p4) - 1 if p4 else None, len(p6) - 1 if p6 else None, None, None))
+    h["reason"] = "; ".join(f"IPv{a}: {w}" for a, w in missing.items()) + (
+        f": only IPv{found[0]} has a path" if found else "")
+    return h, "none"
+
+
+def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
+                       fallback: bool = rules.DESTINATION_FALLBACK,
+                       inferred: bool = rules.INFERRED_ROUTES) -> list[dict]:
+    """The revealed evaluation one question at a time with evidence_answer: the
+    reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
+    con = duck.connect(cfg)
+    try:
+        by_asn = _pairs_by_vp_as(con, cfg, month)
+        every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
+        rows = []
+        for asn, mine in sorted(by_asn.items()):
+            if asns is not None and asn not in asns:
+                continue
+            m = every.hiding(frozenset({asn}))
+            own = neighbours_of(con, "eval_paths", asn) if reveal == "neighbours" else {}
+            for g, a, d, v4, v6, congruent, shared, adjacent in mine:
+                observed = rules.hint_class(congruent, shared, adjacent)
+                h, rule = evidence_answer(m, int(a), int(d), int(d), revealed_evidence(reveal, own, v4, v6, int(d)),
+                                          fallback, inferred)
+                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
+                             "reveal": reveal})
+        return rows
+    finally:
+        con.close()
+
+
