@@ -266,6 +266,29 @@ def test_first_hop_on_the_real_sample_recomputed_independently(sample):
                                 published.read(sample.data, "pairs", "2026-07").to_pylist())
     assert (len(mine), sum(r["correct"] for r in mine)) == (got["answered"], got["right"])
     assert len(rows) == 2167 and got["answered"] / 2167 >= 0.749 and got["right"] / got["answered"] >= 0.97
+    # issue 59: no VP AS gets fewer answers than from the plain suffix rule (the other VPs' most
+    # common path suffix from the first hop, whether or not it comes back through the source)
+    plain = _plain_suffix_answers(published.read(sample.data, "paths", "2026-07").to_pylist(),
+                                  published.read(sample.data, "pairs", "2026-07").to_pylist())
+    ours = Counter(r["vp_asn"] for r in mine)
+    assert len(plain) == 13 and all(ours[v] >= n for v, n in plain.items()), (ours, plain)
+    assert sum(plain.values()) == 1625
+
+
+def _plain_suffix_answers(paths: list[dict], pairs: list[dict]) -> Counter:
+    """Per VP AS, its pairs that the plain suffix rule answers in both families: the first hop N
+    is the destination, or another VP AS's path to it crosses N (its suffix from N on)."""
+    crossing = defaultdict(set)  # (afi, destination, N) -> the VP ASes whose path crosses N
+    for p in paths:
+        for n in p["path"]:
+            crossing[(p["afi"], p["dest_asn"], n)].add(p["vp_asn"])
+    out = Counter()
+    for q in pairs:
+        v, d = q["vp_asn"], q["dest_asn"]
+        out[v] += 0
+        if all(n == d or crossing[(afi, d, n)] - {v} for afi, n in ((4, q["v4_path"][1]), (6, q["v6_path"][1]))):
+            out[v] += 1
+    return out
 
 
 @pytest.mark.slow
