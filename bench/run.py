@@ -1095,6 +1095,11 @@ def main(argv=None) -> int:
     return 0 if all(oks) else 1
 
 
+def _parts(r: dict) -> tuple:
+    """What a bench run measured, by the parts it holds (not when or where it ran)."""
+    return tuple(sorted(k for k in r if k not in ("command", "machine")))
+
+
 def write_results(doc: dict, con, measured: bool = True) -> None:
     """results.json, RESULTS.md and the plot; the machine table is this machine's only when
     this run measured something (a re-render keeps the machine the figures came from)."""
@@ -1125,7 +1130,9 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),
                      "memfloor": lambda r: (r["data_dir"], r["rows"]),
                      "routes": lambda r: (Path(r["archive"]).name, r["times"], r.get("limit"),
-                                          r.get("ingest_only", False))}.get(key)
+                                          r.get("ingest_only", False)),
+                     # a run of some parts (--vps alone, --scale alone) replaces those parts only
+                     "reveal": _parts, "relationships": _parts}.get(key)
             if ident:
                 have = {ident(r) for r in new}
                 new = [r for r in real.get(key) or [] if ident(r) not in have] + new
