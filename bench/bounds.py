@@ -56,13 +56,12 @@ GROUPS = ("SELECT collector AS vp_group, peer_asn AS vp_asn, afi, as_path AS pat
 def duckdb_bounds(src: list[str], repeat: int, work: Path) -> dict:
     from bgp_congruency.common import duck
     from bgp_congruency.common.config import Config
-    from bgp_congruency.common.duck import quote
-    from bgp_congruency.pipeline.engines.duckdb import _read
+    from bgp_congruency.common.duck import quote, read_parquet
 
     con = duck.connect(Config())  # the engine's memory and thread caps
-    con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=_read(src, hive=True))}")
+    con.execute(f"CREATE TABLE groups AS {GROUPS.format(src=read_parquet(src, hive=True))}")
     out_file = work / "paths-like.parquet"
-    queries = {k: v.format(src=_read(src, hive=True)) for k, v in DUCKDB.items()}
+    queries = {k: v.format(src=read_parquet(src, hive=True)) for k, v in DUCKDB.items()}
     queries["write a paths-like table"] = f"COPY groups TO {quote(out_file)} (FORMAT parquet, COMPRESSION zstd)"
     best = {k: float("inf") for k in queries}
     for _ in range(repeat):

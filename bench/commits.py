@@ -57,11 +57,11 @@ from pathlib import Path
 from bench.compare import DUCKDB_FLOOR, route_files
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
-from bgp_congruency.pipeline.engines.duckdb import _read
+from bgp_congruency.common.duck import read_parquet
 con = duck.connect(Config(engine="duckdb"))
 files = route_files(Path(sys.argv[1]), sys.argv[2])
 t = time.perf_counter()
-con.execute(DUCKDB_FLOOR.format(src=_read(files))).fetchone()
+con.execute(DUCKDB_FLOOR.format(src=read_parquet(files))).fetchone()
 print(json.dumps({"work_s": time.perf_counter() - t}))
 """
 

@@ -142,8 +142,8 @@ def child(kind: str, data_dir: Path, month: str, min_coverage: float | None, res
 def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | None, result: str | None) -> int:
     """The DuckDB engine's job, or its floor: the same files, the same settings (memory
     limit, threads) and the same columns, every value decoded, in one query."""
+    from bgp_congruency.common.duck import read_parquet
     from bgp_congruency.pipeline import job
-    from bgp_congruency.pipeline.engines.duckdb import _read
 
     out: dict = {"kind": kind, "session_s": 0.0}
     t1 = time.perf_counter()
@@ -161,7 +161,7 @@ def child_duckdb(kind: str, data_dir: Path, month: str, min_coverage: float | No
 
         cfg = _cfg(data_dir, min_coverage, engine="duckdb")
         con = duck.connect(cfg)  # the engine's memory and thread caps
-        row = con.execute(DUCKDB_FLOOR.format(src=_read(route_files(data_dir, month)))).fetchone()
+        row = con.execute(DUCKDB_FLOOR.format(src=read_parquet(route_files(data_dir, month)))).fetchone()
         t2 = time.perf_counter()
         out["rows"], out["asns"] = row[0], int(row[1])
     out["work_s"] = t2 - t1
@@ -176,16 +176,16 @@ def check_engines(data_dir: Path, month: str) -> dict:
     (multiset, both directions)."""
     import duckdb
 
+    from bgp_congruency.common.duck import read_parquet
     from bgp_congruency.common.tables import TABLES, TRANSITIONS
     from bgp_congruency.lake import published
-    from bgp_congruency.pipeline.engines.duckdb import _read
     from bgp_congruency.pipeline.steps import empty_select
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     out = {"identical": True, "tables": {}}
     for t in ("cleaning_stats", "paths", "vps", "pairs", "month_summary", "transitions"):
-        a, b = (_read(published.files(d, [t], month)[t]) if published.files(d, [t], month)[t] else
+        a, b = (read_parquet(published.files(d, [t], month)[t]) if published.files(d, [t], month)[t] else
                 f"({empty_select(TABLES[t] if t in TABLES else TRANSITIONS, 'duckdb')})"
                 for d in (data_dir.resolve(), duckdb_data(data_dir, month)))
         cols = ", ".join(c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {a}").fetchall() if c != "month")

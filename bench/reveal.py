@@ -129,7 +129,7 @@ def why_wrong(cfg) -> dict[str, int]:
     con = duck.connect(cfg)
     out: collections.Counter = collections.Counter()
     try:
-        by_asn = E._pairs_by_vp_as(con, cfg, MONTH)  # the held-out run's own questions
+        by_asn = E.pairs_by_vp_as(con, cfg, MONTH)  # the held-out run's own questions
         every = Month(con, cfg, MONTH, paths="eval_paths", pairs="eval_pairs")
         for asn, mine in sorted(by_asn.items()):
             m = every.hiding(frozenset({asn}))

@@ -88,8 +88,8 @@ if os.path.isdir(old):
 else:
     from pathlib import Path
     from bench.compare import DUCKDB_FLOOR, route_files
-    from bgp_congruency.pipeline.engines.duckdb import _read
-    q = DUCKDB_FLOOR.format(src=_read(route_files(Path(d), month)))
+    from bgp_congruency.common.duck import read_parquet
+    q = DUCKDB_FLOOR.format(src=read_parquet(route_files(Path(d), month)))
 t = time.perf_counter()
 con.execute(q).fetchone()
 print(json.dumps({"work_s": time.perf_counter() - t}))

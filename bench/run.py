@@ -231,7 +231,6 @@ def render_md(doc: dict) -> str:
     lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
     lines += _commits_section(real.get("commits") or [])
     lines += _churn_section(real.get("churn") or []) + _routes_section(real.get("routes") or [])
-    lines += _layout_section(real.get("layout") or [])
     lines += _multipath_section(real.get("multipath") or [])
     lines += _relationships_section(real.get("relationships") or [])
     lines += _reveal_section(real.get("reveal") or [])
@@ -774,36 +773,6 @@ def _memfloor_section(runs: list[dict]) -> list[str]:
                      "peak spill", "command"], rows, "rrrrlrrrl")
 
 
-def _layout_section(runs: list[dict]) -> list[str]:
-    """bench/layout.py: a VP partition's scan in the plain and the VP-bucket layout, and the write cost."""
-    if not runs:
-        return []
-    intro = ["`bench/layout.py`: the DuckDB scan floor (every value the compare reads decoded, page cache warm,",
-             "best of the repeats) of the whole month and of each VP partition of K, with the compare's own filter,",
-             "on the same month ingested before the layout (plain: rows in the decoder's order) and with it",
-             "(bucketed: ingest/writer.py groups a file's rows by common/vp_hash.py's bucket). \"of the month\": a",
-             "partition's mean time over the whole month's in the same layout."]
-    rows = []
-    for r in runs:
-        for i, d in enumerate(r["dirs"]):
-            for k, parts in d["partitions"].items():
-                rows.append([f"{d['rows']:,}", "bucketed" if d["bucketed"] else "plain", f"{d['bytes'] / 2**20:,.0f} MiB",
-                             _s(d["whole_s"]), k, f"{min(parts):.2f}-{max(parts):.2f}",
-                             f"{sum(parts) / len(parts) / d['whole_s']:.3f}", f"{1 / int(k):.3f}",
-                             f"`{r['command']}` ({r['date']}, load before {r['load_before']})" if i == 0 and k == next(iter(d["partitions"])) else ""])
-    out = _section("Ingest: the VP-bucket layout", intro,
-                   ["entries", "layout", "on disk", "month s", "K", "a partition s", "of the month", "1/K", "command"],
-                   rows, "rlrrrrrrl")
-    for r in runs:
-        w = r.get("write")
-        if w:
-            out += [f"Writing one snapshot ({w['rows']:,} entries of `{Path(w['file']).name}`, decoded once, best of the "
-                    f"repeats): plain {w['plain_s']:.2f} s, {w['plain_bytes'] / 2**20:.1f} MiB; bucketed "
-                    f"{w['bucketed_s']:.2f} s, {w['bucketed_bytes'] / 2**20:.1f} MiB ({w['row_groups']} row groups): "
-                    f"{w['bucketed_bytes'] / w['plain_bytes']:.2f}x the bytes, {w['bucketed_s'] / w['plain_s']:.2f}x the time.", ""]
-    return out
-
-
 def _hours(seconds: float) -> str:
     """A duration in hours, or minutes below one hour (0.0 h said nothing)."""
     return f"{seconds / 3600:,.1f} h" if seconds >= 3600 else f"{seconds / 60:,.0f} min"
@@ -1115,7 +1084,6 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                          ("commits", "commits-*.json"),
                          ("churn", "churn.json"),
                          ("routes", "routes-*.json"),
-                         ("layout", "layout-*.json"),
                          ("commands", "commands.json"),
                          ("multipath", "multipath.json"),
                          ("relationships", "relationships*.json"),

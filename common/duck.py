@@ -34,6 +34,14 @@ def glob_literal(path) -> str:
     return "".join(f"[{c}]" if c in "[*?" else c for c in str(path))
 
 
+def read_parquet(files: list[str], hive: bool = False) -> str:
+    """The DuckDB relation of Parquet files: each name as a glob matching only itself (DuckDB
+    reads every entry as a pattern); `hive`: the keys of their folders (month=...) as columns,
+    as strings."""
+    opts = "hive_partitioning = true, hive_types_autocast = false" if hive else "hive_partitioning = false"
+    return f"read_parquet([{', '.join(quote(glob_literal(f)) for f in files)}], {opts})"
+
+
 @contextmanager
 def writable_db(path):
     """A path where DuckDB can write the database file that must end up at `path`. DuckDB

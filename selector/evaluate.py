@@ -64,7 +64,7 @@ def _paths_equal(pred, obs) -> tuple[bool | None, int | None]:
     return list(pred) == list(obs), edit_distance(list(pred), list(obs))
 
 
-def _pairs_by_vp_as(con, cfg: Config, month: str) -> dict[int, list]:
+def pairs_by_vp_as(con, cfg: Config, month: str) -> dict[int, list]:
     """The month's paths and pairs as temp tables eval_paths and eval_pairs (what Month reads
     with a VP AS hidden), and the observed pairs by VP AS: the questions of a held-out run."""
     con.execute(f"CREATE TEMP TABLE eval_paths AS SELECT * FROM {table_relation(cfg, 'paths', month)}")
@@ -85,7 +85,7 @@ def held_out(cfg: Config, month: str | None = None, progress=None, asns=None) ->
     month = resolve_month(cfg, month)
     con = duck.connect(cfg)
     try:
-        by_asn = _pairs_by_vp_as(con, cfg, month)
+        by_asn = pairs_by_vp_as(con, cfg, month)
         if asns is not None:
             by_asn = {a: p for a, p in by_asn.items() if a in asns}
         every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
@@ -96,7 +96,7 @@ def held_out(cfg: Config, month: str | None = None, progress=None, asns=None) ->
             m = every.hiding(frozenset({asn}))
             for g, a, d, v4, v6, congruent, shared, adjacent in mine:
                 observed = rules.hint_class(congruent, shared, adjacent)
-                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed,
+                rows.append({**scored_row(month, g, int(a), int(d), v4, v6, observed,
                                      *proxy_answer(m, int(a), int(d), int(d), [])), "kind": "vp"})
         return month, rows
     finally:
@@ -122,7 +122,7 @@ def neighbours_of(con, paths: str, asn: int) -> dict[int, list[int]]:
     return out
 
 
-def _row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: dict, rule: str | None) -> dict:
+def scored_row(month: str, group, src: int, dest: int, v4, v6, observed: str, hint: dict, rule: str | None) -> dict:
     """One evaluated answer: the selector's `hint` (from `rule`) for src -> dest against the
     observed (or true) paths v4, v6 and their class."""
     pred = hint["hint_class"]
@@ -224,7 +224,7 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
                 got = proxy_answer(m, s, d, d, []) if reveal == "none" else \
                     R.source_hint(month, s, d, d, {afi: fams.get((j, afi)) for afi in (4, 6)}, m.snapshots, None,
                                   ev.via, ev.first_hop, ev.how, inferred)
-                rows.append({**_row(month, None, s, d, v4, v6, observed, *got),
+                rows.append({**scored_row(month, None, s, d, v4, v6, observed, *got),
                              "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows
     finally:

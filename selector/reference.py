@@ -10,7 +10,7 @@ from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.selector import calibration, rules
 from bgp_congruency.selector.advice import _hint_destination
-from bgp_congruency.selector.evaluate import _pairs_by_vp_as, _row, neighbours_of, revealed_evidence
+from bgp_congruency.selector.evaluate import neighbours_of, pairs_by_vp_as, revealed_evidence, scored_row
 from bgp_congruency.selector.month import Month
 from bgp_congruency.selector.question import Evidence, Neighbour
 from bgp_congruency.selector.reveal import empty_hint
@@ -170,7 +170,7 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
     reference selector/reveal.answers is checked against (tests/test_reveal.py)."""
     con = duck.connect(cfg)
     try:
-        by_asn = _pairs_by_vp_as(con, cfg, month)
+        by_asn = pairs_by_vp_as(con, cfg, month)
         every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
         rows = []
         for asn, mine in sorted(by_asn.items()):
@@ -182,7 +182,7 @@ def held_out_reference(cfg: Config, month: str, reveal: str, asns=None,
                 observed = rules.hint_class(congruent, shared, adjacent)
                 h, rule = evidence_answer(m, int(a), int(d), int(d), revealed_evidence(reveal, own, v4, v6, int(d)),
                                           fallback, inferred)
-                rows.append({**_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
+                rows.append({**scored_row(month, g, int(a), int(d), v4, v6, observed, h, rule), "kind": "vp",
                              "reveal": reveal})
         return rows
     finally:

@@ -72,3 +72,35 @@ def test_the_layer_contract_fails_on_an_upward_import(tmp_path):
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "bgp_congruency.pipeline is not allowed to import bgp_congruency.selector" in bad.stdout
     assert "bgp_congruency.pipeline.steps -> bgp_congruency.selector.rules" in bad.stdout
+
+
+def _private_uses(source: str) -> list[str]:
+    """The product's private names a module's code uses: `from bgp_congruency.X import _name`,
+    and `M._name` where M is a name bound to a product module."""
+    import ast
+
+    tree = ast.parse(source)
+    modules, out = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bgp_congruency"):
+            for a in node.names:
+                if a.name.startswith("_"):
+                    out.append(f"{node.module}.{a.name}")
+                else:
+                    modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("bgp_congruency")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                and isinstance(node.value, ast.Name) and node.value.id in modules:
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def test_bench_uses_only_public_names_of_the_product():
+    """Issue 59: bench/ measures the product through its public names (a private one it reads
+    is a second owner of that code, and breaks when the product renames it)."""
+    assert _private_uses("from bgp_congruency.x import _y\nfrom bgp_congruency import e as E\nE._z()\n") == \
+        ["bgp_congruency.x._y", "E._z"]
+    found = {p.name: _private_uses(p.read_text()) for p in sorted((ROOT / "bench").glob("*.py"))}
+    assert len(found) > 10 and not {k: v for k, v in found.items() if v}, {k: v for k, v in found.items() if v}

@@ -33,17 +33,9 @@ from bgp_congruency.pipeline import steps as S
 from bgp_congruency.pipeline.publish import LocalStore, ObjectStore
 
 
-def _read(files: list[str], hive: bool = False) -> str:
-    """Parquet files: a month's routes (their folders' keys not read: the collector is given),
-    the month before's tables as the catalog lists them (`hive`: month from the folder)."""
-    # Each name as a glob matching only itself (DuckDB reads every entry as a pattern).
-    opts = "hive_partitioning = true, hive_types_autocast = false" if hive else "hive_partitioning = false"
-    return f"read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in files)}], {opts})"
-
-
 def _prev(prev: dict[str, list[str]], table: str) -> str:
     """The month before's table: its files, or none where it has no rows (no file)."""
-    return _read(prev[table], hive=True) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
+    return duck.read_parquet(prev[table], hive=True) if prev[table] else f"({S.empty_select(TABLES[table], 'duckdb')})"
 
 
 def _partition_filter(cuts: vp_hash.Cuts, i: int) -> str:
@@ -125,7 +117,7 @@ class DuckDBEngine:
         self.files = [f for fs, _s in inputs.values() for f in fs]
         if not self.files:
             raise S.JobError(f"{src}: no routes (run congruency ingest for the month first)")
-        rel = " UNION ALL ".join(f"SELECT {quote(c)} AS collector, * FROM {_read(fs)}"
+        rel = " UNION ALL ".join(f"SELECT {quote(c)} AS collector, * FROM {duck.read_parquet(fs)}"
                                  for c, (fs, _s) in sorted(inputs.items()) if fs)
         have = {name: spark_name(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM ({rel})").fetchall()}
