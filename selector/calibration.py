@@ -30,7 +30,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 #: Pseudo-answers pulling a cell towards its rule's accuracy.
 PRIOR_ANSWERS = 10
@@ -113,6 +112,7 @@ def table(rows: list[dict] | pa.Table) -> pa.Table:
 
 def column(t: pa.Table, name: str, fill=None) -> np.ndarray:
     """A column of `t` as numpy, its nulls `fill` (a missing column is all nulls)."""
+    import pyarrow.compute as pc  # not at the top: 80 ms of import that advise does not need
     c = t.column(name) if name in t.column_names else pa.nulls(t.num_rows)
     if fill is not None:  # typed first: a column of only nulls (from dicts) has no type of its own
         c = pc.fill_null(c.cast(pa.float64() if isinstance(fill, float) else pa.bool_()), fill)
@@ -122,6 +122,7 @@ def column(t: pa.Table, name: str, fill=None) -> np.ndarray:
 def codes(t: pa.Table, name: str) -> tuple[np.ndarray, list]:
     """A column of `t` as (each row's index into the values, the values): strings compared as
     small integers, never one Python object per row (null: -1)."""
+    import pyarrow.compute as pc  # not at the top: 80 ms of import that advise does not need
     if name not in t.column_names:
         return np.full(t.num_rows, -1, dtype=np.int64), []
     enc = pc.dictionary_encode(t.column(name)).combine_chunks()

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import duck, vp_hash
@@ -386,12 +385,14 @@ MODE_OF = {"disjoint": "aggregate", "shared-edge": "aggregate", "shared-core": "
 def codes(col: pa.ChunkedArray, names: tuple[str, ...]) -> np.ndarray:
     """A string column as each value's index in `names` (-1 for null): whole columns, no str
     object per row."""
+    import pyarrow.compute as pc  # not at the top: 80 ms of import that advise does not need
     return pc.fill_null(pc.index_in(col, value_set=pa.array(names)), -1).to_numpy(zero_copy_only=False)
 
 
 def _rows(t: pa.Table, month: str, reveal: str, snaps: int) -> pa.Table:
     """selector_eval's columns from the assembled answers, over whole columns (numpy): the
     pair's rule, class and stated confidence as selector/reference.evidence_answer gives them."""
+    import pyarrow.compute as pc  # not at the top: 80 ms of import that advise does not need
     classes = rules.CLASSES
     r4, r6 = codes(t.column("r4"), rules.EVIDENCE_RULES), codes(t.column("r6"), rules.EVIDENCE_RULES)
     both_c, dest_c = codes(t.column("both_cls"), classes), codes(t.column("dest_cls"), classes)
@@ -450,18 +451,17 @@ def source_families(con, cfg: Config, month: str, src: int, targets: list[tuple[
             f"SELECT DISTINCT dest_asn FROM ev_pairs WHERE dest_asn <> {int(src)} ORDER BY 1").fetchall()]
     hops = first_hop or {}
     q = [(str(i), afi, d, hops.get((afi, d))) for i, t in enumerate(targets) for afi, d in zip((4, 6), t) if d is not None]
-    con.register("src_q", pa.table({"vp_group": pa.array([r[0] for r in q], pa.string()),
-                                    "afi": pa.array([r[1] for r in q], pa.int32()),
-                                    "d": pa.array([r[2] for r in q], pa.int64()),
-                                    "hop": pa.array([r[3] for r in q], pa.int64())}))
-    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_q AS SELECT vp_group, {int(src)}::BIGINT AS v, d, afi, hop FROM src_q")
+    # as lists bound to the query, not Arrow tables: DuckDB's Arrow scan costs advise 80 ms of import
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_q AS
+        SELECT unnest($k)::VARCHAR AS vp_group, {int(src)}::BIGINT AS v, unnest($d)::BIGINT AS d, unnest($afi)::INTEGER AS afi,
+               unnest($hop)::BIGINT AS hop""",
+                {"k": [r[0] for r in q], "afi": [r[1] for r in q], "d": [r[2] for r in q], "hop": [r[3] for r in q]})
     nbs = [(afi, n) for afi, ns in via.items() for n in ns]
-    con.register("src_nb", pa.table({"v": pa.array([src] * len(nbs), pa.int64()),
-                                     "afi": pa.array([afi for afi, _n in nbs], pa.int32()),
-                                     "n": pa.array([n.asn for _afi, n in nbs], pa.int64()),
-                                     "ord": pa.array([n.order for _afi, n in nbs], pa.int64()),
-                                     "rel": pa.array([n.rel for _afi, n in nbs], pa.string())}))
-    con.execute("CREATE OR REPLACE TEMP TABLE ev_nb AS SELECT * FROM src_nb")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_nb AS
+        SELECT {int(src)}::BIGINT AS v, unnest($afi)::INTEGER AS afi, unnest($n)::BIGINT AS n,
+               unnest($ord)::BIGINT AS ord, unnest($rel)::VARCHAR AS rel""",
+                {"afi": [a for a, _n in nbs], "n": [n.asn for _a, n in nbs], "ord": [n.order for _a, n in nbs],
+                 "rel": [n.rel for _a, n in nbs]})
     ask(con, cfg, snaps, has_rel, inferred, progress)
     fams: dict = {}
     for key, afi, *row in con.execute("SELECT vp_group, afi, rule, n, n_is, route, stab, snaps FROM ev_fam").fetchall():
