@@ -450,8 +450,8 @@ document(
           "AS's class, shared next to the source; no path), destination (the class most pairs to the destination "
           "show; no path), "
           "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in); with the "
-          "source's evidence revealed (reveal): first-hop (its neighbour toward the destination known: that "
-          "neighbour's route), through (VPs' paths cross it: its own route), neighbours (its neighbours known: "
+          "source's evidence revealed (reveal): first-hop (its neighbour toward the destination known, or its one "
+          "neighbour in the family: that neighbour's route), through (VPs' paths cross it: its own route), neighbours (its neighbours known: "
           "Gao-Rexford preference among them), destination (a family with no path: rule 6)", "-", _EV),
     proxies=("proxy VPs the answer considered (destination, one-neighbour: the VP ASes whose pairs show its class)",
              "VPs", _EV),
