@@ -371,7 +371,7 @@ document(
     dest_asn=("destination AS (origin of the IPv4 address when a host was asked)", "ASN", "6. Dual-stacked destinations"),
     dest_asn_v6=("destination AS of the IPv6 path (differs from dest_asn only for split-origin hosts)", "ASN", _SEL),
     via_v4=("the source's neighbour the IPv4 path leaves through (its second AS); with the source's own evidence "
-            "(--via4, traces) the neighbour rules 8-10 chose; null without a path", "ASN", _SEL),
+            "(--via4, traces) the neighbour rules 8-11 chose; null without a path", "ASN", _SEL),
     via_v6=("the same for the IPv6 path", "ASN", _SEL),
     query=("the destination as asked (ASN, prefix or address); null in the table", "-", _SEL),
     endpoint=("candidate tunnel endpoint name (--endpoints); null otherwise", "-", _SEL),

@@ -12,6 +12,6 @@
   fits the measured confidence.
 - reveal.py: the one engine of the evidence rules (8-11), which advise, export, the run's site
   hints and the evaluations with evidence answer through; reference.py: those rules one
-  question at a time in Python, used only by the tests.
+  question at a time in Python, which no command answers through (the tests hold the engine to it).
 - exports/: the hints rendered for tools (JSON Lines, Linux MPTCP script, MPT files).
 """

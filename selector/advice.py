@@ -373,11 +373,12 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             if evidence:
                 # every destination's question at once, through the evaluation's engine
                 asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
-                _snaps, _t, fams = reveal.source_families(con, cfg, month, src.asn, asked, evidence.via,
-                                                          evidence.first_hop)
+                _snaps, has_rel, _t, fams = reveal.source_families(con, cfg, month, src.asn, asked, evidence.via,
+                                                                   evidence.first_hop)
                 answers = [reveal.source_hint(month, src.asn, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)},
                                               m.snapshots, m.calibration, evidence.via, evidence.first_hop,
-                                              evidence.how) for i, (d4, d6) in enumerate(asked)]
+                                              evidence.how, selector.INFERRED_ROUTES and has_rel)
+                           for i, (d4, d6) in enumerate(asked)]
             hints = [_hint(m, src, d, e, evidence, a) for d, e, a in zip(dests, ends, answers)]
             for h in hints if unused else ():
                 h["notes"].append(unused)

@@ -1,7 +1,7 @@
 """The evidence rules' reference (rules 8-11 of selector/rules.py): one question at a time in
 Python over a Month, the independent implementation the one answering engine
 (selector/reveal.ask: advise, export, the site hints and every evaluation) is held equal to by
-the tests (tests/test_reveal.py, tests/test_evaluate.py). Nothing in the product answers
+the tests (tests/test_reveal.py, tests/test_evaluate.py), field by field. No command answers
 through it; bench/reveal.py reads it to say why an answer was wrong.
 """
 from __future__ import annotations
@@ -24,14 +24,16 @@ def family_route(m: Month, src: int, dest: int, afi: int, ev: Evidence, rels: di
     tried = []
     nbrs = ev.via.get(afi, ())
     hop = ev.first_hop.get((afi, dest))
+    named = f"the first hop AS{hop}"
     if hop is None and rules.sole_neighbour(nbrs):  # the first hop toward every destination
         hop = nbrs[0].asn
+        named = f"its sole IPv{afi} neighbour AS{hop}"
     if hop is not None:
         if hop == dest:
-            return "first-hop", (src, dest), 1.0, m.snapshots, hop, f"the first hop AS{hop} is the destination"
+            return "first-hop", (src, dest), 1.0, m.snapshots, hop, f"{named} is the destination"
         r = m.routes({hop}, dest, afi, src).get(hop)
         if r:
-            return "first-hop", (src, *r[0]), r[1], r[2], hop, f"the first hop AS{hop} and its route"
+            return "first-hop", (src, *r[0]), r[1], r[2], hop, f"{named} and its route"
         tried.append(f"no IPv{afi} path to AS{dest} crosses the first hop AS{hop}")
     else:  # rule 9 only without a first hop: a route through the source leaving by it is rule 8's
         r = m.routes({src}, dest, afi, src).get(src)

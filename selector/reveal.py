@@ -1,8 +1,9 @@
 """The one answering engine of the evidence rules (8-11 of selector/rules.py: `ask`, over a
 table of questions), and the held-out evaluation with the source's evidence revealed (issue
-47) through it. `advise` and `export` (selector/advice.py: `source_families`, `source_hint`),
-the run's site hints (`site_hints`) and `evaluate --reveal first-hop|neighbours` (`answers`)
-all answer through `ask`, so they cannot disagree.
+47) through it. `advise` and `export` (selector/advice.py, through `source_families` and
+`source_hint` here), the run's site hints (`site_hints`), `evaluate --reveal first-hop|neighbours`
+(`answers`) and `evaluate --truth --reveal` all answer through `ask`, so they cannot disagree
+(the rule 6 fallback, DESTINATION_FALLBACK, is the evaluation's alone: off).
 
 Every VP AS of the month with pairs is held out in turn (all of its VPs hidden), as
 selector/evaluate.py does, but the questions are answered all at once in SQL and only the
@@ -10,8 +11,8 @@ answers reach Python: the month's paths are read once into a table of routes (ev
 every path: from which AS, to which destination, shown by which VP), and each question joins
 the routes it may use, a destination partition at a time (memory follows the partition,
 bounded by duckdb_memory_limit). The rules are selector/rules.py's 8-11 and the fallback to
-rule 6; selector/reference.evidence_answer is their reference, one question at a time, used only
-by the tests (tests/test_reveal.py holds the two equal).
+rule 6; selector/reference.evidence_answer is their reference, one question at a time, which
+no command answers through (tests/test_reveal.py holds the two equal).
 
 Revealed, per held-out VP AS v and pair (v, destination d):
 - `first-hop`: the second AS of the pair's own IPv4 and IPv6 paths (v's neighbour toward d).
@@ -438,10 +439,10 @@ def where(cfg: Config) -> Path:
 # ------------------------------------------------------------------ one source's questions
 def source_families(con, cfg: Config, month: str, src: int, targets: list[tuple[int | None, int | None]] | None,
                     via: dict, first_hop: dict | None = None, inferred: bool = rules.INFERRED_ROUTES,
-                    progress=None) -> tuple[int, list[tuple], dict]:
+                    progress=None) -> tuple[int, bool, list[tuple], dict]:
     """Rules 8-11 for one source that is no VP, through `ask` as the evaluation answers them:
-    (the month's snapshots, the targets, per target index and family the route row (rule, n,
-    n_is, route from n on, stability, snapshots)). `targets`: (IPv4, IPv6) destination ASes
+    (the month's snapshots, whether it has relationships, the targets, per target index and
+    family the route row (rule, n, n_is, route from n on, stability, snapshots)). `targets`: (IPv4, IPv6) destination ASes
     (either None), or None for every destination of the month's pairs; `via`: afi ->
     declared Neighbours; `first_hop`: (afi, destination) -> the neighbour a trace showed."""
     dests = None if targets is None else {d for t in targets for d in t if d is not None}
@@ -466,20 +467,20 @@ def source_families(con, cfg: Config, month: str, src: int, targets: list[tuple[
     fams: dict = {}
     for key, afi, *row in con.execute("SELECT vp_group, afi, rule, n, n_is, route, stab, snaps FROM ev_fam").fetchall():
         fams[(int(key), afi)] = row
-    return snaps, targets, fams
+    return snaps, has_rel, targets, fams
 
 
-def _why_not(src: int, d: int, afi: int, hop: int | None, nbrs: tuple, inferred: bool) -> str:
-    """What each rule found for a family with no route (the reason of an unknown answer)."""
-    further = " or their neighbours in the month's relationships (rule 11)" if inferred else ""
+def _why_not(src: int, d: int, afi: int, hop: int | None, nbrs: tuple, further: bool) -> str:
+    """What each rule found for a family with no route (the reason of an unknown answer);
+    `further`: rule 11 was tried (on, and the month has relationships)."""
+    more = " or their neighbours in the month's relationships (rule 11)" if further else ""
     if hop is not None:
         return (f"no IPv{afi} path to AS{d} crosses the first hop AS{hop}; no route to AS{d} the source would be "
-                f"given from the first hop AS{hop}{further} on the month's paths" if inferred else
-                f"no IPv{afi} path to AS{d} crosses the first hop AS{hop}")
+                f"given from the first hop AS{hop}{more} on the month's paths")
     tried = f"no VP's IPv{afi} path to AS{d} crosses AS{src}"
     if nbrs:
         tried += (f"; no route to AS{d} the source would be given from its IPv{afi} neighbours "
-                  f"({', '.join(f'AS{n.asn}' for n in nbrs)}){further} on the month's paths")
+                  f"({', '.join(f'AS{n.asn}' for n in nbrs)}){more} on the month's paths")
     return tried
 
 
@@ -496,10 +497,11 @@ def _why(rule: str, n: int, n_is: str | None, route: list, d: int, traced: bool,
 
 
 def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict, snaps: int, fit, via: dict,
-                first_hop: dict, how: str, inferred: bool = rules.INFERRED_ROUTES) -> tuple[dict, str]:
+                first_hop: dict, how: str, further: bool = False) -> tuple[dict, str]:
     """The hint of one target from its families' route rows (source_families; fam: afi -> row
     or None) and the rule it came from (`none` when a family has no path): the one composition
-    advise, export and the run's site hints give."""
+    advise, export and the run's site hints give. `further`: rule 11 was tried (source_families'
+    `inferred` on a month with relationships), which the reasons then name."""
     h = empty_hint(month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
     paths, why, rule_of = {}, {}, {}
@@ -511,14 +513,15 @@ def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict,
             why[afi] = f"no IPv{afi} destination"
         elif row is None:
             why[afi] = _why_not(src, d, afi, hop if hop is not None else nbrs[0].asn if rules.sole_neighbour(nbrs)
-                                else None, nbrs, inferred)
+                                else None, nbrs, further)
         else:
             rule, n, n_is, route, stab, k = row
             path = list(route) if rule == "through" else [src, *route]
             paths[afi] = (path, stab, k)
             rule_of[afi] = rule
             why[afi] = _why(rule, n, n_is, list(route), d, hop is not None, afi)
-            h.update({f"v{afi}_path": path, f"stability_v{afi}": stab, f"via_v{afi}": n})
+            # the neighbour the path leaves through (rule 9's n is the source itself)
+            h.update({f"v{afi}_path": path, f"stability_v{afi}": stab, f"via_v{afi}": path[1] if len(path) > 1 else d})
     if len(paths) == 2:
         (p4, s4, k4), (p6, s6, k6) = paths[4], paths[6]
         rule = rules.weakest([rule_of[4], rule_of[6]])
@@ -541,21 +544,30 @@ def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict,
 
 
 # ------------------------------------------------------------------ the site's own advice
+def is_vp(con, cfg: Config, month: str, asn: int) -> bool:
+    """Whether `asn` is a VP of the month with a path (the vps table's rows)."""
+    return bool(con.execute(f"SELECT count(*) > 0 FROM {table_relation(cfg, 'vps', month)} WHERE vp_asn = $a "
+                            "AND (origins_v4 > 0 OR origins_v6 > 0)", {"a": int(asn)}).fetchone()[0])
+
+
 def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> pa.Table:
     """The hints of the operator's host (the config's [source]: its AS `src` and neighbours
     `via`, afi -> selector.question.Neighbour tuple) toward every destination of the month's
     pairs, through the engine `advise` and the evaluation answer by (source_families): the
-    rows `run`'s hints step adds to the month's tunnels export (HINTS' columns)."""
+    rows `run`'s hints step adds to the month's tunnels export (HINTS' columns). No rows for a
+    source that is a VP of the month: its own rows of the hints table are its advice."""
     con = duck.connect(cfg)
     try:
-        snaps, targets, fams = source_families(con, cfg, month, src, None, via, progress=progress)
+        if is_vp(con, cfg, month, src):  # its own rows of the hints table are its advice, as advise says
+            return HINTS.empty_table()
+        snaps, has_rel, targets, fams = source_families(con, cfg, month, src, None, via, progress=progress)
         fit = (month_calibration(con, cfg, month) or {}).get("neighbours")
     finally:
         con.close()
     out = []
     for i, (d4, d6) in enumerate(targets):
         h, _rule = source_hint(month, src, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)}, snaps, fit, via, {},
-                               "[source]")
+                               "[source]", rules.INFERRED_ROUTES and has_rel)
         h["notes"] = [h.pop("how")] if "how" in h else []
         out.append(h)
     return pa.Table.from_pylist(out, schema=HINTS)

@@ -549,6 +549,9 @@ def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path
     out = jsonl.write([], tmp_path / "tunnels.jsonl", MONTH, R.site_hints(hand, MONTH, 99, ev.via))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == len(site) and all(r["source_asn"] == 99 and r["vp_asn"] is None for r in rows)
+    # a [source] AS that is a VP of the month: its own rows of the hints table are its advice (as
+    # advise says), not an answer that leaves its own paths out
+    assert R.site_hints(hand, MONTH, 10, ev.via).num_rows == 0
 
 
 @pytest.mark.slow
@@ -605,3 +608,34 @@ def test_advise_with_a_held_out_vp_s_own_first_hops_answers_as_the_evaluation(sa
     assert r.returncode == 0, r.stderr
     [c] = json.loads(r.stdout)["hints"]
     assert (c["hint_class"], c["v4_path"], c["v6_path"]) == (h["hint_class"], h["v4_path"], h["v6_path"])
+
+
+@pytest.mark.slow
+def test_the_engine_s_hint_is_the_reference_s_field_by_field(hand):
+    """Issue 59: the one engine (reveal.source_families and source_hint: what advise, export,
+    the site hints and `evaluate --truth` give) and the rules' reference (reference.
+    evidence_answer) give the same hint, every field and every sentence, on the hand-made
+    month: declared neighbours, traces, a sole neighbour, rule 9 (the path leaves through the
+    AS after the source), a family left unknown, and rule 11."""
+    cases = [(99, 300, _via("1,5:peer", "2,5:peer"), False), (99, 400, _via("1,2", "2,1"), False),
+             (99, 300, Evidence({}, {(4, 300): 1, (6, 300): 2}, "traces"), False),
+             (99, 100, Evidence({}, {(4, 100): 100, (6, 100): 100}, "traces"), False),
+             (5, 300, _via("1,6", "2,7"), False), (5, 300, _via("1", "7"), False),
+             (5, 300, Evidence({}, {(4, 300): 42, (6, 300): 7}, "traces"), False),
+             (99, 300, _via("5:peer,1:peer", "2"), False), (42, 300, _via("1:peer", "2"), False),
+             (99, 100, _via("30", "2"), True), (99, 100, _via("30", "2"), False), (99, 500, _via("1", "2"), False),
+             (99, 500, _via("1,3", "2,4"), True)]
+    fields = ("v4_path", "v6_path", "via_v4", "via_v6", "stability_v4", "stability_v6", "hint_class", "shared_asns",
+              "snapshots", "confidence", "mode", "primary_afi", "reason", "how")
+    con = duck.connect(hand)
+    try:
+        m = Month(con, hand, MONTH)
+        for src, d, ev, inferred in cases:
+            ref, ref_rule = evidence_answer(m, src, d, d, ev, inferred=inferred)
+            snaps, has_rel, _t, fams = R.source_families(con, hand, MONTH, src, [(d, d)], ev.via, ev.first_hop, inferred)
+            got, rule = R.source_hint(MONTH, src, d, d, {afi: fams.get((0, afi)) for afi in (4, 6)}, snaps, None,
+                                      ev.via, ev.first_hop, ev.how, inferred and has_rel)
+            assert rule == ref_rule and {f: got.get(f) for f in fields} == {f: ref.get(f) for f in fields}, \
+                (src, d, ev, inferred, {f: (got.get(f), ref.get(f)) for f in fields if got.get(f) != ref.get(f)})
+    finally:
+        con.close()
