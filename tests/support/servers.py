@@ -133,7 +133,7 @@ def s3_server(buckets: tuple[str, ...] = ("lake",), again: S3Server | None = Non
                 raise RuntimeError(f"weed mini not up in 60 s: {(folder / 'weed.log').read_text()[-2000:]}")
             time.sleep(0.2)
         server = S3Server(endpoint, key, secret, folder, proc, ports)
-        _wait_buckets(server, buckets)
+        _wait_buckets(server, buckets, objects=again is not None)
         yield server
     finally:
         proc.terminate()
@@ -146,8 +146,11 @@ def s3_server(buckets: tuple[str, ...] = ("lake",), again: S3Server | None = Non
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _wait_buckets(server: S3Server, buckets) -> None:
-    """The buckets `-bucket` makes a moment after the S3 port answers: wait until each lists."""
+def _wait_buckets(server: S3Server, buckets, objects: bool = False) -> None:
+    """The buckets `-bucket` makes a moment after the S3 port answers: wait until each lists.
+    `objects` (a restarted server): also until the first object of each reads whole. Its
+    volume server rejoins after the S3 port and the listing answer: a read before that failed
+    with "INTERNAL_FAILURE ... Failed to flush response stream" (a fresh clone of e3721ba)."""
     from pyarrow import fs
 
     f = fs.S3FileSystem(access_key=server.key_id, secret_key=server.secret, region="us-east-1", scheme="http",
@@ -158,6 +161,19 @@ def _wait_buckets(server: S3Server, buckets) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"bucket {b} not made by weed mini in 30 s")
             time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    for b in buckets if objects else ():
+        first = next((i.path for i in f.get_file_info(fs.FileSelector(b, recursive=True))
+                      if i.type == fs.FileType.File), None)
+        while first is not None:
+            try:
+                with f.open_input_stream(first) as stream:
+                    stream.read()
+                break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{first} not readable on the restarted weed mini in 60 s: {exc}") from None
+                time.sleep(0.2)
 
 
 def _as_user(user: str | None):
