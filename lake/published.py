@@ -50,10 +50,18 @@ def table_files(con, table: str, month: str | None = None, have: set[str] | None
 
 def table_months(con, table: str = "month_summary") -> list[str]:
     """Months whose `table` is published in the snapshot `con` reads (rows or not), oldest first."""
+    return ledger_months(con).get(table, [])
+
+
+def ledger_months(con) -> dict[str, list[str]]:
+    """Every table's months published in the snapshot `con` reads (rows or not), oldest first:
+    one query, where a command asks about several tables."""
     if not commit.has_ledger(con):
-        return []
-    return [r[0] for r in con.execute(
-        f"SELECT DISTINCT month FROM {ALIAS}.{commit.LEDGER} WHERE table_name = ? ORDER BY 1", [table]).fetchall()]
+        return {}
+    out: dict[str, list[str]] = {}
+    for t, m in con.execute(f"SELECT DISTINCT table_name, month FROM {ALIAS}.{commit.LEDGER} ORDER BY 2").fetchall():
+        out.setdefault(t, []).append(m)
+    return out
 
 
 def attached_tables(con) -> set[str]:
@@ -66,16 +74,10 @@ def attached_tables(con) -> set[str]:
 
 def months(root: str | Path, table: str = "month_summary") -> list[str]:
     """Months (YYYY-MM) with at least one published file of `table`, oldest first."""
-    def compute():  # every table's months in one query: a command asks for several
+    def compute():
         try:
             with opened(root) as con:
-                if not commit.has_ledger(con):
-                    return {}
-                out: dict[str, list[str]] = {}
-                for t, m in con.execute(f"SELECT DISTINCT table_name, month FROM {ALIAS}.{commit.LEDGER} ORDER BY 2"
-                                        ).fetchall():
-                    out.setdefault(t, []).append(m)
-                return out
+                return ledger_months(con)
         except NoCatalog:
             return {}
     return list(remembered(root, ("months",), compute).get(table, []))

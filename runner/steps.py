@@ -140,7 +140,7 @@ def do_hints(cfg: Config, month: str, progress=None, ctx=None) -> dict:
     if cfg.source.asn is not None and (cfg.source.via4 or cfg.source.via6):
         ev = evidence_of(list(cfg.source.via4) or None, list(cfg.source.via6) or None, what="[source] ")
         site = reveal.site_hints(cfg, month, cfg.source.asn, ev.via)
-        if site.num_rows == 0:
+        if site is None:
             console.note(f"[source] AS{cfg.source.asn} is a vantage point of {month}: its own rows of the hints "
                          "table are its advice; no site rows are added")
     out = {"hints": str(where), "tunnels_jsonl": str(jsonl.write(cfg, _tunnels_path(cfg, month), month, site))}

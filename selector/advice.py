@@ -104,7 +104,7 @@ def _hint(m: Month, src: Source, dest: Destination, ends: tuple, evidence: Evide
           answer: tuple[dict, str] | None = None) -> dict:
     """One hint for (source, destination) from its ends (_ends). A source that is no VP is
     answered from its `evidence` where it has some (rules 8-11: `answer`, the engine's, from
-    reveal.source_families), else by proxies."""
+    reveal.source_hints), else by proxies."""
     h = empty_hint(m.month, src.asn)
     h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
     d4, d6, prefixes, notes, uncovered = ends
@@ -373,12 +373,8 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             if evidence:
                 # every destination's question at once, through the evaluation's engine
                 asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
-                _snaps, has_rel, _t, fams = reveal.source_families(con, cfg, month, src.asn, asked, evidence.via,
-                                                                   evidence.first_hop)
-                answers = [reveal.source_hint(month, src.asn, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)},
-                                              m.snapshots, m.calibration, evidence.via, evidence.first_hop,
-                                              evidence.how, selector.INFERRED_ROUTES and has_rel)
-                           for i, (d4, d6) in enumerate(asked)]
+                _t, answers = reveal.source_hints(con, cfg, month, src.asn, asked, evidence.via, evidence.first_hop,
+                                                  evidence.how, m.calibration)
             hints = [_hint(m, src, d, e, evidence, a) for d, e, a in zip(dests, ends, answers)]
             for h in hints if unused else ():
                 h["notes"].append(unused)

@@ -216,14 +216,12 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
                 ev = Evidence({}, {}, "revealed")
                 for d in ds:
                     ev = ev.merged(truth_evidence(t.net, month, reveal, s, true, d))
-                _snaps, has_rel, _t, fams = R.source_families(con, cfg, month, s, [(d, d) for d in ds], ev.via,
-                                                              ev.first_hop, inferred)
+                _t, hints = R.source_hints(con, cfg, month, s, [(d, d) for d in ds], ev.via, ev.first_hop, ev.how,
+                                           None, inferred)
             for j, d in enumerate(ds):
                 v4, v6 = true[(4, s, d)], true[(6, s, d)]
                 observed, _ = rules.classify(v4, v6, s, d)
-                got = proxy_answer(m, s, d, d, []) if reveal == "none" else \
-                    R.source_hint(month, s, d, d, {afi: fams.get((j, afi)) for afi in (4, 6)}, m.snapshots, None,
-                                  ev.via, ev.first_hop, ev.how, inferred and has_rel)
+                got = proxy_answer(m, s, d, d, []) if reveal == "none" else hints[j]
                 rows.append({**scored_row(month, None, s, d, v4, v6, observed, *got),
                              "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows

@@ -119,6 +119,16 @@ def lookup_origins(con, cfg: Config, month: str, nets: dict) -> dict:
     return out
 
 
+#: The vps table's rows of VPs with a path in the month (a VP with no origin has none).
+WITH_PATHS = "(origins_v4 > 0 OR origins_v6 > 0)"
+
+
+def is_vp(con, cfg: Config, month: str, asn: int) -> bool:
+    """Whether `asn` is a VP of the month with a path."""
+    return bool(con.execute(f"SELECT count(*) > 0 FROM {table_relation(cfg, 'vps', month)} WHERE vp_asn = $a "
+                            f"AND {WITH_PATHS}", {"a": int(asn)}).fetchone()[0])
+
+
 class Month:
     """The month's paths and VPs, read once per question with DuckDB.
 
@@ -157,7 +167,7 @@ class Month:
         # the VPs with a path (the vps table's row of each, not a scan of the paths)
         self.vps = {(g, int(a)) for g, a in self.con.execute(
             f"SELECT DISTINCT vp_group, vp_asn FROM {self._vps_table} "
-            f"WHERE (origins_v4 > 0 OR origins_v6 > 0){keep.replace(' WHERE', ' AND')}").fetchall()}
+            f"WHERE {WITH_PATHS}{keep.replace(' WHERE', ' AND')}").fetchall()}
 
     def seen(self, asn: int) -> bool:
         """On any path of the month: a VP, or an end of a link of the month's relationships

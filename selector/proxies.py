@@ -26,7 +26,7 @@ from bgp_congruency.common.config import Config
 from bgp_congruency.pipeline.steps import edit_distance_sql
 from bgp_congruency.selector import reveal as R
 from bgp_congruency.selector import rules
-from bgp_congruency.selector.month import table_relation
+from bgp_congruency.selector.month import WITH_PATHS, table_relation
 
 #: The rules of today's evaluation, in the order an answer is looked for (advice.proxy_answer);
 #: `through` and `upstream` also name an unknown answer of proxies that show no class.
@@ -55,7 +55,7 @@ def _per_source(con, cfg: Config, month: str) -> None:
                       AND count(DISTINCT n) = 1) o ON o.v = q.v""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_vps AS
         SELECT DISTINCT vp_group AS g, vp_asn AS a FROM {table_relation(cfg, 'vps', month)}
-        WHERE origins_v4 > 0 OR origins_v6 > 0""")
+        WHERE {WITH_PATHS}""")
 
 
 def _through(k: int, i: int) -> str:

@@ -1,7 +1,7 @@
 """The one answering engine of the evidence rules (8-11 of selector/rules.py: `ask`, over a
 table of questions), and the held-out evaluation with the source's evidence revealed (issue
-47) through it. `advise` and `export` (selector/advice.py, through `source_families` and
-`source_hint` here), the run's site hints (`site_hints`), `evaluate --reveal first-hop|neighbours`
+47) through it. `advise` and `export` (selector/advice.py, through `source_hints` here), the
+run's site hints (`site_hints`), `evaluate --reveal first-hop|neighbours`
 (`answers`) and `evaluate --truth --reveal` all answer through `ask`, so they cannot disagree
 (the rule 6 fallback, DESTINATION_FALLBACK, is the evaluation's alone: off).
 
@@ -37,7 +37,7 @@ from bgp_congruency.lake import published
 from bgp_congruency.pipeline.partitions import limit_bytes
 from bgp_congruency.pipeline.steps import edit_distance_sql
 from bgp_congruency.selector import calibration, rules
-from bgp_congruency.selector.month import data_root, month_snapshots, table_relation
+from bgp_congruency.selector.month import data_root, is_vp, month_snapshots, table_relation
 
 
 def empty_hint(month: str, src: int) -> dict:
@@ -437,10 +437,10 @@ def where(cfg: Config) -> Path:
 
 
 # ------------------------------------------------------------------ one source's questions
-def source_families(con, cfg: Config, month: str, src: int, targets: list[tuple[int | None, int | None]] | None,
+def _families(con, cfg: Config, month: str, src: int, targets: list[tuple[int | None, int | None]] | None,
                     via: dict, first_hop: dict | None = None, inferred: bool = rules.INFERRED_ROUTES,
                     progress=None) -> tuple[int, bool, list[tuple], dict]:
-    """Rules 8-11 for one source that is no VP, through `ask` as the evaluation answers them:
+    """Rules 8-11 for one source that is no VP, through `ask` (source_hints' first half):
     (the month's snapshots, whether it has relationships, the targets, per target index and
     family the route row (rule, n, n_is, route from n on, stability, snapshots)). `targets`: (IPv4, IPv6) destination ASes
     (either None), or None for every destination of the month's pairs; `via`: afi ->
@@ -496,12 +496,11 @@ def _why(rule: str, n: int, n_is: str | None, route: list, d: int, traced: bool,
     return f"its {n_is} AS{n}, whose route is inferred from the month's relationships (AS{route[1]}'s)"
 
 
-def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict, snaps: int, fit, via: dict,
+def _hint_of(month: str, src: int, d4: int | None, d6: int | None, fam: dict, snaps: int, fit, via: dict,
                 first_hop: dict, how: str, further: bool = False) -> tuple[dict, str]:
-    """The hint of one target from its families' route rows (source_families; fam: afi -> row
-    or None) and the rule it came from (`none` when a family has no path): the one composition
-    advise, export and the run's site hints give. `further`: rule 11 was tried (source_families'
-    `inferred` on a month with relationships), which the reasons then name."""
+    """The hint of one target from its families' route rows (_families; fam: afi -> row or
+    None) and the rule it came from (`none` when a family has no path). `further`: rule 11 was
+    tried (`inferred` on a month with relationships), which the reasons then name."""
     h = empty_hint(month, src)
     h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6)
     paths, why, rule_of = {}, {}, {}
@@ -543,31 +542,37 @@ def source_hint(month: str, src: int, d4: int | None, d6: int | None, fam: dict,
     return h, "none"
 
 
+def source_hints(con, cfg: Config, month: str, src: int, targets: list[tuple[int | None, int | None]] | None,
+                 via: dict, first_hop: dict, how: str, fit, inferred: bool = rules.INFERRED_ROUTES,
+                 progress=None) -> tuple[list[tuple], list[tuple[dict, str]]]:
+    """One source's hints by rules 8-11 through the engine: (the targets, per target its hint
+    and the rule it came from): what advise, export, the run's site hints and `evaluate
+    --truth --reveal` give. `targets`: (IPv4, IPv6) destination ASes (either None: no
+    question), or None for every destination of the month's pairs; `via`: afi -> declared
+    Neighbours; `first_hop`: (afi, destination) -> the neighbour a trace showed; `how`: where
+    the evidence came from; `fit`: the calibration the confidence is read from (or None)."""
+    snaps, has_rel, targets, fams = _families(con, cfg, month, src, targets, via, first_hop, inferred, progress)
+    return targets, [_hint_of(month, src, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)}, snaps, fit, via,
+                              first_hop, how, inferred and has_rel) for i, (d4, d6) in enumerate(targets)]
+
+
 # ------------------------------------------------------------------ the site's own advice
-def is_vp(con, cfg: Config, month: str, asn: int) -> bool:
-    """Whether `asn` is a VP of the month with a path (the vps table's rows)."""
-    return bool(con.execute(f"SELECT count(*) > 0 FROM {table_relation(cfg, 'vps', month)} WHERE vp_asn = $a "
-                            "AND (origins_v4 > 0 OR origins_v6 > 0)", {"a": int(asn)}).fetchone()[0])
-
-
-def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> pa.Table:
+def site_hints(cfg: Config, month: str, src: int, via: dict, progress=None) -> pa.Table | None:
     """The hints of the operator's host (the config's [source]: its AS `src` and neighbours
     `via`, afi -> selector.question.Neighbour tuple) toward every destination of the month's
-    pairs, through the engine `advise` and the evaluation answer by (source_families): the
-    rows `run`'s hints step adds to the month's tunnels export (HINTS' columns). No rows for a
-    source that is a VP of the month: its own rows of the hints table are its advice."""
+    pairs (source_hints): the rows `run`'s hints step adds to the month's tunnels export
+    (HINTS' columns). None for a source that is a VP of the month: its own rows of the hints
+    table are its advice, as advise says."""
     con = duck.connect(cfg)
     try:
-        if is_vp(con, cfg, month, src):  # its own rows of the hints table are its advice, as advise says
-            return HINTS.empty_table()
-        snaps, has_rel, targets, fams = source_families(con, cfg, month, src, None, via, progress=progress)
+        if is_vp(con, cfg, month, src):
+            return None
         fit = (month_calibration(con, cfg, month) or {}).get("neighbours")
+        _targets, got = source_hints(con, cfg, month, src, None, via, {}, "[source]", fit, progress=progress)
     finally:
         con.close()
     out = []
-    for i, (d4, d6) in enumerate(targets):
-        h, _rule = source_hint(month, src, d4, d6, {afi: fams.get((i, afi)) for afi in (4, 6)}, snaps, fit, via, {},
-                               "[source]", rules.INFERRED_ROUTES and has_rel)
+    for h, _rule in got:
         h["notes"] = [h.pop("how")] if "how" in h else []
         out.append(h)
     return pa.Table.from_pylist(out, schema=HINTS)

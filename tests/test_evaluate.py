@@ -554,7 +554,7 @@ def test_truth_needs_a_generated_archive(month, tmp_path, capsys):
 @pytest.mark.parametrize("reveal", ["first-hop", "neighbours"])
 def test_the_truth_evaluation_with_evidence_answers_through_the_engine_as_its_reference(generated, reveal):
     """Issue 59: `evaluate --truth --reveal` answers each generated source's questions through
-    the engine advise uses (selector/reveal.source_families), equal question by question to
+    the engine advise uses (selector/reveal.source_hints), equal question by question to
     the rules' Python reference (selector/reference.evidence_answer) given the same truth."""
     from bgp_congruency.common import duck
     from bgp_congruency.selector.month import Month

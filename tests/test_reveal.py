@@ -551,7 +551,7 @@ def test_the_site_s_own_hints_are_the_advice_for_each_destination(hand, tmp_path
     assert len(rows) == len(site) and all(r["source_asn"] == 99 and r["vp_asn"] is None for r in rows)
     # a [source] AS that is a VP of the month: its own rows of the hints table are its advice (as
     # advise says), not an answer that leaves its own paths out
-    assert R.site_hints(hand, MONTH, 10, ev.via).num_rows == 0
+    assert R.site_hints(hand, MONTH, 10, ev.via) is None
 
 
 @pytest.mark.slow
@@ -612,7 +612,7 @@ def test_advise_with_a_held_out_vp_s_own_first_hops_answers_as_the_evaluation(sa
 
 @pytest.mark.slow
 def test_the_engine_s_hint_is_the_reference_s_field_by_field(hand):
-    """Issue 59: the one engine (reveal.source_families and source_hint: what advise, export,
+    """Issue 59: the one engine (reveal.source_hints: what advise, export,
     the site hints and `evaluate --truth` give) and the rules' reference (reference.
     evidence_answer) give the same hint, every field and every sentence, on the hand-made
     month: declared neighbours, traces, a sole neighbour, rule 9 (the path leaves through the
@@ -632,9 +632,8 @@ def test_the_engine_s_hint_is_the_reference_s_field_by_field(hand):
         m = Month(con, hand, MONTH)
         for src, d, ev, inferred in cases:
             ref, ref_rule = evidence_answer(m, src, d, d, ev, inferred=inferred)
-            snaps, has_rel, _t, fams = R.source_families(con, hand, MONTH, src, [(d, d)], ev.via, ev.first_hop, inferred)
-            got, rule = R.source_hint(MONTH, src, d, d, {afi: fams.get((0, afi)) for afi in (4, 6)}, snaps, None,
-                                      ev.via, ev.first_hop, ev.how, inferred and has_rel)
+            _t, [(got, rule)] = R.source_hints(con, hand, MONTH, src, [(d, d)], ev.via, ev.first_hop, ev.how, None,
+                                               inferred)
             assert rule == ref_rule and {f: got.get(f) for f in fields} == {f: ref.get(f) for f in fields}, \
                 (src, d, ev, inferred, {f: (got.get(f), ref.get(f)) for f in fields if got.get(f) != ref.get(f)})
     finally:
