@@ -29,27 +29,6 @@ CAIDA_2016 = SHARED / "relationships" / "20161101.as-rel.txt.bz2"
 EXE = [sys.executable, "-m", "bgp_congruency.cli.main"]
 
 
-def decided(by_step: dict, undecided: tuple[str, ...] = ("rest-p2p",)) -> dict:
-    """Per class, the PPV of the links a step decided by valley-free evidence (every step but
-    `undecided`: relationships/METHOD.md step 9 labels what is left p2p), and the share of the
-    links the truth has that were so decided."""
-    out, have, sure = {}, 0, 0
-    for cls in ("p2c", "p2p"):
-        n = ok = 0
-        for step, mine in by_step.items():
-            got = mine.get(cls, {})
-            known = sum(v for k, v in got.items() if k != "absent")
-            have += known
-            if step in undecided:
-                continue
-            sure += known
-            n += known
-            ok += got.get(cls, 0)
-        out[cls] = {"decided": n, "ppv": ok / n if n else None}
-    out["share_decided"] = sure / have if have else None
-    return out
-
-
 def generated(ases: int, work: Path, vps: int = 12) -> dict:
     """A generated month of `ases` ASes (seed 1, `vps` VPs), run, then scored against its truth."""
     from bgp_congruency.common.config import load
@@ -68,6 +47,10 @@ def generated(ases: int, work: Path, vps: int = 12) -> dict:
                        str(arch), "--data-dir", str(data), "--collectors", "route-views2,route-views6,rrc00,rrc01",
                        "--default-free-share", "0.5"], label="run")
         assert r.rc == 0
+    else:  # a month of an earlier run: its relationships inferred again by the code measured
+        r = run_child([*EXE, "relationships", "--data-dir", str(data), "--month", MONTH, "--infer", "--json"],
+                      label="relationships --infer")
+        assert r.rc == 0
     cfg = load().with_overrides(data_dir=data)
     rs = summary.rows(cfg, MONTH)
     net = load_truth(arch).net
@@ -77,7 +60,7 @@ def generated(ases: int, work: Path, vps: int = 12) -> dict:
     tier1 = sorted(a for i, a in enumerate(net.asns) if net.tier[i] == 1)
     s = summary.summary(MONTH, rs)
     out = {"ases": ases, "vps": vps, "tier1": tier1,
-           "decided": {afi: decided(by_step[afi]) for afi in (4, 6)}, "hub": net.asns[net.hub],
+           "decided": {afi: got[afi]["decided"] for afi in (4, 6)}, "hub": net.asns[net.hub],
            "clique": {afi: s["families"][afi]["clique"] for afi in (4, 6)},
            "scores": {afi: {k: got[afi][k] for k in ("links", "both", "p2c", "p2p", "confusion", "steps")}
                       for afi in (4, 6)},
@@ -139,7 +122,7 @@ def real(data: Path) -> dict:
     s = summary.summary(MONTH, rs, (6939,))
     c = summary.compare_file(rs, formats.read(CAIDA_2016))
     return {"clique": s["clique"], "families": s["families"], "hybrid": s["hybrid"], "as6939": s["ases"][6939],
-            "caida_2016": {k: c[k] for k in ("both", "agree", "agreement", "p2c", "p2p", "steps", "clique")},
+            "caida_2016": {k: c[k] for k in ("both", "agree", "agreement", "p2c", "p2p", "steps", "clique", "decided")},
             "input": _input_choice(cfg, data)}
 
 

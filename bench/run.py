@@ -418,18 +418,29 @@ def _relationships_section(runs: list[dict]) -> list[str]:
                   f"{', '.join(map(str, cl['both']))}; IPv4 only: {', '.join(map(str, cl['v4_only']))}; IPv6 only: "
                   f"{', '.join(map(str, cl['v6_only']))}. Hybrid links: {r['real']['hybrid']['hybrid']:,} of the "
                   f"{r['real']['hybrid']['both_families']:,} links seen in both families "
-                  f"({_pct(r['real']['hybrid']['share'])}).", ""]
-    swept = [(x["command"], g) for x in runs for g in x.get("generated") or [] if g.get("decided")]
+                  f"({_pct(r['real']['hybrid']['share'])})."
+                  + (f" Decided links: {_pct(c['decided']['share_decided'])} of those in both; p2c "
+                     f"{c['decided']['p2c']['decided']:,} ({_pct(c['decided']['p2c']['ppv'])} agree), p2p "
+                     f"{c['decided']['p2p']['decided']:,} ({_pct(c['decided']['p2p']['ppv'])}); undecided "
+                     f"{c['decided']['undecided']['links']:,} ({c['decided']['undecided']['agree']:,} agree with p2p)."
+                     if c.get("decided") else ""), ""]
+    swept = sorted({(g["ases"], g["vps"]): (x["command"], g) for x in runs for g in x.get("generated") or []
+                    if g.get("decided")}.items())  # a month in both runs: the later run's
+    swept = [v for _k, v in swept]
     if swept:
-        lines += [f"Decided links (every step but `rest-p2p`, which labels p2p what no valley-free evidence decides; "
-                  f"relationships/METHOD.md step 9): their PPV and the share of the true links decided, per number of "
-                  f"VPs (`{swept[-1][0]}`):", "",
+        lines += [f"Decided links (the table's `decided`: valley-free evidence decided them; the rest, p2p by "
+                  f"default, are `rest-p2p` and the provider-less step's assumed peerings: relationships/METHOD.md): "
+                  f"their PPV, the share of the true links decided, and how many undecided links the default gets "
+                  f"right, per number of VPs ({'; '.join(f'`{c}`' for c in dict.fromkeys(c for c, _g in swept))}):",
+                  "",
                   common.table(["month", "VPs", "family", "decided p2c", "p2c PPV", "decided p2p", "p2p PPV",
-                                "share decided", "p2p PPV, all links"],
+                                "share decided", "undecided, right", "p2p PPV, all links"],
                                [[f"{g['ases']:,} ASes", str(g["vps"]), f"IPv{afi}", f"{d['p2c']['decided']:,}",
                                  _pct(d["p2c"]["ppv"]), f"{d['p2p']['decided']:,}", _pct(d["p2p"]["ppv"]),
-                                 _pct(d["share_decided"]), _pct(g["scores"][afi]["p2p"]["ppv"])]
-                                for _c, g in swept for afi, d in g["decided"].items()], align="lrlrrrrrr"), ""]
+                                 _pct(d["share_decided"]),
+                                 f"{d['undecided']['agree']:,} of {d['undecided']['links']:,}" if d.get("undecided")
+                                 else "-", _pct(g["scores"][afi]["p2p"]["ppv"])]
+                                for _c, g in swept for afi, d in g["decided"].items()], align="lrlrrrrrrr"), ""]
     if r.get("scale"):
         lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
                   common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],

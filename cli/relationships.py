@@ -113,6 +113,7 @@ def _print(out: dict) -> None:
         print(f"  against {c['file']} ({c['format']}, IPv{c['afi']}): {c['both']:,} links in both, "
               f"{c['agree']:,} agree ({_pct(c['agreement'])}); p2c agree {_pct(c['p2c']['ppv'])} of ours, "
               f"p2p {_pct(c['p2p']['ppv'])}")
+        print(f"    {_decided(c['decided'])}")
         for s, n in c.get("steps", {}).items():
             print(f"    {s:<16} {n['links']:>7,} links in both, {_pct(n['agree'] / n['links'] if n['links'] else None)} agree")
         print(f"    clique: month {' '.join(map(str, c['clique']['month']))}; file "
@@ -124,6 +125,14 @@ def _print(out: dict) -> None:
             t = out["truth"][afi]
             print(f"  IPv{afi} against the generator: p2c PPV {_pct(t['p2c']['ppv'])} TPR {_pct(t['p2c']['tpr'])}; "
                   f"p2p PPV {_pct(t['p2p']['ppv'])} TPR {_pct(t['p2p']['tpr'])}")
+            print(f"    {_decided(t['decided'])}")
         h = out["truth"]["hybrid"]
         print(f"  hybrid links found {h['found']:,}, true {h['true']:,}, right {h['correct']:,} "
               f"(precision {_pct(h['precision'])}, recall {_pct(h['recall'])})")
+
+
+def _decided(d: dict) -> str:
+    """One line on the links valley-free evidence decided (the rest are p2p by default)."""
+    return (f"decided links ({_pct(d['share_decided'])} of those in both): p2c {d['p2c']['decided']:,}, "
+            f"{_pct(d['p2c']['ppv'])} right; p2p {d['p2p']['decided']:,}, {_pct(d['p2p']['ppv'])} right; "
+            f"undecided (p2p by default) {d['undecided']['links']:,}, {d['undecided']['agree']:,} right")

@@ -339,6 +339,13 @@ document(
     vps=("VP ASes whose paths show the link", "VPs", _REL),
     step=("the step that decided it: clique | top-down | partial-vp | larger-customer | provider-less | "
           "clique-stub | stub-providers | fold-p2p | rest-p2p", "-", _REL),
+    decided=("whether valley-free evidence decided the link: false for rest-p2p and for the peerings the "
+             "provider-less step assumes, whose rel is p2p by default (relationships/METHOD.md, decided and "
+             "undecided links); NULL in a month published before the column", "-", _REL),
+    evidence=("which of the two ASes the family's paths show passing the other's routes on: both-carry | "
+              "as1-carries | as2-carries | vp-link-only (neither: only a VP's first hop). For p2c, as1-carries "
+              "or both-carry is the view from above; as2-carries alone, only from below, which a peering shows "
+              "too (relationships/METHOD.md, evidence levels)", "-", _REL),
 )
 
 document(

@@ -372,6 +372,8 @@ AS_RELATIONSHIPS = pa.schema(
         ("paths", pa.int64()),
         ("vps", pa.int64()),
         ("step", pa.string()),
+        ("decided", pa.bool_()),
+        ("evidence", pa.string()),
     ]
 )
 

@@ -22,9 +22,12 @@ from bgp_congruency.common.params import RelationshipParams
 
 #: The relationship words of the published table (CAIDA serial-1's -1 and 0 as words).
 P2C, P2P, S2S = "p2c", "p2p", "s2s"
+#: The step that labels what no valley-free evidence decides (METHOD.md step 9): its links
+#: are published undecided, p2p by default.
+UNDECIDED = "rest-p2p"
 #: The steps in the order they run; every relationship names the one that decided it.
 STEPS = ("clique", "top-down", "partial-vp", "larger-customer", "provider-less", "clique-stub", "stub-providers",
-         "fold-p2p", "rest-p2p")
+         "fold-p2p", UNDECIDED)
 
 
 @dataclass
@@ -52,10 +55,18 @@ class Evidence:
     reach: dict[int, int] = field(default_factory=dict)
 
 
+#: What the paths show of a link (METHOD.md, "Evidence levels"): which of its two ASes is seen
+#: passing the other's routes on to a third AS. For a p2c link, as1 (the provider) carrying is
+#: the view from above; as2 (the customer) alone carrying, the view only from below, which a
+#: peering gives too.
+BOTH_CARRY, AS1_CARRIES, AS2_CARRIES, VP_LINK_ONLY = "both-carry", "as1-carries", "as2-carries", "vp-link-only"
+
+
 @dataclass(frozen=True)
 class Relationship:
     """One inferred link: `p2c` with as1 the provider of as2, `p2p` with as1 < as2; the
-    evidence (paths and VP ASes that show the link) and the step that decided it."""
+    evidence (paths and VP ASes that show the link, and its evidence level), and the step
+    that decided it."""
 
     as1: int
     as2: int
@@ -63,6 +74,10 @@ class Relationship:
     step: str
     paths: int
     vps: int
+    evidence: str
+    #: Whether valley-free evidence decided the link: not for the last step's links, nor for
+    #: the peerings the provider-less step assumes (METHOD.md step 5).
+    decided: bool = True
 
 
 # ------------------------------------------------------------------ input
@@ -137,7 +152,10 @@ class Graph:
         self.beyond: dict[tuple[int, int], set[int]] = defaultdict(set)
         #: (mid, near) -> the ASes `far` whose routes `mid` passes on to `near`.
         self.passed_to: dict[tuple[int, int], set[int]] = defaultdict(set)
+        #: (mid, far): mid is seen passing far's routes on.
+        self.carries: set[tuple[int, int]] = set()
         for near, mid, far in ev.trips:
+            self.carries.add((mid, far))
             self.transit[mid].update((near, far))
             self.beyond[(near, mid)].add(far)
             self.beyond[(far, mid)].add(near)
@@ -196,8 +214,15 @@ class Graph:
         """p may be c's provider: c is not in the clique and p is not in c's cone."""
         return c not in self.clique and not self.in_cone(c, p)
 
-    def set(self, a: int, b: int, rel: str, step: str) -> None:
-        """Decide a-b: `p2c` (a provider of b) or `p2p`."""
+    def evidence_level(self, as1: int, as2: int) -> str:
+        """Which of the link's two ASes, in the published order, is seen passing the other's
+        routes on; VP_LINK_ONLY: neither, the link is only ever a VP's first hop."""
+        one, two = (as1, as2) in self.carries, (as2, as1) in self.carries
+        return BOTH_CARRY if one and two else AS1_CARRIES if one else AS2_CARRIES if two else VP_LINK_ONLY
+
+    def set(self, a: int, b: int, rel: str, step: str, decided: bool = True) -> None:
+        """Decide a-b: `p2c` (a provider of b) or `p2p`; `decided`: whether valley-free
+        evidence decides it, or an assumption labels it (published undecided)."""
         if self.known(a, b):
             raise ValueError(f"AS{a}-AS{b} is decided already ({self.rel[(a, b)]})")
         paths, vps = self.ev.links.get((min(a, b), max(a, b)), (0, 0))
@@ -205,12 +230,12 @@ class Graph:
             self.rel[(a, b)], self.rel[(b, a)] = "p2c", "c2p"
             self.customers[a].add(b)
             self.providers[b].add(a)
-            self.decided.append(Relationship(a, b, P2C, step, paths, vps))
         else:
+            a, b = min(a, b), max(a, b)
             self.rel[(a, b)] = self.rel[(b, a)] = "p2p"
             self.peers[a].add(b)
             self.peers[b].add(a)
-            self.decided.append(Relationship(min(a, b), max(a, b), P2P, step, paths, vps))
+        self.decided.append(Relationship(a, b, rel, step, paths, vps, self.evidence_level(a, b), decided))
 
 
 # ------------------------------------------------------------------ the clique
@@ -354,18 +379,28 @@ def _larger_customers(g: Graph, p: RelationshipParams) -> None:
                 g.set(z, zz, P2C, "larger-customer")
 
 
+def _carried_up(g: Graph, y: int, x: int) -> bool:
+    """Whether y is seen passing x's routes to a neighbour that is not known to be y's
+    customer: valley-free export allows that only when x is y's customer, so the paths do not
+    show x and y as peers."""
+    return any(x in g.passed_to.get((y, z), ()) and g.rel.get((y, z)) != "p2c" for z in g.nbrs[y] if z != x)
+
+
 def _provider_less(g: Graph, p: RelationshipParams) -> None:
     """Step 5: an AS with no provider, outside the clique, seen carrying traffic between at
     least `p.provider_less_transit` neighbours (a regional or research network): it peers
-    with the neighbours it carries traffic for, and those neighbours' own routes it passes
-    come from its customers."""
+    with the neighbours it carries traffic for, unless one is seen passing its routes to a
+    neighbour not known to be that one's customer (then the link is left to the later
+    steps: valley-free export shows it a provider); and the routes it passes to those
+    neighbours come from its customers."""
     for x in g.ranked(g.nbrs):
         if g.providers.get(x) or x in g.clique or g.td(x) < p.provider_less_transit:
             continue
         for y in g.ranked(g.nbrs[x]):
             if g.known(x, y) or not g.beyond.get((y, x)):
                 continue
-            g.set(x, y, P2P, "provider-less")
+            if not _carried_up(g, y, x):
+                g.set(x, y, P2P, "provider-less", decided=False)
             for z in sorted(g.beyond[(y, x)]):
                 if g.known(x, z) or not g.may_provide(x, z):
                     continue
@@ -455,7 +490,7 @@ def infer(ev: Evidence, p: RelationshipParams, afi: int, clique: frozenset[int] 
     _fold_p2p(g)
     for a, b in sorted(ev.links):
         if not g.known(a, b):
-            g.set(a, b, P2P, "rest-p2p")
+            g.set(a, b, P2P, UNDECIDED, decided=False)
     return g.clique, g.decided
 
 

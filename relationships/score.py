@@ -71,6 +71,23 @@ def compare(ours: Mapping[tuple[int, int], tuple], ref: Mapping[tuple[int, int],
     return out
 
 
+def decided(ours: Mapping[tuple[int, int], tuple], ref: Mapping[tuple[int, int], tuple],
+            sure: Mapping[tuple[int, int], bool]) -> dict:
+    """The links valley-free evidence decided (`sure`; the table's `decided`) against the
+    reference: per class how many it has and their PPV; the share of the links both have that
+    were decided; and how many undecided links the reference agrees with."""
+    out: dict = {}
+    both = [k for k in ours if k in ref]
+    for c in CLASSES:
+        mine = [k for k in both if sure[k] and ours[k][0] == c]
+        ok = sum(ours[k] == ref[k] for k in mine)
+        out[c] = {"decided": len(mine), "correct": ok, "ppv": ok / len(mine) if mine else None}
+    rest = [k for k in both if not sure[k]]
+    out["share_decided"] = (len(both) - len(rest)) / len(both) if both else None
+    out["undecided"] = {"links": len(rest), "agree": sum(ours[k] == ref[k] for k in rest)}
+    return out
+
+
 def hybrid(v4: Mapping[tuple[int, int], tuple], v6: Mapping[tuple[int, int], tuple]) -> set[tuple[int, int]]:
     """Links of both families whose relationships differ."""
     return {k for k, r in v4.items() if k in v6 and v6[k] != r}

@@ -11,7 +11,7 @@ from bgp_congruency.common.errors import BadInput
 from bgp_congruency.lake import published
 from bgp_congruency.relationships import score
 from bgp_congruency.relationships.formats import RelFile
-from bgp_congruency.relationships.infer import STEPS
+from bgp_congruency.relationships.infer import STEPS, UNDECIDED
 from bgp_congruency.relationships.table import TABLE
 
 
@@ -34,6 +34,13 @@ def by_family(rs: list[dict]) -> dict[int, list[dict]]:
 
 def links(rs: list[dict]) -> dict[tuple[int, int], tuple]:
     return score.canon((r["as1"], r["as2"], r["rel"]) for r in rs)
+
+
+def sure(rs: list[dict]) -> dict[tuple[int, int], bool]:
+    """link -> whether valley-free evidence decided it (a month published before the column:
+    every step but the last)."""
+    return {(min(r["as1"], r["as2"]), max(r["as1"], r["as2"])):
+            r["step"] != UNDECIDED if r.get("decided") is None else bool(r["decided"]) for r in rs}
 
 
 def clique(rs: list[dict]) -> list[int]:
@@ -85,7 +92,8 @@ def compare_file(rs: list[dict], ref: RelFile) -> dict:
     steps = {(min(r["as1"], r["as2"]), max(r["as1"], r["as2"])): r["step"] for r in mine}
     paths = {(min(r["as1"], r["as2"]), max(r["as1"], r["as2"])): r["paths"] for r in mine}
     theirs = score.canon((a, b, rel) for (a, b), rel in ref.links.items())
-    out = {"file": ref.path, "format": ref.format, "afi": ref.afi, **score.compare(ours, theirs, steps)}
+    out = {"file": ref.path, "format": ref.format, "afi": ref.afi, **score.compare(ours, theirs, steps),
+           "decided": score.decided(ours, theirs, sure(mine))}
     out["clique"] = {"month": clique(mine), "file": ref.clique}
     out["disagreements"] = [{"link": list(k), "month": _word(o), "file": _word(t), "paths": n}
                             for k, o, t, n in score.disagreements(ours, theirs, paths)]
@@ -104,7 +112,7 @@ def compare_truth(rs: list[dict], net, month: str) -> dict:
     ref = {afi: score.truth_of(net, afi, month) for afi in (4, 6)}
     for afi, r in fam.items():
         steps = {(min(x["as1"], x["as2"]), max(x["as1"], x["as2"])): x["step"] for x in r}
-        out[afi] = score.compare(links(r), ref[afi], steps)
+        out[afi] = {**score.compare(links(r), ref[afi], steps), "decided": score.decided(links(r), ref[afi], sure(r))}
     l4, l6 = links(fam[4]), links(fam[6])
     out["hybrid"] = score.hybrid_score(score.hybrid(l4, l6), ref[4], ref[6], set(l4) & set(l6))
     return out

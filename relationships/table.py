@@ -28,7 +28,8 @@ def _rows(month: str, afi: int, rels: list[Relationship]) -> pa.Table:
     rels = sorted(rels, key=lambda r: (r.as1, r.as2))
     return pa.table({"month": [month] * len(rels), "afi": pa.array([afi] * len(rels), pa.int8()),
                      "as1": [r.as1 for r in rels], "as2": [r.as2 for r in rels], "rel": [r.rel for r in rels],
-                     "paths": [r.paths for r in rels], "vps": [r.vps for r in rels], "step": [r.step for r in rels]},
+                     "paths": [r.paths for r in rels], "vps": [r.vps for r in rels], "step": [r.step for r in rels],
+                     "decided": [r.decided for r in rels], "evidence": [r.evidence for r in rels]},
                     schema=AS_RELATIONSHIPS)
 
 

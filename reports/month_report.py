@@ -439,9 +439,9 @@ def _relationships_section(con, month: str) -> list[str]:
     p = {"month": month}
     counts = fetch_rows(con, """
         SELECT afi, count(*) AS links, count(*) FILTER (WHERE rel = 'p2c') AS p2c,
-               count(*) FILTER (WHERE rel = 'p2p') AS p2p, count(*) FILTER (WHERE step = 'rest-p2p') AS rest
+               count(*) FILTER (WHERE rel = 'p2p') AS p2p, count(*) FILTER (WHERE NOT coalesce(decided, step <> 'rest-p2p')) AS rest
         FROM as_relationships WHERE month = $month GROUP BY afi ORDER BY afi""", p)
-    counts_table = table_html("rel-counts", ["family", "links", "p2c", "p2p", "of them by no evidence (rest-p2p)"],
+    counts_table = table_html("rel-counts", ["family", "links", "p2c", "p2p", "of them undecided (p2p by default)"],
                               [[f"IPv{r['afi']}", f"{r['links']:,}", f"{r['p2c']:,}", f"{r['p2p']:,}",
                                 f"{r['rest']:,}"] for r in counts], numeric={1, 2, 3, 4})
     clique = fetch_rows(con, query.get("clique").sql, p)
@@ -465,8 +465,8 @@ def _relationships_section(con, month: str) -> list[str]:
     evid = [r for r in differs if r["both_by_evidence"]]
     hyb_note = (f"<p class='note'>{len(differs):,} of the {both:,} links seen in both families "
                 f"({share(len(differs), both)}) have a relationship that differs; {len(evid):,} of them are decided by "
-                "evidence in both families (the others are p2p in one family only for lack of evidence there: "
-                "<code>rest-p2p</code>). Giotsas and Zhou (2011) found 13% of dual-stack links hybrid. "
+                "evidence in both families (the others are p2p in one family by default, for lack of "
+                "valley-free evidence there: <code>decided</code> false). Giotsas and Zhou (2011) found 13% of dual-stack links hybrid. "
                 f"Links in one family only, with both ASes on the other family's paths: IPv4 "
                 f"{sum(r['kind'] == 'IPv4 only' for r in hyb):,}, IPv6 {sum(r['kind'] == 'IPv6 only' for r in hyb):,}."
                 "</p>")
@@ -501,7 +501,8 @@ def _relationships_section(con, month: str) -> list[str]:
                               share(r["pairs"], total)] for r in parts[:12]], numeric={3, 4})
     return [head, "<p class='note'>Inferred from each family's paths of the month alone (AS-Rank's steps, "
             "relationships/METHOD.md; table <code>as_relationships</code>, <code>congruency relationships</code>). "
-            "A p2p decided by no evidence (<code>rest-p2p</code>) may be a provider link no VP sees from above.</p>",
+            "An undecided link (<code>decided</code> false: p2p by default) may be a provider link no VP sees from "
+            "above; <code>evidence</code> says which AS of each link the paths show carrying the other's routes.</p>",
             counts_table, "<h3>The transit-free clique of each family</h3>", clique_table,
             "<h3>Hybrid links</h3>", hyb_note, hyb_table,
             "<h3>Largest customer cones</h3>", cone_table,

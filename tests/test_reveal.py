@@ -37,7 +37,8 @@ def hand(hint_month, tmp_path_factory):
     hand: AS1 provides AS99 (whatever AS99 declares), AS6 provides AS5, AS1 provides AS30, and
     AS1 and AS5 peer."""
     data = writable(hint_month.data, tmp_path_factory.mktemp("reveal-hand") / "data")
-    rows = [{"month": MONTH, "afi": 4, "as1": a, "as2": b, "rel": rel, "paths": 1, "vps": 1, "step": "top-down"}
+    rows = [{"month": MONTH, "afi": 4, "as1": a, "as2": b, "rel": rel, "paths": 1, "vps": 1, "step": "top-down",
+             "decided": True, "evidence": "as1-carries"}
             for a, b, rel in ((1, 99, "p2c"), (6, 5, "p2c"), (1, 30, "p2c"), (1, 5, "p2p"))]
     published.write_rows(data, "as_relationships", MONTH, rows, AS_RELATIONSHIPS)
     return hint_month.cfg.with_overrides(data_dir=data)
