@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bgp_congruency.common import layout
-from bgp_congruency.common.duck import quote
 from bgp_congruency.common.errors import BadInput
 
 SCHEME = layout.S3_SCHEME
@@ -151,6 +150,8 @@ def access(root, env=None) -> Access:
 def duckdb_secret(a: Access, name: str = "congruency_s3") -> str:
     """The CREATE SECRET that gives DuckDB (httpfs) this access: a secret, not SET s3_*
     (DuckLake issue 1222: CHECKPOINT breaks on the settings)."""
+    from bgp_congruency.common.duck import quote  # not at the top: the config (and --help) need no duckdb
+
     opts = ["TYPE s3", f"REGION {quote(a.region)}", f"URL_STYLE {quote(a.url_style)}",
             f"USE_SSL {str(a.use_ssl).lower()}"]
     if a.endpoint:

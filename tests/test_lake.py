@@ -770,3 +770,20 @@ def test_lake_connect_writes_nothing_under_the_data_dir(sample, tmp_path):
     assert (tmp_path / "mine.csv").stat().st_size > 0
     con.close()
     assert _files(data) == before
+
+
+def test_an_extension_s_signature_check_is_recorded_for_its_file():
+    # A record that does not match the file (another size or mtime: a reinstall) makes the
+    # next load check the signature again in a default-settings database, and record it anew.
+    from bgp_congruency.common import duck as D
+
+    f = D.extension_file("sqlite_scanner")
+    st = os.stat(f)
+    mark = Path(f + ".checked")
+    mark.write_text("0 0\n")
+    D._CHECKED.clear()
+    con = duckdb.connect(config={"allow_unsigned_extensions": True})
+    D.load_extension(con, "sqlite_scanner")
+    assert mark.read_text() == f"{st.st_size} {st.st_mtime_ns}\n"
+    assert con.execute("SELECT loaded FROM duckdb_extensions() WHERE extension_name = 'sqlite_scanner'").fetchone()[0]
+    con.close()
