@@ -13,13 +13,12 @@ links it infers with their true relationships (its wrong labels apart from its m
 (c) the generator's true relationships, the ceiling of the preference itself. The simulation: customer
 routes up the providers by length, then a peer's customer route, then providers' routes down
 the customers (shortest, then the lowest next AS); prepending is not simulated. Rows per how
-the source is homed (evaluate.homing). The result goes to bench/out/route_simulation.json.
+the source is homed (evaluate.homing). The router is the generator's own (synth/topology.Graph),
+not a second one. The result goes to bench/out/route_simulation.json.
 """
 from __future__ import annotations
 
 import argparse
-import collections
-import heapq
 import random
 import sys
 import time
@@ -33,53 +32,29 @@ MONTH = "2026-07"
 
 
 def graph(rels: list[tuple[int, int, int, str]], afi: int, src: int, own: list[tuple[str, int]]):
-    """(providers, customers, peers) of each AS in family `afi`: `rels` (afi, as1, as2, p2c|p2p)
-    without the source's links, and the source's own as revealed (`own`: (what it is, ASN))."""
+    """The family's relationship graph (synth.topology.Graph, the generator's own Gao-Rexford
+    router): `rels` (afi, as1, as2, p2c|p2p) without the source's links, and the source's own as
+    revealed (`own`: (what it is, ASN)); None when its provider links make a cycle."""
+    from bgp_congruency.synth.topology import Graph
+
     mine = [(afi, n, src, "p2c") if rel == "provider" else (afi, src, n, "p2c") if rel == "customer"
             else (afi, src, n, "p2p") for rel, n in own]
-    prov, cust, peer = (collections.defaultdict(set) for _ in range(3))
+    c2p, p2p = set(), set()
     for f, a, b, rel in [r for r in rels if src not in r[1:3]] + mine:
-        if f != afi:
-            continue
-        if rel == "p2c":
-            prov[b].add(a)
-            cust[a].add(b)
-        else:
-            peer[a].add(b)
-            peer[b].add(a)
-    return prov, cust, peer
+        if f == afi:
+            (c2p if rel == "p2c" else p2p).add((b, a) if rel == "p2c" else (min(a, b), max(a, b)))
+    try:
+        return Graph.from_asns(sorted(c2p), sorted(p2p - {(min(c, p), max(c, p)) for c, p in c2p}))
+    except ValueError:
+        return None
 
 
-def simulate(d: int, prov, cust, peer) -> dict[int, tuple[int, ...]]:
-    """Every AS's route to `d` (from it on) by Gao-Rexford preference over the graph."""
-    route, cls, level = {d: (d,)}, {d: 0}, [d]
-    while level:  # customer routes: up the providers, one length at a time, the lowest next AS
-        cand: dict[int, int] = {}
-        for x in level:
-            for p in prov[x]:
-                if p not in route and (p not in cand or x < cand[p]):
-                    cand[p] = x
-        for p, x in cand.items():
-            route[p], cls[p] = (p, *route[x]), 0
-        level = sorted(cand)
-    for y in list(peer):  # a peer's customer route
-        if y not in route:
-            best = min(((len(route[z]), z) for z in peer[y] if cls.get(z) == 0), default=None)
-            if best:
-                route[y], cls[y] = (y, *route[best[1]]), 1
-    heap = [(len(r), x) for x, r in route.items()]
-    heapq.heapify(heap)
-    done: set[int] = set()
-    while heap:  # providers' routes: down the customers, shortest first, then the lowest provider
-        _n, x = heapq.heappop(heap)
-        if x in done:
-            continue
-        done.add(x)
-        for c in sorted(cust[x]):
-            if c not in route or (cls[c] == 2 and (len(route[x]) + 1, x) < (len(route[c]), route[c][1])):
-                route[c], cls[c] = (c, *route[x]), 2
-                heapq.heappush(heap, (len(route[c]), c))
-    return route
+def simulate(g, src: int, d: int) -> tuple[int, ...] | None:
+    """The source's route to `d` over graph `g` (None: no route, or no graph)."""
+    try:
+        return tuple(g.path(g.route(g.index(d)), g.index(src))) if g else None
+    except (KeyError, TypeError):  # d not in the graph; no route (path None)
+        return None
 
 
 def measure(data: Path, archive: Path) -> dict:
@@ -145,7 +120,7 @@ def measure(data: Path, archive: Path) -> dict:
                 v4, v6 = true.get((4, s, d)), true.get((6, s, d))
                 if v4 is None or v6 is None:  # as against_truth: nothing to be right about
                     continue
-                p4, p6 = (simulate(d, *g[afi]).get(s) for afi in (4, 6))
+                p4, p6 = (simulate(g[afi], s, d) for afi in (4, 6))
                 answered = bool(p4 and p6)
                 right = answered and rules.classify(list(p4), list(p6), s, d)[0] == rules.classify(v4, v6, s, d)[0]
                 rows.append((kind, answered, right, (list(p4 or ()) == list(v4)) + (list(p6 or ()) == list(v6))))

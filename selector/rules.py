@@ -261,7 +261,7 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     because the true first hop is a provider whose route to the destination no VP path shows,
 #     and 163 of the 199 that take another neighbour miss an unobserved one the same way.
 #     Every route simulated by this preference over the month's inferred relationships would
-#     answer 96% of those sources' pairs, 78% right; over the generator's true ones 100%, 92%
+#     answer 96% of those sources' pairs, 79% right; over the generator's true ones 100%, 92%
 #     right; over the inferred links with their true labels 98%, 81% right
 #     (bench/route_simulation.py): the links no VP path shows, not the rule or the labels,
 #     are what is missing.
