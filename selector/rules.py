@@ -255,7 +255,8 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 #     hop toward every destination (`sole_neighbour`). The export check
 #     stays for two or more: measured on the real 2026-07 sample (evaluate --reveal
 #     neighbours), without it 2,153 answers, 1,407 right (65.4%); with it 1,987, 1,615 right
-#     (81.3%): it makes 208 more answers right than it leaves missing. Where it falls short is the month's evidence,
+#     (81.3%): it makes 208 more answers right than it leaves missing (with the relationships
+#     of 2026-11-29, 1,991 and 1,619 with it). Where it falls short is the month's evidence,
 #     not the choice: on the generated 400-AS month (12 VPs; its multi-homed stubs and transit
 #     sources, true neighbours revealed) 704 of 1,800 family questions get no path, 689 of them
 #     because the true first hop is a provider whose route to the destination no VP path shows,
@@ -282,7 +283,7 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 DESTINATION_FALLBACK = False
 #: Rule 11 (`inferred`: a neighbour's route not observed, taken one AS further from the month's
 #: relationships): off. Measured on the real 2026-07 sample it answered the pairs the first hop's
-#: observed route left (coverage 75.0% -> 99.9%, 83.1% of them right; neighbours revealed 65.1%);
+#: observed route left (coverage 75.0% -> 99.9%, 82.7% of them right; neighbours revealed 64.0%);
 #: on the generated 400-AS month it raised the neighbours mode's coverage from 39% to 75% at 71%
 #: accuracy; its worst calibrated bin is 0.005-0.051 on both (bench/RESULTS.md; 0.27-0.29 in the
 #: earlier bins, from one source's answers, AS1403: 84 congruent, 29% right). Left off until its
