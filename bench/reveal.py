@@ -3,8 +3,8 @@
 fallback side by side, on the real sample (each VP AS held out) and on a generated month's
 ASes that are no VP (against the generator's truth); and at scale, `evaluate --reveal
 none` and `--reveal first-hop` and one `advise` with declared neighbours, each a fresh process.
-The real run also times today's rules one question at a time (selector/evaluate.held_out, the
-set-based none mode's reference) beside the set-based run.
+The real run also times today's rules one question at a time (selector/reference.proxies_held_out,
+the set-based none mode's reference) beside the set-based run.
 
     .venv/bin/python bench/reveal.py --real DATA --generated DATA:ARCHIVE [--scale DATA --memory-limit 4GB]
     .venv/bin/python bench/reveal.py --vps 12,24,48
@@ -170,7 +170,6 @@ def why_wrong(cfg) -> dict[str, int]:
 
 def real(data: Path) -> list[dict]:
     from bgp_congruency.common.config import load
-    from bgp_congruency.selector import evaluate as E
     from bgp_congruency.selector import proxies as P
     from bgp_congruency.selector import reveal as R
 
@@ -188,7 +187,8 @@ def real(data: Path) -> list[dict]:
         print(f"real {label}: {secs} s", file=sys.stderr)
         if reveal == "none":  # the baseline: the same answers one question at a time
             t0 = time.perf_counter()
-            _m, ref = E.held_out(cfg, MONTH)
+            from bgp_congruency.selector import reference
+            _m, ref = reference.proxies_held_out(cfg, MONTH)
             secs = round(time.perf_counter() - t0, 1)
             out.append({"mode": "none, one question at a time (reference)", "seconds": secs, **_summary(ref)})
             print(f"real none reference: {secs} s", file=sys.stderr)

@@ -17,7 +17,7 @@ from pathlib import Path
 from bgp_congruency.common import duck
 from bgp_congruency.common.config import Config
 from bgp_congruency.lake.attach import pinned
-from bgp_congruency.selector import calibration, reveal
+from bgp_congruency.selector import calibration, proxies, reveal
 from bgp_congruency.selector import rules as selector
 from bgp_congruency.selector.month import Month, data_root, lookup_origins, resolve_month
 from bgp_congruency.selector.question import (
@@ -104,7 +104,8 @@ def _hint(m: Month, src: Source, dest: Destination, ends: tuple, evidence: Evide
           answer: tuple[dict, str] | None = None) -> dict:
     """One hint for (source, destination) from its ends (_ends). A source that is no VP is
     answered from its `evidence` where it has some (rules 8-11: `answer`, the engine's, from
-    reveal.source_hints), else by proxies."""
+    reveal.source_hints), else by proxies (rules 1-7: `answer`, the engine's, from
+    proxies.sources_answers)."""
     h = empty_hint(m.month, src.asn)
     h.update(query=dest.query, endpoint=dest.endpoint, addr_v4=dest.addrs.get(4), addr_v6=dest.addrs.get(6))
     d4, d6, prefixes, notes, uncovered = ends
@@ -135,10 +136,12 @@ def _hint(m: Month, src: Source, dest: Destination, ends: tuple, evidence: Evide
         if evidence.left_out:
             notes.append("traces left out: " + "; ".join(
                 evidence.left_out[:3]) + ("; ..." if len(evidence.left_out) > 3 else ""))
-        notes.extend(_calibrated_note(m, kind, best["hint_class"]))
+        notes.extend(calibration.note(m.calibration, kind, best["hint_class"]))
         best["rule"] = kind
     else:
-        best, kind = proxy_answer(m, src.asn, d4, d6, notes)
+        best, kind, how = answer
+        best = dict(best)
+        notes.extend(how)
         best["rule"] = kind or "none"
     for k in ("query", "endpoint", "addr_v4", "addr_v6", "prefix_v4", "prefix_v6"):
         best[k] = h[k]
@@ -148,172 +151,6 @@ def _hint(m: Month, src: Source, dest: Destination, ends: tuple, evidence: Evide
             f": only IPv{only[0]} has a path" if only else "")
     best["notes"] = notes
     return best
-
-
-def _stub_routes(m: Month, src: int, d4: int | None, d6: int | None) -> tuple[dict, dict]:
-    """Rule 5 per family: afi -> (neighbour, path, stability, snapshots, VPs) where a neighbour
-    seen right before the stub has a route to the destination; and afi -> why not, for the
-    families without one."""
-    got, why = {}, {}
-    near = m.neighbours(src)
-    for afi, d in ((4, d4), (6, d6)):
-        if d is None:
-            why[afi] = f"no IPv{afi} destination"
-            continue
-        routes = m.provider_routes(src, d, afi)
-        pick = selector.stub_route(src, {n: r[0] for n, r in routes.items()})
-        if pick is None:
-            seen = ", ".join(f"AS{n}" for n in sorted(near[afi])) or "none"
-            why[afi] = (f"provider rule: no IPv{afi} path to AS{d} crosses an AS seen right before AS{src} in "
-                        f"IPv{afi} ({seen})")
-            continue
-        got[afi] = (pick[0], pick[1], *routes[pick[0]][1:])
-    return got, why
-
-
-def _hint_stub(m: Month, src: int, d4: int, d6: int, got: dict) -> tuple[dict, str]:
-    """(the hint of a stub source from its neighbours' routes (rule 5 of selector/rules.py),
-    its rule) from _stub_routes' routes of both families."""
-    (n4, p4, s4, k4, w4), (n6, p6, s6, k6, w6) = got[4], got[6]
-    h = empty_hint(m.month, src)
-    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, v4_path=list(p4), v6_path=list(p6), via_v4=n4, via_v6=n6,
-             stability_v4=s4, stability_v6=s6, proxies=sorted(set(w4) | set(w6)), snapshots=min(k4, k6))
-    cls, shared = selector.classify(p4, p6, src, d4, d6)
-    h["shared_asns"] = shared
-    h.update(selector.hint_fields(cls, s4, s6, len(p4) - 1, len(p6) - 1, h["snapshots"], m.snapshots, proxy=True,
-                                  calibrated=calibration.confidence(m.calibration, "provider", cls)))
-    h["how"] = (f"AS{src} is not a vantage point and never hands traffic on (a stub): its path is itself in front "
-                f"of the route of its neighbour AS{n4} in IPv4 and AS{n6} in IPv6 (the shortest route among the "
-                "ASes seen right before it, shown by the paths that cross them)")
-    return h, "provider"
-
-
-def _hint_destination(m: Month, src: int, d4: int, d6: int, behind: int | None = None) -> tuple[dict, str] | None:
-    """(The hint of a source that is not a stub from the class most pairs to the destination
-    show (rule 6 of selector/rules.py), or with `behind`, of a stub whose one neighbour in
-    both families is that AS, from that class seen through it (rule 7); with its rule. None when the two
-    families go to different origins (no pair is about both) or no pair goes to the
-    destination."""
-    if d4 is None or d4 != d6:
-        return None
-    shown = {}  # class (behind `behind` for rule 7) -> the VP ASes of the pairs showing it
-    for (congruent, none_shared, adjacent), who in m.destination_classes(d4).items():
-        c = selector.hint_class(congruent, [] if none_shared else [None], adjacent)
-        shown.setdefault(c if behind is None else selector.BEHIND_ONE_NEIGHBOUR[c], []).extend(who)
-    cls, share = selector.destination_class({c: len(w) for c, w in shown.items()})
-    if cls == "unknown":
-        return None
-    rule = "destination" if behind is None else "one-neighbour"
-    h = empty_hint(m.month, src)
-    h.update(via_proxy=True, dest_asn=d4, dest_asn_v6=d6, proxies=sorted(set(shown[cls])),
-             shared_asns=[] if behind is None or cls == "congruent" else [behind])
-    h.update(selector.hint_fields(cls, None, None, None, None, None, m.snapshots, proxy=True, agreement=share,
-                                  calibrated=calibration.confidence(m.calibration, rule, cls), stated=share))
-    pairs = sum(map(len, shown.values()))
-    most = f"{len(shown[cls])} of the {pairs} pairs of the month's VPs to AS{d4} ({share:.0%})"
-    h["how"] = (f"AS{src} is not a vantage point and no VP's path to AS{d4} shows its route in both families: "
-                f"{cls}, the class of {most}; no path is known" if behind is None else
-                f"AS{src} is not a vantage point and never hands traffic on (a stub) and AS{behind} is the one AS "
-                f"seen right before it in both families: {cls}, the class of {most} seen behind AS{behind} (shared "
-                "next to the source); no path is known")
-    return h, rule
-
-
-def proxy_answer(m: Month, src: int, d4: int, d6: int, notes: list[str]) -> tuple[dict, str | None]:
-    """The hint of a source that is no VP, by the rules of selector/rules.py in their order:
-    VPs whose paths cross it; then a stub's neighbours' routes, else the class through its one
-    neighbour, or for any other source the class most pairs to the destination show; then its
-    upstream VPs. With it the rule it came from ("through", "provider", "one-neighbour",
-    "destination", "upstream"; None when nothing stands in):
-    advise names it, and the evaluation scores each rule on its own."""
-    dests = {d for d in (d4, d6) if d is not None}
-
-    def proxies(kind, vps):
-        return [_hint_via(m, src, vp, kind, d4, d6, m.paths_of(vps, dests)) for vp in vps]
-
-    tried = [("through", proxies("through", m.through_vps(src, dests)))]
-    partial, why = {}, {}  # a stub's family that rule 5 found a path for, and why the others have none
-    if not any(c["hint_class"] != "unknown" for c in tried[0][1]):
-        if m.is_stub(src):
-            partial, why = _stub_routes(m, src, d4, d6)
-            got = _hint_stub(m, src, d4, d6, partial) if len(partial) == 2 else None
-            if got is None:
-                near = m.neighbours(src)
-                if len(near[4]) == 1 and near[4] == near[6]:
-                    got = _hint_destination(m, src, d4, d6, behind=next(iter(near[4])))
-                    if got is None:
-                        why["one-neighbour"] = (f"one-neighbour rule: no pair to AS{d4} to take the class of "
-                                                f"AS{next(iter(near[4]))}'s from")
-                else:
-                    why["one-neighbour"] = ("one-neighbour rule: the ASes seen right before it differ between the "
-                                            f"families (IPv4 {_ases(near[4])}, IPv6 {_ases(near[6])})")
-        else:
-            got = _hint_destination(m, src, d4, d6)
-            if got is None:
-                why["destination"] = (f"destination rule: no pair of the month goes to AS{d4}" if d4 == d6 else
-                                      "destination rule: the families go to different origins")
-        if got is not None:
-            other, kind = got
-            notes.append(other.pop("how"))
-            notes.extend(_calibrated_note(m, kind, other["hint_class"]))
-            return other, kind
-        tried.append(("upstream", proxies("upstream", m.upstream_vps(src))))
-    kind, cands = tried[-1]
-    if not any(c["hint_class"] != "unknown" for c in cands):  # the first kind that has proxies says why
-        kind, cands = next(((k, c) for k, c in tried if c), tried[-1])
-    if not cands:
-        h = empty_hint(m.month, src)
-        h.update(dest_asn=d4, dest_asn_v6=d6)
-        for afi, (n, path, stab, _k, _w) in partial.items():  # a family's own path stays in the answer
-            h.update({f"v{afi}_path": list(path), f"stability_v{afi}": stab, f"via_v{afi}": n})
-        reasons = [f"through rule: no VP's path to the destination crosses AS{src}"] + list(why.values()) + \
-            ["upstream rule: no VP is seen right after it on the month's paths"]
-        only = [a for a in (4, 6) if h[f"v{a}_path"]]
-        return _unknown(h, f"AS{src} is not a vantage point in {m.month}; " + "; ".join(reasons)
-                        + (f": only IPv{only[0]} has a path" if only else ""),
-                        h["stability_v4"], h["stability_v6"],
-                        len(h["v4_path"]) - 1 if h["v4_path"] else None,
-                        len(h["v6_path"]) - 1 if h["v6_path"] else None), None
-    known = [c for c in cands if c["hint_class"] != "unknown"]
-    cls, agree = selector.combine_proxies([c["hint_class"] for c in known])
-    pick = [c for c in known if c["hint_class"] == cls] or cands
-    best = min(pick, key=lambda c: (-c["confidence"], c["vp_group"], c["vp_asn"]))
-    best["proxies"] = sorted({c["vp_asn"] for c in cands})
-    if known:
-        hops4, hops6 = len(best["v4_path"]) - 1, len(best["v6_path"]) - 1
-        best.update(selector.hint_fields(cls, best["stability_v4"], best["stability_v6"], hops4, hops6,
-                                         best["snapshots"], m.snapshots, proxy=True, agreement=agree,
-                                         calibrated=calibration.confidence(m.calibration, kind, cls)))
-        split = ", ".join(f"{n} {c}" for c, n in sorted(
-            {c: sum(k["hint_class"] == c for k in known) for c in selector.CAUTION}.items(),
-            key=lambda kv: selector.CAUTION.index(kv[0])) if n)
-    how = (f"the paths of VP {best['vp_group']}:AS{best['vp_asn']}, whose route crosses AS{src}, from AS{src} on"
-           if kind == "through" else
-           f"AS{src} in front of the paths of its upstream VP {best['vp_group']}:AS{best['vp_asn']}")
-    notes.append(f"AS{src} is not a vantage point: {how}; "
-                 + (f"{len(known)} of {len(cands)} proxy VP(s) give a class ({split}): the most cautious "
-                    f"is used, {agree:.0%} agree; lower confidence" if known else
-                    f"none of its {len(cands)} proxy VP(s) shows both families"))
-    if known:
-        notes.extend(_calibrated_note(m, kind, cls))
-    return best, kind
-
-
-def _ases(asns) -> str:
-    return ", ".join(f"AS{a}" for a in sorted(asns)) or "none"
-
-
-def _calibrated_note(m: Month, rule: str, cls: str) -> list[str]:
-    """What the confidence of such an answer is measured on, when the month has it."""
-    c = calibration.confidence(m.calibration, rule, cls)
-    if c is None:
-        return []
-    n, k = m.calibration.get(calibration.cell(rule, cls), (0, 0))
-    what = "congruent" if cls == "congruent" else "a non-congruent class"
-    mine = f"{k} of {n} answers of the {rule} rule giving {what}" if n else \
-        f"no answer of the {rule} rule gave {what}; the rule's share of answers"
-    return [f"confidence {c:.2f}: {mine} were right in the month's evaluation (congruency evaluate; "
-            "selector/calibration.py)"]
 
 
 def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None, *,
@@ -370,9 +207,12 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
                 evidence = None
             ends = [_ends(m, d, origins) for d in dests]
             answers: list = [None] * len(dests)
-            if evidence:
+            asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
+            if not any(vp[1] == src.asn for vp in m.vps) and not evidence:
+                # every destination's question at once, through the evaluation's engine of rules 1-7
+                answers = proxies.sources_answers(con, cfg, month, [(src.asn, *a) for a in asked], m.calibration)
+            elif evidence:
                 # every destination's question at once, through the evaluation's engine
-                asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
                 _t, answers = reveal.source_hints(con, cfg, month, src.asn, asked, evidence.via, evidence.first_hop,
                                                   evidence.how, m.calibration)
             hints = [_hint(m, src, d, e, evidence, a) for d, e, a in zip(dests, ends, answers)]

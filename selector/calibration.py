@@ -85,6 +85,20 @@ def confidence(f: Fit | None, rule: str, predicted_class: str) -> float | None:
     return (k + PRIOR_ANSWERS * share) / (n + PRIOR_ANSWERS)
 
 
+def note(f: Fit | None, rule: str, cls: str) -> list[str]:
+    """What the confidence of an answer of `rule` giving `cls` is measured on, when `f` has it:
+    the line advise adds to the answer's notes."""
+    c = confidence(f, rule, cls)
+    if c is None:
+        return []
+    n, k = f.get(cell(rule, cls), (0, 0))
+    what = "congruent" if cls == "congruent" else "a non-congruent class"
+    mine = f"{k} of {n} answers of the {rule} rule giving {what}" if n else \
+        f"no answer of the {rule} rule gave {what}; the rule's share of answers"
+    return [f"confidence {c:.2f}: {mine} were right in the month's evaluation (congruency evaluate; "
+            "selector/calibration.py)"]
+
+
 def held_out(rows: list[dict]) -> list[float | None]:
     """Each row's calibrated confidence from the answers of the other source ASes (rows'
     `vp_asn`): what the calibration says of a source it has not seen."""

@@ -22,9 +22,9 @@ the accuracy-coverage curve, and the ceiling of rules that answer per destinatio
 `against_truth` asks the same of ASes that are no VP of a generated month, against the
 generator's true routes (synth/truth.py).
 
-`held_out` asks one question at a time: the reference of the set-based evaluation of today's
-rules `congruency evaluate` runs (selector/proxies.py); selector/reference.held_out_reference is
-that of the evaluation with the source's evidence revealed (selector/reveal.py).
+selector/reference.proxies_held_out and held_out_reference ask one question at a time: the
+references of today's rules' evaluation (selector/proxies.py) and of the evaluation with the
+source's evidence revealed (selector/reveal.py).
 """
 from __future__ import annotations
 
@@ -45,8 +45,8 @@ from bgp_congruency.common.tables import SELECTOR_EVAL, sql_type
 from bgp_congruency.congruency.method import edit_distance
 from bgp_congruency.lake import published
 from bgp_congruency.selector import calibration, rules
+from bgp_congruency.selector import proxies as P
 from bgp_congruency.selector import reveal as R
-from bgp_congruency.selector.advice import proxy_answer
 from bgp_congruency.selector.month import Month, resolve_month, table_relation
 from bgp_congruency.selector.question import Evidence, Neighbour
 from bgp_congruency.synth import truth as T
@@ -76,31 +76,6 @@ def pairs_by_vp_as(con, cfg: Config, month: str) -> dict[int, list]:
     for p in pairs:
         by_asn[int(p[1])].append(p)
     return by_asn
-
-
-def held_out(cfg: Config, month: str | None = None, progress=None, asns=None) -> tuple[str, list[dict]]:
-    """(month, one row per observed pair: what the selector answers with the pair's VP held out),
-    one question at a time with advice.proxy_answer, for the VP ASes `asns` (default: all): the
-    reference selector/proxies.answers is checked against (tests/test_proxies.py)."""
-    month = resolve_month(cfg, month)
-    con = duck.connect(cfg)
-    try:
-        by_asn = pairs_by_vp_as(con, cfg, month)
-        if asns is not None:
-            by_asn = {a: p for a, p in by_asn.items() if a in asns}
-        every = Month(con, cfg, month, paths="eval_paths", pairs="eval_pairs")
-        rows = []
-        for i, (asn, mine) in enumerate(sorted(by_asn.items())):
-            if progress:
-                progress(i, len(by_asn), asn)
-            m = every.hiding(frozenset({asn}))
-            for g, a, d, v4, v6, congruent, shared, adjacent in mine:
-                observed = rules.hint_class(congruent, shared, adjacent)
-                rows.append({**scored_row(month, g, int(a), int(d), v4, v6, observed,
-                                     *proxy_answer(m, int(a), int(d), int(d), [])), "kind": "vp"})
-        return month, rows
-    finally:
-        con.close()
 
 
 def revealed_evidence(reveal: str, own: dict, v4, v6, dest: int) -> Evidence:
@@ -206,12 +181,17 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
         rng = random.Random(f"truth:{seed}:{month}:dests")
         asked = {s: rng.sample([d for d in pool if d != s], min(dests, len(pool) - (s in pool))) for s in srcs}
         true = t.paths(month, srcs, sorted({d for ds in asked.values() for d in ds}))
+        # no dual-stacked route: nothing to be right about
+        ds_of = {s: [d for d in asked[s] if true.get((4, s, d)) is not None and true.get((6, s, d)) is not None]
+                 for s in srcs}
+        if reveal == "none":  # every source's questions at once, through the engine advise answers by
+            qs = [(s, d, d) for s in srcs for d in ds_of[s]]
+            got_none = iter(P.sources_answers(con, cfg, month, qs))
         rows = []
         for i, s in enumerate(srcs):
             if progress:
                 progress(i, len(srcs), s)
-            # no dual-stacked route: nothing to be right about
-            ds = [d for d in asked[s] if true.get((4, s, d)) is not None and true.get((6, s, d)) is not None]
+            ds = ds_of[s]
             if reveal != "none":  # the source's questions at once, through the engine advise answers by
                 ev = Evidence({}, {}, "revealed")
                 for d in ds:
@@ -221,7 +201,7 @@ def against_truth(cfg: Config, truth, month: str | None = None, sources: int = T
             for j, d in enumerate(ds):
                 v4, v6 = true[(4, s, d)], true[(6, s, d)]
                 observed, _ = rules.classify(v4, v6, s, d)
-                got = proxy_answer(m, s, d, d, []) if reveal == "none" else hints[j]
+                got = next(got_none)[:2] if reveal == "none" else hints[j]
                 rows.append({**scored_row(month, None, s, d, v4, v6, observed, *got),
                              "kind": t.kind(s) if reveal == "none" else homing(t.net, month, s), "reveal": reveal})
         return month, rows

@@ -181,12 +181,12 @@ class Month:
         return bool(self.con.execute(f"SELECT bool_or(list_contains(path, ?)) FROM {self.paths}",
                                      [asn]).fetchall()[0][0])
 
-    def through_vps(self, asn: int, dests: set[int]) -> list[tuple[str, int]]:
-        """VPs whose path to one of `dests` crosses `asn`: they show its own route."""
+    def through_vps(self, asn: int, d4: int | None, d6: int | None) -> list[tuple[str, int]]:
+        """VPs whose IPv4 path to `d4` or IPv6 path to `d6` crosses `asn`: they show its own route."""
         return sorted((g, int(a)) for g, a in self.con.execute(f"""
             SELECT DISTINCT vp_group, vp_asn FROM {self.paths}
-            WHERE dest_asn IN ({",".join(str(int(d)) for d in dests)}) AND list_position(path, ?::BIGINT) > 1""",
-            [asn]).fetchall())
+            WHERE ((afi = 4 AND dest_asn = $d4) OR (afi = 6 AND dest_asn = $d6)) AND list_position(path, $a::BIGINT) > 1""",
+            {"a": asn, "d4": d4, "d6": d6}).fetchall())
 
     def _once(self, what: str, asn: int, compute):
         """Answers about one AS that do not depend on the destination (is_stub, neighbours,

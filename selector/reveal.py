@@ -79,9 +79,11 @@ _CLASS_SQL = """CASE WHEN {a} = {b} THEN 'congruent'
     THEN 'shared-edge' ELSE 'shared-core' END"""
 
 
-def class_sql(a: str, b: str, src: str, dest: str) -> tuple[str, str]:
-    """(shared ASes, class) of two path expressions from `src` to `dest`, as rules.classify."""
-    shared = f"list_sort(list_filter(list_intersect({a}, {b}), x -> x <> {src} AND x <> {dest}))"
+def class_sql(a: str, b: str, src: str, dest: str, dest6: str | None = None) -> tuple[str, str]:
+    """(shared ASes, class) of two path expressions from `src` to `dest` (`dest6`: the IPv6
+    path's where it differs), as rules.classify."""
+    other = f" AND x IS DISTINCT FROM {dest6}" if dest6 else ""
+    shared = f"list_sort(list_filter(list_intersect({a}, {b}), x -> x <> {src} AND x <> {dest}{other}))"
     return shared, _CLASS_SQL.format(a=a, b=b, s=shared)
 
 
@@ -358,22 +360,26 @@ def read_closing(con, query: str, name: str) -> pa.Table:
         out.unlink(missing_ok=True)
 
 
-def votes(con, name: str, behind: bool = False) -> None:
-    """Temp table `name`: per pair's VP AS v and destination d, rule 6's class (the one most
-    pairs of the other VP ASes to d show; ties to the more cautious), with `behind` rule 7's
-    (each pair's class seen behind one neighbour first: BEHIND_ONE_NEIGHBOUR); columns v, d,
-    cls, n (pairs), vps (their VP ASes), share. The month's counts less v's own, so no
+def votes(con, name: str, behind: bool = False,
+          questions: str = "SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs") -> None:
+    """Temp table `name`: per question (source v, destination d; by default each pair's VP AS
+    and destination), rule 6's class (the one most pairs of the other VP ASes to d show; ties
+    to the more cautious), with `behind` rule 7's (each pair's class seen behind one neighbour
+    first: BEHIND_ONE_NEIGHBOUR); columns v, d, cls, n (its pairs), vps (their VP ASes), who
+    (those ASes, sorted), total (the pairs to d), share. The month's counts less v's own, so no
     question joins every pair to its destination."""
     cls = ("CASE observed " + " ".join(f"WHEN '{a}' THEN '{b}'" for a, b in rules.BEHIND_ONE_NEIGHBOUR.items())
            + " END") if behind else "observed"
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} AS
         WITH c AS (SELECT dest_asn AS d, {cls} AS cls, vp_asn FROM ev_pairs),
-        tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps FROM c GROUP BY ALL),
+        tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps, list(DISTINCT vp_asn ORDER BY vp_asn) AS who
+                FROM c GROUP BY ALL),
         mine AS (SELECT vp_asn AS v, d, cls, count(*) AS n FROM c GROUP BY ALL),
-        q AS (SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs),
-        rest AS (SELECT q.v, q.d, t.cls, t.n - coalesce(m.n, 0) AS n, t.vps - (m.n IS NOT NULL)::INT AS vps
+        q AS ({questions}),
+        rest AS (SELECT q.v, q.d, t.cls, t.n - coalesce(m.n, 0) AS n, t.vps - (m.n IS NOT NULL)::INT AS vps,
+                        list_filter(t.who, x -> x <> q.v) AS who
                  FROM q JOIN tot t ON t.d = q.d LEFT JOIN mine m ON m.v = q.v AND m.d = q.d AND m.cls = t.cls)
-        SELECT v, d, cls, n, vps, n / sum(n) OVER (PARTITION BY v, d) AS share
+        SELECT v, d, cls, n, vps, who, sum(n) OVER (PARTITION BY v, d) AS total, n / sum(n) OVER (PARTITION BY v, d) AS share
         FROM rest WHERE n > 0
         QUALIFY row_number() OVER (PARTITION BY v, d ORDER BY n DESC, list_position({CAUTION_SQL}, cls) DESC) = 1""")
 

@@ -22,7 +22,9 @@ speakers export only their best path, so a VP path that crosses the source S sho
 route from S on; nothing else in the data does. The rule (open choices marked *choice*;
 tried in the order through; for a stub provider, then one-neighbour; for any other source
 destination; then upstream):
-1. Proxies. The VPs whose path to the destination crosses S ("through" proxies). Only when
+1. Proxies. The VPs whose path to the destination crosses S ("through" proxies; for a host
+   whose IPv4 and IPv6 addresses have different origins, the VPs whose IPv4 path to the one or
+   IPv6 path to the other crosses S). Only when
    none shows S's route in both families and rules 5-7 give no class: the VPs seen right
    AFTER S on a month's path
    ([.., S, U, ..]: S hands traffic to U, so U is S's provider or peer: an "upstream"),

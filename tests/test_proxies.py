@@ -1,15 +1,19 @@
 """Today's rules (1-7) evaluated set-based (selector/proxies.py, `evaluate --reveal none`)
-against their reference one question at a time (selector/evaluate.held_out, which asks
-selector/advice.proxy_answer): a hand-made month whose answers are worked out below (each rule
+against their reference one question at a time (selector/reference.proxies_held_out, which asks
+selector/reference.proxy_answer): a hand-made month whose answers are worked out below (each rule
 the held-out evaluation can reach, the stubs' among them: the real sample's VPs are no stubs),
 and the real sample, equal row for row."""
 from __future__ import annotations
 
+import collections
+
 import pytest
 
+from bgp_congruency.common import duck
 from bgp_congruency.congruency import reference
-from bgp_congruency.selector import evaluate as E
 from bgp_congruency.selector import proxies as P
+from bgp_congruency.selector import reference as selector_reference
+from bgp_congruency.selector.month import Month
 from tests.support import hintdata
 from tests.support.data import needs_data
 
@@ -91,7 +95,7 @@ def _equal(sql: list[dict], ref: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_every_rule_as_worked_by_hand_and_as_its_reference(month):
-    _m, ref = E.held_out(month, MONTH)
+    _m, ref = selector_reference.proxies_held_out(month, MONTH)
     for parts in (None, 3):  # one destination partition and three
         sql = P.answers(month, MONTH, parts=parts).to_pylist()
         assert {(r["vp_asn"], r["dest_asn"]): tuple(r[c] for c in COLS) for r in sql
@@ -110,7 +114,70 @@ def _one_source_per_rule(rows: list[dict]) -> set[int]:
 def test_the_set_based_evaluation_equals_its_reference_on_the_real_sample(sample):
     sql = P.answers(sample.cfg, "2026-07").to_pylist()
     asns = _one_source_per_rule(sql)
-    _m, ref = E.held_out(sample.cfg, "2026-07", asns=asns)
+    _m, ref = selector_reference.proxies_held_out(sample.cfg, "2026-07", asns=asns)
     assert {r["rule"] for r in ref} == {"through", "destination", "none"}
     _equal([r for r in sql if r["vp_asn"] in asns], ref)
 
+
+
+def _advise_as_the_reference(cfg, month: str, questions: list[tuple[int, int, int]]) -> collections.Counter:
+    """Each question (source, IPv4 destination, IPv6 destination) answered through the engine
+    as advise asks it (proxies.sources_answers: hint, rule, notes) equals the reference's
+    answer field for field, reason and notes included; returns how many answers each rule gave."""
+    con = duck.connect(cfg)
+    try:
+        got = P.sources_answers(con, cfg, month, questions)
+        m = Month(con, cfg, month)
+        rules = collections.Counter()
+        for (s, d4, d6), (hint, rule, notes) in zip(questions, got):
+            ref_notes: list[str] = []
+            ref, ref_rule = selector_reference.proxy_answer(m, s, d4, d6, ref_notes)
+            assert (rule, hint, notes) == (ref_rule, ref, ref_notes), (s, d4, d6)
+            rules[rule] += 1
+        return rules
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_advise_answers_a_source_that_is_no_vp_as_the_reference_on_the_hand_made_month(month):
+    """Every AS of the hand-made month that is no VP, to every destination, and to every two
+    destinations as a host whose IPv4 and IPv6 addresses have different origins."""
+    vps = {vp for vp, _d in PATHS}
+    ases = sorted({a for p4, p6 in PATHS.values() for p in (p4, p6 or []) for a in p} - vps)
+    dests = sorted({d for _vp, d in PATHS})
+    qs = [(s, d4, d6) for s in ases for d4 in dests for d6 in dests if s not in (d4, d6)]
+    rules = _advise_as_the_reference(month, MONTH, qs)
+    assert set(rules) == {"through", "provider", "one-neighbour", "destination", "upstream", None}, rules
+
+
+@pytest.mark.slow
+@needs_data
+def test_advise_answers_a_source_that_is_no_vp_as_the_reference_on_the_real_sample(sample):
+    """50 ASes of the real sample that are no VP (every 40th AS of its paths, and 10 that hand
+    traffic to a VP), each to 3
+    destinations its paths cross it toward, 3 others, and 2 pairs of these as hosts whose
+    families' origins differ."""
+    con = duck.connect(sample.cfg)
+    try:
+        m = Month(con, sample.cfg, "2026-07")
+        vps = {a for _g, a in m.vps}
+        on = [int(a) for (a,) in con.execute(f"SELECT DISTINCT unnest(path) AS a FROM {m.paths} ORDER BY a").fetchall()]
+        srcs = [a for a in on if a not in vps][::40][:40]
+        # and 10 that hand traffic to a VP (rule 4's upstream proxies)
+        srcs += [int(a) for (a,) in con.execute(f"""
+            SELECT DISTINCT path[i] AS a FROM (SELECT path, unnest(range(1, len(path))) AS i FROM {m.paths})
+            WHERE list_contains($vps::BIGINT[], path[i + 1]) AND NOT list_contains($vps::BIGINT[], path[i])
+            ORDER BY a LIMIT 10""", {"vps": sorted(vps)}).fetchall()]
+        crossed = {int(s): [int(d) for d in ds] for s, ds in con.execute(f"""
+            SELECT s, list(DISTINCT dest_asn ORDER BY dest_asn)[:3] FROM {m.paths}, unnest($s::BIGINT[]) t(s)
+            WHERE list_position(path, s) > 1 GROUP BY s""", {"s": srcs}).fetchall()}
+        dests = [int(d) for (d,) in con.execute(f"SELECT DISTINCT dest_asn FROM {m.pairs} ORDER BY 1").fetchall()]
+    finally:
+        con.close()
+    qs = []
+    for i, s in enumerate(srcs):
+        ds = [d for d in crossed.get(s, []) + dests[i::len(dests) // 3][:3] if d != s]
+        qs += [(s, d, d) for d in ds] + [(s, ds[0], ds[-1]), (s, ds[-1], ds[1])]
+    rules = _advise_as_the_reference(sample.cfg, "2026-07", qs)
+    assert {"through", "destination", "upstream", None} <= set(rules), rules
