@@ -26,6 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench import render  # noqa: E402
+
 ARCHIVE = ROOT.parent / "shared" / "data" / "archive"
 FILES = (
     "rrc01/2024.10/updates.20241001.0055.gz",
@@ -81,6 +84,36 @@ def measure(path: Path) -> dict:
         "withdrawal_share": round(sum(r["withdrawals"] for r in rows) / touches, 4) if touches else None,
         "withdrawn_share_of_touched": round(sum(r["withdrawn"] for r in rows) / max(1, sum(r["touched"] for r in rows)), 4),
     }
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/churn.py: how a session's routes change per hour in the real update files."""
+    if not runs:
+        return []
+    from bgp_congruency.synth import churn
+
+    r = runs[-1]
+    intro = ["`bench/churn.py`: the real update files of the shared archive decoded with `bgpdump -m`; per BGP",
+             "session over the file's window, the distinct prefixes announced or withdrawn (touched), of the",
+             "announcements of a prefix seen before in the window the share with another AS path, and the",
+             "withdrawals. Per hour is the window scaled up (an upper bound: a prefix flapping every minute counts",
+             "each time); the share of a table is against the global table of the family in the file's year (an",
+             "assumption). The generator's model (synth/churn.py) is fitted to the pooled figures: "
+             f"{100 * churn.TOUCHED_PER_HOUR:.2f}% touched per hour, {100 * churn.PATH_CHANGE_SHARE:.1f}% of repeats "
+             f"a new path, {100 * churn.WITHDRAWAL_SHARE:.1f}% withdrawals, {100 * churn.UNSTABLE:.0f}% of the routes "
+             f"unstable; a route differs between snapshots 2 h apart with probability {100 * churn.expected(2):.2f}%, "
+             f"24 h apart {100 * churn.expected(24):.2f}%.",
+             f"`{r['command']}` ({r['date']})."]
+    rows = [[f"`{g['file']}`", render.num(g["window_s"], 0), g["sessions"], render.num(g["median_touched"], 0),
+             g["median_touched_per_hour"], f"{100 * g['median_share_per_hour']:.3f}%", render.pct(g["path_change_share"]),
+             render.pct(g["withdrawal_share"])] for g in r["files"]]
+    p = r["pooled"]
+    rows.append(["pooled (median of the files)", "", "", "", "", f"{100 * p['median_share_per_hour']:.3f}%",
+                 render.pct(p["path_change_share"]), render.pct(p["withdrawal_share"])])
+    return render.section("Churn: how much of a RIB changes per hour (bench/churn.py)", intro,
+                    ["update file", "window s", "sessions", "median touched", "per hour", "of a table per hour",
+                     "repeats with a new path", "withdrawals"], rows, align="lrrrrrrr")
 
 
 def main() -> int:

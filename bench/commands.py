@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import render  # noqa: E402
 from bench.common import ARCHIVE, OUT, machine_facts, repeat, run_child, write_json  # noqa: E402
 
 MONTH = "2026-07"
@@ -47,6 +48,24 @@ def commands(data: Path, tmp: Path) -> list[tuple[str, list[str], str | None]]:
         ("lake snapshots", ["lake", "snapshots", *d], None),
         ("run (everything done: skipped)", [*RUN, *d], None),
     ]
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/commands.py: every command on the real sample month, and `run`'s steps."""
+    if not runs:
+        return []
+    r = runs[-1]
+    run = r["run"]
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in run["steps"].items() if v is not None)
+    intro = [f"`{r['command']}` on the real sample month {r['month']} (`make demo`'s: 843,626 entries, 2,167 pairs),",
+             "each command a fresh process (its interpreter's start included), best of the runs; CPU is user +",
+             "system time of its whole process tree. The docs state command times from this table.", "",
+             f"`congruency run` of the month from nothing: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, "
+             f"peak {run['peak_mib']:,} MiB; by step: {steps}."]
+    rows = [[f"`congruency {c['command']}`", render.num(c["wall_s"]), render.num(c["cpu_s"]), f"{c['peak_mib']:,}"]
+            for c in r["commands"]]
+    return render.section("Commands on the sample month", intro, ["command", "wall s", "CPU s", "peak RSS MiB"], rows, "lrrr")
 
 
 def main(argv=None) -> int:

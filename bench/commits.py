@@ -33,7 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bench.common import OUT  # noqa: E402
 
 TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary", "hints")
@@ -128,6 +131,33 @@ def same_tables(a: Path, b: Path, month: str) -> dict:
                    for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
         out[t] = {"rows": n, "differing_rows": diff}
     return out
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/commits.py: the DuckDB compare job of two commits side by side on one month."""
+    if not runs:
+        return []
+    intro = ["`bench/commits.py --data-dir D --commits A,B`: the whole `congruency compare` (DuckDB engine,",
+             "the config's defaults, hints and publish included) of two commits, each a git worktree, in fresh",
+             "processes into data dirs of their own (a first publish each run), interleaved with the DuckDB scan",
+             "floor, best of --repeat; the published tables compared row for row."]
+    rows = []
+    for r in runs:
+        same = all(v.get("differing_rows", 0) == 0 for v in r["tables"].values())
+        for i, c in enumerate(r["commits"]):
+            rows.append([r["name"] + (f" at {r['limit']}" if r.get("limit") else "")
+                         + (f" ({r['machine']})" if r.get("machine") and not i else ""),
+                         f"`{c['commit'][:9]}` {c['subject'][:60]}", render.num(c["best_s"]),
+                         ", ".join(f"{x:.2f}" for x in c["runs_s"]), render.num(r["floor_s"]), f"{c['vs_floor']:.1f}x",
+                         render.ratio(c.get("vs_first")) if i else "-", common.mib(c["peak_rss"]),
+                         (("identical" if same else "DIFFERENT") + "".join(
+                             f"; {t} only {v['published_by'][0][:9]}" for t, v in r["tables"].items()
+                             if v.get("published_by"))) if i else "",
+                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
+    return render.section("DuckDB compare job: two commits side by side", intro,
+                    ["data", "commit", "best s", "runs s", "floor s", "vs floor", "vs first", "peak RSS", "tables",
+                     "command"], rows, align="llrlrrrrll")
 
 
 def main(argv=None) -> int:

@@ -30,7 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bench.common import OUT  # noqa: E402
 
 TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary")
@@ -60,6 +63,45 @@ def rows(d: Path, table: str) -> list[str]:
 
     t = pq.read_table(d / table)
     return sorted(json.dumps(r, sort_keys=True, default=str) for r in t.to_pylist())
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/duckdb_versions.py: the DuckDB compare on two DuckDB versions, side by side."""
+    if not runs:
+        return []
+    intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the compare's steps (DuckDB",
+             "engine, `bench/steps.py`: everything but the publish, which DuckDB 2.0.1 cannot do here) on one month,",
+             "each DuckDB version in a fresh process, interleaved, best of --repeat; the same checkout, memory limit",
+             "and threads; the tables compared row for row. 1.5.5 is the newest DuckDB whose DuckLake extension",
+             "wheels exist (issue 28), and the project's pin since the catalog. Runs before 2026-11-26 timed the whole",
+             "`congruency compare` instead."]
+    rows = []
+    for r in runs:
+        vs = list(r["versions"])
+        for v in vs:
+            x = r["versions"][v]
+            ratio = x.get("vs_" + vs[0])
+            rows.append([r["name"] + (f" ({r['cpu']})" if r.get("cpu") else ""), r["month"], r["limit"], v,
+                         render.num(x["seconds"], 1),
+                         ", ".join(f"{t:.1f}" for t in x["all_seconds"]), render.ratio(ratio) if ratio else "-",
+                         common.mib(x["maxrss_bytes"]),
+                         ("identical" if r.get("identical") and all(r["identical"].values()) else "DIFFERENT")
+                         if v != vs[0] else "", f"`{r['command']}` ({r['date']}, load after {r['load_after']})"
+                         if v == vs[0] else ""])
+    out = render.section("DuckDB engine on two DuckDB versions", intro,
+                   ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
+                    "command"], rows, align="lllrrlrrll")
+    for r in runs:  # where the versions differ, step by step (the best run's profile of each)
+        st = r.get("steps") or {}
+        if len(st) < 2:
+            continue
+        (a, pa), (b, pb) = list(st.items())[:2]
+        diff = sorted(((pa.get(k, 0) - pb.get(k, 0), k) for k in pb if k != "total_s"), reverse=True)
+        out += [f"Step by step ({r['name']}): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
+                f"{pb['total_s']:.1f} s; the steps that differ most: "
+                + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
+    return out
 
 
 def main() -> int:

@@ -32,7 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bgp_congruency.common import duck  # noqa: E402
 from bgp_congruency.common.config import Config  # noqa: E402
 
@@ -136,6 +139,41 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
         print(f"{step}: {error}", file=sys.stderr)
     (common.OUT / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
+    if not runs:
+        return []
+    intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L] [--engine spark]`: the synthetic archive",
+             "generated (or reused), then one `congruency run` (ingest, compare with the engine shown: DuckDB at",
+             "the memory limit shown, or Spark local[*] with spark.driver.memory 4g; warehouse, reports, hints)",
+             "as a child process; its tree's RSS, the month's staging folder (where DuckDB spills; with Spark,",
+             "also Spark's local dirs) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
+             "brackets, a step's peak RSS (each step placed by the seconds the run records for it). Compare",
+             "rate: entries per second of the compare step; where scales ran in one invocation, the smallest",
+             "scale's rate over this one's (1.0x: linear)."]
+    rows = []
+    for r in sorted(runs, key=lambda r: (r["scale"], r.get("engine", "duckdb"))):
+        peaks = r.get("step_peak_rss_mib") or {}
+        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
+                          for k, v in (r.get("steps") or {}).items() if v is not None)
+        compare = (r.get("steps") or {}).get("compare")
+        rate = f"{r['entries'] / compare / 1e3:,.0f} k/s" if compare and r.get("entries") else "-"
+        if r.get("compare_rate_vs_scale"):
+            rate += f" ({r['compare_rate_vs_scale']['ratio']}x vs {r['compare_rate_vs_scale']['scale']})"
+        rows.append([r["scale"], r.get("engine", "duckdb"), f"{r.get('entries') or 0:,}",
+                     (r.get("synth") or {}).get("snapshots_per_month", "-"), r.get("memory_limit") or "-", render.num(r.get("generate_s"), 0), render.num(r.get("run_wall_s"), 0),
+                     steps, rate, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
+                     f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
+                     f"{r.get('archive_mib', 0):,} MiB",
+                     "yes" if r.get("ok") else "**no**"])
+    return render.section("A real month's size end to end", intro,
+                    ["scale", "engine", "entries", "snapshots", "memory limit", "generate s", "run s", "run steps",
+                     "compare rate", "peak RSS (tree)", "peak spill + staging", "data dir after", "data dir peak",
+                     "archive", "ok"],
+                    rows, "rlrrlrrlrrrrrrl")
 
 
 def main(argv=None) -> int:

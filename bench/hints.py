@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import render  # noqa: E402
 from bench.common import OUT, machine_facts, write_json  # noqa: E402
 from bgp_congruency.common.duck import quote  # noqa: E402
 
@@ -141,6 +142,30 @@ def timed(fn):
     t0 = time.perf_counter()
     r = fn()
     return time.perf_counter() - t0, r
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
+    if not runs:
+        return []
+    intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `selector.table.publish` vs",
+             "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
+             "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",
+             "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process."]
+    rows = []
+    for r in sorted(runs, key=lambda r: r["pairs"]):
+        h, j = r["hints"], r.get("jsonl") or {}
+        rss = j.get("rss_mib") or {}
+        rows.append([f"{r['pairs']:,}", render.num(h["publish_s"]), render.num(h["floor_s"]), f"{h['ratio']}x",
+                     f"{j.get('bytes', 0) / 2**20:,.0f} MiB", render.num(j.get("write_s")), render.num(j.get("per_row_s")),
+                     render.num(j.get("floor_s")), f"{j.get('speedup')}x", f"{j.get('ratio')}x",
+                     f"{rss.get('write', 0):,} / {rss.get('per_row', 0):,} MiB",
+                     "yes" if j.get("byte_identical") else "**no**"])
+    return render.section("Path selector: the hints table and the JSON Lines export", intro,
+                    ["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
+                     "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
+                    rows, "rrrrrrrrrrrl")
 
 
 def main() -> int:

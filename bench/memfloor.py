@@ -25,7 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bench.common import OUT  # noqa: E402
 
 CHILD = """
@@ -79,6 +82,28 @@ def one(data: Path, month: str, limit: str, k: int | None = None) -> dict:
             "peak_rss_mib": rss[0] >> 20,
             "peak_spill_mib": peak[0] >> 20, "last_step": steps[-1] if steps else None,
             "error": None if proc.returncode == 0 else (error or proc.stderr.strip()[-300:])}
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
+    if not runs:
+        return []
+    intro = ["`bench/memfloor.py --data-dir D --limits ... [--partitions K,auto]`: the whole DuckDB compare job",
+             "on one month, once per memory limit and number of VP partitions, each in a fresh process. DuckDB",
+             "does not spill all of a hash aggregate's state, so one partition of a large month fails instead of",
+             "spilling; the rule of pipeline/partitions.py (auto) splits the month into partitions of about",
+             "200 bytes of the limit per entry, where they barely spill (until 2026-11-26: until one fit, 20 bytes).",
+             "Peak RSS: the process tree, DuckDB's cap plus Python, Arrow and the Parquet writer."]
+    rows = [[f"{r['rows']:,}", x["limit"], str(x.get("partitions") or "-"),
+             f"{x['largest_partition']:,}" if x.get("largest_partition") else "-",
+             "yes" if x["ok"] else f"**no** (in {x['last_step']})", render.num(x["seconds"]),
+             f"{x['peak_rss_mib']:,} MiB" if x.get("peak_rss_mib") else "-", f"{x['peak_spill_mib']:,} MiB",
+             f"`{r['command']}`" if i == 0 else ""]
+            for r in runs for i, x in enumerate(r["runs"])]
+    return render.section("DuckDB engine: the memory the compare needs", intro,
+                    ["entries", "memory_limit", "partitions", "largest partition", "finished", "seconds", "peak RSS",
+                     "peak spill", "command"], rows, "rrrrlrrrl")
 
 
 def main(argv=None) -> int:

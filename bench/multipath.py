@@ -40,7 +40,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bgp_congruency.selector import rules  # noqa: E402
 from bgp_congruency.selector.exports import mptcp  # noqa: E402
 from bgp_congruency.selector.exports.local import Interface  # noqa: E402
@@ -351,6 +354,44 @@ def _rates(text: str) -> list[float]:
         return [float(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected rates in Mbit/s such as 40, got {text!r}") from None
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
+    """min / median / max of a spread (bench/multipath.py)."""
+    return " / ".join(fmt.format(x[k]) for k in ("min", "median", "max"))
+
+
+def section(runs: list[dict]) -> list[str]:
+    """bench/multipath.py: one MPTCP connection over IPv4 + IPv6 against single-path TCP."""
+    if not runs:
+        return []
+    intro = ["`bench/multipath.py` (root; network namespaces, `tc tbf` bottlenecks, no netem in this kernel):",
+             "one MPTCP connection with an IPv4 and an IPv6 subflow, configured by the project's own",
+             "`congruency export --format mptcp` script for an `aggregate` hint, against single-path TCP on the",
+             "better family. *disjoint*: IPv4 limited to R4 and IPv6 to R6 on separate links; *shared*: both",
+             "families through one router whose link to the server is limited to R. Goodput is what the server",
+             "received per second after the warm-up; min / median / max over the runs. *Share*: two flows",
+             "started together through the shared bottleneck, the first one's part of their sum (MPTCP against",
+             "TCP; the control, TCP against TCP). The selector's rationales cite these medians",
+             "(selector/measured_gain.json, written by `--advice`)."]
+    rows = []
+    for r in runs:
+        for c in r["cases"]:
+            cap = (f"R4 {c['r4_mbit']:g} + R6 {c['r6_mbit']:g}" if c["topology"] == "disjoint"
+                   else f"R {c['r_mbit']:g}")
+            share = (f"{_mmm(c['mptcp_share_against_tcp'])} (TCP: {_mmm(c['tcp_share_against_tcp'])})"
+                     if "mptcp_share_against_tcp" in c else "-")
+            rows.append([c["topology"], cap, "+".join(c["subflow_families"]), _mmm(c["mptcp_mbit"], "{:.1f}"),
+                         _mmm(c["mptcp_vs_capacity"]), f"IPv{c['better_family']} " + _mmm(c["tcp_mbit"], "{:.1f}"),
+                         _mmm(c["mptcp_vs_tcp"]), share])
+    out = render.section("Multipath gain: MPTCP over IPv4 + IPv6 (bench/multipath.py)", intro,
+                   ["paths", "rates Mbit/s", "subflows", "MPTCP Mbit/s", "MPTCP / capacity", "TCP Mbit/s",
+                    "MPTCP / TCP", "share against TCP"], rows, align="lllrrrrr")
+    for r in runs:
+        out += [f"`{r['command']}` ({r['date']}, kernel {r['kernel']}, {r['runs']} runs of {r['seconds']:g} s, "
+                f"{r['warmup']:g} s warm-up, load before {r['load_before']}; {r.get('cpu')}).", ""]
+    return out
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import common, render  # noqa: E402
 from bench.common import OUT, SHARED, duckdb_config, machine_facts, measured, run_child, write_json  # noqa: E402
 
 MONTH = "2026-07"
@@ -141,6 +142,73 @@ def scale(data: Path, limit: str, work: Path) -> dict:
     out["paths"] = con.execute(f"SELECT count(*) FROM read_parquet('{data}/paths/month={MONTH}/*/*.parquet')")\
         .fetchone()[0]
     return out
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/relationships.py: the inference against the generator's truth, the real sample
+    against CAIDA's 2016 file, and its time and memory at scale beside the compare's."""
+    if not runs:
+        return []
+    r = next((x for x in reversed(runs) if x.get("real")), runs[-1])
+    intro = [f"`{r['command']}`: each generated month (`congruency synth --ases N --vps 12`, seed 1, 2 snapshots)",
+             "run, its `as_relationships` scored per family against the generator's relationships (PPV and TPR;",
+             "hybrid links: a relationship differing between the families, against the true ones), and the input",
+             "choice (representative paths, the product's, against every observation's distinct cleaned path)."]
+    rows = []
+    for g in r.get("generated") or []:
+        for afi in ("4", "6"):
+            sc = g["scores"][afi] if afi in g["scores"] else g["scores"][int(afi)]
+            inp = (g.get("input") or {}).get(afi) or (g.get("input") or {}).get(int(afi)) or {}
+            dist = inp.get("distinct") or {}
+            rows.append([f"{g['ases']:,} ASes", f"IPv{afi}", f"{sc['links']:,}", render.pct(sc["p2c"]["ppv"]),
+                         render.pct(sc["p2c"]["tpr"]), render.pct(sc["p2p"]["ppv"]), render.pct(sc["p2p"]["tpr"]),
+                         f"{render.pct((dist.get('p2c') or {}).get('ppv'))} / {render.pct((dist.get('p2c') or {}).get('tpr'))}"])
+    lines = render.section("AS relationships per family (bench/relationships.py)", intro,
+                     ["month", "family", "links", "p2c PPV", "p2c TPR", "p2p PPV", "p2p TPR",
+                      "p2c PPV / TPR, every observation's path"], rows, "llrrrrrr")
+    hyb = [[f"{g['ases']:,} ASes", f"{g['hybrid'].get('found', '-')}", f"{g['hybrid'].get('true', '-')}",
+            render.pct(g["hybrid"].get("precision")), render.pct(g["hybrid"].get("recall"))]
+           for g in r.get("generated") or [] if isinstance(g.get("hybrid"), dict)]
+    if hyb:
+        lines += ["Hybrid links:", "", common.table(["month", "found", "true", "precision", "recall"], hyb,
+                                                     align="lrrrr"), ""]
+    if r.get("real"):
+        c = r["real"]["caida_2016"]
+        cl = r["real"]["clique"]
+        lines += [f"Real 2026-07 sample against CAIDA's 2016-11 IPv4 file (not the same month: the lasting links): "
+                  f"{c['both']:,} links in both, {render.pct(c['agreement'])} agree. Clique in both families: "
+                  f"{', '.join(map(str, cl['both']))}; IPv4 only: {', '.join(map(str, cl['v4_only']))}; IPv6 only: "
+                  f"{', '.join(map(str, cl['v6_only']))}. Hybrid links: {r['real']['hybrid']['hybrid']:,} of the "
+                  f"{r['real']['hybrid']['both_families']:,} links seen in both families "
+                  f"({render.pct(r['real']['hybrid']['share'])})."
+                  + (f" Decided links: {render.pct(c['decided']['share_decided'])} of those in both; p2c "
+                     f"{c['decided']['p2c']['decided']:,} ({render.pct(c['decided']['p2c']['ppv'])} agree), p2p "
+                     f"{c['decided']['p2p']['decided']:,} ({render.pct(c['decided']['p2p']['ppv'])}); undecided "
+                     f"{c['decided']['undecided']['links']:,} ({c['decided']['undecided']['agree']:,} agree with p2p)."
+                     if c.get("decided") else ""), ""]
+    swept = sorted({(g["ases"], g["vps"]): (x["command"], g) for x in runs for g in x.get("generated") or []
+                    if g.get("decided")}.items())  # a month in both runs: the later run's
+    swept = [v for _k, v in swept]
+    if swept:
+        lines += [f"Decided links (the table's `decided`: valley-free evidence decided them; the rest, p2p by "
+                  f"default, are `rest-p2p` and the provider-less step's assumed peerings: relationships/METHOD.md): "
+                  f"their PPV, the share of the true links decided, and how many undecided links the default gets "
+                  f"right, per number of VPs ({'; '.join(f'`{c}`' for c in dict.fromkeys(c for c, _g in swept))}):",
+                  "",
+                  common.table(["month", "VPs", "family", "decided p2c", "p2c PPV", "decided p2p", "p2p PPV",
+                                "share decided", "undecided, right", "p2p PPV, all links"],
+                               [[f"{g['ases']:,} ASes", str(g["vps"]), f"IPv{afi}", f"{d['p2c']['decided']:,}",
+                                 render.pct(d["p2c"]["ppv"]), f"{d['p2p']['decided']:,}", render.pct(d["p2p"]["ppv"]),
+                                 render.pct(d["share_decided"]),
+                                 f"{d['undecided']['agree']:,} of {d['undecided']['links']:,}" if d.get("undecided")
+                                 else "-", render.pct(g["scores"][afi]["p2p"]["ppv"])]
+                                for _c, g in swept for afi, d in g["decided"].items()], align="lrlrrrrrrr"), ""]
+    if r.get("scale"):
+        lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
+                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],
+                               render.scale_rows(r["scale"]), align="lrrrr"), ""]
+    return lines
 
 
 def main(argv=None) -> int:

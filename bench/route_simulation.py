@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import render  # noqa: E402
 from bench.common import OUT, machine_facts, write_json  # noqa: E402
 
 MONTH = "2026-07"
@@ -126,6 +127,27 @@ def measure(data: Path, archive: Path) -> dict:
                 rows.append((kind, answered, right, (list(p4 or ()) == list(v4)) + (list(p6 or ()) == list(v6))))
         out[label] = {"seconds": round(time.perf_counter() - t0, 1), "kinds": tally(rows)}
     return out
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/route_simulation.py: rule 10 beside routes simulated over inferred and true relationships."""
+    if not runs:
+        return []
+    r = runs[-1]
+    intro = [f"`{r['command']}`: an experiment, not a rule of the product. The generated month's sources that",
+             "are no VP, their neighbours revealed: the product's rule 10 beside each source's route simulated by",
+             "Gao-Rexford preference over the month's inferred relationships, over the links it infers with their",
+             "true relationships, and over the generator's true ones (the ceiling of the preference itself;",
+             "prepending not simulated); against the true paths."]
+    rows = []
+    for mode, m in r["modes"].items():
+        for kind, k in sorted(m["kinds"].items()):
+            rows.append([mode, kind, f"{k['pairs']:,}", render.pct(k["answered"] / k["pairs"] if k["pairs"] else None),
+                         render.pct(k["correct"] / k["answered"] if k["answered"] else None),
+                         render.pct(k["exact"] / k["families"] if k["families"] else None), render.num(m["seconds"], 1)])
+    return render.section("Routes simulated over the relationships (bench/route_simulation.py)", intro,
+                    ["mode", "sources", "pairs", "coverage", "accuracy", "paths exact", "seconds"], rows, "llrrrrr")
 
 
 def main(argv=None) -> int:

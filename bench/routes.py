@@ -38,7 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bench.commits import TABLES, worktree  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
@@ -109,6 +112,41 @@ def child(script_or_cmd, args: list[str], pythonpath: str, label: str, timeout_s
     if got.get("error"):
         raise SystemExit(f"error: {label}: {got['error']}")
     return {"work_s": got.get("work_s", m.wall_s), "wall_s": m.wall_s, "peak_rss": m.tree_peak}
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/routes.py: a month stored as routes against a commit that stored every snapshot."""
+    if not runs:
+        return []
+    intro = ["`bench/routes.py --archive A --commits BASE,HEAD`: each commit, in a git worktree and a data dir of",
+             "its own, ingests the same generated archive (`congruency ingest`) and compares it (`congruency",
+             "compare`, DuckDB, then Spark local[*]; hints and publish included), in fresh processes; the floor is",
+             "a DuckDB scan of what the commit stored. The published tables are compared row for row between the",
+             "commits (DuckDB) and between the engines of each commit. Ratios are the baseline's seconds over",
+             "HEAD's (above 1: HEAD faster or smaller). With `--ingest-only`, only the ingest: the routes the two",
+             "commits stored are compared row for row instead of the tables."]
+    rows = []
+    for r in runs:
+        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1 and v.get("same_snapshots", True)
+                 for pair in r["tables"].values() for v in pair.values())
+        same = "routes identical" if r.get("ingest_only") else "identical"
+        sy = r["synth"]
+        name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
+                f"{', churn' if sy.get('churn') else ''}")
+        for i, c in enumerate(r["commits"]):
+            rows.append([name if not i else "", f"`{c['commit'][:9]}` {c['subject'][:50]}", f"{c['entries']:,}",
+                         common.mib(c["stored_bytes"]), render.num(c["ingest_s"]), render.num(c.get("floor_s")), render.num(c.get("duckdb_s")),
+                         render.num(c.get("spark_s")), common.mib(c.get("duckdb_peak_rss")),
+                         (same if ok else "DIFFERENT") if i else "",
+                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
+        q = r["ratios"]
+        rows.append(["", "ratios (baseline / HEAD)", "", render.ratio(q.get("stored_smaller")),
+                     render.ratio(1 / q["ingest"]) if q.get("ingest") else "-", "", render.ratio(q.get("duckdb_compare_faster")),
+                     render.ratio(q.get("spark_compare_faster")), "", "", ""])
+    return render.section("A month stored as routes (bench/routes.py)", intro,
+                    ["month", "commit", "entries", "stored", "ingest s", "floor s", "DuckDB compare s",
+                     "Spark compare s", "DuckDB peak RSS", "tables", "command"], rows, align="llrrrrrrrll")
 
 
 def main(argv=None) -> int:

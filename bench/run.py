@@ -28,7 +28,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 from bench import compare as cmp  # noqa: E402
 from bench import ingest as ing  # noqa: E402
 from bench.common import MiB, mib, rate  # noqa: E402
@@ -95,14 +98,6 @@ def load_previous() -> dict:
     return json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.is_file() else {}
 
 
-def _s(x, nd=2):
-    return "-" if x is None else f"{x:,.{nd}f}"
-
-
-def _ratio(x):
-    return "-" if x is None else f"{x:.2f}x"
-
-
 def _runs(s: dict) -> list[tuple[dict, list[str]]]:
     """The runs behind a scale's figures: (command, date, repeat, load) -> the stages it measured."""
     meta = s.get("stage_runs") or {st: s for st in s["stages"]}  # older results: one run per scale
@@ -153,8 +148,8 @@ def render_md(doc: dict) -> str:
     rows = []
     for s in scales:
         for name, v in s["stages"].get("ingest", {}).items():
-            rows.append([s["scale"], f"{s['entries']:,}", name, _s(v["seconds"]), rate(v["entries_per_s"]),
-                         _ratio(v["time_vs_bgpdump_m"]), _s(v.get("cpu_s"), 1), mib(v["maxrss_bytes"]),
+            rows.append([s["scale"], f"{s['entries']:,}", name, render.num(v["seconds"]), rate(v["entries_per_s"]),
+                         render.ratio(v["time_vs_bgpdump_m"]), render.num(v.get("cpu_s"), 1), mib(v["maxrss_bytes"]),
                          mib(v["tree_peak_bytes"])])
     lines += [common.table(["scale", "entries", "variant", "seconds", "entries/s", "vs bgpdump -m", "CPU s",
                             "peak RSS max proc", "peak RSS tree"], rows, align="rrlrrrrrr"), ""]
@@ -165,8 +160,8 @@ def render_md(doc: dict) -> str:
     rows = []
     for s in scales:
         for name, v in s["stages"].get("compare", {}).items():
-            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
-                         _ratio(v["time_vs_floor"]), _s(v["session_s"], 1), _s(v.get("cpu_s"), 0),
+            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, render.num(v["work_s"]), rate(v["rows_per_s"]),
+                         render.ratio(v["time_vs_floor"]), render.num(v["session_s"], 1), render.num(v.get("cpu_s"), 0),
                          mib(v["maxrss_bytes"]), mib(v["jvm_hwm_bytes"]), mib(v["tree_peak_bytes"])])
     lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "session s",
                             "CPU s (process)", "peak RSS max proc", "JVM VmHWM", "peak RSS tree"], rows,
@@ -186,9 +181,9 @@ def render_md(doc: dict) -> str:
             meta = s.get("stage_runs") or {}
             same = meta.get("compare") == meta.get("duckdb")
             job = (s["stages"].get("compare") or {}).get("spark job", {}).get("work_s") if same else None
-            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, _s(v["work_s"]), rate(v["rows_per_s"]),
-                         _ratio(v["time_vs_floor"]), _ratio(v["work_s"] / job if job and v["work_s"] and name == "duckdb job" else None),
-                         _s(v.get("cpu_s"), 0), mib(v["maxrss_bytes"]),
+            rows.append([s["scale"], f"{v.get('rows') or s['entries']:,}", name, render.num(v["work_s"]), rate(v["rows_per_s"]),
+                         render.ratio(v["time_vs_floor"]), render.ratio(v["work_s"] / job if job and v["work_s"] and name == "duckdb job" else None),
+                         render.num(v.get("cpu_s"), 0), mib(v["maxrss_bytes"]),
                          ("identical" if chk.get("identical") else "DIFFERENT" if chk else "-") if name == "duckdb job" else ""])
     lines += [common.table(["scale", "rows", "variant", "seconds", "rows/s", "vs floor", "vs Spark job",
                             "CPU s (process)", "peak RSS", "check"], rows, align="rrlrrrrrrl"), ""]
@@ -200,7 +195,7 @@ def render_md(doc: dict) -> str:
             r = real["ingest"]
             lines += [f"`{r.get('command', 'bench/ingest.py')}` on route-views2 rib.20260730.1400.bz2 "
                       f"({r['entries']:,} entries):", ""]
-            rows = [[n, _s(v["seconds"]), rate(v["entries_per_s"]), _ratio(v["time_vs_bgpdump_m"]),
+            rows = [[n, render.num(v["seconds"]), rate(v["entries_per_s"]), render.ratio(v["time_vs_bgpdump_m"]),
                      mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"])] for n, v in r["variants"].items()]
             lines += [common.table(["variant", "seconds", "entries/s", "vs bgpdump -m", "peak RSS max proc",
                                     "peak RSS tree"], rows), "", *_targets(r)]
@@ -212,7 +207,7 @@ def render_md(doc: dict) -> str:
                           + (", decompressed first (raw MRT)" if "--raw" in (r.get("command") or "") else "")
                           + (", every variant pinned to one CPU" if "--one-core" in (r.get("command") or "") else "")
                           + ":", ""]
-                rows = [[n, _s(v["seconds"]), rate(v["entries_per_s"]), _ratio(v["time_vs_bgpdump_m"]),
+                rows = [[n, render.num(v["seconds"]), rate(v["entries_per_s"]), render.ratio(v["time_vs_bgpdump_m"]),
                          mib(v["maxrss_bytes"]), mib(v["tree_peak_bytes"])] for n, v in r["variants"].items()]
                 lines += [common.table(["variant", "seconds", "entries/s", "vs bgpdump -m", "peak RSS max proc",
                                         "peak RSS tree"], rows), "", *_targets(r)]
@@ -220,568 +215,16 @@ def render_md(doc: dict) -> str:
             r = real["compare"]
             lines += [f"`{r.get('command', 'bench/compare.py')}` ({r['rows']:,} rows, min_coverage "
                       f"{r.get('min_coverage')}):", ""]
-            rows = [[n, _s(v["work_s"]), rate(v["rows_per_s"]), _ratio(v["time_vs_floor"]), _s(v["session_s"], 1),
+            rows = [[n, render.num(v["work_s"]), rate(v["rows_per_s"]), render.ratio(v["time_vs_floor"]), render.num(v["session_s"], 1),
                      mib(v["maxrss_bytes"]), mib(v["jvm_hwm_bytes"]), mib(v["tree_peak_bytes"])]
                     for n, v in r["variants"].items()]
             lines += [common.table(["variant", "seconds", "rows/s", "vs floor", "session s", "peak RSS max proc",
                                     "JVM VmHWM", "peak RSS tree"], rows), ""]
-    lines += _steps_section(real.get("steps") or []) + _endtoend_section(real.get("endtoend") or [])
-    lines += _generate_section(real.get("generate") or []) + _hints_section(real.get("hints") or [])
-    lines += _commands_section(real.get("commands") or [])
-    lines += _memfloor_section(real.get("memfloor") or []) + _versions_section(real.get("duckdb_versions") or [])
-    lines += _commits_section(real.get("commits") or [])
-    lines += _churn_section(real.get("churn") or []) + _routes_section(real.get("routes") or [])
-    lines += _multipath_section(real.get("multipath") or [])
-    lines += _relationships_section(real.get("relationships") or [])
-    lines += _reveal_section(real.get("reveal") or [])
-    lines += _route_simulation_section(real.get("route_simulation") or [])
-    lines += _s3_section(real.get("s3") or [])
+    lines += render.sections(real)
     if doc.get("notes"):
         lines += ["## What limits each stage", "", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["![time and peak RSS against entries](RESULTS.png)", ""]
     return "\n".join(lines)
-
-
-def _steps_section(profiles: list[dict]) -> list[str]:
-    """bench/steps.py's profiles: the compare job step by step, engines side by side per month."""
-    if not profiles:
-        return []
-    lines = ["## Compare job by step", "",
-             "`bench/steps.py` (one fresh process per engine, nothing else running): wall seconds from each",
-             "step's start to the next one's; a view is paid by the first step that reads it (listed in",
-             "brackets). Spark's session start is not counted.", ""]
-    by_data: dict[str, list[dict]] = {}
-    for p in profiles:
-        by_data.setdefault(p["data_dir"], []).append(p)
-    for data, ps in by_data.items():
-        ps = sorted(ps, key=lambda p: p["engine"], reverse=True)  # spark, duckdb
-        names: list[str] = []
-        for p in ps:
-            names += [r["step"] for r in p["steps"] if r["step"] not in names]
-        cell = {(j, r["step"]): r for j, p in enumerate(ps) for r in p["steps"]}  # a column per profile
-        rows = []
-        for n in names:
-            paid = next((", ".join(c["views_paid"]) for j in range(len(ps))
-                         if (c := cell.get((j, n))) and c["views_paid"]), "")
-            rows.append([n + (f" (+ {paid})" if paid else ""),
-                         *[_s(cell[(j, n)]["seconds"]) if (j, n) in cell else "-" for j in range(len(ps))]])
-        rows.append(["**total**", *[f"**{_s(p['total_s'])}**" for p in ps]])
-        heads = [p["engine"] + (f" {p['memory_limit']}, K={p.get('partitions', 1)}" if p.get("memory_limit") else "")
-                 + " s" for p in ps]
-        lines += [f"{data} ({ps[0].get('rows', 0):,} rows), month {ps[0]['month']}: "
-                  + "; ".join(f"`{p.get('command', 'bench/steps.py')}`" for p in ps), "",
-                  common.table(["step", *heads], rows, align="l" + "r" * len(ps)), ""]
-    return lines
-
-
-def _section(title: str, intro: list[str], headers: list[str], rows: list[list], align: str) -> list[str]:
-    """A RESULTS.md section: its heading, what the bench does, and its table."""
-    return [f"## {title}", "", *intro, "", common.table(headers, rows, align=align), ""]
-
-
-def _endtoend_section(runs: list[dict]) -> list[str]:
-    """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
-    if not runs:
-        return []
-    intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L] [--engine spark]`: the synthetic archive",
-             "generated (or reused), then one `congruency run` (ingest, compare with the engine shown: DuckDB at",
-             "the memory limit shown, or Spark local[*] with spark.driver.memory 4g; warehouse, reports, hints)",
-             "as a child process; its tree's RSS, the month's staging folder (where DuckDB spills; with Spark,",
-             "also Spark's local dirs) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
-             "brackets, a step's peak RSS (each step placed by the seconds the run records for it). Compare",
-             "rate: entries per second of the compare step; where scales ran in one invocation, the smallest",
-             "scale's rate over this one's (1.0x: linear)."]
-    rows = []
-    for r in sorted(runs, key=lambda r: (r["scale"], r.get("engine", "duckdb"))):
-        peaks = r.get("step_peak_rss_mib") or {}
-        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
-                          for k, v in (r.get("steps") or {}).items() if v is not None)
-        compare = (r.get("steps") or {}).get("compare")
-        rate = f"{r['entries'] / compare / 1e3:,.0f} k/s" if compare and r.get("entries") else "-"
-        if r.get("compare_rate_vs_scale"):
-            rate += f" ({r['compare_rate_vs_scale']['ratio']}x vs {r['compare_rate_vs_scale']['scale']})"
-        rows.append([r["scale"], r.get("engine", "duckdb"), f"{r.get('entries') or 0:,}",
-                     (r.get("synth") or {}).get("snapshots_per_month", "-"), r.get("memory_limit") or "-", _s(r.get("generate_s"), 0), _s(r.get("run_wall_s"), 0),
-                     steps, rate, f"{r.get('peak_rss_mib', 0):,} MiB", f"{r.get('peak_staging_mib', 0):,} MiB",
-                     f"{r.get('data_dir_mib', 0):,} MiB", f"{r.get('peak_data_dir_mib', 0):,} MiB",
-                     f"{r.get('archive_mib', 0):,} MiB",
-                     "yes" if r.get("ok") else "**no**"])
-    return _section("A real month's size end to end", intro,
-                    ["scale", "engine", "entries", "snapshots", "memory limit", "generate s", "run s", "run steps",
-                     "compare rate", "peak RSS (tree)", "peak spill + staging", "data dir after", "data dir peak",
-                     "archive", "ok"],
-                    rows, "rlrrlrrlrrrrrrl")
-
-
-def _generate_section(runs: list[dict]) -> list[str]:
-    """bench/synth.py: the generator with one writer and with one forked writer per CPU."""
-    if not runs:
-        return []
-    intro = ["`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
-             "truth: one process writing the files, then one forked writer per CPU after routing. Routing is",
-             "the same single-process pass in both."]
-    rows = []
-    for r in sorted(runs, key=lambda r: r["scale"]):
-        a, b = r["one_writer"], r["forked_writers"]
-        rows.append([r["scale"], f"{r['entries']:,}", r["files"], f"{r['synth']['ases']:,}", _s(a["routing_s"]),
-                     _s(a["writing_s"]), f"{b['workers']}", _s(b["writing_s"]), _s(a["seconds"]), _s(b["seconds"]),
-                     f"{r['speedup']}x", "yes" if r["identical_files"] else "**no**"])
-    return _section("The synthetic generator: one writer vs forked writers", intro,
-                    ["scale", "entries", "files", "ASes", "routing s", "writing s (1)", "writers",
-                     "writing s (forked)", "total s (1)", "total s (forked)", "speedup", "same files"],
-                    rows, "rrrrrrrrrrrl")
-
-
-def _hints_section(runs: list[dict]) -> list[str]:
-    """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
-    if not runs:
-        return []
-    intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `selector.table.publish` vs",
-             "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
-             "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",
-             "and DuckDB's own `COPY ... (FORMAT json)`, each in its own process."]
-    rows = []
-    for r in sorted(runs, key=lambda r: r["pairs"]):
-        h, j = r["hints"], r.get("jsonl") or {}
-        rss = j.get("rss_mib") or {}
-        rows.append([f"{r['pairs']:,}", _s(h["publish_s"]), _s(h["floor_s"]), f"{h['ratio']}x",
-                     f"{j.get('bytes', 0) / 2**20:,.0f} MiB", _s(j.get("write_s")), _s(j.get("per_row_s")),
-                     _s(j.get("floor_s")), f"{j.get('speedup')}x", f"{j.get('ratio')}x",
-                     f"{rss.get('write', 0):,} / {rss.get('per_row', 0):,} MiB",
-                     "yes" if j.get("byte_identical") else "**no**"])
-    return _section("Path selector: the hints table and the JSON Lines export", intro,
-                    ["pairs", "publish s", "floor s", "ratio", "export size", "export s", "per-row s",
-                     "COPY s", "speedup", "vs COPY", "peak RSS (export / per-row)", "same bytes"],
-                    rows, "rrrrrrrrrrrl")
-
-
-def _commands_section(runs: list[dict]) -> list[str]:
-    """bench/commands.py: every command on the real sample month, and `run`'s steps."""
-    if not runs:
-        return []
-    r = runs[-1]
-    run = r["run"]
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in run["steps"].items() if v is not None)
-    intro = [f"`{r['command']}` on the real sample month {r['month']} (`make demo`'s: 843,626 entries, 2,167 pairs),",
-             "each command a fresh process (its interpreter's start included), best of the runs; CPU is user +",
-             "system time of its whole process tree. The docs state command times from this table.", "",
-             f"`congruency run` of the month from nothing: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, "
-             f"peak {run['peak_mib']:,} MiB; by step: {steps}."]
-    rows = [[f"`congruency {c['command']}`", _s(c["wall_s"]), _s(c["cpu_s"]), f"{c['peak_mib']:,}"]
-            for c in r["commands"]]
-    return _section("Commands on the sample month", intro, ["command", "wall s", "CPU s", "peak RSS MiB"], rows, "lrrr")
-
-
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
-def _scale_rows(scale: dict) -> list[list]:
-    """A bench's fresh processes on the scale month: wall, CPU, peak RSS (largest process, tree)."""
-    return [[f"`{k}`", _s(v["wall_s"], 1), _s(v["cpu_s"], 1), f"{v['peak_mib']:,}", f"{v['tree_peak_mib']:,}"]
-            for k, v in scale.items() if isinstance(v, dict) and "wall_s" in v]
-
-
-def _relationships_section(runs: list[dict]) -> list[str]:
-    """bench/relationships.py: the inference against the generator's truth, the real sample
-    against CAIDA's 2016 file, and its time and memory at scale beside the compare's."""
-    if not runs:
-        return []
-    r = next((x for x in reversed(runs) if x.get("real")), runs[-1])
-    intro = [f"`{r['command']}`: each generated month (`congruency synth --ases N --vps 12`, seed 1, 2 snapshots)",
-             "run, its `as_relationships` scored per family against the generator's relationships (PPV and TPR;",
-             "hybrid links: a relationship differing between the families, against the true ones), and the input",
-             "choice (representative paths, the product's, against every observation's distinct cleaned path)."]
-    rows = []
-    for g in r.get("generated") or []:
-        for afi in ("4", "6"):
-            sc = g["scores"][afi] if afi in g["scores"] else g["scores"][int(afi)]
-            inp = (g.get("input") or {}).get(afi) or (g.get("input") or {}).get(int(afi)) or {}
-            dist = inp.get("distinct") or {}
-            rows.append([f"{g['ases']:,} ASes", f"IPv{afi}", f"{sc['links']:,}", _pct(sc["p2c"]["ppv"]),
-                         _pct(sc["p2c"]["tpr"]), _pct(sc["p2p"]["ppv"]), _pct(sc["p2p"]["tpr"]),
-                         f"{_pct((dist.get('p2c') or {}).get('ppv'))} / {_pct((dist.get('p2c') or {}).get('tpr'))}"])
-    lines = _section("AS relationships per family (bench/relationships.py)", intro,
-                     ["month", "family", "links", "p2c PPV", "p2c TPR", "p2p PPV", "p2p TPR",
-                      "p2c PPV / TPR, every observation's path"], rows, "llrrrrrr")
-    hyb = [[f"{g['ases']:,} ASes", f"{g['hybrid'].get('found', '-')}", f"{g['hybrid'].get('true', '-')}",
-            _pct(g["hybrid"].get("precision")), _pct(g["hybrid"].get("recall"))]
-           for g in r.get("generated") or [] if isinstance(g.get("hybrid"), dict)]
-    if hyb:
-        lines += ["Hybrid links:", "", common.table(["month", "found", "true", "precision", "recall"], hyb,
-                                                     align="lrrrr"), ""]
-    if r.get("real"):
-        c = r["real"]["caida_2016"]
-        cl = r["real"]["clique"]
-        lines += [f"Real 2026-07 sample against CAIDA's 2016-11 IPv4 file (not the same month: the lasting links): "
-                  f"{c['both']:,} links in both, {_pct(c['agreement'])} agree. Clique in both families: "
-                  f"{', '.join(map(str, cl['both']))}; IPv4 only: {', '.join(map(str, cl['v4_only']))}; IPv6 only: "
-                  f"{', '.join(map(str, cl['v6_only']))}. Hybrid links: {r['real']['hybrid']['hybrid']:,} of the "
-                  f"{r['real']['hybrid']['both_families']:,} links seen in both families "
-                  f"({_pct(r['real']['hybrid']['share'])})."
-                  + (f" Decided links: {_pct(c['decided']['share_decided'])} of those in both; p2c "
-                     f"{c['decided']['p2c']['decided']:,} ({_pct(c['decided']['p2c']['ppv'])} agree), p2p "
-                     f"{c['decided']['p2p']['decided']:,} ({_pct(c['decided']['p2p']['ppv'])}); undecided "
-                     f"{c['decided']['undecided']['links']:,} ({c['decided']['undecided']['agree']:,} agree with p2p)."
-                     if c.get("decided") else ""), ""]
-    swept = sorted({(g["ases"], g["vps"]): (x["command"], g) for x in runs for g in x.get("generated") or []
-                    if g.get("decided")}.items())  # a month in both runs: the later run's
-    swept = [v for _k, v in swept]
-    if swept:
-        lines += [f"Decided links (the table's `decided`: valley-free evidence decided them; the rest, p2p by "
-                  f"default, are `rest-p2p` and the provider-less step's assumed peerings: relationships/METHOD.md): "
-                  f"their PPV, the share of the true links decided, and how many undecided links the default gets "
-                  f"right, per number of VPs ({'; '.join(f'`{c}`' for c in dict.fromkeys(c for c, _g in swept))}):",
-                  "",
-                  common.table(["month", "VPs", "family", "decided p2c", "p2c PPV", "decided p2p", "p2p PPV",
-                                "share decided", "undecided, right", "p2p PPV, all links"],
-                               [[f"{g['ases']:,} ASes", str(g["vps"]), f"IPv{afi}", f"{d['p2c']['decided']:,}",
-                                 _pct(d["p2c"]["ppv"]), f"{d['p2p']['decided']:,}", _pct(d["p2p"]["ppv"]),
-                                 _pct(d["share_decided"]),
-                                 f"{d['undecided']['agree']:,} of {d['undecided']['links']:,}" if d.get("undecided")
-                                 else "-", _pct(g["scores"][afi]["p2p"]["ppv"])]
-                                for _c, g in swept for afi, d in g["decided"].items()], align="lrlrrrrrrr"), ""]
-    if r.get("scale"):
-        lines += [f"At scale ({r['scale'].get('paths', 0):,} representative paths), each a fresh process:", "",
-                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"],
-                               _scale_rows(r["scale"]), align="lrrrr"), ""]
-    return lines
-
-
-def _reveal_section(runs: list[dict]) -> list[str]:
-    """bench/reveal.py: the path selector told the source's first hops or neighbours."""
-    if not runs:
-        return []
-    scaled = [x for x in runs if x.get("scale")]  # `--scale` alone: a run of its own
-    r = next((x for x in reversed(runs) if x.get("real") or x.get("generated")), runs[-1])
-    if scaled:
-        r = {**r, "scale": scaled[-1]["scale"], "scale_command": scaled[-1]["command"]}
-    intro = [f"`{r['command']}`: each evaluation mode side by side; real: every VP AS of the sample held out in",
-             "turn (its own pairs as the truth); generated: 40 ASes that are no VP (20 stubs, 20 transit) against",
-             "the generator's true paths. Worst gap: the largest difference between calibrated confidence and",
-             "accuracy over the bins of 30 answers or more (the calibration fitted on the other sources' rows), the",
-             "bins those of the confidence the calibration of all rows states for each answer's cell; own-value",
-             "bins: binned by each answer's own held-out value instead (the binning before 2026-11-28, which splits",
-             "a cell by its sources' accuracy: selector/calibration.py)."]
-    rows = []
-    for part in ("real", "generated"):
-        for m in r.get(part) or []:
-            rules = ", ".join(f"{k} {_pct(v['accuracy'])} of {v['answered']:,}" for k, v in m["rules"].items()
-                              if v.get("answered"))
-            rows.append([part, m["mode"], f"{m['pairs']:,}", _pct(m["coverage"]), _pct(m["accuracy"]), rules,
-                         _gap(m.get("worst_gap")), _gap(m.get("worst_gap_own_bins")), _s(m["seconds"], 1)])
-    lines = _section("Path selector with the source's evidence (bench/reveal.py)", intro,
-                     ["set", "mode", "pairs", "coverage", "accuracy", "per rule", "worst gap",
-                      "own-value bins", "seconds"], rows, "llrrrlrrr")
-    from bgp_congruency.selector.evaluate import TRUTH_DESTS  # the questions asked of each generated source
-
-    kinds = [[m["mode"], k, f"{v['pairs'] // TRUTH_DESTS:,}", f"{v['pairs']:,}", _pct(v["coverage"]), _pct(v["accuracy"])]
-             for m in r.get("generated") or [] if m["mode"] != "none: today's rules"
-             for k, v in sorted(m["kinds"].items())]
-    if kinds:
-        lines += ["The generated sources by how they are homed (evaluate's `homing`: a stub with one neighbour per",
-                  "family, a multi-homed stub, a transit AS with customers; "
-                  f"{TRUTH_DESTS} questions per source):", "",
-                  common.table(["mode", "sources", f"how many (pairs / {TRUTH_DESTS})", "pairs", "coverage", "accuracy"], kinds, align="llrrrr"), ""]
-    vps = [[f"AS{v['vp_asn']}", f"{v['neighbours_v4']:,} / {v['neighbours_v6']:,}", f"{v['pairs']:,}",
-            _pct(v["answered"] / v["pairs"] if v["pairs"] else None),
-            _pct(v["correct"] / v["answered"] if v["answered"] else None),
-            ", ".join(f"{k} {n:,}" for k, n in v["rules"].items())]
-           for m in r.get("real") or [] for v in sorted(m.get("by_vp") or [], key=lambda v: -v["pairs"])]
-    if vps:
-        lines += ["Where the real `neighbours` mode fails: each held-out VP AS, its neighbours (what the mode reveals:",
-                  "the second ASes of its paths, IPv4 / IPv6) beside its pairs, most pairs first:", "",
-                  common.table(["VP AS", "neighbours", "pairs", "coverage", "accuracy", "answers per rule"], vps,
-                               align="lrrrrl"), ""]
-    why = next((m["why"] for m in r.get("real") or [] if m.get("why")), None)
-    if why:
-        total = sum(why.values())
-        lines += ["The same, per family question (`bench/reveal.py` why_wrong: one question at a time through",
-                  "selector/reference.family_route, the reference), by what made its path:", "",
-                  common.table(["family questions", "how many", "share"],
-                               [[k, f"{n:,}", _pct(n / total)] for k, n in why.items()], align="lrr"), ""]
-    lines += _neighbours_target(r, next((x for x in reversed(runs) if x.get("vps")), None))
-    if r.get("scale"):
-        sc = r["scale"]
-        lines += [f"At scale (`{r.get('scale_command', r['command'])}`: source AS{sc['source']}, --via4 {sc['via4']} "
-                  f"--via6 {sc['via6']}, to AS{sc['destination']}), each a fresh process:", "",
-                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"], _scale_rows(sc),
-                               align="lrrrr"), ""]
-        ev = sc.get("evaluate") or {}
-        if any("worst_gap" in e for e in ev.values()):
-            lines += ["Their answers: " + "; ".join(
-                f"{mode} {e['coverage']:.1%} answered, {e['accuracy']:.1%} right, worst calibrated bin "
-                f"{_gap(e.get('worst_gap'))} ("
-                + ", ".join(f"{k} {_pct(v['accuracy'])} of {v['answered']:,}" for k, v in e["rules"].items()
-                            if v.get("answered")) + ")" for mode, e in ev.items()) + ".", ""]
-    inf = next((x for x in reversed(runs) if x.get("inferred_at_scale")), None)
-    if inf:
-        got = inf["inferred_at_scale"]
-        a = got.get("answers") or {}
-        lines += [f"Rule 11 (off in the product) at scale, `{inf['command']}`: the first-hop mode's answers with it, a",
-                  "fresh process, not published:", "",
-                  common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"], _scale_rows(got),
-                               align="lrrrr"), "",
-                  f"{a.get('coverage', 0):.1%} answered, {a.get('accuracy') or 0:.1%} right ("
-                  + ", ".join(f"{k} {_pct(v['accuracy'])} of {v['answered']:,}" for k, v in (a.get("rules") or {}).items()
-                              if v.get("answered")) + ").", ""]
-    return lines
-
-
-def _gap(x) -> str:
-    return "-" if x is None else f"{x:.3f}"
-
-
-def _neighbours_target(r: dict, swept: dict | None) -> list[str]:
-    """The `neighbours` target of issue 47 (90% at 70% coverage, multi-homed stubs and transit
-    sources together) on the generated month, and on months of more VPs (`--vps`)."""
-    from bench.reveal import TARGET
-
-    acc, cov = TARGET
-    rows = [["12 (the run above)", m["mode"], m["target"], m.get("worst_gap"), m.get("worst_gap_own_bins")]
-            for m in r.get("generated") or [] if m.get("target")]
-    rows += [[str(v["vps"]), m["mode"], m["target"], m.get("worst_gap"), m.get("worst_gap_own_bins")]
-             for v in (swept or {}).get("vps", []) for m in v["modes"]]
-    if not rows:
-        return []
-    links = {v["vps"]: v["links"] for v in (swept or {}).get("vps", [])}
-    body = [[vps, mode, ", ".join(f"{n} {k}" for k, n in t["sources"].items()), f"{t['pairs']:,}", _pct(t["coverage"]),
-             _pct(t["accuracy"]), _pct(t["coverage_at_accuracy"]), _pct(t["accuracy_at_coverage"]), _gap(gap),
-             _gap(own),
-             " / ".join(f"{links[int(vps)][a]['month']:,} of {links[int(vps)][a]['true']:,}" for a in ("4", "6"))
-             if vps.isdigit() and int(vps) in links else "-"] for vps, mode, t, gap, own in rows]
-    intro = [f"The `neighbours` target (issue 47: at least {acc:.0%} right at at least {cov:.0%} coverage, the",
-             "generated month's multi-homed stubs and transit sources together; on their calibrated curve, the best",
-             f"coverage at {acc:.0%} or more and the best accuracy at {cov:.0%} coverage or more). More VPs:",
-             f"`{swept['command']}`, each month made by the guide's commands with only `--vps` changed (seed 1,"
-             if swept else "", "400 ASes); links: the month's as_relationships against the generator's, IPv4 / IPv6:"
-             if swept else ""]
-    return [line for line in intro if line] + ["", common.table(
-        ["--vps", "mode", "sources", "pairs", "coverage", "accuracy", f"coverage at {acc:.0%}", f"accuracy at {cov:.0%}",
-         "worst gap (all sources)", "own-value bins", "links in the month"], body, align="llrrrrrrrrr"), ""]
-
-
-def _route_simulation_section(runs: list[dict]) -> list[str]:
-    """bench/route_simulation.py: rule 10 beside routes simulated over inferred and true relationships."""
-    if not runs:
-        return []
-    r = runs[-1]
-    intro = [f"`{r['command']}`: an experiment, not a rule of the product. The generated month's sources that",
-             "are no VP, their neighbours revealed: the product's rule 10 beside each source's route simulated by",
-             "Gao-Rexford preference over the month's inferred relationships, over the links it infers with their",
-             "true relationships, and over the generator's true ones (the ceiling of the preference itself;",
-             "prepending not simulated); against the true paths."]
-    rows = []
-    for mode, m in r["modes"].items():
-        for kind, k in sorted(m["kinds"].items()):
-            rows.append([mode, kind, f"{k['pairs']:,}", _pct(k["answered"] / k["pairs"] if k["pairs"] else None),
-                         _pct(k["correct"] / k["answered"] if k["answered"] else None),
-                         _pct(k["exact"] / k["families"] if k["families"] else None), _s(m["seconds"], 1)])
-    return _section("Routes simulated over the relationships (bench/route_simulation.py)", intro,
-                    ["mode", "sources", "pairs", "coverage", "accuracy", "paths exact", "seconds"], rows, "llrrrrr")
-
-
-def _versions_section(runs: list[dict]) -> list[str]:
-    """bench/duckdb_versions.py: the DuckDB compare on two DuckDB versions, side by side."""
-    if not runs:
-        return []
-    intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the compare's steps (DuckDB",
-             "engine, `bench/steps.py`: everything but the publish, which DuckDB 2.0.1 cannot do here) on one month,",
-             "each DuckDB version in a fresh process, interleaved, best of --repeat; the same checkout, memory limit",
-             "and threads; the tables compared row for row. 1.5.5 is the newest DuckDB whose DuckLake extension",
-             "wheels exist (issue 28), and the project's pin since the catalog. Runs before 2026-11-26 timed the whole",
-             "`congruency compare` instead."]
-    rows = []
-    for r in runs:
-        vs = list(r["versions"])
-        for v in vs:
-            x = r["versions"][v]
-            ratio = x.get("vs_" + vs[0])
-            rows.append([r["name"] + (f" ({r['cpu']})" if r.get("cpu") else ""), r["month"], r["limit"], v,
-                         _s(x["seconds"], 1),
-                         ", ".join(f"{t:.1f}" for t in x["all_seconds"]), _ratio(ratio) if ratio else "-",
-                         mib(x["maxrss_bytes"]),
-                         ("identical" if r.get("identical") and all(r["identical"].values()) else "DIFFERENT")
-                         if v != vs[0] else "", f"`{r['command']}` ({r['date']}, load after {r['load_after']})"
-                         if v == vs[0] else ""])
-    out = _section("DuckDB engine on two DuckDB versions", intro,
-                   ["data", "month", "limit", "duckdb", "best s", "runs s", "vs first", "peak RSS", "tables",
-                    "command"], rows, align="lllrrlrrll")
-    for r in runs:  # where the versions differ, step by step (the best run's profile of each)
-        st = r.get("steps") or {}
-        if len(st) < 2:
-            continue
-        (a, pa), (b, pb) = list(st.items())[:2]
-        diff = sorted(((pa.get(k, 0) - pb.get(k, 0), k) for k in pb if k != "total_s"), reverse=True)
-        out += [f"Step by step ({r['name']}): duckdb {a} {pa['total_s']:.1f} s, duckdb {b} "
-                f"{pb['total_s']:.1f} s; the steps that differ most: "
-                + ", ".join(f"{k} {pa.get(k, 0):.1f} vs {pb.get(k, 0):.1f} s" for _d, k in diff[:3]) + ".", ""]
-    return out
-
-
-def _commits_section(runs: list[dict]) -> list[str]:
-    """bench/commits.py: the DuckDB compare job of two commits side by side on one month."""
-    if not runs:
-        return []
-    intro = ["`bench/commits.py --data-dir D --commits A,B`: the whole `congruency compare` (DuckDB engine,",
-             "the config's defaults, hints and publish included) of two commits, each a git worktree, in fresh",
-             "processes into data dirs of their own (a first publish each run), interleaved with the DuckDB scan",
-             "floor, best of --repeat; the published tables compared row for row."]
-    rows = []
-    for r in runs:
-        same = all(v.get("differing_rows", 0) == 0 for v in r["tables"].values())
-        for i, c in enumerate(r["commits"]):
-            rows.append([r["name"] + (f" at {r['limit']}" if r.get("limit") else "")
-                         + (f" ({r['machine']})" if r.get("machine") and not i else ""),
-                         f"`{c['commit'][:9]}` {c['subject'][:60]}", _s(c["best_s"]),
-                         ", ".join(f"{x:.2f}" for x in c["runs_s"]), _s(r["floor_s"]), f"{c['vs_floor']:.1f}x",
-                         _ratio(c.get("vs_first")) if i else "-", mib(c["peak_rss"]),
-                         (("identical" if same else "DIFFERENT") + "".join(
-                             f"; {t} only {v['published_by'][0][:9]}" for t, v in r["tables"].items()
-                             if v.get("published_by"))) if i else "",
-                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
-    return _section("DuckDB compare job: two commits side by side", intro,
-                    ["data", "commit", "best s", "runs s", "floor s", "vs floor", "vs first", "peak RSS", "tables",
-                     "command"], rows, align="llrlrrrrll")
-
-
-def _churn_section(runs: list[dict]) -> list[str]:
-    """bench/churn.py: how a session's routes change per hour in the real update files."""
-    if not runs:
-        return []
-    from bgp_congruency.synth import churn
-
-    r = runs[-1]
-    intro = ["`bench/churn.py`: the real update files of the shared archive decoded with `bgpdump -m`; per BGP",
-             "session over the file's window, the distinct prefixes announced or withdrawn (touched), of the",
-             "announcements of a prefix seen before in the window the share with another AS path, and the",
-             "withdrawals. Per hour is the window scaled up (an upper bound: a prefix flapping every minute counts",
-             "each time); the share of a table is against the global table of the family in the file's year (an",
-             "assumption). The generator's model (synth/churn.py) is fitted to the pooled figures: "
-             f"{100 * churn.TOUCHED_PER_HOUR:.2f}% touched per hour, {100 * churn.PATH_CHANGE_SHARE:.1f}% of repeats "
-             f"a new path, {100 * churn.WITHDRAWAL_SHARE:.1f}% withdrawals, {100 * churn.UNSTABLE:.0f}% of the routes "
-             f"unstable; a route differs between snapshots 2 h apart with probability {100 * churn.expected(2):.2f}%, "
-             f"24 h apart {100 * churn.expected(24):.2f}%.",
-             f"`{r['command']}` ({r['date']})."]
-    rows = [[f"`{g['file']}`", _s(g["window_s"], 0), g["sessions"], _s(g["median_touched"], 0),
-             g["median_touched_per_hour"], f"{100 * g['median_share_per_hour']:.3f}%", _pct(g["path_change_share"]),
-             _pct(g["withdrawal_share"])] for g in r["files"]]
-    p = r["pooled"]
-    rows.append(["pooled (median of the files)", "", "", "", "", f"{100 * p['median_share_per_hour']:.3f}%",
-                 _pct(p["path_change_share"]), _pct(p["withdrawal_share"])])
-    return _section("Churn: how much of a RIB changes per hour (bench/churn.py)", intro,
-                    ["update file", "window s", "sessions", "median touched", "per hour", "of a table per hour",
-                     "repeats with a new path", "withdrawals"], rows, align="lrrrrrrr")
-
-
-def _routes_section(runs: list[dict]) -> list[str]:
-    """bench/routes.py: a month stored as routes against a commit that stored every snapshot."""
-    if not runs:
-        return []
-    intro = ["`bench/routes.py --archive A --commits BASE,HEAD`: each commit, in a git worktree and a data dir of",
-             "its own, ingests the same generated archive (`congruency ingest`) and compares it (`congruency",
-             "compare`, DuckDB, then Spark local[*]; hints and publish included), in fresh processes; the floor is",
-             "a DuckDB scan of what the commit stored. The published tables are compared row for row between the",
-             "commits (DuckDB) and between the engines of each commit. Ratios are the baseline's seconds over",
-             "HEAD's (above 1: HEAD faster or smaller). With `--ingest-only`, only the ingest: the routes the two",
-             "commits stored are compared row for row instead of the tables."]
-    rows = []
-    for r in runs:
-        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1 and v.get("same_snapshots", True)
-                 for pair in r["tables"].values() for v in pair.values())
-        same = "routes identical" if r.get("ingest_only") else "identical"
-        sy = r["synth"]
-        name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
-                f"{', churn' if sy.get('churn') else ''}")
-        for i, c in enumerate(r["commits"]):
-            rows.append([name if not i else "", f"`{c['commit'][:9]}` {c['subject'][:50]}", f"{c['entries']:,}",
-                         mib(c["stored_bytes"]), _s(c["ingest_s"]), _s(c.get("floor_s")), _s(c.get("duckdb_s")),
-                         _s(c.get("spark_s")), mib(c.get("duckdb_peak_rss")),
-                         (same if ok else "DIFFERENT") if i else "",
-                         f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
-        q = r["ratios"]
-        rows.append(["", "ratios (baseline / HEAD)", "", _ratio(q.get("stored_smaller")),
-                     _ratio(1 / q["ingest"]) if q.get("ingest") else "-", "", _ratio(q.get("duckdb_compare_faster")),
-                     _ratio(q.get("spark_compare_faster")), "", "", ""])
-    return _section("A month stored as routes (bench/routes.py)", intro,
-                    ["month", "commit", "entries", "stored", "ingest s", "floor s", "DuckDB compare s",
-                     "Spark compare s", "DuckDB peak RSS", "tables", "command"], rows, align="llrrrrrrrll")
-
-
-def _s3_section(runs: list[dict]) -> list[str]:
-    """bench/s3.py: the compare with its data dir on a local S3 server against local disk, per engine."""
-    if not runs:
-        return []
-    intro = ["`bench/s3.py --data-dir D --month M [--engine spark]`: one ingested month copied to a local data dir and",
-             "to a bucket of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency",
-             "compare` (hints and publish included; Spark in local mode, reaching S3 through S3A) of each in turn, a",
-             "fresh process per run, timed whole. Issue 57's target: the S3 run at most 1.5x the local one on DuckDB;",
-             "Spark's ratio reported."]
-    rows = [[f"`{Path(r['source']).parent.name}`", r.get("engine", "duckdb"), f"{r['entries']:,}", r["limit"],
-             _s(r["best"]["local"]),
-             _s(r["best"]["s3"]), _ratio(r["best_ratio"]), "identical" if r["same_tables"] else "DIFFERENT",
-             f"`{r['command']}` ({r['date']}, load after {r['load_after']})"] for r in runs]
-    return _section("The data dir on S3 (bench/s3.py)", intro,
-                    ["month's data dir", "engine", "entries", "memory limit", "local s", "S3 s", "S3 / local",
-                     "tables", "command"], rows, align="llrlrrrll")
-
-
-def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
-    """min / median / max of a spread (bench/multipath.py)."""
-    return " / ".join(fmt.format(x[k]) for k in ("min", "median", "max"))
-
-
-def _multipath_section(runs: list[dict]) -> list[str]:
-    """bench/multipath.py: one MPTCP connection over IPv4 + IPv6 against single-path TCP."""
-    if not runs:
-        return []
-    intro = ["`bench/multipath.py` (root; network namespaces, `tc tbf` bottlenecks, no netem in this kernel):",
-             "one MPTCP connection with an IPv4 and an IPv6 subflow, configured by the project's own",
-             "`congruency export --format mptcp` script for an `aggregate` hint, against single-path TCP on the",
-             "better family. *disjoint*: IPv4 limited to R4 and IPv6 to R6 on separate links; *shared*: both",
-             "families through one router whose link to the server is limited to R. Goodput is what the server",
-             "received per second after the warm-up; min / median / max over the runs. *Share*: two flows",
-             "started together through the shared bottleneck, the first one's part of their sum (MPTCP against",
-             "TCP; the control, TCP against TCP). The selector's rationales cite these medians",
-             "(selector/measured_gain.json, written by `--advice`)."]
-    rows = []
-    for r in runs:
-        for c in r["cases"]:
-            cap = (f"R4 {c['r4_mbit']:g} + R6 {c['r6_mbit']:g}" if c["topology"] == "disjoint"
-                   else f"R {c['r_mbit']:g}")
-            share = (f"{_mmm(c['mptcp_share_against_tcp'])} (TCP: {_mmm(c['tcp_share_against_tcp'])})"
-                     if "mptcp_share_against_tcp" in c else "-")
-            rows.append([c["topology"], cap, "+".join(c["subflow_families"]), _mmm(c["mptcp_mbit"], "{:.1f}"),
-                         _mmm(c["mptcp_vs_capacity"]), f"IPv{c['better_family']} " + _mmm(c["tcp_mbit"], "{:.1f}"),
-                         _mmm(c["mptcp_vs_tcp"]), share])
-    out = _section("Multipath gain: MPTCP over IPv4 + IPv6 (bench/multipath.py)", intro,
-                   ["paths", "rates Mbit/s", "subflows", "MPTCP Mbit/s", "MPTCP / capacity", "TCP Mbit/s",
-                    "MPTCP / TCP", "share against TCP"], rows, align="lllrrrrr")
-    for r in runs:
-        out += [f"`{r['command']}` ({r['date']}, kernel {r['kernel']}, {r['runs']} runs of {r['seconds']:g} s, "
-                f"{r['warmup']:g} s warm-up, load before {r['load_before']}; {r.get('cpu')}).", ""]
-    return out
-
-
-def _memfloor_section(runs: list[dict]) -> list[str]:
-    """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
-    if not runs:
-        return []
-    intro = ["`bench/memfloor.py --data-dir D --limits ... [--partitions K,auto]`: the whole DuckDB compare job",
-             "on one month, once per memory limit and number of VP partitions, each in a fresh process. DuckDB",
-             "does not spill all of a hash aggregate's state, so one partition of a large month fails instead of",
-             "spilling; the rule of pipeline/partitions.py (auto) splits the month into partitions of about",
-             "200 bytes of the limit per entry, where they barely spill (until 2026-11-26: until one fit, 20 bytes).",
-             "Peak RSS: the process tree, DuckDB's cap plus Python, Arrow and the Parquet writer."]
-    rows = [[f"{r['rows']:,}", x["limit"], str(x.get("partitions") or "-"),
-             f"{x['largest_partition']:,}" if x.get("largest_partition") else "-",
-             "yes" if x["ok"] else f"**no** (in {x['last_step']})", _s(x["seconds"]),
-             f"{x['peak_rss_mib']:,} MiB" if x.get("peak_rss_mib") else "-", f"{x['peak_spill_mib']:,} MiB",
-             f"`{r['command']}`" if i == 0 else ""]
-            for r in runs for i, x in enumerate(r["runs"])]
-    return _section("DuckDB engine: the memory the compare needs", intro,
-                    ["entries", "memory_limit", "partitions", "largest partition", "finished", "seconds", "peak RSS",
-                     "peak spill", "command"], rows, "rrrrlrrrl")
 
 
 def _hours(seconds: float) -> str:
@@ -1089,18 +532,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
     for key, path in (("ingest", common.OUT / "ingest-file.json"), ("compare", common.OUT / "compare-real-2026-07.json")):
         if path.is_file():
             real[key] = json.loads(path.read_text())
-    for key, pattern in (("steps", "steps-*.json"), ("endtoend", "endtoend-*.json"),
-                         ("generate", "generate-*.json"), ("hints", "hints-*.json"),
-                         ("memfloor", "memfloor-*.json"), ("duckdb_versions", "duckdb-versions-*.json"),
-                         ("commits", "commits-*.json"),
-                         ("churn", "churn.json"),
-                         ("routes", "routes-*.json"),
-                         ("commands", "commands.json"),
-                         ("multipath", "multipath.json"),
-                         ("relationships", "relationships*.json"),
-                         ("reveal", "reveal*.json"),
-                         ("route_simulation", "route_simulation.json"),
-                         ("s3", "s3-compare*.json")):
+    for key, pattern, _module in render.BENCHES:
         files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]

@@ -27,7 +27,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import render  # noqa: E402
 from bench.common import OUT, load_now, machine_facts, write_json  # noqa: E402
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/s3.py: the compare with its data dir on a local S3 server against local disk, per engine."""
+    if not runs:
+        return []
+    intro = ["`bench/s3.py --data-dir D --month M [--engine spark]`: one ingested month copied to a local data dir and",
+             "to a bucket of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency",
+             "compare` (hints and publish included; Spark in local mode, reaching S3 through S3A) of each in turn, a",
+             "fresh process per run, timed whole. Issue 57's target: the S3 run at most 1.5x the local one on DuckDB;",
+             "Spark's ratio reported."]
+    rows = [[f"`{Path(r['source']).parent.name}`", r.get("engine", "duckdb"), f"{r['entries']:,}", r["limit"],
+             render.num(r["best"]["local"]),
+             render.num(r["best"]["s3"]), render.ratio(r["best_ratio"]), "identical" if r["same_tables"] else "DIFFERENT",
+             f"`{r['command']}` ({r['date']}, load after {r['load_after']})"] for r in runs]
+    return render.section("The data dir on S3 (bench/s3.py)", intro,
+                    ["month's data dir", "engine", "entries", "memory limit", "local s", "S3 s", "S3 / local",
+                     "tables", "command"], rows, align="llrlrrrll")
 
 
 def main() -> int:

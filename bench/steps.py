@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import common, render  # noqa: E402
 from bench.common import OUT  # noqa: E402
 from bgp_congruency.common.config import load  # noqa: E402
 from bgp_congruency.pipeline import steps as S  # noqa: E402
@@ -92,6 +93,39 @@ def _rows(data_dir: Path, month: str) -> int:
     from bench.compare import route_files
 
     return sum(pq.ParquetFile(f).metadata.num_rows for f in route_files(data_dir, month))
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(profiles: list[dict]) -> list[str]:
+    """bench/steps.py's profiles: the compare job step by step, engines side by side per month."""
+    if not profiles:
+        return []
+    lines = ["## Compare job by step", "",
+             "`bench/steps.py` (one fresh process per engine, nothing else running): wall seconds from each",
+             "step's start to the next one's; a view is paid by the first step that reads it (listed in",
+             "brackets). Spark's session start is not counted.", ""]
+    by_data: dict[str, list[dict]] = {}
+    for p in profiles:
+        by_data.setdefault(p["data_dir"], []).append(p)
+    for data, ps in by_data.items():
+        ps = sorted(ps, key=lambda p: p["engine"], reverse=True)  # spark, duckdb
+        names: list[str] = []
+        for p in ps:
+            names += [r["step"] for r in p["steps"] if r["step"] not in names]
+        cell = {(j, r["step"]): r for j, p in enumerate(ps) for r in p["steps"]}  # a column per profile
+        rows = []
+        for n in names:
+            paid = next((", ".join(c["views_paid"]) for j in range(len(ps))
+                         if (c := cell.get((j, n))) and c["views_paid"]), "")
+            rows.append([n + (f" (+ {paid})" if paid else ""),
+                         *[render.num(cell[(j, n)]["seconds"]) if (j, n) in cell else "-" for j in range(len(ps))]])
+        rows.append(["**total**", *[f"**{render.num(p['total_s'])}**" for p in ps]])
+        heads = [p["engine"] + (f" {p['memory_limit']}, K={p.get('partitions', 1)}" if p.get("memory_limit") else "")
+                 + " s" for p in ps]
+        lines += [f"{data} ({ps[0].get('rows', 0):,} rows), month {ps[0]['month']}: "
+                  + "; ".join(f"`{p.get('command', 'bench/steps.py')}`" for p in ps), "",
+                  common.table(["step", *heads], rows, align="l" + "r" * len(ps)), ""]
+    return lines
 
 
 def main(argv=None) -> int:

@@ -20,7 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import common  # noqa: E402
+from bench import (
+    common,  # noqa: E402
+    render,  # noqa: E402
+)
 
 
 def one(out: Path, params: dict, workers: int) -> dict:
@@ -42,6 +45,26 @@ def one(out: Path, params: dict, workers: int) -> dict:
     return {"workers": workers, "seconds": round(wall, 1), "routing_s": round(marks["routed"], 1),
             "writing_s": round(wall - marks["routed"], 1), "entries": summary["entries"],
             "files": summary["files"], "digest": digest}
+
+
+# ------------------------------------------------------------------ its section of RESULTS.md
+def section(runs: list[dict]) -> list[str]:
+    """bench/synth.py: the generator with one writer and with one forked writer per CPU."""
+    if not runs:
+        return []
+    intro = ["`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
+             "truth: one process writing the files, then one forked writer per CPU after routing. Routing is",
+             "the same single-process pass in both."]
+    rows = []
+    for r in sorted(runs, key=lambda r: r["scale"]):
+        a, b = r["one_writer"], r["forked_writers"]
+        rows.append([r["scale"], f"{r['entries']:,}", r["files"], f"{r['synth']['ases']:,}", render.num(a["routing_s"]),
+                     render.num(a["writing_s"]), f"{b['workers']}", render.num(b["writing_s"]), render.num(a["seconds"]), render.num(b["seconds"]),
+                     f"{r['speedup']}x", "yes" if r["identical_files"] else "**no**"])
+    return render.section("The synthetic generator: one writer vs forked writers", intro,
+                    ["scale", "entries", "files", "ASes", "routing s", "writing s (1)", "writers",
+                     "writing s (forked)", "total s (1)", "total s (forked)", "speedup", "same files"],
+                    rows, "rrrrrrrrrrrl")
 
 
 def main() -> int:
