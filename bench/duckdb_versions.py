@@ -30,10 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import (
-    common,  # noqa: E402
-    render,  # noqa: E402
-)
+from bench import common, render  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
 TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary")

@@ -32,10 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import (
-    common,  # noqa: E402
-    render,  # noqa: E402
-)
+from bench import common, render  # noqa: E402
 from bgp_congruency.common import duck  # noqa: E402
 from bgp_congruency.common.config import Config  # noqa: E402
 

@@ -40,10 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import (
-    common,  # noqa: E402
-    render,  # noqa: E402
-)
+from bench import common, render  # noqa: E402
 from bgp_congruency.selector import rules  # noqa: E402
 from bgp_congruency.selector.exports import mptcp  # noqa: E402
 from bgp_congruency.selector.exports.local import Interface  # noqa: E402

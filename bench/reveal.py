@@ -2,7 +2,7 @@
 """The path selector with the source's own evidence (issue 47): each evaluation mode and
 fallback side by side, on the real sample (each VP AS held out) and on a generated month's
 ASes that are no VP (against the generator's truth); and at scale, `evaluate --reveal
-none` and `--reveal first-hop` and one `advise` with declared neighbours, each a fresh process.
+none` and `--reveal first-hop` and one `advise` with declared neighbours and one without, each a fresh process.
 The real run also times today's rules one question at a time (selector/reference.proxies_held_out,
 the set-based none mode's reference) beside the set-based run.
 
@@ -263,7 +263,8 @@ def vps_sweep(counts: list[int], work: Path) -> list[dict]:
 
 
 def scale(data: Path, limit: str, work: Path) -> dict:
-    """evaluate --reveal none and first-hop, and one advise of a source that is no VP, fresh processes."""
+    """evaluate --reveal none and first-hop, and one advise of a source that is no VP (with declared
+    neighbours, and without: rules 1-7), fresh processes."""
     import duckdb
 
     cfg = duckdb_config(work, limit)
@@ -282,6 +283,7 @@ def scale(data: Path, limit: str, work: Path) -> dict:
     runs = {f"evaluate --reveal {r}": ["evaluate", "--reveal", r, "--json"] for r in ("none", "first-hop")}
     runs["advise (declared neighbours)"] = ["advise", "--from", str(src), "--to", f"AS{dest}", "--via4", str(n4),
                                             "--via6", str(n6), "--json"]
+    runs["advise (no evidence: rules 1-7)"] = ["advise", "--from", str(src), "--to", f"AS{dest}", "--json"]
     for label, args in runs.items():
         m = run_child([*EXE, *args, "--config", str(cfg), "--data-dir", str(data)], label=label, timeout_s=7200,
                       stdout=work / f"{label.split(' (')[0].replace(' --reveal ', '-')}.json")

@@ -28,10 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import (
-    common,  # noqa: E402
-    render,  # noqa: E402
-)
+from bench import common, render  # noqa: E402
 from bench import compare as cmp  # noqa: E402
 from bench import ingest as ing  # noqa: E402
 from bench.common import MiB, mib, rate  # noqa: E402

@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                         "neighbours per family; what each is to it from the month's as_relationships). Each mode's "
                         "rows replace only that mode's, and calibrate that mode's answers. Every mode is answered in SQL "
                         "a destination partition at a time, within duckdb_memory_limit (with --truth, the generated "
-                        "sources are asked one question at a time)")
+                        "sources' questions all at once for none, a source at a time for the others)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.set_defaults(func=main)
 

@@ -1,6 +1,8 @@
 """The selector's answer to one question (`advise`) and the k-path choice among candidate
-endpoints (`select`). Definitions (class, confidence, advice, proxies) are selector/rules.py;
-this module applies them to a month read by selector/month.py.
+endpoints (`select`). Definitions (class, confidence, advice, proxies) are selector/rules.py.
+This module answers a VP source from its own paths (a month read by selector/month.py) and
+asks the engines for any other source: selector/proxies.py (rules 1-7) and, with the source's
+evidence, selector/reveal.py (rules 8-11), as every evaluation does.
 
 Library use:
 

@@ -5,7 +5,7 @@ proxy VPs (selector/rules.py). Here every VP of the month with pairs (a dual-sta
 default-free VP) is held out in turn: every VP of its ASN, in every collector group and
 both families, is hidden from what the selector reads (the `paths` and `pairs` tables
 without their rows, which is what recomputing the month without them gives the selector,
-since a VP's paths do not depend on other VPs' rows: Month.hiding in the references below, a
+since a VP's paths do not depend on other VPs' rows: Month.hiding in selector/reference.py, a
 filter of every join in the set-based runs), the selector is asked for
 that AS to each destination the VP has a pair for, and the answer is compared with the
 VP's own observed pair: the class, the advice's mode, and each family's path (exact, and

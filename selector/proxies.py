@@ -40,8 +40,7 @@ def _per_source(con, cfg: Config, month: str, paths: str = "ev_paths") -> None:
     """Per question source v (a held-out VP AS, or an AS that is no VP), from the other VPs'
     paths of the whole month (`paths`; a row of a path whose VP is v never counts: v is hidden):
     ev_near (afi, v, n: an AS right before v, its neighbours per family), ev_after (v, u: an AS
-    right after v), ev_src (v a stub: nothing after it; the one neighbour of rule 7; its
-    neighbours per family, near4 and near6) and ev_vps (the month's VPs with paths: who may be
+    right after v), ev_src (v a stub: nothing after it; the one neighbour of rule 7) and ev_vps (the month's VPs with paths: who may be
     an upstream proxy). The neighbour and the next-AS sets are the size of v's adjacencies,
     whatever the month."""
     if paths != "ev_paths":  # a few sources over the whole month: only the paths that cross them are unnested
@@ -54,15 +53,12 @@ def _per_source(con, cfg: Config, month: str, paths: str = "ev_paths") -> None:
     con.execute(f"CREATE OR REPLACE TEMP TABLE ev_after AS SELECT DISTINCT x AS v, path[i + 1] AS u FROM {at} "
                 "WHERE i < len(path)")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_src AS
-        SELECT q.v, t.v IS NULL AS stub, o.p AS one, coalesce(nb.near4, []) AS near4, coalesce(nb.near6, []) AS near6
+        SELECT q.v, t.v IS NULL AS stub, o.p AS one
         FROM (SELECT DISTINCT v FROM ev_qv) q
         LEFT JOIN (SELECT DISTINCT v FROM ev_after) t ON t.v = q.v
         LEFT JOIN (SELECT v, min(n) AS p FROM ev_near GROUP BY v
                    HAVING count(DISTINCT n) FILTER (WHERE afi = 4) = 1 AND count(DISTINCT n) FILTER (WHERE afi = 6) = 1
-                      AND count(DISTINCT n) = 1) o ON o.v = q.v
-        LEFT JOIN (SELECT v, list(n ORDER BY n) FILTER (WHERE afi = 4) AS near4,
-                          list(n ORDER BY n) FILTER (WHERE afi = 6) AS near6
-                   FROM ev_near GROUP BY v) nb ON nb.v = q.v""")
+                      AND count(DISTINCT n) = 1) o ON o.v = q.v""")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_vps AS
         SELECT DISTINCT vp_group AS g, vp_asn AS a FROM {table_relation(cfg, 'vps', month)}
         WHERE {WITH_PATHS}""")
@@ -101,28 +97,31 @@ def _upstream(k: int, i: int) -> str:
     return f"""
         SELECT qk, v, g, a, {built(4)} AS q4, s4, k4, {built(6)} AS q6, s6, k6
         FROM (SELECT *, {fam(4)} AS u4, {fam(6)} AS u6 FROM (
-            SELECT q.qk, q.v, u.g, u.a,
+            SELECT q.qk, q.v, q.g, q.a,
                    any_value(p.path) FILTER (WHERE p.afi = 4) AS p4, any_value(p.stability) FILTER (WHERE p.afi = 4) AS s4,
                    any_value(p.snapshots) FILTER (WHERE p.afi = 4) AS k4,
                    any_value(p.path) FILTER (WHERE p.afi = 6) AS p6, any_value(p.stability) FILTER (WHERE p.afi = 6) AS s6,
                    any_value(p.snapshots) FILTER (WHERE p.afi = 6) AS k6
-            FROM ev_need q
-            JOIN (SELECT DISTINCT e.v, vp.g, vp.a FROM ev_after e JOIN ev_vps vp ON vp.a = e.u) u ON u.v = q.v
-            LEFT JOIN (SELECT f.qk, p.vp_group, p.vp_asn, p.afi, p.path, p.stability, p.snapshots
-                       FROM ev_qf f JOIN ev_paths p ON p.afi = f.afi AND p.dest_asn = f.d
-                       WHERE f.qk IN (SELECT qk FROM ev_need) AND {R.in_partition("p.dest_asn", k, i)}) p
-                   ON p.qk = q.qk AND p.vp_group = u.g AND p.vp_asn = u.a
-            GROUP BY q.qk, q.v, u.g, u.a))"""
+            FROM (SELECT q.qk, q.v, u.g, u.a, f.afi, f.d FROM ev_need q
+                  JOIN (SELECT DISTINCT e.v, vp.g, vp.a FROM ev_after e JOIN ev_vps vp ON vp.a = e.u) u ON u.v = q.v
+                  JOIN ev_qf f ON f.qk = q.qk) q
+            LEFT JOIN (SELECT * FROM ev_paths WHERE {R.in_partition("dest_asn", k, i)}) p
+                   ON p.vp_group = q.g AND p.vp_asn = q.a AND p.afi = q.afi AND p.dest_asn = q.d
+            GROUP BY q.qk, q.v, q.g, q.a))"""
 
 
-def _kinds(cands: str, snaps: int) -> str:
+def _kinds(cands: str, snaps: int, lists: bool) -> str:
     """Per question, rules 2-4 over its proxies (`cands`: _through's or _upstream's rows): the
     most cautious class among those that give one, the share that agrees, and the proxy shown
     (g, a: the most confident of those, then the lowest group and ASN; with no class, the lowest
-    group and ASN); n: the proxies, who: their VP ASes, classes: the classes they give. A
+    group and ASN); n: the proxies; with `lists` (what advise says of one question; null
+    otherwise) who: their VP ASes, classes: the classes they give. A
     proxy's confidence is rounded as Python's round(c, 6) (printf's %.6f: exact; DuckDB's round
     takes halves away from zero) so ties break alike."""
     _shared, cls = R.class_sql("q4", "q6", "q.v", "q.d4", "q.d6")
+    listed = ("l.who, l.classes FROM pick JOIN (SELECT qk, list(DISTINCT a ORDER BY a) AS who, "
+              "list(cls) FILTER (WHERE cls IS NOT NULL) AS classes FROM c0 GROUP BY qk) l USING (qk)" if lists else
+              "NULL::BIGINT[] AS who, NULL::VARCHAR[] AS classes FROM pick")
     return f"""
         WITH c0 AS (
             SELECT *, list_position({R.CAUTION_SQL}, cls) AS rank,
@@ -130,17 +129,17 @@ def _kinds(cands: str, snaps: int) -> str:
                                                          * {rules.PROXY_FACTOR})::DOUBLE END AS conf
             FROM (SELECT cand.*, CASE WHEN q4 IS NOT NULL AND q6 IS NOT NULL THEN {cls} END AS cls
                   FROM ({cands}) cand JOIN ev_qv q USING (qk))),
-        s AS (SELECT qk, count(DISTINCT a) AS proxies, list(DISTINCT a ORDER BY a) AS who, count(*) AS n,
-                     count(cls) AS known, list(cls) FILTER (WHERE cls IS NOT NULL) AS classes, max(rank) AS top
+        s AS (SELECT qk, count(DISTINCT a) AS proxies, count(*) AS n, count(cls) AS known, max(rank) AS top
               FROM c0 GROUP BY ALL),
-        c AS (SELECT c0.*, s.proxies, s.who, s.n, s.known, s.classes, s.top,
-                     c0.rank IS NOT DISTINCT FROM s.top AND c0.cls IS NOT NULL AS picked
-              FROM c0 JOIN s USING (qk))
-        SELECT qk, proxies, who, n, known, classes, cls, g, a, q4, q6, CASE WHEN q4 IS NOT NULL THEN s4 END AS s4,
-               CASE WHEN q6 IS NOT NULL THEN s6 END AS s6, least(k4, k6) AS k,
-               count(*) FILTER (WHERE picked) OVER (PARTITION BY qk) / greatest(known, 1) AS agree
-        FROM c
-        QUALIFY row_number() OVER (PARTITION BY qk ORDER BY picked DESC, conf DESC, g, a) = 1"""
+        c AS (SELECT c0.*, s.proxies, s.n, s.known, s.top, c0.rank IS NOT DISTINCT FROM s.top AND c0.cls IS NOT NULL AS picked
+              FROM c0 JOIN s USING (qk)),
+        pick AS (
+            SELECT qk, proxies, n, known, cls, g, a, q4, q6, CASE WHEN q4 IS NOT NULL THEN s4 END AS s4,
+                   CASE WHEN q6 IS NOT NULL THEN s6 END AS s6, least(k4, k6) AS k,
+                   count(*) FILTER (WHERE picked) OVER (PARTITION BY qk) / greatest(known, 1) AS agree
+            FROM c
+            QUALIFY row_number() OVER (PARTITION BY qk ORDER BY picked DESC, conf DESC, g, a) = 1)
+        SELECT pick.*, {listed}"""
 
 
 def _provider(k: int, i: int) -> str:
@@ -160,24 +159,26 @@ def _provider(k: int, i: int) -> str:
         QUALIFY row_number() OVER (PARTITION BY qk, afi ORDER BY len(route), n) = 1"""
 
 
-def ask(con, cfg: Config, snaps: int, parts: int | None = None, progress=None) -> None:
+def ask(con, cfg: Config, snaps: int, parts: int | None = None, progress=None, lists: bool = False) -> None:
     """The one answering engine of rules 1-7: every question of ev_qv (key qk, source v, IPv4
     destination d4, IPv6 destination d6; either may be null) answered into ev_ans, over the
     temp tables R.setup and _per_source made (the paths, pairs, the sources' neighbours).
     `parts`: destination partitions (default: as the memory limit needs; one where a question's
-    families go to different destinations, as only advise asks, a handful at a time)."""
+    families go to different destinations, as only advise asks, a handful at a time). `lists`:
+    each answer's proxies and the classes they gave (what advise shows of a handful of
+    questions; at the evaluation's millions, lists the size of each source's VPs)."""
     split = con.execute("SELECT count(*) FROM ev_qv WHERE d4 IS DISTINCT FROM d6").fetchone()[0]
     k = 1 if split else parts or R.partitions(con, cfg)
     same = "SELECT DISTINCT v, d4 AS d FROM ev_qv WHERE d4 = d6"  # rules 6 and 7 ask about one destination
-    R.votes(con, "ev_dest", questions=same)
-    R.votes(con, "ev_one", behind=True, questions=same)
+    R.votes(con, "ev_dest", questions=same, who=lists)
+    R.votes(con, "ev_one", behind=True, questions=same, who=lists)
     for i in range(k):  # each partition's questions answered whole: no step joins every question's candidates
         R.routes(con, k, i)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE ev_t AS {_kinds(_through(k, i), snaps)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE ev_t AS {_kinds(_through(k, i), snaps, lists)}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev_prov AS {_provider(k, i)}")
         # the upstream proxies only where rules 1 (through) and 5-7 give no class: few questions
         con.execute(f"CREATE OR REPLACE TEMP TABLE ev_need AS SELECT q.qk, q.v {_joined(k, i)} AND NOT {_ANSWERED}")
-        con.execute(f"CREATE OR REPLACE TEMP TABLE ev_u AS {_kinds(_upstream(k, i), snaps)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE ev_u AS {_kinds(_upstream(k, i), snaps, lists)}")
         con.execute(f"{'CREATE OR REPLACE TEMP TABLE ev_ans AS' if i == 0 else 'INSERT INTO ev_ans'} {_decide(k, i)}")
         if progress:
             progress(i + 1, k)
@@ -218,11 +219,15 @@ def sources_answers(con, cfg: Config, month: str, asked: list[tuple[int, int | N
                 {"k": [q[0] for q in keep], "v": [q[1] for q in keep], "d4": [q[2] for q in keep],
                  "d6": [q[3] for q in keep]})
     _per_source(con, cfg, month, table_relation(cfg, "paths", month))  # the sources' neighbours: every path
-    ask(con, cfg, snaps)
+    ask(con, cfg, snaps, lists=True)
+    near: dict = {}  # the sources' neighbours per family, for what an unknown answer says
+    for v, afi, n in con.execute("SELECT v, afi, n FROM ev_near ORDER BY v, afi, n").fetchall():
+        near.setdefault((v, afi), []).append(n)
     cur = con.execute("SELECT * FROM ev_ans")
     names = [c[0] for c in cur.description]
     rows = {r["qk"]: r for r in (dict(zip(names, row)) for row in cur.fetchall())}
-    return [hint_of(rows[i], month, q[0], snaps, fit) if i in rows else None for i, q in enumerate(asked)]
+    return [hint_of(rows[i], month, q[0], snaps, fit, {afi: near.get((q[0], afi), []) for afi in (4, 6)})
+            if i in rows else None for i, q in enumerate(asked)]
 
 
 #: Rules 5-7 answer (a stub in front of its neighbours' routes in both families, or behind one
@@ -252,8 +257,7 @@ def _decide(k: int, i: int) -> str:
     upstream), else the first kind of proxy that exists (its answer unknown), else none (a
     stub's family that rule 5 found keeps its path). With what advise says of it: the proxy
     shown (g, a), the proxies (who, n: how many, classes: the classes they give), rule 5's
-    neighbours (n4, n6), rule 7's one neighbour, the source's neighbours (near4, near6), the
-    votes' pairs (votes of total)."""
+    neighbours (n4, n6), rule 7's one neighbour, the votes' pairs (votes of total)."""
     _shared, cls = R.class_sql("r4.route4", "r6.route6", "q.v", "q.d4", "q.d6")
     rule = f"""CASE WHEN t.known > 0 THEN 'through'
                    WHEN {_BY_PROVIDER} THEN 'provider' WHEN {_BY_ONE} THEN 'one-neighbour'
@@ -266,7 +270,7 @@ def _decide(k: int, i: int) -> str:
     voted = lambda o, e: f"CASE rule WHEN 'one-neighbour' THEN {o} WHEN 'destination' THEN {e} END"  # noqa: E731
     return f"""
         WITH a AS (
-            SELECT q.qk, q.v, q.d4, q.d6, {rule} AS rule, s.stub, s.one, s.near4, s.near6,
+            SELECT q.qk, q.v, q.d4, q.d6, {rule} AS rule, s.stub, s.one,
                    t.cls AS t_cls, t.q4 AS t_q4, t.q6 AS t_q6, t.s4 AS t_s4, t.s6 AS t_s6, t.k AS t_k,
                    t.agree AS t_agree, t.proxies AS t_proxies, t.who AS t_who, t.n AS t_n, t.known AS t_known,
                    t.classes AS t_classes, t.g AS t_g, t.a AS t_a,
@@ -279,7 +283,7 @@ def _decide(k: int, i: int) -> str:
                    o.cls AS o_cls, o.share AS o_share, o.vps AS o_vps, o.who AS o_who, o.n AS o_n, o.total AS o_total,
                    e.cls AS e_cls, e.share AS e_share, e.vps AS e_vps, e.who AS e_who, e.n AS e_n, e.total AS e_total
             {_joined(k, i, "LEFT JOIN ev_u u ON u.qk = q.qk")})
-        SELECT qk, v, d4, d6, rule, stub, one, near4, near6, n4, n6,
+        SELECT qk, v, d4, d6, rule, stub, one, n4, n6,
                {pick('t_cls', 'u_cls', 'r_cls', voted('o_cls', 'e_cls'))} AS cls,
                {pick('t_q4', 'u_q4', 'route4', "CASE rule WHEN 'none' THEN route4 END")} AS p4,
                {pick('t_q6', 'u_q6', 'route6', "CASE rule WHEN 'none' THEN route6 END")} AS p6,
@@ -356,9 +360,10 @@ def _unknown(h: dict, reason: str) -> dict:
     return h
 
 
-def hint_of(r: dict, month: str, src: int, snaps: int, fit=None) -> tuple[dict, str | None, list[str]]:
+def hint_of(r: dict, month: str, src: int, snaps: int, fit, near: dict[int, list[int]]) -> tuple[dict, str | None, list[str]]:
     """(the hint, its rule (None: nothing stands in), the notes that say how) of one answer of
-    `ask` (a row of ev_ans) for the source `src` that is no VP: what advise shows."""
+    `ask` with `lists` (a row of ev_ans) for the source `src` that is no VP: what advise shows.
+    `near`: afi -> the ASes seen right before it."""
     d4, d6, rule, cls = r["d4"], r["d6"], r["rule"], r["cls"]
     h = R.empty_hint(month, src)
     h.update(dest_asn=d4, dest_asn_v6=d6)
@@ -412,7 +417,6 @@ def hint_of(r: dict, month: str, src: int, snaps: int, fit=None) -> tuple[dict, 
     h.update(via_v4=r["n4"], via_v6=r["n6"])
     why = [f"through rule: no VP's path to the destination crosses AS{src}"]
     if r["stub"]:
-        near = {4: r["near4"], 6: r["near6"]}
         for afi, d in ((4, d4), (6, d6)):
             if d is None:
                 why.append(f"no IPv{afi} destination")

@@ -361,18 +361,19 @@ def read_closing(con, query: str, name: str) -> pa.Table:
 
 
 def votes(con, name: str, behind: bool = False,
-          questions: str = "SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs") -> None:
+          questions: str = "SELECT DISTINCT vp_asn AS v, dest_asn AS d FROM ev_pairs", who: bool = False) -> None:
     """Temp table `name`: per question (source v, destination d; by default each pair's VP AS
     and destination), rule 6's class (the one most pairs of the other VP ASes to d show; ties
     to the more cautious), with `behind` rule 7's (each pair's class seen behind one neighbour
     first: BEHIND_ONE_NEIGHBOUR); columns v, d, cls, n (its pairs), vps (their VP ASes), who
-    (those ASes, sorted), total (the pairs to d), share. The month's counts less v's own, so no
-    question joins every pair to its destination."""
+    (with `who`, those ASes, sorted; else null), total (the pairs to d), share. The month's
+    counts less v's own, so no question joins every pair to its destination."""
     cls = ("CASE observed " + " ".join(f"WHEN '{a}' THEN '{b}'" for a, b in rules.BEHIND_ONE_NEIGHBOUR.items())
            + " END") if behind else "observed"
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} AS
         WITH c AS (SELECT dest_asn AS d, {cls} AS cls, vp_asn FROM ev_pairs),
-        tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps, list(DISTINCT vp_asn ORDER BY vp_asn) AS who
+        tot AS (SELECT d, cls, count(*) AS n, count(DISTINCT vp_asn) AS vps,
+                       {"list(DISTINCT vp_asn ORDER BY vp_asn)" if who else "NULL::BIGINT[]"} AS who
                 FROM c GROUP BY ALL),
         mine AS (SELECT vp_asn AS v, d, cls, count(*) AS n FROM c GROUP BY ALL),
         q AS ({questions}),

@@ -141,12 +141,14 @@ def _advise_as_the_reference(cfg, month: str, questions: list[tuple[int, int, in
 
 @pytest.mark.slow
 def test_advise_answers_a_source_that_is_no_vp_as_the_reference_on_the_hand_made_month(month):
-    """Every AS of the hand-made month that is no VP, to every destination, and to every two
-    destinations as a host whose IPv4 and IPv6 addresses have different origins."""
+    """Every AS of the hand-made month that is no VP, to every destination, to every two
+    destinations as a host whose IPv4 and IPv6 addresses have different origins, and to each
+    destination in one family only (the other's address covered by no prefix)."""
     vps = {vp for vp, _d in PATHS}
     ases = sorted({a for p4, p6 in PATHS.values() for p in (p4, p6 or []) for a in p} - vps)
     dests = sorted({d for _vp, d in PATHS})
-    qs = [(s, d4, d6) for s in ases for d4 in dests for d6 in dests if s not in (d4, d6)]
+    qs = [(s, d4, d6) for s in ases for d4 in (*dests, None) for d6 in (*dests, None)
+          if s not in (d4, d6) and (d4, d6) != (None, None)]
     rules = _advise_as_the_reference(month, MONTH, qs)
     assert set(rules) == {"through", "provider", "one-neighbour", "destination", "upstream", None}, rules
 
