@@ -36,22 +36,40 @@ from bgp_congruency.selector.month import WITH_PATHS, table_relation
 RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "none")
 
 
+#: Up to this many sources, _per_source finds each one's paths with a scan of its own
+#: (list_contains: 0.6 s over the scale-250 month's 27.5 M paths); past it, with one scan for all
+#: (list_has_any: 2.9 s there, whatever the number).
+FEW_SOURCES = 4
+
+
 def _per_source(con, cfg: Config, month: str, paths: str = "ev_paths") -> None:
     """Per question source v (a held-out VP AS, or an AS that is no VP), from the other VPs'
-    paths of the whole month (`paths`; a row of a path whose VP is v never counts: v is hidden):
-    ev_near (afi, v, n: an AS right before v, its neighbours per family), ev_after (v, u: an AS
+    paths of the whole month (`paths`; a row of a path whose VP is v never counts: v is hidden),
+    read once (ev_at): ev_near (afi, v, n: an AS right before v, its neighbours per family), ev_after (v, u: an AS
     right after v), ev_src (v a stub: nothing after it; the one neighbour of rule 7) and ev_vps (the month's VPs with paths: who may be
     an upstream proxy). The neighbour and the next-AS sets are the size of v's adjacencies,
     whatever the month."""
-    if paths != "ev_paths":  # a few sources over the whole month: only the paths that cross them are unnested
-        srcs = [int(v) for (v,) in con.execute("SELECT DISTINCT v FROM ev_qv").fetchall()]
-        paths = f"(SELECT * FROM {paths} WHERE list_has_any(path, [{', '.join(map(str, srcs))}]::BIGINT[]))"
-    at = f"""(SELECT * FROM (SELECT afi, vp_asn, path, i, path[i] AS x
-                           FROM (SELECT afi, vp_asn, path, unnest(range(1, len(path) + 1)) AS i FROM {paths}))
-             WHERE x IN (SELECT DISTINCT v FROM ev_qv) AND vp_asn <> x)"""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_near AS SELECT DISTINCT afi, x AS v, path[i - 1] AS n FROM {at} WHERE i > 1")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE ev_after AS SELECT DISTINCT x AS v, path[i + 1] AS u FROM {at} "
-                "WHERE i < len(path)")
+    def positions(where: str = "") -> str:  # every AS of the paths `where` says, with its place
+        return f"""SELECT afi, vp_asn, path, i, path[i] AS x
+                   FROM (SELECT afi, vp_asn, path, unnest(range(1, len(path) + 1)) AS i FROM {paths}{where})"""
+
+    sources = "SELECT DISTINCT v FROM ev_qv"
+    crossing = f"SELECT * FROM ({positions()}) WHERE x IN ({sources}) AND vp_asn <> x"
+    if paths != "ev_paths":  # a few sources over the whole month: only the paths that cross them
+        srcs = [int(v) for (v,) in con.execute(sources).fetchall()]
+        if len(srcs) <= FEW_SOURCES:  # a source's place in each path that has it (a cleaned path has no loop)
+            crossing = " UNION ALL ".join(
+                f"SELECT afi, vp_asn, path, list_position(path, {v}::BIGINT) AS i, {v}::BIGINT AS x FROM {paths} "
+                f"WHERE list_contains(path, {v}::BIGINT) AND vp_asn <> {v}" for v in srcs)
+        else:
+            crossing = (f"SELECT * FROM ({positions(f' WHERE list_has_any(path, {srcs}::BIGINT[])')}) "
+                        f"WHERE x IN ({sources}) AND vp_asn <> x")
+    # each source's places on the other VPs' paths: (family, source, the AS before it, the AS after it)
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_at AS
+        SELECT DISTINCT afi, x, CASE WHEN i > 1 THEN path[i - 1] END AS n, CASE WHEN i < len(path) THEN path[i + 1] END AS u
+        FROM ({crossing})""")
+    con.execute("CREATE OR REPLACE TEMP TABLE ev_near AS SELECT DISTINCT afi, x AS v, n FROM ev_at WHERE n IS NOT NULL")
+    con.execute("CREATE OR REPLACE TEMP TABLE ev_after AS SELECT DISTINCT x AS v, u FROM ev_at WHERE u IS NOT NULL")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_src AS
         SELECT q.v, t.v IS NULL AS stub, o.p AS one
         FROM (SELECT DISTINCT v FROM ev_qv) q
@@ -182,7 +200,7 @@ def ask(con, cfg: Config, snaps: int, parts: int | None = None, progress=None, l
         con.execute(f"{'CREATE OR REPLACE TEMP TABLE ev_ans AS' if i == 0 else 'INSERT INTO ev_ans'} {_decide(k, i)}")
         if progress:
             progress(i + 1, k)
-    for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov"):
+    for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov", "ev_at"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 

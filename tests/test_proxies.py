@@ -127,6 +127,9 @@ def _advise_as_the_reference(cfg, month: str, questions: list[tuple[int, int, in
     con = duck.connect(cfg)
     try:
         got = P.sources_answers(con, cfg, month, questions)
+        for s in list(dict.fromkeys(q[0] for q in questions))[:P.FEW_SOURCES]:  # a source asked alone: its own scan
+            mine = [i for i, q in enumerate(questions) if q[0] == s]
+            assert P.sources_answers(con, cfg, month, [questions[i] for i in mine]) == [got[i] for i in mine], s
         m = Month(con, cfg, month)
         rules = collections.Counter()
         for (s, d4, d6), (hint, rule, notes) in zip(questions, got):
