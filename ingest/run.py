@@ -274,7 +274,10 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     slots = slots_of(cfg, month)
     previous = manifest.read(root, month)
     have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
-    waiting = _decoded(root, month)  # dumps a killed run decoded and did not merge: slot -> its row
+    # The selection's collectors: a run merges and deletes only theirs (the DAG runs a task per
+    # collector at once: another's files are its own, decoded or merged at this moment).
+    mine = {s.collector for s in slots}
+    waiting = _decoded(root, month, mine)  # dumps a killed run decoded and did not merge: slot -> its row
     todo, done, recovered = [], 0, []
     for s in slots:
         prev = previous.get(s.key)
@@ -311,16 +314,16 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     rows += recovered
-    merged_rows = merge_month(cfg, month, rows, progress)
+    merged_rows = merge_month(cfg, month, rows, progress, mine)
     hooks.pause("merged")
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
     # per-collector tasks leave each other's rows alone; published (ok) rows stay.
-    keys, cols = {s.key for s in slots}, {s.collector for s in slots}
-    stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in cols and k not in keys}
+    keys = {s.key for s in slots}
+    stale = {k for k, r in previous.items() if r["status"] != "ok" and r["collector"] in mine and k not in keys}
     mpath = manifest.merge_write(root, month, merged_rows, drop=stale) if merged_rows or stale or not previous else \
         manifest.path(root, month)
-    _drop_merged(root, month)
+    _drop_merged(root, month, mine)
     if cfg.cache_policy == "delete":
         drop_cached(cfg, rows)
     return Outcome(rows=[r for r in rows if r not in recovered], skipped_done=done, manifest_path=mpath, keys=keys)
@@ -338,29 +341,37 @@ def _row(d: dict) -> manifest.Row:
     return manifest.Row(**d)
 
 
-def _decoded(root: Path, month: str) -> dict[str, dict]:
+def _staged(root: Path, month: str, collectors: set[str] | None) -> list[Path]:
+    """The month's staging folder of each collector (of `collectors`; None: every one). A
+    collector's task works in its own folder only: the DAG's tasks of the other collectors
+    decode, merge and delete theirs at the same time."""
+    return [d for d in sorted(Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*"))
+            if collectors is None or d.name.removeprefix("collector=") in collectors]
+
+
+def _decoded(root: Path, month: str, collectors: set[str] | None = None) -> dict[str, dict]:
     """slot -> the manifest row of each dump decoded and not yet merged (its file's footer)."""
     out = {}
-    base = Path(layout.staging_dir(root)) / f"ingest-{month}"
-    for f in sorted(base.glob("collector=*/*.parquet")):
+    for f in (f for d in _staged(root, month, collectors) for f in sorted(d.glob("[!._]*.parquet"))):
         row = decoded_row(f)
         if row is not None:
             out[row["slot"]] = row
     return out
 
 
-def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None) -> list[manifest.Row]:
+def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None,
+                collectors: set[str] | None = None) -> list[manifest.Row]:
     """Merge each collector's decoded dumps (this run's, a killed run's, and those an earlier
-    version stored whole under rib_entries/) into its routes; the rows, merged ones pointing
-    at the routes. Failed rows pass through."""
+    version stored whole under rib_entries/) into its routes, for `collectors` (None: every
+    one); the rows, merged ones pointing at the routes. Failed rows pass through."""
     root = Path(cfg.data_dir)
     legacy = Path(layout.legacy_entries_dir(root, month))
     by_col: dict[str, list[Path]] = {}
-    for d in sorted(Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*")):
+    for d in _staged(root, month, collectors):
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
     for d in sorted(legacy.glob("collector=*")):
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
-    by_col = {c: fs for c, fs in by_col.items() if fs}
+    by_col = {c: fs for c, fs in by_col.items() if fs and (collectors is None or c in collectors)}
     task = progress.add_task(f"routes {month}", total=len(by_col)) if progress is not None and by_col else None
     for c, fs in sorted(by_col.items()):
         try:
@@ -395,12 +406,15 @@ def merge_pending(cfg: Config, month: str) -> list[manifest.Row]:
     return rows
 
 
-def _drop_merged(root: Path, month: str) -> None:
-    """Delete the decoded files whose dump is in the routes (the manifest says so by now)."""
+def _drop_merged(root: Path, month: str, collectors: set[str] | None = None) -> None:
+    """Delete the decoded files whose dump is in the routes (the manifest says so by now), of
+    `collectors` (None: every one)."""
     have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     legacy = Path(layout.legacy_entries_dir(root, month))
-    for d in [*Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*"), *legacy.glob("collector=*")]:
+    for d in [*_staged(root, month, collectors), *legacy.glob("collector=*")]:
         c = d.name.removeprefix("collector=")
+        if collectors is not None and c not in collectors:
+            continue
         for f in d.glob("[!._]*.parquet"):
             files = set(pq.read_table(f, columns=["source_file"]).column(0).unique().to_pylist())
             if files and files <= have.get(c, set()):

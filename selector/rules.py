@@ -288,12 +288,13 @@ DESTINATION_FALLBACK = False
 #: observed route left (coverage 75.0% -> 99.9%, 82.7% of them right; neighbours revealed 64.0%);
 #: on the generated 400-AS month it raised the neighbours mode's coverage from 39% to 75% at 71%
 #: accuracy; its worst calibrated bin is 0.005-0.051 on both (bench/RESULTS.md; 0.27-0.29 in the
-#: earlier bins, from one source's answers, AS1403: 84 congruent, 29% right). Left off until its
-#: cost is measured at the study's scale, where the first-hop evaluation without it already
-#: peaks at 5.4 of the 6 GiB it may use. On the real sample (2026-11-29) the neighbours mode
-#: with it takes 3.4 s against 2.3 s without (it took 12.1 s: a candidate's next link was
-#: joined to the relationships in a nested loop, and each neighbour's best route was read
-#: once per question instead of once per destination: reveal._inferred).
+#: earlier bins, from one source's answers, AS1403: 84 congruent, 29% right). On the real sample
+#: (2026-11-29) the neighbours mode with it takes 3.4 s against 2.3 s without (it took 12.1 s: a
+#: candidate's next link was joined to the relationships in a nested loop, and each neighbour's
+#: best route was read once per question instead of once per destination: reveal._inferred).
+#: On the generated scale-250 month (2026-11-30, `bench/reveal.py --inferred-at-scale`, 4GB)
+#: the first-hop mode's answers take 590.4 s with it against 374.2 s without (1.58x; peak RSS
+#: 4.6 GiB), coverage 51.7% -> 90.1%, its own answers 96.0% right. Left off: issue 59 asks 1.5x.
 INFERRED_ROUTES = False
 #: What a neighbour is to the source, the most preferred route first (Gao-Rexford).
 NEIGHBOUR_CLASSES = ("customer", "peer", "provider")

@@ -365,6 +365,36 @@ def test_collectors_ingested_at_once_share_one_manifest(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_collector_s_task_leaves_another_collector_s_decoded_dumps_alone(tmp_path):
+    """The DAG's per-collector tasks run at once: route-views2's task must neither merge nor
+    delete a dump route-views6's task has decoded and not merged yet (it did, and route-views6's
+    merge then found its file gone: a fresh clone's CI run, 2026-11-30). That task then merges
+    it, and the month equals the two collectors ingested one after the other."""
+    from bgp_congruency.common import routes as stored
+    from bgp_congruency.ingest import backends, manifest
+    from bgp_congruency.ingest import run as ingest_run
+    from bgp_congruency.runner import month as r
+    from bgp_congruency.runner import schedule
+
+    data = tmp_path / "data"
+    cfg = schedule.config_from_params({"days": "30", "times": "14:00", "archive_root": str(ARCHIVE), "data_dir": str(data)})
+    cfg6 = cfg.with_overrides(collectors=("route-views6",))
+    (slot,) = [s for s in ingest_run.slots_of(cfg6, MONTH) if s.url]
+    ingest_run.ingest_slot(slot, cfg6, backends.get(cfg6.backend))  # decoded, not merged: a task mid-way
+    staged = sorted((data / "_staging" / f"ingest-{MONTH}" / "collector=route-views6").glob("[!._]*.parquet"))
+    assert len(staged) == 1
+    before = staged[0].read_bytes()
+    r.ingest_collector(cfg, MONTH, "route-views2")
+    assert staged[0].read_bytes() == before  # left alone: neither merged nor deleted
+    assert set(stored.month_generations(data, MONTH)) == {"route-views2"}
+    r.ingest_collector(cfg, MONTH, "route-views6")  # its own task merges what it decoded
+    assert not staged[0].exists()
+    m = manifest.read(data, MONTH)
+    assert sorted((v["collector"], v["status"]) for v in m.values()) == [("route-views2", "ok"), ("route-views6", "ok")]
+    assert sum(v["entries_v4"] + v["entries_v6"] for v in m.values()) == ENTRIES
+
+
+@pytest.mark.slow
 def test_a_step_that_cannot_import_fails(sample, tmp_path, monkeypatch, capsys):
     """An ImportError while a step runs (a lazily imported module: pyspark, pybgpstream) is that
     step's failure (one line, exit 1), not 'unavailable'."""
