@@ -89,8 +89,6 @@ def measure(path: Path) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/churn.py: how a session's routes change per hour in the real update files."""
-    if not runs:
-        return []
     from bgp_congruency.synth import churn
 
     r = runs[-1]

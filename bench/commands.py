@@ -53,8 +53,6 @@ def commands(data: Path, tmp: Path) -> list[tuple[str, list[str], str | None]]:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/commands.py: every command on the real sample month, and `run`'s steps."""
-    if not runs:
-        return []
     r = runs[-1]
     run = r["run"]
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in run["steps"].items() if v is not None)

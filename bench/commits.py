@@ -133,8 +133,6 @@ def same_tables(a: Path, b: Path, month: str) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/commits.py: the DuckDB compare job of two commits side by side on one month."""
-    if not runs:
-        return []
     intro = ["`bench/commits.py --data-dir D --commits A,B`: the whole `congruency compare` (DuckDB engine,",
              "the config's defaults, hints and publish included) of two commits, each a git worktree, in fresh",
              "processes into data dirs of their own (a first publish each run), interleaved with the DuckDB scan",

@@ -65,8 +65,6 @@ def rows(d: Path, table: str) -> list[str]:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/duckdb_versions.py: the DuckDB compare on two DuckDB versions, side by side."""
-    if not runs:
-        return []
     intro = ["`bench/duckdb_versions.py --data-dir D --versions A,B --limit L`: the compare's steps (DuckDB",
              "engine, `bench/steps.py`: everything but the publish, which DuckDB 2.0.1 cannot do here) on one month,",
              "each DuckDB version in a fresh process, interleaved, best of --repeat; the same checkout, memory limit",

@@ -141,8 +141,6 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/endtoend.py: `congruency run` on a generated archive of a real month's size."""
-    if not runs:
-        return []
     intro = ["`bench/endtoend.py --scale N[,N] [--memory-limit L] [--engine spark]`: the synthetic archive",
              "generated (or reused), then one `congruency run` (ingest, compare with the engine shown: DuckDB at",
              "the memory limit shown, or Spark local[*] with spark.driver.memory 4g; warehouse, reports, hints)",

@@ -147,8 +147,6 @@ def timed(fn):
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/hints.py: the hints table and its JSON Lines export, each against its floor."""
-    if not runs:
-        return []
     intro = ["`bench/hints.py --pairs N`: a generated month of N pairs. Hints: `selector.table.publish` vs",
              "DuckDB joining the pairs with their paths into Parquet. Export: `tunnels.jsonl.write` (a batch",
              "at a time through DuckDB's `to_json`) vs the per-row writer it replaced (`jsonl.line` per row)",

@@ -84,8 +84,6 @@ def one(data: Path, month: str, limit: str, k: int | None = None) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/memfloor.py: the DuckDB compare at several memory limits, each in a fresh process."""
-    if not runs:
-        return []
     intro = ["`bench/memfloor.py --data-dir D --limits ... [--partitions K,auto]`: the whole DuckDB compare job",
              "on one month, once per memory limit and number of VP partitions, each in a fresh process. DuckDB",
              "does not spill all of a hash aggregate's state, so one partition of a large month fails instead of",

@@ -361,8 +361,6 @@ def _mmm(x: dict, fmt: str = "{:.2f}") -> str:
 
 def section(runs: list[dict]) -> list[str]:
     """bench/multipath.py: one MPTCP connection over IPv4 + IPv6 against single-path TCP."""
-    if not runs:
-        return []
     intro = ["`bench/multipath.py` (root; network namespaces, `tc tbf` bottlenecks, no netem in this kernel):",
              "one MPTCP connection with an IPv4 and an IPv6 subflow, configured by the project's own",
              "`congruency export --format mptcp` script for an `aggregate` hint, against single-path TCP on the",

@@ -148,8 +148,6 @@ def scale(data: Path, limit: str, work: Path) -> dict:
 def section(runs: list[dict]) -> list[str]:
     """bench/relationships.py: the inference against the generator's truth, the real sample
     against CAIDA's 2016 file, and its time and memory at scale beside the compare's."""
-    if not runs:
-        return []
     r = next((x for x in reversed(runs) if x.get("real")), runs[-1])
     intro = [f"`{r['command']}`: each generated month (`congruency synth --ases N --vps 12`, seed 1, 2 snapshots)",
              "run, its `as_relationships` scored per family against the generator's relationships (PPV and TPR;",

@@ -20,10 +20,11 @@ BENCHES = (("steps", "steps-*.json", "steps"), ("endtoend", "endtoend-*.json", "
 
 
 def sections(real: dict) -> list[str]:
-    """Every bench's section, from its results in `real` (none: no section)."""
+    """Every bench's section, from its results in `real` (a bench without results has none)."""
     lines: list[str] = []
     for key, _files, module in BENCHES:
-        lines += importlib.import_module(f"bench.{module}").section(real.get(key) or [])
+        if real.get(key):
+            lines += importlib.import_module(f"bench.{module}").section(real[key])
     return lines
 
 

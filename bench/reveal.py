@@ -326,8 +326,6 @@ def inferred_at_scale(data: Path, limit: str, work: Path) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/reveal.py: the path selector told the source's first hops or neighbours."""
-    if not runs:
-        return []
     scaled = [x for x in runs if x.get("scale")]  # `--scale` alone: a run of its own
     r = next((x for x in reversed(runs) if x.get("real") or x.get("generated")), runs[-1])
     if scaled:

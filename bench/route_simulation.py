@@ -132,8 +132,6 @@ def measure(data: Path, archive: Path) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/route_simulation.py: rule 10 beside routes simulated over inferred and true relationships."""
-    if not runs:
-        return []
     r = runs[-1]
     intro = [f"`{r['command']}`: an experiment, not a rule of the product. The generated month's sources that",
              "are no VP, their neighbours revealed: the product's rule 10 beside each source's route simulated by",

@@ -114,8 +114,6 @@ def child(script_or_cmd, args: list[str], pythonpath: str, label: str, timeout_s
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/routes.py: a month stored as routes against a commit that stored every snapshot."""
-    if not runs:
-        return []
     intro = ["`bench/routes.py --archive A --commits BASE,HEAD`: each commit, in a git worktree and a data dir of",
              "its own, ingests the same generated archive (`congruency ingest`) and compares it (`congruency",
              "compare`, DuckDB, then Spark local[*]; hints and publish included), in fresh processes; the floor is",

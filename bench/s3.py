@@ -34,8 +34,6 @@ from bench.common import OUT, load_now, machine_facts, write_json  # noqa: E402
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/s3.py: the compare with its data dir on a local S3 server against local disk, per engine."""
-    if not runs:
-        return []
     intro = ["`bench/s3.py --data-dir D --month M [--engine spark]`: one ingested month copied to a local data dir and",
              "to a bucket of a SeaweedFS server on 127.0.0.1, each with a PostgreSQL catalog of its own; `congruency",
              "compare` (hints and publish included; Spark in local mode, reaching S3 through S3A) of each in turn, a",

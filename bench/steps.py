@@ -98,8 +98,6 @@ def _rows(data_dir: Path, month: str) -> int:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(profiles: list[dict]) -> list[str]:
     """bench/steps.py's profiles: the compare job step by step, engines side by side per month."""
-    if not profiles:
-        return []
     lines = ["## Compare job by step", "",
              "`bench/steps.py` (one fresh process per engine, nothing else running): wall seconds from each",
              "step's start to the next one's; a view is paid by the first step that reads it (listed in",

@@ -47,8 +47,6 @@ def one(out: Path, params: dict, workers: int) -> dict:
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/synth.py: the generator with one writer and with one forked writer per CPU."""
-    if not runs:
-        return []
     intro = ["`bench/synth.py --scale N`: the same parameters generated twice, side by side, without ground",
              "truth: one process writing the files, then one forked writer per CPU after routing. Routing is",
              "the same single-process pass in both."]

@@ -341,12 +341,17 @@ def _row(d: dict) -> manifest.Row:
     return manifest.Row(**d)
 
 
-def _staged(root: Path, month: str, collectors: set[str] | None) -> list[Path]:
-    """The month's staging folder of each collector (of `collectors`; None: every one). A
-    collector's task works in its own folder only: the DAG's tasks of the other collectors
+def _collector_dirs(base: Path, collectors: set[str] | None) -> list[Path]:
+    """The `collector=NAME` folders under `base` of `collectors` (None: every one). A
+    collector's task works in its own folders only: the DAG's tasks of the other collectors
     decode, merge and delete theirs at the same time."""
-    return [d for d in sorted(Path(layout.staging_dir(root), f"ingest-{month}").glob("collector=*"))
+    return [d for d in sorted(Path(base).glob("collector=*"))
             if collectors is None or d.name.removeprefix("collector=") in collectors]
+
+
+def _staged(root: Path, month: str, collectors: set[str] | None) -> list[Path]:
+    """The month's staging folder of each collector of `collectors` (None: every one)."""
+    return _collector_dirs(Path(layout.staging_dir(root), f"ingest-{month}"), collectors)
 
 
 def _decoded(root: Path, month: str, collectors: set[str] | None = None) -> dict[str, dict]:
@@ -369,9 +374,9 @@ def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None
     by_col: dict[str, list[Path]] = {}
     for d in _staged(root, month, collectors):
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
-    for d in sorted(legacy.glob("collector=*")):
+    for d in _collector_dirs(legacy, collectors):
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
-    by_col = {c: fs for c, fs in by_col.items() if fs and (collectors is None or c in collectors)}
+    by_col = {c: fs for c, fs in by_col.items() if fs}
     task = progress.add_task(f"routes {month}", total=len(by_col)) if progress is not None and by_col else None
     for c, fs in sorted(by_col.items()):
         try:
@@ -411,10 +416,8 @@ def _drop_merged(root: Path, month: str, collectors: set[str] | None = None) -> 
     `collectors` (None: every one)."""
     have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     legacy = Path(layout.legacy_entries_dir(root, month))
-    for d in [*_staged(root, month, collectors), *legacy.glob("collector=*")]:
+    for d in [*_staged(root, month, collectors), *_collector_dirs(legacy, collectors)]:
         c = d.name.removeprefix("collector=")
-        if collectors is not None and c not in collectors:
-            continue
         for f in d.glob("[!._]*.parquet"):
             files = set(pq.read_table(f, columns=["source_file"]).column(0).unique().to_pylist())
             if files and files <= have.get(c, set()):

@@ -202,7 +202,8 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             nets = {(d.endpoint, d.query, afi): net for d in dests for afi, net in d.nets.items()}
             origins = lookup_origins(con, cfg, month, nets)
             unused = None
-            if evidence and any(vp[1] == src.asn for vp in m.vps):
+            src_is_vp = any(vp[1] == src.asn for vp in m.vps)
+            if evidence and src_is_vp:
                 # a VP's own paths are what it uses: they answer, not the evidence (said in the notes)
                 unused = (f"AS{src.asn} is a vantage point of {month}: its own paths answer; its {evidence.how} "
                           "evidence (--via4/--via6, traces, [source]) is not used")
@@ -210,7 +211,7 @@ def advise(cfg: Config, source: str | int, to: Sequence[str] | str | None = None
             ends = [_ends(m, d, origins) for d in dests]
             answers: list = [None] * len(dests)
             asked = [(e[0], e[1]) if src.asn not in (e[0], e[1]) else (None, None) for e in ends]
-            if not any(vp[1] == src.asn for vp in m.vps) and not evidence:
+            if not src_is_vp and not evidence:
                 # every destination's question at once, through the evaluation's engine of rules 1-7
                 answers = proxies.sources_answers(con, cfg, month, [(src.asn, *a) for a in asked], m.calibration)
             elif evidence:

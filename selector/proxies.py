@@ -42,20 +42,23 @@ RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "non
 FEW_SOURCES = 4
 
 
-def _per_source(con, cfg: Config, month: str, paths: str = "ev_paths") -> None:
+def _per_source(con, cfg: Config, month: str, few: str | None = None) -> None:
     """Per question source v (a held-out VP AS, or an AS that is no VP), from the other VPs'
-    paths of the whole month (`paths`; a row of a path whose VP is v never counts: v is hidden),
-    read once (ev_at): ev_near (afi, v, n: an AS right before v, its neighbours per family), ev_after (v, u: an AS
+    paths of the whole month (ev_paths; `few`: the month's paths relation where ev_paths holds
+    only the asked destinations' and the sources are a few ASes that are no VP; a row of a path
+    whose VP is v never counts: v is hidden), read once: ev_near (afi, v, n: an AS right before v, its neighbours per family), ev_after (v, u: an AS
     right after v), ev_src (v a stub: nothing after it; the one neighbour of rule 7) and ev_vps (the month's VPs with paths: who may be
     an upstream proxy). The neighbour and the next-AS sets are the size of v's adjacencies,
     whatever the month."""
+    paths = few or "ev_paths"
+
     def positions(where: str = "") -> str:  # every AS of the paths `where` says, with its place
         return f"""SELECT afi, vp_asn, path, i, path[i] AS x
                    FROM (SELECT afi, vp_asn, path, unnest(range(1, len(path) + 1)) AS i FROM {paths}{where})"""
 
     sources = "SELECT DISTINCT v FROM ev_qv"
     crossing = f"SELECT * FROM ({positions()}) WHERE x IN ({sources}) AND vp_asn <> x"
-    if paths != "ev_paths":  # a few sources over the whole month: only the paths that cross them
+    if few:  # a few sources over the whole month: only the paths that cross them
         srcs = [int(v) for (v,) in con.execute(sources).fetchall()]
         if len(srcs) <= FEW_SOURCES:  # a source's place in each path that has it (a cleaned path has no loop)
             crossing = " UNION ALL ".join(
@@ -70,6 +73,7 @@ def _per_source(con, cfg: Config, month: str, paths: str = "ev_paths") -> None:
         FROM ({crossing})""")
     con.execute("CREATE OR REPLACE TEMP TABLE ev_near AS SELECT DISTINCT afi, x AS v, n FROM ev_at WHERE n IS NOT NULL")
     con.execute("CREATE OR REPLACE TEMP TABLE ev_after AS SELECT DISTINCT x AS v, u FROM ev_at WHERE u IS NOT NULL")
+    con.execute("DROP TABLE ev_at")  # not held through the answers
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_src AS
         SELECT q.v, t.v IS NULL AS stub, o.p AS one
         FROM (SELECT DISTINCT v FROM ev_qv) q
@@ -200,7 +204,7 @@ def ask(con, cfg: Config, snaps: int, parts: int | None = None, progress=None, l
         con.execute(f"{'CREATE OR REPLACE TEMP TABLE ev_ans AS' if i == 0 else 'INSERT INTO ev_ans'} {_decide(k, i)}")
         if progress:
             progress(i + 1, k)
-    for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov", "ev_at"):
+    for t in ("ev_routes", "ev_t", "ev_u", "ev_need", "ev_prov"):
         con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
