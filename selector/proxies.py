@@ -170,10 +170,10 @@ def _provider(k: int, i: int) -> str:
     one most VP ASes show (then the shortest, the lowest ASNs), neither from v's own paths nor
     crossing v."""
     return f"""
-        WITH q AS (SELECT q.qk, q.v, q.d, n.afi, n.n FROM ev_qf q JOIN ev_src s ON s.v = q.v AND s.stub
+        WITH q AS (SELECT DISTINCT q.qk, q.v, q.d, n.afi, n.n FROM ev_qf q JOIN ev_src s ON s.v = q.v AND s.stub
                    JOIN ev_near n ON n.v = q.v AND n.afi = q.afi WHERE {R.in_partition('q.d4', k, i)}),
-        r AS (SELECT q.qk, q.v, q.afi, q.n, r.route, count(DISTINCT r.vp) AS vps, max(r.stab) AS stab,
-                     max(r.snaps) AS snaps, list(DISTINCT r.vp) AS who
+        r AS (SELECT q.qk, q.v, q.afi, q.n, r.route, count(*) AS vps, max(r.stab) AS stab,
+                     max(r.snaps) AS snaps, list(r.vp) AS who
               FROM q JOIN ev_routes r ON r.afi = q.afi AND r.dest = q.d AND r.n = q.n
               WHERE r.vp <> q.v AND NOT list_contains(r.route, q.v) GROUP BY q.qk, q.v, q.afi, q.n, r.route
               QUALIFY row_number() OVER (PARTITION BY q.qk, q.afi, q.n ORDER BY vps DESC, len(r.route), r.route) = 1)

@@ -190,8 +190,8 @@ def _best_sql(qs: str, snaps: int, at_dest: bool) -> str:
             SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, n
                                          ORDER BY own DESC, vps DESC, len(route), route) AS rk
             FROM (SELECT qs.vp_group, qs.v, qs.d, qs.afi, qs.n, qs.ord, qs.rel, qs.hopped, r.route, bool_or(r.own) AS own,
-                         count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
-                  FROM ({qs}) qs JOIN ev_routes r ON r.afi = qs.afi AND r.dest = qs.d AND r.n = qs.n
+                         count(*) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
+                  FROM (SELECT DISTINCT * FROM ({qs})) qs JOIN ev_routes r ON r.afi = qs.afi AND r.dest = qs.d AND r.n = qs.n
                   WHERE qs.n <> qs.d AND r.vp <> qs.v AND NOT list_contains(r.route[2:], qs.v)
                   GROUP BY ALL{dest}))
         WHERE rk = 1"""
@@ -218,8 +218,8 @@ def _inferred(con, qs: str) -> None:
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_mbest AS
         SELECT afi, dest, n, route, stab, snaps, who FROM (
             SELECT *, row_number() OVER (PARTITION BY afi, dest, n {rank}) AS rk
-            FROM (SELECT r.afi, r.dest, r.n, r.route, bool_or(r.own) AS own, count(DISTINCT r.vp) AS vps,
-                         max(r.stab) AS stab, max(r.snaps) AS snaps, list(DISTINCT r.vp) AS who
+            FROM (SELECT r.afi, r.dest, r.n, r.route, bool_or(r.own) AS own, count(*) AS vps,
+                         max(r.stab) AS stab, max(r.snaps) AS snaps, list(r.vp) AS who
                   FROM ev_routes r SEMI JOIN ({heads}) h ON h.afi = r.afi AND h.d = r.dest
                   GROUP BY ALL))
         WHERE rk = 1""")
@@ -237,15 +237,20 @@ def _inferred(con, qs: str) -> None:
     con.execute(f"CREATE OR REPLACE TEMP TABLE ev_mine AS SELECT {cols} FROM ev_below b WHERE {mine}")
     con.execute(f"""CREATE OR REPLACE TEMP TABLE ev_best AS
         SELECT * FROM ({shared}) WHERE NOT list_contains(route, head)""")
+    # m's best route without the source's rows depends on (source, family, destination, m) only
     con.execute(f"""INSERT INTO ev_best
-        SELECT vp_group, v, d, afi, n, head, head_ord, rel, hopped, m_is, route, stab, snaps FROM (
-            SELECT *, row_number() OVER (PARTITION BY vp_group, v, d, afi, head, n {rank}) AS rk
-            FROM (SELECT {cols}, r.route, bool_or(r.own) AS own,
-                         count(DISTINCT r.vp) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
-                  FROM ev_mine b JOIN ev_routes r ON r.afi = b.afi AND r.dest = b.d AND r.n = b.n
-                  WHERE r.vp <> b.v AND NOT list_contains(r.route[2:], b.v)
-                  GROUP BY ALL))
-        WHERE rk = 1 AND NOT list_contains(route, head)""")
+        SELECT {cols}, o.route, o.stab, o.snaps
+        FROM ev_mine b JOIN (
+            SELECT v, d, afi, n, route, stab, snaps FROM (
+                SELECT *, row_number() OVER (PARTITION BY v, d, afi, n {rank}) AS rk
+                FROM (SELECT b.v, b.d, b.afi, b.n, r.route, bool_or(r.own) AS own,
+                             count(*) AS vps, max(r.stab) AS stab, max(r.snaps) AS snaps
+                      FROM (SELECT DISTINCT v, d, afi, n FROM ev_mine) b
+                      JOIN ev_routes r ON r.afi = b.afi AND r.dest = b.d AND r.n = b.n
+                      WHERE r.vp <> b.v AND NOT list_contains(r.route[2:], b.v)
+                      GROUP BY ALL))
+            WHERE rk = 1) o ON o.v = b.v AND o.d = b.d AND o.afi = b.afi AND o.n = b.n
+        WHERE NOT list_contains(o.route, b.head)""")
     con.execute("""CREATE OR REPLACE TEMP TABLE ev_inf AS
         SELECT vp_group, v, d, afi, head AS n, head_ord AS ord, rel, hopped, list_prepend(head, route) AS route, stab,
                snaps, m_is FROM (

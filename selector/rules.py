@@ -293,8 +293,10 @@ DESTINATION_FALLBACK = False
 #: candidate's next link was joined to the relationships in a nested loop, and each neighbour's
 #: best route was read once per question instead of once per destination: reveal._inferred).
 #: On the generated scale-250 month (2026-11-30, `bench/reveal.py --inferred-at-scale`, 4GB)
-#: the first-hop mode's answers take 590.4 s with it against 374.2 s without (1.58x; peak RSS
-#: 4.6 GiB), coverage 51.7% -> 90.1%, its own answers 96.0% right. Left off: issue 59 asks 1.5x.
+#: the first-hop mode's answers take 299.2 s with it against 213.7 s without (1.40x; peak RSS
+#: 4.6 GiB; 590.4 s against 374.2 s before each neighbour's best route without the source was
+#: read once per source, destination and neighbour), coverage 51.7% -> 90.1%, its own answers
+#: 96.0% right. Left off: issue 59 asks 1.5x.
 INFERRED_ROUTES = False
 #: What a neighbour is to the source, the most preferred route first (Gao-Rexford).
 NEIGHBOUR_CLASSES = ("customer", "peer", "provider")
