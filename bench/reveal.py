@@ -11,7 +11,8 @@ the set-based none mode's reference) beside the set-based run.
     .venv/bin/python bench/reveal.py --inferred-at-scale DATA --memory-limit 4GB
 
 Rows: today's rules (none), first hops revealed (rules 8-9), neighbours revealed (9-10), and
-each with the fallbacks the product leaves off (rule 11 `inferred`, rule 6 `destination`):
+each with the fallbacks measured (rule 11 `inferred`, on in the product since 2026-11-30 and
+in the rows that name it; rule 6 `destination`, off):
 coverage, accuracy, per rule, the worst calibrated bin of 30 answers or more (each row's
 calibration fitted on the other sources' answers of the same mode; binned by the confidence
 the calibration of all of them states for the answer's cell, and beside it by each answer's own
@@ -24,7 +25,7 @@ more, and the best accuracy at 70% coverage or more, on the calibrated curve of 
 VPs: the guide's commands (`congruency synth --ases 400 --vps N`, seed 1; `congruency run`;
 `evaluate --truth`), to say whether more VPs (more of the links observed) close the target.
 `--inferred-at-scale` times the first-hop mode's answers without and with rule 11 on a month at
-scale, side by side (the fallback the product leaves off until its cost there is known).
+scale, side by side (issue 59: rule 11 at most 1.5x the mode without it).
 
 The result goes to bench/out/reveal.json (a --scale, --vps or --inferred-at-scale run alone:
 reveal-scale.json, reveal-vps.json, reveal-inferred-at-scale.json).
@@ -298,7 +299,7 @@ def scale(data: Path, limit: str, work: Path) -> dict:
 
 
 def inferred_at_scale(data: Path, limit: str, work: Path) -> dict:
-    """What rule 11 (off in the product) costs at scale: the first-hop mode's set-based answers
+    """What rule 11 costs at scale: the first-hop mode's set-based answers
     without it and with it, side by side, each a fresh process under the same memory limit, not
     published (publish's own peak is the `evaluate` rows above)."""
     cfg = duckdb_config(work, limit)
@@ -392,7 +393,7 @@ def section(runs: list[dict]) -> list[str]:
     if inf:
         got = inf["inferred_at_scale"]
         a = got.get("answers") or {}
-        lines += [f"Rule 11 (off in the product) at scale, `{inf['command']}`: the first-hop mode's answers (with it",
+        lines += [f"Rule 11 at scale, `{inf['command']}`: the first-hop mode's answers (with it",
                   "only where the run measured both, without it too), each a fresh process, not published:", "",
                   common.table(["command", "wall s", "CPU s", "peak RSS MiB", "tree peak MiB"], render.scale_rows(got),
                                align="lrrrr"), "",
@@ -441,7 +442,7 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-limit", default="4GB")
     ap.add_argument("--vps", help="N,N,...: the neighbours target on generated 400-AS months of N VPs each")
     ap.add_argument("--inferred-at-scale", type=Path, metavar="DATA",
-                    help="the first-hop mode's answers with rule 11 (off in the product) on a month at scale")
+                    help="the first-hop mode's answers without and with rule 11, side by side, on a month at scale")
     ap.add_argument("--work", type=Path, default=OUT / "reveal")
     a = ap.parse_args(argv)
     a.work.mkdir(parents=True, exist_ok=True)

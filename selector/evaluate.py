@@ -54,7 +54,7 @@ from bgp_congruency.synth import truth as T
 #: Confidence bins of the reliability table: [0, 0.1), [0.1, 0.2), ... [0.9, 1.0].
 BINS = 10
 RULES = ("through", "provider", "one-neighbour", "destination", "upstream", "none")
-#: The rules of the evaluation with the source's evidence revealed (selector/rules.py 8-10, then 6).
+#: The rules of the evaluation with the source's evidence revealed (selector/rules.py 8-11, then 6).
 REVEALED_RULES = ("first-hop", "through", "neighbours", "inferred", "destination", "none")
 
 

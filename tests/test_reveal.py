@@ -126,7 +126,7 @@ def test_the_rules_as_worked_out_by_hand(hand):
     assert (rule, h["v4_path"], h["via_v4"]) == ("first-hop", [42, 1, 5, 6, 300], 1)
     h, rule = _answer(hand, 42, 300, _via("5:peer", "2"))
     assert (rule, h["v4_path"], h["via_v4"]) == ("first-hop", [42, 5, 6, 300], 5)
-    # (G) Rule 11 (off by default: rules.INFERRED_ROUTES): AS30 has no route to AS100 on any
+    # (G) Rule 11 (on by default: rules.INFERRED_ROUTES): AS30 has no route to AS100 on any
     # path; the month says AS1 provides it, and AS1's route is 1 100: AS30's is inferred as
     # 30 1 100. The pair's rule is the least sure. Off, that family has no path.
     h, rule = _answer(hand, 99, 100, _via("30", "2"), inferred=True)
