@@ -189,6 +189,32 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda it: rank.get(it.module.__name__.rsplit(".", 1)[-1], len(rank)))
 
 
+def pytest_configure(config):
+    """Each pytest process (each xdist worker) gets a temp folder of its own under the system's,
+    removed when it ends (pytest_unconfigure): what the code under test leaves in the temp folder
+    (an s3:// data dir's local folder, common/s3.local_dir, one per bucket the tests make; the
+    servers' folders) goes there, not into the machine's /tmp. pytest's own tmp_path folders stay
+    where they were (PYTEST_DEBUG_TEMPROOT), kept for a failure's inspection. Short: the
+    PostgreSQL server's socket is in it (107 bytes at most)."""
+    import tempfile
+
+    base = tempfile.gettempdir()
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", base)
+    mine = tempfile.mkdtemp(prefix="cgt-", dir=base)
+    os.chmod(mine, 0o711)  # the PostgreSQL server's user (nobody) reaches its folder in it
+    os.environ["TMPDIR"] = tempfile.tempdir = mine
+    config.stash[_OWN_TMP] = mine
+
+
+def pytest_unconfigure(config):
+    mine = config.stash.get(_OWN_TMP, None)
+    if mine:
+        shutil.rmtree(mine, ignore_errors=True)
+
+
+_OWN_TMP = pytest.StashKey[str]()
+
+
 def pytest_sessionfinish(session, exitstatus):
     """A computed month some test wrote into fails the session, naming the files."""
     touched = {str(w.data): w.changed() for w in _WATCHED}
