@@ -87,5 +87,5 @@ def _table(plan) -> None:
           "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "of the month's estimated routes at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
-    print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_rows_per_s']:,} "
-          f"rows/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")
+    print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_routes_per_s']:,} "
+          f"routes/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")

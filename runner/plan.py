@@ -14,16 +14,17 @@ its entries per snapshot times 1 + the new routes of each later snapshot (NEW_RO
   as routes", `bench/routes.py --ingest-only`, 2026-11-28);
 - 0.32% two hours apart, from the scale-10 month of every 2-hourly RIB of 5 days, which has
   15% more routes than its daily one (an estimate from that ratio); a straight line between.
-The time rates are still those measured before the routes, per entry, on a 2-core machine at
-duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250,1000 --memory-limit 4GB`,
-bench/RESULTS.md), the slower of the two scales for each step (docs/study.md says what the
-routes change and why they are not re-derived yet):
-- ingest: 248,549,835 entries (scale 250: 20 files) in 112.8 s, 2.20M entries/s (scale
-  1000, 80 files: 2.25M/s);
-- compare, with the hints table it builds: 248,549,835 entries (scale 250, 16 VP
-  partitions) in 220.7 s, 1.13M entries/s (scale 1000, 137 partitions, whose month grows by
-  snapshots of the same paths: 1.25M/s); measured 2026-11-27, one invocation, nothing else
-  running;
+The time rates are those of the month stored as routes, on a 2-core machine at
+duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250 --memory-limit 4GB` and `--scale
+1000`, bench/RESULTS.md "A real month's size end to end"; generated months with churn, each
+run alone), the slower of the two scales for each step:
+- ingest, the decode and the merge into routes, per entry read: 248,138,550 entries (scale
+  250: 20 files, 5 daily snapshots) in 172.3 s, 1.44M entries/s (2026-11-30 00:30; scale
+  1000, 992,242,171 entries in 80 files, 2026-11-30 03:11: 608.5 s, 1.63M/s);
+- compare, with the relationships, prefixes and hints tables it builds, per route: its cost
+  follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
+  and 51.3M and 51.4M routes, and took 156.7 s and 156.5 s), 327k routes/s. A month is
+  compared whole when any of its snapshots is new;
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
@@ -45,8 +46,8 @@ from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 248_549_835 / 112.8
-COMPARE_ROWS_PER_S = 248_549_835 / 220.7
+INGEST_ENTRIES_PER_S = 248_138_550 / 172.3
+COMPARE_ROUTES_PER_S = 51_290_917 / 156.7
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
@@ -161,7 +162,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
     cut: set[str] = set()
     learned = _learned(data, cut) if data.exists() else {}
     plan = Plan(months=[], rates={
-        "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_rows_per_s": round(COMPARE_ROWS_PER_S),
+        "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
         "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
@@ -210,7 +211,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
         mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
-                           + entries / INGEST_ENTRIES_PER_S + (entries / COMPARE_ROWS_PER_S if entries else 0), 1)
+                           + entries / INGEST_ENTRIES_PER_S + (mp.routes / COMPARE_ROUTES_PER_S if entries else 0), 1)
         plan.months.append(mp)
         plan.download_bytes += mp.download_bytes
         mp.disk_bytes = mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
