@@ -459,7 +459,9 @@ document(
           "upstream (a VP the source hands traffic to, the source put in front), none (nothing stands in); with the "
           "source's evidence revealed (reveal): first-hop (its neighbour toward the destination known, or its one "
           "neighbour in the family: that neighbour's route), through (VPs' paths cross it: its own route), neighbours (its neighbours known: "
-          "Gao-Rexford preference among them), destination (a family with no path: rule 6)", "-", _EV),
+          "Gao-Rexford preference among them), inferred (the neighbour's route not observed: taken one AS further "
+          "from the month's relationships, rule 11), destination (a family with no path: rule 6, measured and off "
+          "in the product)", "-", _EV),
     proxies=("proxy VPs the answer considered (destination, one-neighbour: the VP ASes whose pairs show its class)",
              "VPs", _EV),
     observed_class=("the class of the pair's own paths (congruent, disjoint, shared-edge, shared-core)", "-", "7. Pairs"),

@@ -414,9 +414,9 @@ def _selector_section(con, month: str) -> list[str]:
             "the class most pairs to the destination show (no path); <i>upstream</i>, a VP the source hands "
             "traffic to, the source put in front. With evidence: <i>first-hop</i>, the revealed neighbour's route "
             "with the source in front; <i>through</i>; <i>neighbours</i>, the neighbour chosen by relationship "
-            "among those revealed (customer, then peer, then provider); the fallbacks <i>inferred</i> (a "
-            "neighbour's route not observed, taken one AS further) and <i>destination</i> are off, as neither "
-            "calibrates. <i>none</i>: nothing stands in.</p>", table, figure_html(fig),
+            "among those revealed (customer, then peer, then provider); <i>inferred</i>, a neighbour's route "
+            "not observed, taken one AS further from the month's relationships (calibrated, on); the fallback "
+            "<i>destination</i> after them is off (right half the time). <i>none</i>: nothing stands in.</p>", table, figure_html(fig),
             "<p class='note'>Where each evidence mode stands: coverage and accuracy when only answers at or above a "
             "calibrated confidence count.</p>", figure_html(curve_fig), curve_table, ceiling_note]
 

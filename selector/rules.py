@@ -232,7 +232,7 @@ def destination_class(counts: dict[str, int]) -> tuple[str, float]:
 
 
 # ------------------------------------------------------------------ the source's own evidence
-# Rules 8-10 (issue 47): the operator says which ASes its host hands traffic to in each family
+# Rules 8-11 (issues 47 and 59): the operator says which ASes its host hands traffic to in each family
 # (`--via4/--via6`, an endpoints or config [source] table) or traces show it (`--atlas`,
 # `--warts`, stored traces: the first hop in another AS). Each family's path is chosen on its
 # own, in this order:

@@ -190,8 +190,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """Each pytest process (each xdist worker) gets a temp folder of its own under the system's,
-    removed when it ends (pytest_unconfigure): what the code under test leaves in the temp folder
+    """Each pytest process gets a temp folder of its own (an xdist worker's inside the
+    controller's), removed when it ends (pytest_unconfigure, which puts the old one back): what the code under test leaves in the temp folder
     (an s3:// data dir's local folder, common/s3.local_dir, one per bucket the tests make; the
     servers' folders) goes there, not into the machine's /tmp. pytest's own tmp_path folders stay
     where they were (PYTEST_DEBUG_TEMPROOT), kept for a failure's inspection. Short: the
@@ -202,17 +202,25 @@ def pytest_configure(config):
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", base)
     mine = tempfile.mkdtemp(prefix="cgt-", dir=base)
     os.chmod(mine, 0o711)  # the PostgreSQL server's user (nobody) reaches its folder in it
+    config.stash[_OWN_TMP] = (mine, os.environ.get("TMPDIR"), tempfile.tempdir)
     os.environ["TMPDIR"] = tempfile.tempdir = mine
-    config.stash[_OWN_TMP] = mine
 
 
 def pytest_unconfigure(config):
-    mine = config.stash.get(_OWN_TMP, None)
-    if mine:
+    import tempfile
+
+    got = config.stash.get(_OWN_TMP, None)
+    if got:
+        mine, env, before = got
+        if env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = env
+        tempfile.tempdir = before
         shutil.rmtree(mine, ignore_errors=True)
 
 
-_OWN_TMP = pytest.StashKey[str]()
+_OWN_TMP = pytest.StashKey[tuple]()
 
 
 def pytest_sessionfinish(session, exitstatus):
