@@ -148,9 +148,10 @@ def s3_server(buckets: tuple[str, ...] = ("lake",), again: S3Server | None = Non
 
 def _wait_buckets(server: S3Server, buckets, objects: bool = False) -> None:
     """The buckets `-bucket` makes a moment after the S3 port answers: wait until each lists.
-    `objects` (a restarted server): also until the first object of each reads whole. Its
-    volume server rejoins after the S3 port and the listing answer: a read before that failed
-    with "INTERNAL_FAILURE ... Failed to flush response stream" (a fresh clone of e3721ba)."""
+    `objects` (a restarted server): also until every object of each reads (its first byte).
+    Its volume server rejoins after the S3 port and the listing answer, one volume at a time: a
+    read before that failed with "INTERNAL_FAILURE ... Failed to flush response stream" (a
+    fresh clone of e3721ba; and of 806666e, whose first object read while another did not)."""
     from pyarrow import fs
 
     f = fs.S3FileSystem(access_key=server.key_id, secret_key=server.secret, region="us-east-1", scheme="http",
@@ -163,17 +164,18 @@ def _wait_buckets(server: S3Server, buckets, objects: bool = False) -> None:
             time.sleep(0.2)
     deadline = time.monotonic() + 60
     for b in buckets if objects else ():
-        first = next((i.path for i in f.get_file_info(fs.FileSelector(b, recursive=True))
-                      if i.type == fs.FileType.File), None)
-        while first is not None:
-            try:
-                with f.open_input_stream(first) as stream:
-                    stream.read()
-                break
-            except OSError as exc:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{first} not readable on the restarted weed mini in 60 s: {exc}") from None
-                time.sleep(0.2)
+        for info in f.get_file_info(fs.FileSelector(b, recursive=True)):
+            if info.type != fs.FileType.File or not info.size:
+                continue
+            while True:
+                try:
+                    with f.open_input_file(info.path) as one:
+                        one.read_at(1, 0)
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{info.path} not readable on the restarted weed mini in 60 s: {exc}") from None
+                    time.sleep(0.2)
 
 
 def _as_user(user: str | None):
