@@ -115,11 +115,19 @@ def s3_server(buckets: tuple[str, ...] = ("lake",), again: S3Server | None = Non
     log = open(folder / "weed.log", "ab")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
     endpoint = f"http://127.0.0.1:{ports['s3']}"
+    tries = 10 if again is not None else 0  # a restart's old ports: another process may hold one a while
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"weed mini exited {proc.returncode}: {(folder / 'weed.log').read_text()[-2000:]}")
+                tail = (folder / "weed.log").read_text()[-2000:]
+                if tries and "Port allocation failed" in tail:
+                    tries -= 1
+                    time.sleep(1)
+                    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=folder,
+                                            start_new_session=True)
+                    continue
+                raise RuntimeError(f"weed mini exited {proc.returncode}: {tail}")
             try:
                 urllib.request.urlopen(f"{endpoint}/{buckets[0]}", timeout=2)
             except urllib.error.HTTPError as exc:  # 403: up, and refusing the anonymous
