@@ -59,8 +59,7 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
         try:
             yield p
         finally:
-            with _guard:
-                _held[key][1] -= 1
+            _release(key, p, shared)
         return
     deadline = time.monotonic() + max(0.0, wait_s)
     fd = _acquire(p, shared)
@@ -75,8 +74,17 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
     try:
         yield p
     finally:
-        with _guard:
-            _held.pop(key, None)
+        _release(key, p, shared)
+
+
+def _release(key: str, p: Path, shared: bool) -> None:
+    """One holder of the process's lock done: the last one, whichever thread it is (ingest
+    merges collectors side by side, each taking the month), lets the flock go."""
+    with _guard:
+        _held[key][1] -= 1
+        if _held[key][1] > 0:
+            return
+        fd = _held.pop(key)[0]
         if not shared:  # gone with the run; a process waiting on it retries on a new file
             try:
                 os.unlink(p)

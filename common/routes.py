@@ -22,7 +22,10 @@ _staging/ingest-M/), in parallel, then `merge` folds a collector's new snapshot 
 current routes into a new generation, a bucket range of VPs at a time (bounded memory;
 with several ranges the new entries are first split into a file per range, in one pass),
 written under a temporary name and renamed into place: a kill during a merge leaves the
-month as it was, and the next run merges again. A snapshot ingested later (a backfilled
+month as it was, and the next run merges again. The grouping is the native route merger's
+(ingest/native/src/merge.rs: a hash table over the whole key, where the SQL aggregate over the
+same key cost twice as much), fed by the decode pass as each dump is written, so a run reads
+back only the files an earlier, killed run decoded; collectors merge side by side. A snapshot ingested later (a backfilled
 file) merges the same way without decoding the others; a dump ingested again replaces its
 snapshot. Room for intervals: a later `first_seen`/`last_seen` pair (a RIB plus its updates)
 fits beside `seen` as two columns a merge fills and `expand_sql` reads.

@@ -7,10 +7,14 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from datetime import timezone
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, duck, hooks, layout, vp_hash
@@ -66,28 +70,6 @@ def _one_snapshot(path: Path) -> Snapshot | None:
     return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
 
 
-def _bits_sql(sid: str, nw: int) -> list[str]:
-    """DuckDB SQL aggregates: for each word k, the OR of the rows' bits of snapshot `sid`."""
-    return [f"coalesce(bit_or(CASE WHEN {sid} >= {k * WORD} AND {sid} < {(k + 1) * WORD} THEN "
-            f"1::BIGINT << ({sid} - {k * WORD})::INTEGER END), 0) AS w{k}" for k in range(nw)]
-
-
-def _remap_sql(mapping: dict[int, int], nw_old: int, nw: int) -> list[str]:
-    """DuckDB SQL: the new words w0.. of an existing row from its old words ow0.., each kept
-    old bit moved to its new position (snapshots dropped or renumbered)."""
-    ident = all(o == n for o, n in mapping.items())
-    out = []
-    for k in range(nw):
-        if ident:  # only the bits of kept snapshots, where they were
-            keep = sum(1 << (o % WORD) for o in mapping if o // WORD == k)
-            out.append(f"(ow{k} & {keep})" if k < nw_old else "0")
-            continue
-        terms = [f"(((ow{o // WORD} >> {o % WORD}) & 1) << {n % WORD})" for o, n in sorted(mapping.items())
-                 if n // WORD == k]
-        out.append(" | ".join(terms) if terms else "0")
-    return [f"({e})::BIGINT AS w{k}" for k, e in enumerate(out)]
-
-
 def _chunks(counts: list[int], budget: int) -> list[tuple[int, int]]:
     """Contiguous bucket ranges whose rows (counts per bucket) fit `budget` each (a bucket
     larger than the budget is a range of its own)."""
@@ -121,12 +103,74 @@ def _bucket_rows(paths: list[str]) -> list[int]:
     return counts
 
 
-def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
+class Feed:
+    """A collector's route merger fed by the decode pass, batch by batch as each dump is
+    written to its file, so the merge after it need not read those files back (about a third
+    of a merge's work: bench/RESULTS.md). A dump's rows get the next bit in the order the
+    dumps come (`start`); `merge` moves them to their snapshots' places. Only what is whole
+    counts: a dump whose decode failed is dropped there, and a feed that outgrows `budget`
+    bytes lets its merger go (the merge reads the files then, as after a killed run)."""
+
+    def __init__(self, dumps: int, budget: int):
+        import congruency_mrt
+
+        self._lock = threading.Lock()
+        self._m = congruency_mrt.Routes(words(dumps), vp_hash.MULT, vp_hash.BUCKET_BITS, 0, vp_hash.BUCKETS - 1)
+        self._budget = budget
+        self._dumps = dumps
+        self._next = 0
+        self._whole: dict[str, int] = {}  # decoded file -> its bit, once its dump is whole
+
+    def start(self) -> "FeedDump":
+        """The next dump's share of the feed."""
+        with self._lock:
+            sid, self._next = self._next, self._next + 1
+        return FeedDump(self, sid if sid < self._dumps else None)
+
+    def _add(self, sid: int, batch: pa.RecordBatch, cursor: int) -> int:
+        with self._lock:
+            if self._m is None:
+                return cursor
+            cursor = _add(self._m, batch, sids=np.full(batch.num_rows, sid, np.int32), cursor=cursor)
+            if self._m.bytes > self._budget:
+                self._m = None  # over its share of memory: the merge reads the files instead
+            return cursor
+
+    def take(self, decoded: list[str]) -> tuple[object, dict[str, int]] | None:
+        """The merger and the bit of each of `decoded` fed whole (None if it let go); the
+        feed is empty after."""
+        with self._lock:
+            m, self._m = self._m, None
+        return (m, {p: self._whole[p] for p in decoded if p in self._whole}) if m is not None else None
+
+
+class FeedDump:
+    """One dump's rows into a Feed: `add` each batch, then `whole` once its file is published."""
+
+    def __init__(self, feed: Feed, sid: int | None):
+        self._feed, self._sid, self._cursor = feed, sid, (1 << 64) - 1
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if self._sid is not None:
+            self._cursor = self._feed._add(self._sid, batch, self._cursor)
+
+    def whole(self, path: Path) -> None:
+        if self._sid is not None:
+            with self._feed._lock:
+                self._feed._whole[str(path)] = self._sid
+
+
+def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, feed: Feed | None = None) -> Path:
     """Fold `decoded` snapshot files (ingest/writer.py's, each holding one or more snapshot
     times; a dump already in the routes is replaced) into the collector's routes in the data
-    dir of `cfg` as a new generation; returns it. Under the collector's lock, with DuckDB under
-    the config's memory limit and threads; the decoded files are left to the caller."""
+    dir of `cfg` as a new generation; returns it. Under the collector's lock, in 1/`share` of
+    the config's memory limit (`share` merges run at once) and its DuckDB threads; the decoded
+    files are left to the caller. `feed`: what the decode pass fed of them, not read again."""
     root = Path(cfg.data_dir)
+    cap = duck.memory_limit(cfg.duckdb_memory_limit)
+    if cap and share > 1:
+        cap = f"{parse_bytes(cap) // share // 2**20}MiB"
+        cfg = cfg.with_overrides(duckdb_memory_limit=cap)
     folder = Path(layout.routes_dir(root, month, collector))
     with month_lock(root, month, part=f"routes-{collector}", wait_s=3600):
         clean_dead(folder)
@@ -160,16 +204,26 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
                 f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
                 for p, one in zip(decoded, single)) + ")"
             old_files = files(old_gen) if old_gen is not None else []
-            cap = duck.memory_limit(cfg.duckdb_memory_limit)
             budget = max(MIN_CHUNK_ROWS, parse_bytes(cap) // BYTES_PER_ROW) if cap else 1 << 62
             counts = [a + b for a, b in zip(_bucket_rows([str(p) for p in decoded]), _bucket_rows(old_files))]
             chunks = _chunks(counts, budget)
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)
             try:
-                per_chunk = _split(con, src, chunks, work / f".chunks-{collector}") if len(chunks) > 1 else [src]
+                fed = feed.take([str(p) for p in decoded]) if feed is not None else None
+                if len(chunks) > 1 or None in single:  # each range's rows, with their snapshot, in files of their own
+                    fed = None
+                    per_chunk = [[(f, None) for f in fs] for fs in _split(con, src, chunks, work / f".chunks-{collector}")]
+                else:  # one range of dumps' files: each file's rows are its snapshot's
+                    per_chunk = [[(str(p), pos[(one.time, one.source_file)]) for p, one in zip(decoded, single)]]
+                m = None
+                if fed is not None:  # what the decode pass fed: its bits to their snapshots' places
+                    m, bits = fed
+                    place = {bits[p]: sid for p, sid in per_chunk[0] if p in bits}
+                    m.renumber(nw, [place.get(i, -1) for i in range(max(bits.values(), default=-1) + 1)])
+                    per_chunk[0] = [(p, sid) for p, sid in per_chunk[0] if p not in bits]
                 for k, (lo, hi) in enumerate(chunks):
-                    _merge_chunk(con, per_chunk[k], old_files, mapping, nw_old, nw, lo, hi, tmp / f"part-{k}.parquet")
+                    _merge_chunk(con, per_chunk[k], old_files, mapping, nw_old, nw, lo, hi, tmp / f"part-{k}.parquet", m)
                     hooks.pause("merge")
                 atomic.write_text(tmp / SNAPSHOTS, json.dumps({"month": month, "collector": collector,
                                                                "snapshots": [s.to_json() for s in new]}, indent=1))
@@ -190,11 +244,13 @@ def merge(cfg, month: str, collector: str, decoded: list[Path]) -> Path:
     return gen
 
 
-def _split(con, src: str, chunks: list[tuple[int, int]], folder: Path) -> list[str]:
-    """The new entries of a merge in several bucket ranges, written once into a file per range
-    (under `folder`, which the caller removes): each range then reads its own rows, where a
-    filter on the dumps' files (in the dump's order, no bucket statistics) read every file once
-    per range (the 992M-entry month: 32 ranges, 2,190 of its 2,758 s of ingest)."""
+def _split(con, src: str, chunks: list[tuple[int, int]], folder: Path) -> list[list[str]]:
+    """The new entries of a merge in several bucket ranges, written once into files per range
+    (under `folder`, which the caller removes), each row with its snapshot (`sid`): each range
+    then reads its own rows, where a filter on the dumps' files (in the dump's order, no
+    bucket statistics) read every file once per range (the 992M-entry month: 32 ranges, 2,190
+    of its 2,758 s of ingest). Files of several snapshots (hand-made months) come this way too,
+    in one range: their rows' snapshots are looked up here."""
     of_bucket = [0] * vp_hash.BUCKETS
     for k, (lo, hi) in enumerate(chunks):
         for b in range(lo, hi + 1):
@@ -204,68 +260,165 @@ def _split(con, src: str, chunks: list[tuple[int, int]], folder: Path) -> list[s
     cols = ", ".join((*KEY, "origin_asn", "vp_bucket", "sid"))
     con.execute(f"""COPY (SELECT {cols}, {of_bucket}[vp_bucket + 1] AS chunk FROM {src})
                     TO {quote(str(folder))} (FORMAT parquet, PARTITION_BY (chunk), COMPRESSION zstd)""")
+    return [sorted(str(f) for f in (folder / f"chunk={k}").glob("*.parquet")) for k in range(len(chunks))]
+
+
+#: Columns of an entry the route merger reads (the key, and the origin it keeps).
+_ENTRY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path_raw", "origin_asn")
+#: Batch rows read at a time, and routes written at a time.
+BATCH_ROWS = 1 << 17
+
+
+def _merge_chunk(con, new: list[tuple[str, int | None]], old_files: list[str], mapping: dict[int, int], nw_old: int,
+                 nw: int, lo: int, hi: int, out: Path, m=None) -> None:
+    """One bucket range of a merge into `out`, by the native route merger (ingest/native,
+    merge.rs): the new entries (`new`: files, each with its snapshot's bit, or None where a
+    `sid` column gives each row's) grouped into routes, with the existing routes of the range
+    (`old_files`, their bits moved by `mapping` to the new numbering), written in bucket order
+    (a compare partition reads its buckets' row groups only), a session's prefixes together
+    inside (about 20% smaller than in bucket order alone). `m`: a merger holding entries
+    already (a Feed's, renumbered), or None."""
+    import congruency_mrt
+
+    if m is None:
+        m = congruency_mrt.Routes(nw, vp_hash.MULT, vp_hash.BUCKET_BITS, lo, hi)
+    for path, sid in new:
+        pf, cursor = pq.ParquetFile(path), (1 << 64) - 1
+        for b in pf.iter_batches(BATCH_ROWS, columns=[*_ENTRY, *(["sid"] if sid is None else [])]):
+            sids = np.full(b.num_rows, sid, np.int32) if sid is not None else \
+                b.column("sid").to_numpy(zero_copy_only=False).astype(np.int32)
+            cursor = _add(m, b, sids=sids, cursor=cursor)
+    if mapping:
+        m.set_mapping([mapping.get(o, -1) for o in range(nw_old * WORD)])
+        for path in old_files:
+            pf = pq.ParquetFile(path)
+            groups = _groups_in(pf, lo, hi)
+            if groups:
+                for b in pf.iter_batches(BATCH_ROWS, row_groups=groups, columns=[*_ENTRY, "copy", "seen", "seen_more"]):
+                    _add(m, b, words=_words(b, nw_old, path))
+    m.finish()
+
+    def batches():
+        while (got := m.take(ROW_GROUP))["rows"]:
+            yield _routes_batch(got, nw)
+
+    # DuckDB writes them (about 15% smaller files than pyarrow's writer), in the merger's order
+    con.register("merged_routes", pa.RecordBatchReader.from_batches(ROUTES, batches()))
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        with atomic.replacing(out) as tmp:
+            con.execute(f"COPY merged_routes TO {quote(str(tmp))} "
+                        f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP})")
+    finally:
+        con.unregister("merged_routes")
+
+
+#: Rows of a routes file's row group (a compare reads a bucket range's groups).
+ROW_GROUP = 122_880
+
+
+def _groups_in(pf: pq.ParquetFile, lo: int, hi: int) -> list[int]:
+    """The row groups of a routes file that may hold buckets lo..hi (by their statistics)."""
+    meta = pf.metadata
+    col = meta.schema.names.index(vp_hash.COLUMN)
     out = []
-    for k in range(len(chunks)):
-        part = folder / f"chunk={k}"
-        got = sorted(part.glob("*.parquet")) if part.is_dir() else []
-        lit = "[" + ", ".join(quote(duck.glob_literal(str(f))) for f in got) + "]"
-        out.append(f"read_parquet({lit}, hive_partitioning = false)" if got else
-                   f"(SELECT {cols} FROM {src} WHERE false)")
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(col).statistics
+        if st is None or not st.has_min_max or (st.max >= lo and st.min <= hi):
+            out.append(g)
     return out
 
 
-def _merge_chunk(con, src: str, old_files: list[str], mapping: dict[int, int], nw_old: int, nw: int,
-                 lo: int, hi: int, out: Path) -> None:
-    """One bucket range of a merge into `out`: the new entries grouped into routes (exact
-    copies apart), OR'ed into the existing routes, remapped to the new snapshot numbering."""
-    key = ", ".join(KEY)
-    where = f"vp_bucket BETWEEN {lo} AND {hi}"
-    bits = ", ".join(_bits_sql("sid", nw))
-    pop = " + ".join(f"bit_count(w{k})" for k in range(nw))
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE agg AS
-        SELECT {key}, any_value(origin_asn) AS origin_asn, any_value(vp_bucket) AS vp_bucket, count(*) AS n, {bits}
-        FROM {src} WHERE {where}
-        GROUP BY {key}""")
-    wcols = ", ".join(f"w{k}" for k in range(nw))
-    parts = [f"SELECT {key}, origin_asn, vp_bucket, 0::SMALLINT AS copy, {wcols} FROM agg WHERE n = {pop}"]
-    if con.execute(f"SELECT count(*) FROM agg WHERE n > {pop}").fetchone()[0]:
-        # identical entries in one snapshot (rare): the j-th copy gets the snapshots with more than j
-        on = " AND ".join(f"d.{c} IS NOT DISTINCT FROM a.{c}" for c in KEY)
-        cbits = ", ".join(_bits_sql("sid", nw))
-        parts.append(f"""SELECT {key}, any_value(origin_asn), any_value(vp_bucket), j::SMALLINT AS copy, {cbits}
-            FROM (SELECT c.*, unnest(range(c.c)) AS j FROM (
-                    SELECT d.{key.replace(', ', ', d.')}, any_value(d.origin_asn) AS origin_asn,
-                           any_value(d.vp_bucket) AS vp_bucket, d.sid, count(*) AS c
-                    FROM {src} d SEMI JOIN (SELECT * FROM agg WHERE n > {pop}) a ON {on}
-                    WHERE d.{where} GROUP BY ALL) c)
-            GROUP BY {key}, j""")
-    if old_files and mapping:
-        lit = "[" + ", ".join(quote(duck.glob_literal(f)) for f in old_files) + "]"
-        ow = ", ".join(["seen AS ow0"] + [f"coalesce(seen_more[{k}], 0) AS ow{k}" for k in range(1, nw_old)])
-        remap = ", ".join(_remap_sql(mapping, nw_old, nw))
-        parts.append(f"""SELECT {key}, origin_asn, vp_bucket, copy, {remap}
-            FROM (SELECT *, {ow} FROM read_parquet({lit}) WHERE {where})""")
-    body = " UNION ALL ".join(parts)
-    if len(parts) > 1:
-        ors = ", ".join(f"bit_or(w{k}) AS w{k}" for k in range(nw))
-        body = f"""SELECT {key}, any_value(origin_asn) AS origin_asn, any_value(vp_bucket) AS vp_bucket, copy, {ors}
-                   FROM ({body}) GROUP BY {key}, copy"""
-    more = f"[{', '.join(f'w{k}' for k in range(1, nw))}]" if nw > 1 else "NULL::BIGINT[]"
-    cols = ", ".join(f"CAST({f.name} AS {_duck(f.type)}) AS {f.name}" for f in ROUTES)
-    nonzero = " OR ".join(f"w{k} != 0" for k in range(nw))
-    with atomic.replacing(out) as tmp:
-        # in bucket order (a compare partition reads its buckets' row groups only), a session's
-        # prefixes together inside (about 20% smaller than in bucket order alone)
-        con.execute(f"""COPY (SELECT {cols} FROM (SELECT *, w0 AS seen, {more} AS seen_more FROM ({body}) WHERE {nonzero})
-                              ORDER BY vp_bucket, peer_asn, afi, peer_ip, prefix)
-                        TO {quote(str(tmp))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)""")
-    con.execute("DROP TABLE agg")
+def _words(b: pa.RecordBatch, nw_old: int, path: str) -> np.ndarray:
+    """A routes batch's `seen` and `seen_more` as an (n, nw_old) uint64 array."""
+    out = np.zeros((b.num_rows, nw_old), np.uint64)
+    out[:, 0] = b.column("seen").to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
+    if nw_old > 1:
+        more = b.column("seen_more")
+        lengths = pc.fill_null(pc.list_value_length(more), 0).to_numpy(zero_copy_only=False)
+        if (lengths != nw_old - 1).any():
+            raise RoutesError(f"{path}: seen_more holds other than {nw_old - 1} words in some rows")
+        out[:, 1:] = pc.list_flatten(more).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64) \
+            .reshape(-1, nw_old - 1)
+    return out
 
 
-def _duck(t) -> str:
-    from bgp_congruency.common.tables import sql_type
+_NONE = np.zeros(8, np.uint8)  # a valid address for a buffer Arrow leaves out (all-empty strings)
 
-    return sql_type(t, "duckdb")
+
+def _addr(buf, offset: int = 0, width: int = 1) -> int:
+    return buf.address + offset * width if buf is not None and buf.address else _NONE.ctypes.data
+
+
+def _mask(a: pa.Array) -> np.ndarray:
+    return np.ascontiguousarray(a.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+
+
+def _add(m, b: pa.RecordBatch, *, sids: np.ndarray | None = None, words: np.ndarray | None = None,
+         cursor: int = (1 << 64) - 1) -> int:
+    """Hand a batch's buffers to the merger: entries with each row's snapshot (`sids`), or
+    routes with their bits (`words`); `cursor` where the same input's last batch ended
+    (returned)."""
+    keep = []
+
+    def fixed(name: str, width: int) -> int:
+        a = b.column(name)
+        return _addr(a.buffers()[1], a.offset, width)
+
+    def strings(name: str) -> tuple[int, int]:
+        a = b.column(name)
+        if a.type != pa.string():
+            a = a.cast(pa.string())
+            keep.append(a)
+        bufs = a.buffers()
+        return _addr(bufs[1], a.offset, 4), _addr(bufs[2])
+
+    path = b.column("as_path")
+    offsets, values = path.offsets, path.values
+    masks = [_mask(b.column(c)) for c in ("as_path", "as_path_raw", "origin_asn")]
+    has_set = np.ascontiguousarray(b.column("has_as_set").to_numpy(zero_copy_only=False), np.uint8)
+    keep += [path, offsets, values, masks, has_set, sids, words]
+    ip, pfx, raw = strings("peer_ip"), strings("prefix"), strings("as_path_raw")
+    ptrs = [fixed("peer_asn", 4), *ip, fixed("afi", 1), *pfx, masks[0].ctypes.data,
+            _addr(offsets.buffers()[1], offsets.offset, 4), _addr(values.buffers()[1], values.offset, 4),
+            has_set.ctypes.data, masks[1].ctypes.data, *raw, masks[2].ctypes.data, fixed("origin_asn", 4),
+            sids.ctypes.data if sids is not None else 0,
+            fixed("copy", 2) if words is not None else 0, words.ctypes.data if words is not None else 0]
+    return m.add(b.num_rows, ptrs, words.shape[1] if words is not None else 0, cursor)
+
+
+def _routes_batch(got: dict, nw: int) -> pa.RecordBatch:
+    """The merger's columns (`take`) as a ROUTES batch."""
+    n = got["rows"]
+
+    def strings(name: str, validity=None) -> pa.Array:
+        return pa.Array.from_buffers(pa.string(), n, [validity, pa.py_buffer(got[f"{name}_offsets"]),
+                                                      pa.py_buffer(got[name])])
+
+    def fixed(name: str, t, validity=None) -> pa.Array:
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(got[name])])
+
+    values = pa.Array.from_buffers(pa.uint32(), len(got["as_path_values"]) // 4, [None, pa.py_buffer(got["as_path_values"])])
+    words = np.frombuffer(got["words"], np.int64).reshape(n, nw)
+    seen_more = pa.FixedSizeListArray.from_arrays(pa.array(words[:, 1:].ravel()), nw - 1).cast(
+        ROUTES.field("seen_more").type) if nw > 1 else pa.nulls(n, ROUTES.field("seen_more").type)
+    cols = {
+        "peer_asn": fixed("peer_asn", pa.uint32()),
+        "peer_ip": strings("peer_ip"),
+        "afi": fixed("afi", pa.int8()),
+        "prefix": strings("prefix"),
+        "as_path": pa.Array.from_buffers(ROUTES.field("as_path").type, n,
+                                         [pa.py_buffer(got["as_path_validity"]), pa.py_buffer(got["as_path_offsets"])],
+                                         children=[values]),
+        "has_as_set": pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(got["has_as_set"])]),
+        "as_path_raw": strings("as_path_raw", pa.py_buffer(got["as_path_raw_validity"])),
+        "origin_asn": fixed("origin_asn", pa.uint32(), pa.py_buffer(got["origin_asn_validity"])),
+        "copy": fixed("copy", pa.int16()),
+        "seen": pa.array(words[:, 0]),
+        "seen_more": seen_more,
+        "vp_bucket": fixed("vp_bucket", pa.int8()),
+    }
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in ROUTES], schema=ROUTES)
 
 
 def prune(folder: Path) -> None:

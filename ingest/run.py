@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, console, hooks, layout, s3
+from bgp_congruency.common import atomic, console, duck, hooks, layout, s3
 from bgp_congruency.common import routes as stored
-from bgp_congruency.common.config import Config
+from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import (
     backends,
@@ -192,7 +192,7 @@ def yield_into(batches, writer: SnapshotWriter, decoded: dict[int, int], on_rows
             on_rows(batch.num_rows)
 
 
-def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row:
+def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Feed | None = None) -> manifest.Row:
     started = time.monotonic()
     row = manifest.Row(month=slot.month, slot=slot.key, collector=slot.collector,
                        project=slot.project, target_time=slot.target, status="missing",
@@ -205,7 +205,7 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None) -> manifest.Row
     writer = None
     try:
         final = decoded_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
-        writer = SnapshotWriter(final)
+        writer = SnapshotWriter(final, feed.start() if feed is not None else None)
         # Spare cores (more than the snapshots decoded at once) decompress bzip2 blocks in
         # parallel; when every core already has a snapshot, splitting blocks only costs CPU.
         threads = max(1, (os.cpu_count() or 1) // max(1, cfg.concurrency))
@@ -293,11 +293,20 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         todo.append(s)
     overall = progress.add_task(f"ingest {month}", total=len(todo)) if progress else None
     rows: list[manifest.Row] = []
+    feeds = _feeds(cfg, todo)
+    # Collectors in turn (their first dumps, then their second...): the decoders at work at
+    # once most often feed different collectors' mergers, each behind a lock of its own.
+    count: dict[str, int] = {}
+    nth = []
+    for s in todo:
+        nth.append(count.get(s.collector, 0))
+        count[s.collector] = nth[-1] + 1
+    todo = [s for _, s in sorted(zip(nth, todo), key=lambda p: p[0])]
 
     def work(s: Slot) -> manifest.Row:
         hooks.pause("ingest")
         console.check_stop()
-        r = ingest_slot(s, cfg, backend, progress)
+        r = ingest_slot(s, cfg, backend, progress, feeds.get(s.collector))
         if progress is not None:
             progress.advance(overall)
         if on_row:
@@ -314,7 +323,8 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     rows += recovered
-    merged_rows = merge_month(cfg, month, rows, progress, mine)
+    merged_rows = merge_month(cfg, month, rows, progress, mine, feeds)
+    feeds.clear()
     hooks.pause("merged")
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
@@ -327,6 +337,18 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     if cfg.cache_policy == "delete":
         drop_cached(cfg, rows)
     return Outcome(rows=[r for r in rows if r not in recovered], skipped_done=done, manifest_path=mpath, keys=keys)
+
+
+def _feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
+    """A route merger per collector with dumps to decode, fed as they are decoded (ingest/
+    routes.Feed), together in half the memory limit (the decoders hold the rest)."""
+    dumps: dict[str, int] = {}
+    for s in todo:
+        if not s.error:
+            dumps[s.collector] = dumps.get(s.collector, 0) + 1
+    cap = duck.memory_limit(cfg.duckdb_memory_limit)
+    budget = parse_bytes(cap) // 2 // max(1, len(dumps)) if cap else 1 << 62
+    return {c: routes.Feed(n, budget) for c, n in dumps.items()}
 
 
 def _row(d: dict) -> manifest.Row:
@@ -365,7 +387,7 @@ def _decoded(root: Path, month: str, collectors: set[str] | None = None) -> dict
 
 
 def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None,
-                collectors: set[str] | None = None) -> list[manifest.Row]:
+                collectors: set[str] | None = None, feeds: dict[str, routes.Feed] | None = None) -> list[manifest.Row]:
     """Merge each collector's decoded dumps (this run's, a killed run's, and those an earlier
     version stored whole under rib_entries/) into its routes, for `collectors` (None: every
     one); the rows, merged ones pointing at the routes. Failed rows pass through."""
@@ -378,13 +400,20 @@ def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
     by_col = {c: fs for c, fs in by_col.items() if fs}
     task = progress.add_task(f"routes {month}", total=len(by_col)) if progress is not None and by_col else None
-    for c, fs in sorted(by_col.items()):
+    # Collectors merge side by side (the merger is one core each), each in its share of memory.
+    workers = max(1, min(cfg.concurrency, len(by_col)))
+
+    def one(c: str) -> None:
         try:
-            routes.merge(cfg, month, c, fs)
+            routes.merge(cfg, month, c, by_col[c], share=workers, feed=(feeds or {}).get(c))
         except routes.RoutesError as exc:
             raise IngestError(str(exc)) from None
         if task is not None:
             progress.advance(task)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(one, c) for c in sorted(by_col, key=lambda c: -sum(p.stat().st_size for p in by_col[c]))]:
+            f.result()
     have = {c: {s.source_file for s in stored.snapshots(g)} for c, g in stored.month_generations(root, month).items()}
     out = []
     for r in rows:

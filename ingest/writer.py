@@ -94,8 +94,9 @@ def partial(span: dict | None) -> bool:
 class SnapshotWriter:
     """One decoded dump's Parquet file."""
 
-    def __init__(self, final: Path):
+    def __init__(self, final: Path, feed=None):
         self.final = final
+        self._feed = feed  # ingest/routes.FeedDump: the merge's share of each batch, or None
         self._file = atomic.Pending(final)
         self._writer = pq.ParquetWriter(self._file.tmp, DECODED_SCHEMA, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
@@ -108,6 +109,8 @@ class SnapshotWriter:
         self._note_span(batch)
         if batch.num_rows:
             self._writer.write_batch(batch)
+            if self._feed is not None:
+                self._feed.add(batch)
 
     def _note_span(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -129,7 +132,10 @@ class SnapshotWriter:
             meta[ROW_KEY] = json.dumps(row, default=str).encode()
         self._writer.add_key_value_metadata(meta)
         self._writer.close()
-        return self._file.commit()
+        out = self._file.commit()
+        if self._feed is not None:
+            self._feed.whole(out)
+        return out
 
     def abort(self) -> None:
         """Drop the temp file, and the collector's folder if this writer made it empty."""

@@ -410,13 +410,13 @@ def three_days(tmp_path_factory):
     return archive
 
 
-def _ingest(archive: Path, data: Path, days: str, **env) -> subprocess.CompletedProcess:
+def _ingest(archive: Path, data: Path, days: str, *more: str, **env) -> subprocess.CompletedProcess:
     from tests.support.cli import congruency
     from tests.support.cli import env as environment
 
     return congruency("ingest", "--month", ROUTES_MONTH, "--days", days, "--times", "00:00", "--collectors",
                       "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(archive), "--data-dir", str(data),
-                      env=environment(**env))
+                      *more, env=environment(**env))
 
 
 def _stored(data: Path) -> dict:
@@ -460,6 +460,32 @@ def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
     m = pq.read_table(late / "manifest" / f"month={ROUTES_MONTH}").to_pylist()
     assert len(m) == 12 and {r["status"] for r in m} == {"ok"}
     assert {r["output"] for r in m} == {f"routes/month={ROUTES_MONTH}/collector={c}" for c in got}
+
+
+@pytest.mark.slow
+def test_a_dump_that_fails_halfway_leaves_none_of_its_rows_in_the_routes(three_days, tmp_path):
+    """The decode pass feeds each collector's merger batch by batch (ingest/routes.Feed): a
+    dump cut in the middle has fed some batches when its decode fails. Its slot is failed,
+    and the collector's routes are those of its other dumps alone, bit for bit, as a run
+    that never saw it (which merges by reading the decoded files: no feed of a cut dump)."""
+    import gzip
+    import shutil
+
+    archive = tmp_path / "archive"
+    shutil.copytree(three_days, archive)
+    [cut] = (archive / "rrc00").rglob("bview.*02.0000.gz")
+    whole = gzip.decompress(cut.read_bytes())
+    cut.write_bytes(gzip.compress(whole[: len(whole) * 2 // 3]))  # a record cut short, two thirds in
+    config = tmp_path / "small-batches.toml"
+    config.write_text("batch_rows = 50\n")
+    data, without = tmp_path / "data", tmp_path / "without"
+    r = _ingest(archive, data, "1-3", "--config", str(config))
+    assert r.returncode == 1 and "bview.20260702.0000.gz" in r.stderr, r.stderr
+    rows = {x["slot"]: x for x in pq.read_table(data / "manifest" / f"month={ROUTES_MONTH}").to_pylist()}
+    assert rows["rrc00@20260702T0000"]["status"] == "failed", rows["rrc00@20260702T0000"]
+    assert _ingest(archive, without, "1,3", "--config", str(config)).returncode == 0
+    got, want = _stored(data)["rrc00"], _stored(without)["rrc00"]
+    assert got == want and got[0] == ["bview.20260701.0000.gz", "bview.20260703.0000.gz"] and len(got[1]) > 100
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@
 mod cols;
 mod decode;
 mod error;
+mod merge;
 mod pbz2;
 mod read;
 mod stream;
@@ -23,6 +24,7 @@ mod text;
 
 use crate::cols::{pack_bits, Cols};
 use crate::error::{panic_text, R};
+use crate::merge::{Batch, Merger};
 use crate::stream::{start, Done, Msg};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
@@ -156,6 +158,97 @@ impl Reader {
     }
 }
 
+/// A collector's routes from decoded entries and its current routes (merge.rs), for
+/// ingest/routes.py: `add` batches of column pointers, `finish`, then `take` slices in
+/// output order.
+#[pyclass(module = "congruency_mrt")]
+struct Routes {
+    m: Merger,
+}
+
+#[pymethods]
+impl Routes {
+    /// `words`: 63-bit words of snapshot bits; `mult` and `bucket_bits`: common/vp_hash.py's
+    /// VP bucket; rows outside buckets `lo..=hi` are skipped.
+    #[new]
+    fn new(words: usize, mult: u64, bucket_bits: u32, lo: i8, hi: i8) -> Self {
+        Routes { m: Merger::new(words, mult, bucket_bits, lo, hi) }
+    }
+
+    /// Each old snapshot's new bit (-1: dropped), for the routes `add` is given next.
+    fn set_mapping(&mut self, mapping: Vec<i32>) {
+        self.m.set_mapping(mapping);
+    }
+
+    /// Every route's bits renumbered (bit o -> mapping[o]; -1: dropped) into `words` words.
+    fn renumber(&mut self, py: Python<'_>, words: usize, mapping: Vec<i32>) {
+        let m = &mut self.m;
+        py.allow_threads(move || m.renumber(words, &mapping));
+    }
+
+    /// Fold in `n` rows given as buffer addresses, in the order of `merge::Batch`'s fields
+    /// (`copy` and `words` 0 for entries; `words_in` the routes' words); `cursor` where the
+    /// same input's last batch ended (returned). The caller keeps the buffers alive; the GIL
+    /// is released meanwhile.
+    #[pyo3(signature = (n, ptrs, words_in, cursor = usize::MAX))]
+    fn add(&mut self, py: Python<'_>, n: usize, ptrs: Vec<usize>, words_in: usize, cursor: usize) -> PyResult<usize> {
+        if ptrs.len() != 18 {
+            return Err(PyValueError::new_err(format!("Routes.add takes 18 buffer addresses, got {}", ptrs.len())));
+        }
+        let m = &mut self.m;
+        py.allow_threads(move || {
+            let p = &ptrs;
+            let b = Batch {
+                n, peer_asn: p[0] as _, ip_off: p[1] as _, ip: p[2] as _, afi: p[3] as _, pfx_off: p[4] as _,
+                pfx: p[5] as _, path_valid: p[6] as _, path_off: p[7] as _, path: p[8] as _, has_set: p[9] as _,
+                raw_valid: p[10] as _, raw_off: p[11] as _, raw: p[12] as _, origin_valid: p[13] as _,
+                origin: p[14] as _, sid: p[15] as _, copy: p[16] as _, words: p[17] as _, words_in,
+            };
+            // SAFETY: the caller (ingest/routes.py) passes live Arrow buffers of n rows.
+            catch_unwind(AssertUnwindSafe(|| unsafe { m.add(&b, cursor) })).unwrap_or_else(|p| Err(panic_text(p).to_string()))
+        }).map_err(PyValueError::new_err)
+    }
+
+    /// Sort the routes with a bit set into output order.
+    fn finish(&mut self, py: Python<'_>) {
+        let m = &mut self.m;
+        py.allow_threads(move || m.finish());
+    }
+
+    /// The next `n` routes as column buffers (`rows` 0 at the end).
+    fn take<'py>(&mut self, py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyDict>> {
+        let m = &mut self.m;
+        let o = py.allow_threads(move || m.take(n));
+        let d = PyDict::new(py);
+        d.set_item("rows", o.n)?;
+        for (k, v) in [("peer_asn", as_bytes(&o.peer_asn)), ("peer_ip_offsets", as_bytes(&o.ip_off)), ("peer_ip", &o.ip[..]),
+                       ("afi", as_bytes(&o.afi)), ("prefix_offsets", as_bytes(&o.pfx_off)), ("prefix", &o.pfx[..]),
+                       ("as_path_offsets", as_bytes(&o.path_off)), ("as_path_values", as_bytes(&o.path)),
+                       ("as_path_raw_offsets", as_bytes(&o.raw_off)), ("as_path_raw", &o.raw[..]),
+                       ("origin_asn", as_bytes(&o.origin)), ("copy", as_bytes(&o.copy)), ("words", as_bytes(&o.words)),
+                       ("vp_bucket", as_bytes(&o.bucket))] {
+            d.set_item(k, bytes(py, v))?;
+        }
+        for (k, v) in [("as_path_validity", &o.path_valid), ("has_as_set", &o.has_set),
+                       ("as_path_raw_validity", &o.raw_valid), ("origin_asn_validity", &o.origin_valid)] {
+            d.set_item(k, bytes(py, &pack_bits(v)))?;
+        }
+        Ok(d)
+    }
+
+    /// Routes held (copies included).
+    #[getter]
+    fn routes(&self) -> usize {
+        self.m.routes()
+    }
+
+    /// Bytes held, about.
+    #[getter]
+    fn bytes(&self) -> usize {
+        self.m.bytes()
+    }
+}
+
 /// Test hook: a panic in a decoder-style thread must come back as MrtError, not an abort.
 #[pyfunction]
 fn _panic_in_thread() -> PyResult<()> {
@@ -171,6 +264,7 @@ fn _panic_in_thread() -> PyResult<()> {
 #[pymodule]
 fn congruency_mrt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Reader>()?;
+    m.add_class::<Routes>()?;
     m.add_function(wrap_pyfunction!(_panic_in_thread, m)?)?;
     m.add("MrtError", m.py().get_type::<MrtError>())?;
     Ok(())

@@ -1,0 +1,573 @@
+//! A collector's routes from its decoded entries: one row per (session, prefix, AS path as
+//! decoded, copy) with the bits of the snapshots that saw it (common/routes.py's layout).
+//!
+//! ingest/routes.py feeds it Arrow batches (decoded dumps, each row with its snapshot's bit,
+//! and the current generation's routes with their bits moved to the new numbering) and
+//! writes what `take` hands back. A hash table over the route's key in one pass: the SQL
+//! aggregate over the same key cost about twice the read of the entries (its list column
+//! above all), and this is a hash and a memcmp per entry. Exact: the table compares whole
+//! keys, the hash only picks the slot.
+
+/// Bits of a `seen` word (common/routes.py WORD: never the sign bit).
+pub(crate) const WORD: usize = 63;
+
+const PATH_VALID: u8 = 1;
+const HAS_SET: u8 = 2;
+const RAW_VALID: u8 = 4;
+const ORIGIN_VALID: u8 = 8;
+
+/// One batch of entries or routes, as raw column pointers (Arrow buffers, offset 0, byte
+/// masks for validity and booleans). The caller keeps every buffer alive during `add`.
+pub(crate) struct Batch {
+    pub n: usize,
+    pub peer_asn: *const u32,
+    pub ip_off: *const i32,
+    pub ip: *const u8,
+    pub afi: *const i8,
+    pub pfx_off: *const i32,
+    pub pfx: *const u8,
+    pub path_valid: *const u8,
+    pub path_off: *const i32,
+    pub path: *const u32,
+    pub has_set: *const u8,
+    pub raw_valid: *const u8,
+    pub raw_off: *const i32,
+    pub raw: *const u8,
+    pub origin_valid: *const u8,
+    pub origin: *const u32,
+    /// Entries: each row's snapshot (a bit of the new numbering).
+    pub sid: *const i32,
+    /// Routes of the current generation: each row's copy and `words_in` words of bits, in the
+    /// old numbering (moved by `Merger::map`); null for entries.
+    pub copy: *const i16,
+    pub words: *const u64,
+    pub words_in: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Route {
+    hash: u64,
+    key_at: u64,
+    lens: [u16; 4],
+    peer_asn: u32,
+    origin: u32,
+    next: u32,
+    copy: i16,
+    afi: i8,
+    flags: u8,
+}
+
+impl Route {
+    fn key_len(&self) -> usize {
+        self.lens[0] as usize + self.lens[1] as usize + 4 * self.lens[2] as usize + self.lens[3] as usize
+    }
+}
+
+pub(crate) struct Merger {
+    nw: usize,
+    mult: u64,
+    shift: u32,
+    lo: i8,
+    hi: i8,
+    /// old bit -> new bit (-1: dropped), for the routes of the current generation
+    map: Vec<i32>,
+    ident: bool,
+    /// one entry per route (copies included), in the order made
+    r: Vec<Route>,
+    bits: Vec<u64>,
+    /// every route's key bytes: peer address, prefix, AS path (4 bytes an ASN), raw path
+    arena: Vec<u8>,
+    /// open addressing over the routes of copy 0: (hash's top 32 bits << 32) | (route + 1)
+    table: Vec<u64>,
+    /// the route the last entry found: the next entry is most often the next route (a
+    /// collector's dumps list their entries in the same order), found without the table
+    last: usize,
+    /// routes in output order, once `finish` ran; `pos` the next to hand out
+    order: Vec<u32>,
+    pos: usize,
+}
+
+#[inline]
+fn fx(h: u64, v: u64) -> u64 {
+    (h.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
+}
+
+fn hash_bytes(mut h: u64, b: &[u8]) -> u64 {
+    let mut c = b.chunks_exact(8);
+    for w in &mut c {
+        h = fx(h, u64::from_le_bytes(w.try_into().unwrap()));
+    }
+    let r = c.remainder();
+    if !r.is_empty() {
+        let mut t = [0u8; 8];
+        t[..r.len()].copy_from_slice(r);
+        h = fx(h, u64::from_le_bytes(t) ^ ((r.len() as u64) << 56));
+    }
+    h
+}
+
+impl Merger {
+    pub(crate) fn new(nw: usize, mult: u64, bucket_bits: u32, lo: i8, hi: i8) -> Merger {
+        Merger {
+            nw: nw.max(1),
+            mult,
+            shift: 32 - bucket_bits,
+            lo,
+            hi,
+            map: vec![],
+            ident: true,
+            r: vec![],
+            bits: vec![],
+            arena: vec![],
+            table: vec![0; 1 << 16],
+            last: usize::MAX,
+            order: vec![],
+            pos: 0,
+        }
+    }
+
+    /// Where the bits of the routes `add` is given next go: old bit -> new bit (-1: dropped).
+    pub(crate) fn set_mapping(&mut self, map: Vec<i32>) {
+        self.ident = map.iter().enumerate().all(|(o, &n)| n < 0 || n as usize == o);
+        self.map = map;
+    }
+
+    /// Renumber the bits of every route held (bit o -> map[o], -1 or past the map: dropped)
+    /// into `nw` words: the decode pass fed dumps in the order they came, before their
+    /// snapshots' places were known.
+    pub(crate) fn renumber(&mut self, nw: usize, map: &[i32]) {
+        let nw = nw.max(1);
+        let mut bits = vec![0u64; self.r.len() * nw];
+        for id in 0..self.r.len() {
+            for k in 0..self.nw {
+                let mut word = self.bits[id * self.nw + k];
+                while word != 0 {
+                    let o = k * WORD + word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    if let Some(&n) = map.get(o) {
+                        if n >= 0 && (n as usize) < nw * WORD {
+                            bits[id * nw + n as usize / WORD] |= 1 << (n as usize % WORD);
+                        }
+                    }
+                }
+            }
+        }
+        self.bits = bits;
+        self.nw = nw;
+    }
+
+    pub(crate) fn bucket(&self, asn: u32) -> i8 {
+        (((asn as u64).wrapping_mul(self.mult) & 0xffff_ffff) >> self.shift) as i8
+    }
+
+    pub(crate) fn routes(&self) -> usize {
+        self.r.len()
+    }
+
+    /// Bytes held, about (what the caller's memory budget counts).
+    pub(crate) fn bytes(&self) -> usize {
+        self.arena.capacity() + self.table.capacity() * 8 + self.bits.capacity() * 8
+            + self.r.capacity() * std::mem::size_of::<Route>()
+    }
+
+    fn key(&self, r: &Route) -> &[u8] {
+        &self.arena[r.key_at as usize..r.key_at as usize + r.key_len()]
+    }
+
+    fn same(&self, r: &Route, asn: u32, afi: i8, flags: u8, lens: [u16; 4], key: &[u8]) -> bool {
+        r.peer_asn == asn && r.afi == afi && (r.flags & !ORIGIN_VALID) == (flags & !ORIGIN_VALID) && r.lens == lens
+            && self.key(r) == key
+    }
+
+    fn slot(&self, h: u64, id: usize) -> u64 {
+        (h & 0xffff_ffff_0000_0000) | (id as u64 + 1)
+    }
+
+    fn grow(&mut self) {
+        let cap = self.table.len() * 2;
+        let mut t = vec![0u64; cap];
+        let mask = cap - 1;
+        for (id, r) in self.r.iter().enumerate() {
+            if r.copy != 0 {
+                continue;
+            }
+            let mut i = (r.hash as usize) & mask;
+            while t[i] != 0 {
+                i = (i + 1) & mask;
+            }
+            t[i] = self.slot(r.hash, id);
+        }
+        self.table = t;
+    }
+
+    fn push(&mut self, r: Route) -> usize {
+        self.r.push(r);
+        self.bits.extend(std::iter::repeat_n(0, self.nw));
+        self.r.len() - 1
+    }
+
+    /// The copy `j` of route `id` (made when missing: same key, no bits).
+    fn copy_of(&mut self, mut id: usize, j: i16) -> usize {
+        while self.r[id].copy < j {
+            if self.r[id].next == 0 {
+                let c = self.push(Route { copy: self.r[id].copy + 1, next: 0, ..self.r[id] });
+                self.r[id].next = c as u32;
+            }
+            id = self.r[id].next as usize;
+        }
+        id
+    }
+
+    /// The route of a key, made when new.
+    #[allow(clippy::too_many_arguments)]
+    fn find(&mut self, asn: u32, afi: i8, flags: u8, lens: [u16; 4], key: &[u8], origin: u32) -> usize {
+        let pred = self.last.wrapping_add(1);
+        if pred < self.r.len() && self.r[pred].copy == 0 && self.same(&self.r[pred], asn, afi, flags, lens, key) {
+            self.last = pred;
+            return pred;
+        }
+        let h = hash_bytes(fx(fx(fx(0, asn as u64), afi as u64), ((flags & !ORIGIN_VALID) as u64) << 8
+                              | (lens[0] as u64) << 16 | (lens[1] as u64) << 32 | (lens[2] as u64) << 48), key);
+        let mask = self.table.len() - 1;
+        let mut s = (h as usize) & mask;
+        loop {
+            let t = self.table[s];
+            if t == 0 {
+                let at = self.arena.len() as u64;
+                self.arena.extend_from_slice(key);
+                let id = self.push(Route { hash: h, key_at: at, lens, peer_asn: asn, origin, next: 0, copy: 0, afi, flags });
+                self.table[s] = self.slot(h, id);
+                if self.r.len() * 2 > self.table.len() {
+                    self.grow();
+                }
+                self.last = id;
+                return id;
+            }
+            if (t ^ h) >> 32 == 0 {
+                let id = (t & 0xffff_ffff) as usize - 1;
+                if self.same(&self.r[id], asn, afi, flags, lens, key) {
+                    self.last = id;
+                    return id;
+                }
+            }
+            s = (s + 1) & mask;
+        }
+    }
+
+    /// Fold a batch in; `cursor` is the route the previous batch of the same input ended on
+    /// (returned: usize::MAX for none). Errors name what is wrong (an oversized key, a bit
+    /// past the words).
+    ///
+    /// # Safety
+    /// Every pointer of `b` is valid for `b.n` rows (offsets for `b.n + 1`).
+    pub(crate) unsafe fn add(&mut self, b: &Batch, cursor: usize) -> Result<usize, String> {
+        self.last = cursor;
+        let mut key: Vec<u8> = Vec::with_capacity(256);
+        let entries = b.copy.is_null();
+        for i in 0..b.n {
+            let asn = *b.peer_asn.add(i);
+            let bucket = self.bucket(asn);
+            if bucket < self.lo || bucket > self.hi {
+                continue;
+            }
+            let span = |off: *const i32| (*off.add(i) as usize, *off.add(i + 1) as usize);
+            let (i0, i1) = span(b.ip_off);
+            let (p0, p1) = span(b.pfx_off);
+            let path_valid = *b.path_valid.add(i) != 0;
+            let (a0, a1) = if path_valid { span(b.path_off) } else { (0, 0) };
+            let raw_valid = *b.raw_valid.add(i) != 0;
+            let (r0, r1) = if raw_valid { span(b.raw_off) } else { (0, 0) };
+            let lens = [i1 - i0, p1 - p0, a1 - a0, r1 - r0];
+            if lens.iter().any(|&l| l > u16::MAX as usize) {
+                return Err(format!("a route's key is too long (peer_ip, prefix, as_path, as_path_raw lengths {lens:?})"));
+            }
+            let lens = lens.map(|l| l as u16);
+            key.clear();
+            key.extend_from_slice(std::slice::from_raw_parts(b.ip.add(i0), i1 - i0));
+            key.extend_from_slice(std::slice::from_raw_parts(b.pfx.add(p0), p1 - p0));
+            key.extend_from_slice(std::slice::from_raw_parts(b.path.add(a0) as *const u8, 4 * (a1 - a0)));
+            key.extend_from_slice(std::slice::from_raw_parts(b.raw.add(r0), r1 - r0));
+            let origin_valid = *b.origin_valid.add(i) != 0;
+            let flags = (if path_valid { PATH_VALID } else { 0 }) | (if *b.has_set.add(i) != 0 { HAS_SET } else { 0 })
+                | (if raw_valid { RAW_VALID } else { 0 }) | (if origin_valid { ORIGIN_VALID } else { 0 });
+            let afi = *b.afi.add(i);
+            let r = self.find(asn, afi, flags, lens, &key, if origin_valid { *b.origin.add(i) } else { 0 });
+            if entries {
+                let sid = *b.sid.add(i);
+                if sid < 0 || sid as usize >= self.nw * WORD {
+                    return Err(format!("snapshot {sid} is outside the {} words of bits", self.nw));
+                }
+                let (w, bit) = (sid as usize / WORD, 1u64 << (sid as usize % WORD));
+                let mut r = r;
+                while self.bits[r * self.nw + w] & bit != 0 {  // a copy in this snapshot: the next copy
+                    let j = self.r[r].copy + 1;
+                    r = self.copy_of(r, j);
+                }
+                self.bits[r * self.nw + w] |= bit;
+            } else {
+                let r = self.copy_of(r, *b.copy.add(i));
+                for k in 0..b.words_in {
+                    let mut word = *b.words.add(i * b.words_in + k);
+                    if self.ident {
+                        while word != 0 {
+                            let o = k * WORD + word.trailing_zeros() as usize;
+                            word &= word - 1;
+                            if self.map.get(o).is_some_and(|&n| n >= 0) && o < self.nw * WORD {
+                                self.bits[r * self.nw + o / WORD] |= 1 << (o % WORD);
+                            }
+                        }
+                        continue;
+                    }
+                    while word != 0 {
+                        let o = k * WORD + word.trailing_zeros() as usize;
+                        word &= word - 1;
+                        if let Some(&n) = self.map.get(o) {
+                            if n >= 0 && (n as usize) < self.nw * WORD {
+                                self.bits[r * self.nw + n as usize / WORD] |= 1 << (n as usize % WORD);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(self.last)
+    }
+
+    /// Sort the routes with any bit into output order: bucket, session, family, peer address,
+    /// prefix (a compare partition reads only its buckets' row groups; a session's prefixes
+    /// together), then the path and copy, so the output is the same whatever the input order.
+    pub(crate) fn finish(&mut self) {
+        let nw = self.nw;
+        let field = |r: &Route, k: usize| -> &[u8] {
+            let l = r.lens;
+            let at = r.key_at as usize;
+            let (s, n) = match k {
+                0 => (0, l[0] as usize),
+                1 => (l[0] as usize, l[1] as usize),
+                2 => (l[0] as usize + l[1] as usize, 4 * l[2] as usize),
+                _ => (l[0] as usize + l[1] as usize + 4 * l[2] as usize, l[3] as usize),
+            };
+            &self.arena[at + s..at + s + n]
+        };
+        // the leading bytes of the address and prefix as big-endian integers (zero-padded:
+        // text has no NUL, so they order as the bytes do); ties fall back to the whole key
+        let lead = |b: &[u8]| -> u128 {
+            let mut t = [0u8; 16];
+            let n = b.len().min(16);
+            t[..n].copy_from_slice(&b[..n]);
+            u128::from_be_bytes(t)
+        };
+        let mut order: Vec<(u64, u64, u128, u32)> = self.r.iter().enumerate()
+            .filter(|&(id, _)| self.bits[id * nw..(id + 1) * nw].iter().any(|&w| w != 0))
+            .map(|(id, r)| (((self.bucket(r.peer_asn) as u8 as u64) << 40) | ((r.peer_asn as u64) << 8) | (r.afi as u8 as u64),
+                            (lead(field(r, 0)) >> 64) as u64, lead(field(r, 1)), id as u32))
+            .collect();
+        order.sort_unstable_by(|&(ka, ia, pa, a), &(kb, ib, pb, b)| {
+            (ka, ia, pa).cmp(&(kb, ib, pb)).then_with(|| {
+                let (a, b) = (&self.r[a as usize], &self.r[b as usize]);
+                field(a, 0).cmp(field(b, 0))
+                    .then_with(|| field(a, 1).cmp(field(b, 1)))
+                    .then_with(|| (a.flags & PATH_VALID).cmp(&(b.flags & PATH_VALID)))
+                    .then_with(|| asns(field(a, 2)).cmp(asns(field(b, 2))))
+                    .then_with(|| field(a, 3).cmp(field(b, 3)))
+                    .then_with(|| (a.flags & (HAS_SET | RAW_VALID)).cmp(&(b.flags & (HAS_SET | RAW_VALID))))
+                    .then_with(|| a.copy.cmp(&b.copy))
+            })
+        });
+        self.order = order.into_iter().map(|(_, _, _, id)| id).collect();
+        self.pos = 0;
+    }
+
+    /// The next `n` routes of the output order, as column buffers (`Out`); empty at the end.
+    pub(crate) fn take(&mut self, n: usize) -> Out {
+        let end = (self.pos + n).min(self.order.len());
+        let ids = &self.order[self.pos..end];
+        self.pos = end;
+        let n = ids.len();
+        let (mut ip, mut pfx, mut path, mut raw) = (0, 0, 0, 0);
+        for &r in ids {
+            let l = self.r[r as usize].lens;
+            (ip, pfx, path, raw) = (ip + l[0] as usize, pfx + l[1] as usize, path + l[2] as usize, raw + l[3] as usize);
+        }
+        let mut o = Out {
+            n,
+            peer_asn: Vec::with_capacity(n),
+            ip_off: Vec::with_capacity(n + 1),
+            ip: Vec::with_capacity(ip),
+            afi: Vec::with_capacity(n),
+            pfx_off: Vec::with_capacity(n + 1),
+            pfx: Vec::with_capacity(pfx),
+            path_off: Vec::with_capacity(n + 1),
+            path: Vec::with_capacity(path),
+            path_valid: Vec::with_capacity(n),
+            has_set: Vec::with_capacity(n),
+            raw_off: Vec::with_capacity(n + 1),
+            raw: Vec::with_capacity(raw),
+            raw_valid: Vec::with_capacity(n),
+            origin: Vec::with_capacity(n),
+            origin_valid: Vec::with_capacity(n),
+            copy: Vec::with_capacity(n),
+            words: Vec::with_capacity(n * self.nw),
+            bucket: Vec::with_capacity(n),
+        };
+        o.ip_off.push(0);
+        o.pfx_off.push(0);
+        o.path_off.push(0);
+        o.raw_off.push(0);
+        for &r in ids {
+            let id = r as usize;
+            let r = &self.r[id];
+            let l = r.lens;
+            let k = r.key_at as usize;
+            let (a, b, c) = (k + l[0] as usize, k + l[0] as usize + l[1] as usize,
+                             k + l[0] as usize + l[1] as usize + 4 * l[2] as usize);
+            let f = r.flags;
+            o.peer_asn.push(r.peer_asn);
+            o.ip.extend_from_slice(&self.arena[k..a]);
+            o.ip_off.push(o.ip.len() as i32);
+            o.afi.push(r.afi);
+            o.pfx.extend_from_slice(&self.arena[a..b]);
+            o.pfx_off.push(o.pfx.len() as i32);
+            o.path.extend(self.arena[b..c].chunks_exact(4).map(|x| u32::from_le_bytes(x.try_into().unwrap())));
+            o.path_off.push(o.path.len() as i32);
+            o.path_valid.push((f & PATH_VALID != 0) as u8);
+            o.has_set.push((f & HAS_SET != 0) as u8);
+            o.raw.extend_from_slice(&self.arena[c..c + l[3] as usize]);
+            o.raw_off.push(o.raw.len() as i32);
+            o.raw_valid.push((f & RAW_VALID != 0) as u8);
+            o.origin.push(r.origin);
+            o.origin_valid.push((f & ORIGIN_VALID != 0) as u8);
+            o.copy.push(r.copy);
+            o.words.extend_from_slice(&self.bits[id * self.nw..(id + 1) * self.nw]);
+            o.bucket.push(self.bucket(r.peer_asn));
+        }
+        o
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Out {
+    pub n: usize,
+    pub peer_asn: Vec<u32>,
+    pub ip_off: Vec<i32>,
+    pub ip: Vec<u8>,
+    pub afi: Vec<i8>,
+    pub pfx_off: Vec<i32>,
+    pub pfx: Vec<u8>,
+    pub path_off: Vec<i32>,
+    pub path: Vec<u32>,
+    pub path_valid: Vec<u8>,
+    pub has_set: Vec<u8>,
+    pub raw_off: Vec<i32>,
+    pub raw: Vec<u8>,
+    pub raw_valid: Vec<u8>,
+    pub origin: Vec<u32>,
+    pub origin_valid: Vec<u8>,
+    pub copy: Vec<i16>,
+    pub words: Vec<u64>,
+    pub bucket: Vec<i8>,
+}
+
+/// The ASNs of a path's key bytes.
+fn asns(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rows {
+        asn: Vec<u32>,
+        ip: Vec<&'static str>,
+        pfx: Vec<&'static str>,
+        path: Vec<Option<Vec<u32>>>,
+        raw: Vec<Option<&'static str>>,
+        sid: Vec<i32>,
+    }
+
+    fn add(m: &mut Merger, r: &Rows) {
+        let n = r.asn.len();
+        let strs = |v: &[&str]| {
+            let mut off = vec![0i32];
+            let mut d = vec![];
+            for s in v {
+                d.extend_from_slice(s.as_bytes());
+                off.push(d.len() as i32);
+            }
+            (off, d)
+        };
+        let (ioff, ip) = strs(&r.ip);
+        let (poff, pfx) = strs(&r.pfx);
+        let raws: Vec<&str> = r.raw.iter().map(|x| x.unwrap_or("")).collect();
+        let (roff, raw) = strs(&raws);
+        let mut aoff = vec![0i32];
+        let mut path = vec![];
+        for p in &r.path {
+            path.extend(p.clone().unwrap_or_default());
+            aoff.push(path.len() as i32);
+        }
+        let pv: Vec<u8> = r.path.iter().map(|p| p.is_some() as u8).collect();
+        let rv: Vec<u8> = r.raw.iter().map(|p| p.is_some() as u8).collect();
+        let afi = vec![4i8; n];
+        let zero = vec![0u32; n];
+        let b = Batch {
+            n, peer_asn: r.asn.as_ptr(), ip_off: ioff.as_ptr(), ip: ip.as_ptr(), afi: afi.as_ptr(),
+            pfx_off: poff.as_ptr(), pfx: pfx.as_ptr(), path_valid: pv.as_ptr(), path_off: aoff.as_ptr(),
+            path: path.as_ptr(), has_set: rv.as_ptr(), raw_valid: rv.as_ptr(), raw_off: roff.as_ptr(),
+            raw: raw.as_ptr(), origin_valid: pv.as_ptr(), origin: zero.as_ptr(), sid: r.sid.as_ptr(),
+            copy: std::ptr::null(), words: std::ptr::null(), words_in: 0,
+        };
+        unsafe { m.add(&b, usize::MAX).unwrap() };
+    }
+
+    #[test]
+    fn one_route_per_key_with_its_snapshots_and_copies() {
+        let mut m = Merger::new(2, 2654435761, 5, 0, 31);
+        add(&mut m, &Rows {
+            asn: vec![1, 1, 1, 1, 1, 2, 1],
+            ip: vec!["a", "a", "a", "a", "a", "a", "a"],
+            pfx: vec!["p", "p", "p", "q", "p", "p", "p"],
+            path: vec![Some(vec![1, 2]), Some(vec![1, 2]), Some(vec![1, 2]), Some(vec![1, 2]), Some(vec![1, 3]), Some(vec![1, 2]), None],
+            raw: vec![None, None, None, None, None, None, Some("1 {2,3}")],
+            sid: vec![0, 70, 0, 0, 0, 0, 0],
+        });
+        m.finish();
+        let o = m.take(100);
+        // (1, a, p, [1 2]) in snapshots 0 (twice) and 70; copy 1 holds the second of snapshot 0
+        let rows: Vec<(u32, i16, Vec<u64>, usize)> = (0..o.n).map(|i| (o.peer_asn[i], o.copy[i], o.words[2 * i..2 * i + 2].to_vec(),
+                                                                        (o.path_off[i + 1] - o.path_off[i]) as usize)).collect();
+        assert_eq!(o.n, 6);
+        assert!(rows.contains(&(1, 0, vec![1, 1 << 7], 2)));
+        assert!(rows.contains(&(1, 1, vec![1, 0], 2)));
+        assert_eq!(rows.iter().filter(|r| r.0 == 1).count(), 5);
+        assert!(rows.contains(&(2, 0, vec![1, 0], 2)));
+        assert!(m.take(100).n == 0);
+    }
+
+    #[test]
+    fn the_table_grows_and_keeps_every_route() {
+        let mut m = Merger::new(1, 2654435761, 5, 0, 31);
+        let names: Vec<&'static str> = (0..100_000).map(|i| &*Box::leak(format!("10.{}.{}.0/24", i / 256, i % 256).into_boxed_str())).collect();
+        let n = names.len();
+        add(&mut m, &Rows { asn: vec![7; n], ip: vec!["x"; n], pfx: names.clone(), path: vec![Some(vec![7]); n], raw: vec![None; n], sid: vec![0; n] });
+        add(&mut m, &Rows { asn: vec![7; n], ip: vec!["x"; n], pfx: names, path: vec![Some(vec![7]); n], raw: vec![None; n], sid: vec![1; n] });
+        assert_eq!(m.routes(), n);
+        m.finish();
+        let o = m.take(usize::MAX);
+        assert_eq!(o.n, n);
+        assert!(o.words.iter().all(|&w| w == 3));
+    }
+
+    #[test]
+    fn renumbering_moves_and_drops_bits() {
+        let mut m = Merger::new(1, 2654435761, 5, 0, 31);
+        add(&mut m, &Rows { asn: vec![1, 1, 1], ip: vec!["a"; 3], pfx: vec!["p", "q", "r"], path: vec![Some(vec![1]); 3],
+                            raw: vec![None; 3], sid: vec![0, 1, 2] });
+        m.renumber(2, &[64, -1, 3]);  // 0 -> word 1, 1 dropped, 2 -> 3
+        m.finish();
+        let o = m.take(10);
+        assert_eq!(o.n, 2);  // the route only dump 1 saw is gone
+        assert_eq!(o.words, vec![0, 2, 1 << 3, 0]);
+    }
+}
