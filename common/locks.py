@@ -24,7 +24,7 @@ class LockBusy(CongruencyError, RuntimeError):
     """Another process holds the month; the message is one line naming it."""
 
 
-_held: dict[str, list] = {}  # lock file -> [fd, depth] of the locks this process holds
+_held: dict[str, list] = {}  # lock file -> [fd, depth, shared] of the locks this process holds
 _guard = threading.Lock()
 
 
@@ -59,7 +59,7 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
         try:
             yield p
         finally:
-            _release(key, p, shared)
+            _release(key, p)
         return
     deadline = time.monotonic() + max(0.0, wait_s)
     fd = _acquire(p, shared)
@@ -70,21 +70,22 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
         time.sleep(0.2)
         fd = _acquire(p, shared)
     with _guard:
-        _held[key] = [fd, 1]
+        _held[key] = [fd, 1, shared]
     try:
         yield p
     finally:
-        _release(key, p, shared)
+        _release(key, p)
 
 
-def _release(key: str, p: Path, shared: bool) -> None:
+def _release(key: str, p: Path) -> None:
     """One holder of the process's lock done: the last one, whichever thread it is (ingest
-    merges collectors side by side, each taking the month), lets the flock go."""
+    merges collectors side by side, each taking the month), lets the flock go, as it was
+    taken (an exclusive one removes its file)."""
     with _guard:
         _held[key][1] -= 1
         if _held[key][1] > 0:
             return
-        fd = _held.pop(key)[0]
+        fd, _, shared = _held.pop(key)
         if not shared:  # gone with the run; a process waiting on it retries on a new file
             try:
                 os.unlink(p)

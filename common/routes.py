@@ -20,7 +20,9 @@ row for row (`expand_sql`, the `rib_entries` view).
 Ingest decodes each dump into a snapshot file as before (ingest/writer.py, under
 _staging/ingest-M/), in parallel, then `merge` folds a collector's new snapshot files and its
 current routes into a new generation, a bucket range of VPs at a time (bounded memory;
-with several ranges the new entries are first split into a file per range, in one pass),
+with several ranges each reads its own row groups of the dumps' files, which ingest then
+writes a row group per bucket, and the entries of other files are first split into a file
+per range, in one pass),
 written under a temporary name and renamed into place: a kill during a merge leaves the
 month as it was, and the next run merges again. The grouping is the native route merger's
 (ingest/native/src/merge.rs: a hash table over the whole key, where the SQL aggregate over the

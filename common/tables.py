@@ -38,13 +38,16 @@ RIB_ENTRIES = pa.schema(
 
 PARTITION_KEYS = ("month", "collector")
 
-#: The row's VP bucket (common/vp_hash.py), added by ingest's writer, not by the decoders: a
-#: compare partition reads only the row groups of its buckets.
+#: The row's VP bucket (common/vp_hash.py): a compare partition, and a merge in bucket ranges,
+#: reads only the row groups of its buckets.
 VP_BUCKET = pa.field("vp_bucket", pa.int8(), nullable=False)
 
 #: The decoders' columns stored inside each Parquet file (partition keys live in the path):
 #: what ingest's writer is given.
 DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KEYS])
+#: What a decoded dump's file holds (ingest/writer.py): the decoders' columns and each row's
+#: VP bucket, every row group one bucket's rows.
+DECODED_FILE = DECODED_SCHEMA.append(VP_BUCKET)
 
 
 #: The month's routes (common/routes.py): one row per (collector, BGP session, prefix, AS path

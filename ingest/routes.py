@@ -70,6 +70,12 @@ def _one_snapshot(path: Path) -> Snapshot | None:
     return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
 
 
+def chunk_rows(cfg, share: int = 1) -> int:
+    """Rows one bucket range of a merge may hold, in 1/`share` of the config's memory limit."""
+    cap = duck.memory_limit(cfg.duckdb_memory_limit)
+    return max(MIN_CHUNK_ROWS, parse_bytes(cap) // max(1, share) // BYTES_PER_ROW) if cap else 1 << 62
+
+
 def _chunks(counts: list[int], budget: int) -> list[tuple[int, int]]:
     """Contiguous bucket ranges whose rows (counts per bucket) fit `budget` each (a bucket
     larger than the budget is a range of its own)."""
@@ -103,6 +109,18 @@ def _bucket_rows(paths: list[str]) -> list[int]:
     return counts
 
 
+def native():
+    """The native module (ingest/native) with its route merger, or RoutesError saying how to
+    build it."""
+    try:
+        import congruency_mrt
+    except ImportError:
+        raise RoutesError("the route merger is not built (ingest/native: run `make setup`; it needs cargo)") from None
+    if not hasattr(congruency_mrt, "Routes"):
+        raise RoutesError("the native module installed predates the route merger (ingest/native: run `make setup`)")
+    return congruency_mrt
+
+
 class Feed:
     """A collector's route merger fed by the decode pass, batch by batch as each dump is
     written to its file, so the merge after it need not read those files back (about a third
@@ -111,11 +129,11 @@ class Feed:
     counts: a dump whose decode failed is dropped there, and a feed that outgrows `budget`
     bytes lets its merger go (the merge reads the files then, as after a killed run)."""
 
-    def __init__(self, dumps: int, budget: int):
-        import congruency_mrt
-
+    def __init__(self, dumps: int, budget: int, chunk_rows: int = 1 << 62):
+        self._chunk_rows = chunk_rows
+        self._rows: list[int] = []  # rows of each whole dump
         self._lock = threading.Lock()
-        self._m = congruency_mrt.Routes(words(dumps), vp_hash.MULT, vp_hash.BUCKET_BITS, 0, vp_hash.BUCKETS - 1)
+        self._m = native().Routes(words(dumps), vp_hash.MULT, vp_hash.BUCKET_BITS, 0, vp_hash.BUCKETS - 1)
         self._budget = budget
         self._dumps = dumps
         self._next = 0
@@ -127,11 +145,22 @@ class Feed:
             sid, self._next = self._next, self._next + 1
         return FeedDump(self, sid if sid < self._dumps else None)
 
+    def grouped(self) -> bool:
+        """Whether the next dump is best written a row group per VP bucket: once the dumps
+        whole so far say the collector's merge will not fit one range (it then reads each
+        range's row groups instead of splitting those dumps' entries into files first)."""
+        with self._lock:
+            return bool(self._rows) and sum(self._rows) / len(self._rows) * self._dumps > self._chunk_rows
+
     def _add(self, sid: int, batch: pa.RecordBatch, cursor: int) -> int:
         with self._lock:
             if self._m is None:
                 return cursor
-            cursor = _add(self._m, batch, sids=np.full(batch.num_rows, sid, np.int32), cursor=cursor)
+            try:
+                cursor = _add(self._m, batch, sids=np.full(batch.num_rows, sid, np.int32), cursor=cursor)
+            except ValueError:  # the merge reads the files, and says what is wrong there
+                self._m = None
+                return cursor
             if self._m.bytes > self._budget:
                 self._m = None  # over its share of memory: the merge reads the files instead
             return cursor
@@ -154,10 +183,14 @@ class FeedDump:
         if self._sid is not None:
             self._cursor = self._feed._add(self._sid, batch, self._cursor)
 
-    def whole(self, path: Path) -> None:
-        if self._sid is not None:
-            with self._feed._lock:
+    def whole(self, path: Path, rows: int) -> None:
+        with self._feed._lock:
+            self._feed._rows.append(rows)
+            if self._sid is not None:
                 self._feed._whole[str(path)] = self._sid
+
+    def grouped(self) -> bool:
+        return self._feed.grouped()
 
 
 def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, feed: Feed | None = None) -> Path:
@@ -199,29 +232,40 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
             con.executemany("INSERT INTO snap_map VALUES (?, ?, ?)",
                             [(s.time, s.source_file, pos[(s.time, s.source_file)]) for s in got])
             # Every decoded entry with its snapshot's bit (`sid`): a constant for a dump's file.
-            src = "(" + " UNION ALL ".join(
-                f"SELECT *, {pos[(one.time, one.source_file)]}::INTEGER AS sid FROM {_read(p)}" if one is not None else
-                f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
-                for p, one in zip(decoded, single)) + ")"
+            srcs = [f"SELECT *, {pos[(one.time, one.source_file)]}::INTEGER AS sid FROM {_read(p)}" if one is not None else
+                    f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
+                    for p, one in zip(decoded, single)]
             old_files = files(old_gen) if old_gen is not None else []
-            budget = max(MIN_CHUNK_ROWS, parse_bytes(cap) // BYTES_PER_ROW) if cap else 1 << 62
+            budget = chunk_rows(cfg)
             counts = [a + b for a, b in zip(_bucket_rows([str(p) for p in decoded]), _bucket_rows(old_files))]
             chunks = _chunks(counts, budget)
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)
             try:
                 fed = feed.take([str(p) for p in decoded]) if feed is not None else None
-                if len(chunks) > 1 or None in single:  # each range's rows, with their snapshot, in files of their own
+                # A dump's file with a row group per bucket: each range reads its own. The
+                # others (in the dump's order, or of several snapshots) are split first: each
+                # range's rows, with their snapshot, in files of their own.
+                groups = [_bucket_groups(str(p)) if len(chunks) > 1 and one is not None else None
+                          for p, one in zip(decoded, single)]
+                per_chunk = [[(str(p), pos[(one.time, one.source_file)],
+                               [g for b, g in groups[i] if lo <= b <= hi] if groups[i] is not None else None)
+                              for i, (p, one) in enumerate(zip(decoded, single))
+                              if one is not None and (groups[i] is not None or len(chunks) == 1)] for lo, hi in chunks]
+                rest = [i for i, one in enumerate(single) if one is None or (groups[i] is None and len(chunks) > 1)]
+                if rest:
                     fed = None
-                    per_chunk = [[(f, None) for f in fs] for fs in _split(con, src, chunks, work / f".chunks-{collector}")]
-                else:  # one range of dumps' files: each file's rows are its snapshot's
-                    per_chunk = [[(str(p), pos[(one.time, one.source_file)]) for p, one in zip(decoded, single)]]
+                    src = "(" + " UNION ALL ".join(srcs[i] for i in rest) + ")"
+                    for k, fs in enumerate(_split(con, src, chunks, work / f".chunks-{collector}")):
+                        per_chunk[k] += [(f, None, None) for f in fs]
+                if len(chunks) > 1:
+                    fed = None
                 m = None
                 if fed is not None:  # what the decode pass fed: its bits to their snapshots' places
                     m, bits = fed
-                    place = {bits[p]: sid for p, sid in per_chunk[0] if p in bits}
+                    place = {bits[p]: sid for p, sid, _ in per_chunk[0] if p in bits}
                     m.renumber(nw, [place.get(i, -1) for i in range(max(bits.values(), default=-1) + 1)])
-                    per_chunk[0] = [(p, sid) for p, sid in per_chunk[0] if p not in bits]
+                    per_chunk[0] = [(p, sid, g) for p, sid, g in per_chunk[0] if p not in bits]
                 for k, (lo, hi) in enumerate(chunks):
                     _merge_chunk(con, per_chunk[k], old_files, mapping, nw_old, nw, lo, hi, tmp / f"part-{k}.parquet", m)
                     hooks.pause("merge")
@@ -269,25 +313,29 @@ _ENTRY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_p
 BATCH_ROWS = 1 << 17
 
 
-def _merge_chunk(con, new: list[tuple[str, int | None]], old_files: list[str], mapping: dict[int, int], nw_old: int,
-                 nw: int, lo: int, hi: int, out: Path, m=None) -> None:
+def _merge_chunk(con, new: list[tuple[str, int | None, list[int] | None]], old_files: list[str],
+                 mapping: dict[int, int], nw_old: int, nw: int, lo: int, hi: int, out: Path, m=None) -> None:
     """One bucket range of a merge into `out`, by the native route merger (ingest/native,
     merge.rs): the new entries (`new`: files, each with its snapshot's bit, or None where a
     `sid` column gives each row's) grouped into routes, with the existing routes of the range
     (`old_files`, their bits moved by `mapping` to the new numbering), written in bucket order
     (a compare partition reads its buckets' row groups only), a session's prefixes together
-    inside (about 20% smaller than in bucket order alone). `m`: a merger holding entries
-    already (a Feed's, renumbered), or None."""
-    import congruency_mrt
-
+    inside (about 20% smaller than in bucket order alone). `new` names each file's row groups
+    of the range (None: all); `m`: a merger holding entries already (a Feed's, renumbered),
+    or None."""
     if m is None:
-        m = congruency_mrt.Routes(nw, vp_hash.MULT, vp_hash.BUCKET_BITS, lo, hi)
-    for path, sid in new:
+        m = native().Routes(nw, vp_hash.MULT, vp_hash.BUCKET_BITS, lo, hi)
+    for path, sid, row_groups in new:
         pf, cursor = pq.ParquetFile(path), (1 << 64) - 1
-        for b in pf.iter_batches(BATCH_ROWS, columns=[*_ENTRY, *(["sid"] if sid is None else [])]):
+        if row_groups == []:
+            continue
+        for b in pf.iter_batches(BATCH_ROWS, row_groups=row_groups, columns=[*_ENTRY, *(["sid"] if sid is None else [])]):
             sids = np.full(b.num_rows, sid, np.int32) if sid is not None else \
                 b.column("sid").to_numpy(zero_copy_only=False).astype(np.int32)
-            cursor = _add(m, b, sids=sids, cursor=cursor)
+            try:
+                cursor = _add(m, b, sids=sids, cursor=cursor)
+            except ValueError as exc:
+                raise RoutesError(f"{path}: {exc}") from None
     if mapping:
         m.set_mapping([mapping.get(o, -1) for o in range(nw_old * WORD)])
         for path in old_files:
@@ -295,7 +343,10 @@ def _merge_chunk(con, new: list[tuple[str, int | None]], old_files: list[str], m
             groups = _groups_in(pf, lo, hi)
             if groups:
                 for b in pf.iter_batches(BATCH_ROWS, row_groups=groups, columns=[*_ENTRY, "copy", "seen", "seen_more"]):
-                    _add(m, b, words=_words(b, nw_old, path))
+                    try:
+                        _add(m, b, words=_words(b, nw_old, path))
+                    except ValueError as exc:
+                        raise RoutesError(f"{path}: {exc}") from None
     m.finish()
 
     def batches():
@@ -315,6 +366,21 @@ def _merge_chunk(con, new: list[tuple[str, int | None]], old_files: list[str], m
 
 #: Rows of a routes file's row group (a compare reads a bucket range's groups).
 ROW_GROUP = 122_880
+
+
+def _bucket_groups(path: str) -> list[tuple[int, int]] | None:
+    """(bucket, row group) of each row group of a decoded file, by its statistics; None when
+    one holds several buckets or the file has none (an earlier version's, a hand-made one)."""
+    meta = pq.read_metadata(path)
+    if vp_hash.COLUMN not in meta.schema.names:
+        return None
+    col, out = meta.schema.names.index(vp_hash.COLUMN), []
+    for g in range(meta.num_row_groups):
+        st = meta.row_group(g).column(col).statistics
+        if st is None or not st.has_min_max or st.min != st.max:
+            return None
+        out.append((int(st.min), g))
+    return out
 
 
 def _groups_in(pf: pq.ParquetFile, lo: int, hi: int) -> list[int]:

@@ -105,15 +105,18 @@ def canonical_root(root: str | None) -> str | None:
 
 
 def decode_file(local: Path, slot: Slot, backend, writer: SnapshotWriter, *, batch_rows: int,
-                source: str, on_rows=None, threads: int = 0) -> tuple[framing.FrameStats, dict[int, int]]:
+                source: str, on_rows=None, threads: int = 0,
+                grouped: bool = False) -> tuple[framing.FrameStats, dict[int, int]]:
     """Decode `local` into `writer`, every record checked in the same read of the file.
 
     A SELF_CHECKING backend (native) frames and checks the file in its own single pass; for
     the others our framing pass reads the file in a thread beside the decoder.
-    `threads`: cores the native decoder may use for bzip2 blocks (0: all)."""
+    `threads`: cores the native decoder may use for bzip2 blocks (0: all); `grouped`: the
+    native decoder's batches grouped by VP bucket (ingest/writer.py)."""
     if backend.SELF_CHECKING:
         batches = backend.decode_checked(local, batch_rows, collector=slot.collector, project=slot.project,
-                                         snapshot_time=slot.dump_time, source_file=source, threads=threads)
+                                         snapshot_time=slot.dump_time, source_file=source, threads=threads,
+                                         grouped=grouped)
         result = {}
         checker = None
     else:
@@ -205,7 +208,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Fe
     writer = None
     try:
         final = decoded_path(cfg.data_dir, slot.month, slot.collector, slot.file_name)
-        writer = SnapshotWriter(final, feed.start() if feed is not None else None)
+        share = feed.start() if feed is not None else None
+        writer = SnapshotWriter(final, share)
         # Spare cores (more than the snapshots decoded at once) decompress bzip2 blocks in
         # parallel; when every core already has a snapshot, splitting blocks only costs CPU.
         threads = max(1, (os.cpu_count() or 1) // max(1, cfg.concurrency))
@@ -215,7 +219,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Fe
             if path.stat().st_size == 0:
                 raise IngestError(f"{slot.url}: the file is empty (0 bytes; a failed download?)")
             done["result"] = decode_file(path, slot, backend, writer, batch_rows=cfg.batch_rows,
-                                         source=slot.url, threads=threads)
+                                         source=slot.url, threads=threads,
+                                         grouped=share is not None and share.grouped())
 
         if download.is_remote(slot.url):
             dest = cfg.cache_dir / slot.collector / slot.file_name
@@ -346,9 +351,20 @@ def _feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
     for s in todo:
         if not s.error:
             dumps[s.collector] = dumps.get(s.collector, 0) + 1
+    if dumps:
+        try:
+            routes.native()
+        except routes.RoutesError as exc:  # said before any dump is decoded
+            raise IngestError(str(exc)) from None
     cap = duck.memory_limit(cfg.duckdb_memory_limit)
     budget = parse_bytes(cap) // 2 // max(1, len(dumps)) if cap else 1 << 62
-    return {c: routes.Feed(n, budget) for c, n in dumps.items()}
+    chunk = routes.chunk_rows(cfg, merge_workers(cfg, len(dumps)))
+    return {c: routes.Feed(n, budget, chunk) for c, n in dumps.items()}
+
+
+def merge_workers(cfg: Config, collectors: int) -> int:
+    """Collectors merged side by side (the merger is one core each)."""
+    return max(1, min(cfg.concurrency, collectors))
 
 
 def _row(d: dict) -> manifest.Row:
@@ -400,8 +416,7 @@ def merge_month(cfg: Config, month: str, rows: list[manifest.Row], progress=None
         by_col.setdefault(d.name.removeprefix("collector="), []).extend(sorted(d.glob("[!._]*.parquet")))
     by_col = {c: fs for c, fs in by_col.items() if fs}
     task = progress.add_task(f"routes {month}", total=len(by_col)) if progress is not None and by_col else None
-    # Collectors merge side by side (the merger is one core each), each in its share of memory.
-    workers = max(1, min(cfg.concurrency, len(by_col)))
+    workers = merge_workers(cfg, len(by_col))  # each in its share of memory
 
     def one(c: str) -> None:
         try:

@@ -2,10 +2,15 @@
 ingest's merge folds into the month's routes (ingest/routes.py).
 
 The file grows under common/atomic.py's dot-temp name, which Spark, DuckDB globs and pyarrow
-datasets all skip, and is renamed into place only once every entry is in it and checked. Its
-rows stay in the dump's order: the routes the merge writes are in VP-bucket order, where a
-compare partition reads only its own (common/vp_hash.py); sorting each dump's rows by bucket
-here cost 4 of every 6 seconds of writing (8M entries: 6.0 s against 2.1 s; bench/RESULTS.md).
+datasets all skip, and is renamed into place only once every entry is in it and checked. Each
+batch's rows are written bucket by bucket (common/vp_hash.py), a row group per bucket: a merge
+in several bucket ranges (a month larger than its memory) reads each range's row groups
+straight from these files, where it once rewrote every entry into a file per range first.
+The native decoder groups a batch's rows (a counting pass; ingest asks it to once a
+collector's merge will need several ranges: ingest/routes.Feed.grouped); other batches are
+written as they come, and such a file is split at the merge. The rows keep the dump's order
+inside each bucket: sorting a whole dump by bucket cost 4 of every 6 seconds of writing (8M
+entries: 6.0 s against 2.1 s; bench/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -17,14 +22,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from bgp_congruency.common import atomic, layout
-from bgp_congruency.common.tables import DECODED_SCHEMA
+from bgp_congruency.common import atomic, layout, vp_hash
+from bgp_congruency.common.tables import DECODED_FILE, VP_BUCKET
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
 # bytes); min/max statistics on the dump's time and file, which the merge reads off the
-# footer (ingest/routes.py: a dump's file is one snapshot).
+# footer (ingest/routes.py: a dump's file is one snapshot), and on the bucket of each row group.
 _DICTIONARY = ["project", "peer_ip", "source_file"]
-_STATISTICS = ["snapshot_time", "source_file"]
+_STATISTICS = ["snapshot_time", "source_file", vp_hash.COLUMN]
 
 
 def decoded_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
@@ -98,17 +103,26 @@ class SnapshotWriter:
         self.final = final
         self._feed = feed  # ingest/routes.FeedDump: the merge's share of each batch, or None
         self._file = atomic.Pending(final)
-        self._writer = pq.ParquetWriter(self._file.tmp, DECODED_SCHEMA, compression="zstd",
+        self._writer = pq.ParquetWriter(self._file.tmp, DECODED_FILE, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
         self.span: dict[str, int | None] = {"v4": None, "v6": None}
 
     def write(self, batch: pa.RecordBatch) -> None:
-        batch = batch.select(DECODED_SCHEMA.names)
+        """One batch: a row group per bucket when the decoder grouped its rows by bucket
+        (`vp_bucket` given), else as it comes (its bucket column added)."""
+        grouped = vp_hash.COLUMN in batch.schema.names
+        if not grouped:
+            asns = batch.column("peer_asn").to_numpy(zero_copy_only=False)
+            batch = batch.append_column(VP_BUCKET, pa.array(vp_hash.buckets(asns), pa.int8()))
+        batch = batch.select(DECODED_FILE.names)
         self.rows += batch.num_rows
         self._note_span(batch)
         if batch.num_rows:
-            self._writer.write_batch(batch)
+            b = batch.column(vp_hash.COLUMN).to_numpy()
+            cuts = [0, *(np.flatnonzero(b[1:] != b[:-1]) + 1).tolist(), len(b)] if grouped else [0, len(b)]
+            for lo, hi in zip(cuts, cuts[1:]):  # a row group per bucket
+                self._writer.write_batch(batch.slice(lo, hi - lo))
             if self._feed is not None:
                 self._feed.add(batch)
 
@@ -134,7 +148,7 @@ class SnapshotWriter:
         self._writer.close()
         out = self._file.commit()
         if self._feed is not None:
-            self._feed.whole(out)
+            self._feed.whole(out, self.rows)
         return out
 
     def abort(self) -> None:

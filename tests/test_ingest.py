@@ -463,6 +463,37 @@ def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_month_larger_than_one_range_reads_each_ranges_row_groups(three_days, tmp_path, monkeypatch):
+    """A merge in bucket ranges of about 60 entries (a month far larger than its memory, made
+    small): once a collector's first dump says so, its later dumps are written a row group per
+    VP bucket, and each range reads its own row groups of them; the first dump's file, in the
+    dump's order, is split first. The routes equal an ingest in one range, bit for bit."""
+    from bgp_congruency.ingest import routes
+
+    once, ranged = tmp_path / "once", tmp_path / "ranged"
+    assert _ingest(three_days, once, "1-3").returncode == 0
+    seen = []
+    groups = routes._bucket_groups
+    monkeypatch.setattr(routes, "_bucket_groups", lambda p: seen.append((Path(p).name, groups(p))) or seen[-1][1])
+    monkeypatch.setattr(routes, "MIN_CHUNK_ROWS", 1)
+    monkeypatch.setattr(routes, "BYTES_PER_ROW", (1 << 30) // 2 // 60)  # 1GB, two merges at once: 60 rows a range
+    config = tmp_path / "small.toml"
+    config.write_text('duckdb_memory_limit = "1GB"\nconcurrency = 2\n')
+    assert cli(["ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
+                "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(three_days), "--data-dir", str(ranged),
+                "--config", str(config)]) == 0
+    got, want = _stored(ranged), _stored(once)
+    assert got == want and len(got) == 4
+    gens = [g for g in sorted((ranged / "routes" / f"month={ROUTES_MONTH}").glob("collector=*/gen-*"))]
+    assert all(len(list(g.glob("part-*.parquet"))) > 1 for g in gens), gens
+    # every collector's dumps 2 and 3 a bucket per row group; the first dumps split (but one
+    # whose rows are all one bucket's, in one row group)
+    assert len(seen) == 12 and all(g is not None for f, g in seen if "0701" not in f)
+    assert sum(g is None for f, g in seen if "0701" in f) >= 2, seen
+    assert not list(ranged.rglob(".chunks-*")) and not (ranged / "_staging" / f"ingest-{ROUTES_MONTH}").exists()
+
+
+@pytest.mark.slow
 def test_a_dump_that_fails_halfway_leaves_none_of_its_rows_in_the_routes(three_days, tmp_path):
     """The decode pass feeds each collector's merger batch by batch (ingest/routes.Feed): a
     dump cut in the middle has fed some batches when its decode fails. Its slot is failed,

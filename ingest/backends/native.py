@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bgp_congruency.common.tables import RIB_ENTRIES
+from bgp_congruency.common import vp_hash
+from bgp_congruency.common.tables import RIB_ENTRIES, VP_BUCKET
 from bgp_congruency.ingest.framing import FrameStats, FramingError
 
 NAME = "native"
 SELF_CHECKING = True
 _LIST = RIB_ENTRIES.field("as_path").type
 _TS = RIB_ENTRIES.field("snapshot_time").type
+_GROUPED = RIB_ENTRIES.append(VP_BUCKET)
 
 
 def available() -> str | None:
@@ -72,22 +74,25 @@ def _batch(b: dict, *, collector: str, project: str, snapshot_time: datetime,
             pa.Array.from_buffers(pa.uint32(), n, [pa.py_buffer(b["origin_asn_validity"]),
                                                    pa.py_buffer(b["origin_asn"])]),
             _constant(source_file, n),
+            *([pa.Array.from_buffers(pa.int8(), n, [None, pa.py_buffer(b["vp_bucket"])])] if "vp_bucket" in b else []),
         ],
-        schema=RIB_ENTRIES,
+        schema=_GROUPED if "vp_bucket" in b else RIB_ENTRIES,
     )
 
 
 def decode_checked(path: Path, batch_rows: int = 200_000, *, collector: str = "", project: str = "",
-                   snapshot_time: datetime, source_file: str = "",
-                   threads: int = 0) -> Generator[pa.RecordBatch, None, FrameStats]:
+                   snapshot_time: datetime, source_file: str = "", threads: int = 0,
+                   grouped: bool = False) -> Generator[pa.RecordBatch, None, FrameStats]:
     """Yield RIB_ENTRIES batches of `path`; return its FrameStats (`yield from` gives it).
 
     Raises FramingError (one line) for anything framing.scan would reject, and for malformed
     RIB entries, which the decoder reads in full. `threads`: bzip2 blocks are decompressed
-    on this many cores (0: all; 1: one stream decoder)."""
+    on this many cores (0: all; 1: one stream decoder). `grouped`: each batch's rows grouped
+    by VP bucket, with a `vp_bucket` column (ingest/writer.py writes a row group per bucket)."""
     import congruency_mrt
 
-    reader = congruency_mrt.Reader(str(path), batch_rows, threads)
+    reader = congruency_mrt.Reader(str(path), batch_rows, threads,
+                                   (vp_hash.MULT, vp_hash.BUCKET_BITS) if grouped else None)
     try:
         for b in reader:
             yield _batch(b, collector=collector, project=project, snapshot_time=snapshot_time,

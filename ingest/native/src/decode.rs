@@ -493,7 +493,7 @@ mod tests {
         let (btx, brx) = sync_channel::<Msg>(64);
         ctx.send(Chunk::Data(bytes)).unwrap();
         ctx.send(Chunk::End { sha256: String::new(), file_bytes: 0 }).unwrap();
-        let r = decode_stream(crx, &btx, 1000);
+        let r = decode_stream(crx, &btx, 1000, None);
         drop(btx);
         let batches = brx.iter().filter_map(|m| if let Msg::Batch(c) = m { Some(c) } else { None }).collect();
         (r, batches)

@@ -81,6 +81,9 @@ fn batch_dict<'py>(py: Python<'py>, c: &Cols) -> PyResult<Bound<'py, PyDict>> {
     d.set_item("as_path_raw_validity", bytes(py, &pack_bits(&c.has_set)))?;
     d.set_item("origin_asn", bytes(py, as_bytes(&c.origin)))?;
     d.set_item("origin_asn_validity", bytes(py, &pack_bits(&c.origin_valid)))?;
+    if !c.bucket.is_empty() {
+        d.set_item("vp_bucket", bytes(py, as_bytes(&c.bucket)))?;
+    }
     Ok(d)
 }
 
@@ -111,17 +114,19 @@ fn stats_dict<'py>(py: Python<'py>, done: &Done) -> PyResult<Bound<'py, PyDict>>
 #[pymethods]
 impl Reader {
     /// `bz2_workers`: threads decompressing bzip2 blocks in parallel (0: one per core; 1: the
-    /// sequential decoder only).
+    /// sequential decoder only). `bucket`: (mult, bits) of common/vp_hash.py, to hand each
+    /// batch's rows grouped by VP bucket with a `vp_bucket` column (None: in the file's order,
+    /// no such column).
     #[new]
-    #[pyo3(signature = (path, batch_rows = 200_000, bz2_workers = 0))]
-    fn new(path: std::path::PathBuf, batch_rows: usize, bz2_workers: usize) -> PyResult<Self> {
+    #[pyo3(signature = (path, batch_rows = 200_000, bz2_workers = 0, bucket = None))]
+    fn new(path: std::path::PathBuf, batch_rows: usize, bz2_workers: usize, bucket: Option<(u64, u32)>) -> PyResult<Self> {
         let p = path.to_str().ok_or_else(|| MrtError::new_err("path is not UTF-8"))?.to_string();
         let workers = if bz2_workers == 0 {
             thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8)
         } else {
             bz2_workers
         };
-        Ok(Reader { rx: std::sync::Mutex::new(Some(start(p, batch_rows.max(1), workers))), stats: None })
+        Ok(Reader { rx: std::sync::Mutex::new(Some(start(p, batch_rows.max(1), workers, bucket))), stats: None })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

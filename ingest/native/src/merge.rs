@@ -48,7 +48,7 @@ pub(crate) struct Batch {
 struct Route {
     hash: u64,
     key_at: u64,
-    lens: [u16; 4],
+    lens: [u32; 4],
     peer_asn: u32,
     origin: u32,
     next: u32,
@@ -174,7 +174,7 @@ impl Merger {
         &self.arena[r.key_at as usize..r.key_at as usize + r.key_len()]
     }
 
-    fn same(&self, r: &Route, asn: u32, afi: i8, flags: u8, lens: [u16; 4], key: &[u8]) -> bool {
+    fn same(&self, r: &Route, asn: u32, afi: i8, flags: u8, lens: [u32; 4], key: &[u8]) -> bool {
         r.peer_asn == asn && r.afi == afi && (r.flags & !ORIGIN_VALID) == (flags & !ORIGIN_VALID) && r.lens == lens
             && self.key(r) == key
     }
@@ -220,7 +220,7 @@ impl Merger {
 
     /// The route of a key, made when new.
     #[allow(clippy::too_many_arguments)]
-    fn find(&mut self, asn: u32, afi: i8, flags: u8, lens: [u16; 4], key: &[u8], origin: u32) -> usize {
+    fn find(&mut self, asn: u32, afi: i8, flags: u8, lens: [u32; 4], key: &[u8], origin: u32) -> usize {
         let pred = self.last.wrapping_add(1);
         if pred < self.r.len() && self.r[pred].copy == 0 && self.same(&self.r[pred], asn, afi, flags, lens, key) {
             self.last = pred;
@@ -278,10 +278,10 @@ impl Merger {
             let raw_valid = *b.raw_valid.add(i) != 0;
             let (r0, r1) = if raw_valid { span(b.raw_off) } else { (0, 0) };
             let lens = [i1 - i0, p1 - p0, a1 - a0, r1 - r0];
-            if lens.iter().any(|&l| l > u16::MAX as usize) {
+            if lens.iter().any(|&l| l > u32::MAX as usize / 4) {
                 return Err(format!("a route's key is too long (peer_ip, prefix, as_path, as_path_raw lengths {lens:?})"));
             }
-            let lens = lens.map(|l| l as u16);
+            let lens = lens.map(|l| l as u32);
             key.clear();
             key.extend_from_slice(std::slice::from_raw_parts(b.ip.add(i0), i1 - i0));
             key.extend_from_slice(std::slice::from_raw_parts(b.pfx.add(p0), p1 - p0));
@@ -300,6 +300,9 @@ impl Merger {
                 let (w, bit) = (sid as usize / WORD, 1u64 << (sid as usize % WORD));
                 let mut r = r;
                 while self.bits[r * self.nw + w] & bit != 0 {  // a copy in this snapshot: the next copy
+                    if self.r[r].copy == i16::MAX {
+                        return Err(format!("more than {} identical entries of one route in snapshot {sid}", i16::MAX));
+                    }
                     let j = self.r[r].copy + 1;
                     r = self.copy_of(r, j);
                 }
@@ -487,6 +490,10 @@ mod tests {
     }
 
     fn add(m: &mut Merger, r: &Rows) {
+        try_add(m, r).unwrap();
+    }
+
+    fn try_add(m: &mut Merger, r: &Rows) -> Result<usize, String> {
         let n = r.asn.len();
         let strs = |v: &[&str]| {
             let mut off = vec![0i32];
@@ -518,7 +525,7 @@ mod tests {
             raw: raw.as_ptr(), origin_valid: pv.as_ptr(), origin: zero.as_ptr(), sid: r.sid.as_ptr(),
             copy: std::ptr::null(), words: std::ptr::null(), words_in: 0,
         };
-        unsafe { m.add(&b, usize::MAX).unwrap() };
+        unsafe { m.add(&b, usize::MAX) }
     }
 
     #[test]
@@ -557,6 +564,15 @@ mod tests {
         let o = m.take(usize::MAX);
         assert_eq!(o.n, n);
         assert!(o.words.iter().all(|&w| w == 3));
+    }
+
+    #[test]
+    fn too_many_copies_of_one_entry_are_an_error_not_a_wrapped_count() {
+        let mut m = Merger::new(1, 2654435761, 5, 0, 31);
+        let n = i16::MAX as usize + 2;
+        let e = try_add(&mut m, &Rows { asn: vec![1; n], ip: vec!["a"; n], pfx: vec!["p"; n], path: vec![Some(vec![1]); n],
+                                        raw: vec![None; n], sid: vec![0; n] }).unwrap_err();
+        assert!(e.contains("identical entries"), "{e}");
     }
 
     #[test]

@@ -21,7 +21,13 @@ pub(crate) enum Msg {
     Fail(Error),
 }
 
-pub(crate) fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize) -> R<Option<Done>> {
+/// `group`: (mult, bucket bits) to hand each batch's rows grouped by VP bucket (`Cols::by_bucket`).
+pub(crate) fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_rows: usize,
+                            group: Option<(u64, u32)>) -> R<Option<Done>> {
+    let out = |c: Cols| match group {
+        Some((mult, bits)) => c.by_bucket(mult, bits).0,
+        None => c,
+    };
     let mut d = Decoder::new(batch_rows);
     let mut buf: Vec<u8> = Vec::with_capacity(2 * CHUNK);
     let mut pos = 0usize;
@@ -48,7 +54,7 @@ pub(crate) fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_row
                     return Err(Error::Mrt("no MRT records".into()));
                 }
                 if d.cols.n > 0 {
-                    let c = d.take_batch();
+                    let c = out(d.take_batch());
                     if tx.send(Msg::Batch(c)).is_err() {
                         return Ok(None);
                     }
@@ -85,7 +91,7 @@ pub(crate) fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_row
             d.stats.records += 1;
             pos += 12 + len;
             if d.cols.n >= batch_rows {
-                let c = d.take_batch();
+                let c = out(d.take_batch());
                 if tx.send(Msg::Batch(c)).is_err() {
                     return Ok(None); // Python dropped the decoder
                 }
@@ -94,7 +100,7 @@ pub(crate) fn decode_stream(rx: Receiver<Chunk>, tx: &SyncSender<Msg>, batch_row
     }
 }
 
-pub(crate) fn start(path: String, batch_rows: usize, bz2_workers: usize) -> Receiver<Msg> {
+pub(crate) fn start(path: String, batch_rows: usize, bz2_workers: usize, group: Option<(u64, u32)>) -> Receiver<Msg> {
     let (ctx, crx) = sync_channel::<Chunk>(8);
     let (btx, brx) = sync_channel::<Msg>(2);
     thread::Builder::new()
@@ -110,7 +116,7 @@ pub(crate) fn start(path: String, batch_rows: usize, bz2_workers: usize) -> Rece
     thread::Builder::new()
         .name("mrt-decode".into())
         .spawn(move || {
-            let r = catch_unwind(AssertUnwindSafe(|| decode_stream(crx, &btx, batch_rows)))
+            let r = catch_unwind(AssertUnwindSafe(|| decode_stream(crx, &btx, batch_rows, group)))
                 .unwrap_or_else(|p| Err(panic_text(p)));
             match r {
                 Ok(Some(done)) => {
