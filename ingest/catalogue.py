@@ -26,6 +26,11 @@ from bgp_congruency.common.errors import BadInput
 CATALOGUE = Path(__file__).with_name("catalogue.toml")
 #: Collector sets `--collectors` takes besides names.
 SETS = ("all", "routeviews", "ris")
+#: Bytes of a project's compressed RIB dump per entry in it, from the real samples in
+#: ../shared/data (RouteViews: the route-views2 and route-views6 RIBs of 2026-07-30 14:00; RIS:
+#: an rrc RIB), their entries as `bgpdump -m` counts them: `congruency plan` sizes downloads by
+#: it, ingest a dump's entries before decoding it.
+MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
 
 
 class CatalogueError(BadInput):

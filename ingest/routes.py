@@ -23,6 +23,7 @@ from bgp_congruency.common.duck import quote
 from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.routes import GEN, SNAPSHOTS, WORD, Snapshot, current, files, generations, snapshots, words
 from bgp_congruency.common.tables import ROUTES
+from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 
 #: The key of a route: every decoded column but the dump's time and file (origin_asn and
 #: vp_bucket follow from these).
@@ -31,6 +32,11 @@ KEY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path
 #: bytes of hash-table state a row, as the compare's aggregate: pipeline/partitions.py), and
 #: never fewer than MIN_CHUNK_ROWS (a range that small costs more in passes than it saves).
 BYTES_PER_ROW = 200
+#: Bytes a route takes in the native merger, about: its record (40), its table slots (16), a
+#: word of bits (8) and its key (about 50 in the real sample; rrc00 of the scale-30 month: 153
+#: bytes a route, 1.84M routes), and the sort's 48 when it is written. A feed holding its
+#: routes in budget is merged in one range, whatever the entries' count.
+ROUTE_BYTES = 200
 MIN_CHUNK_ROWS = 100_000
 
 
@@ -68,12 +74,6 @@ def _one_snapshot(path: Path) -> Snapshot | None:
     first = pf.read_row_group(0, columns=["snapshot_time", "source_file", "project"]).slice(0, 1).to_pylist()[0]
     t = first["snapshot_time"]
     return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
-
-
-def chunk_rows(cfg, share: int = 1) -> int:
-    """Rows one bucket range of a merge may hold, in 1/`share` of the config's memory limit."""
-    cap = duck.memory_limit(cfg.duckdb_memory_limit)
-    return max(MIN_CHUNK_ROWS, parse_bytes(cap) // max(1, share) // BYTES_PER_ROW) if cap else 1 << 62
 
 
 def _chunks(counts: list[int], budget: int) -> list[tuple[int, int]]:
@@ -124,14 +124,14 @@ def native():
 class Feed:
     """A collector's route merger fed by the decode pass, batch by batch as each dump is
     written to its file, so the merge after it need not read those files back (about a third
-    of a merge's work: bench/RESULTS.md). A dump's rows get the next bit in the order the
-    dumps come (`start`); `merge` moves them to their snapshots' places. Only what is whole
-    counts: a dump whose decode failed is dropped there, and a feed that outgrows `budget`
-    bytes lets its merger go (the merge reads the files then, as after a killed run)."""
+    of a merge's work: bench/RESULTS.md), nor split the month in bucket ranges while its
+    routes fit the feed's `budget` bytes. A dump's rows get the next bit in the order the dumps
+    come (`start`); `merge` moves them to their snapshots' places. Only what is whole counts:
+    a dump whose decode failed is dropped there. A feed that outgrows its budget, or whose
+    first dump's size says it will (`grouped`), lets its merger go: the merge reads the files
+    then, in bucket ranges, and the dumps after are written a row group per bucket for it."""
 
-    def __init__(self, dumps: int, budget: int, chunk_rows: int = 1 << 62):
-        self._chunk_rows = chunk_rows
-        self._rows: list[int] = []  # rows of each whole dump
+    def __init__(self, dumps: int, budget: int):
         self._lock = threading.Lock()
         self._m = native().Routes(words(dumps), vp_hash.MULT, vp_hash.BUCKET_BITS, 0, vp_hash.BUCKETS - 1)
         self._budget = budget
@@ -145,12 +145,17 @@ class Feed:
             sid, self._next = self._next, self._next + 1
         return FeedDump(self, sid if sid < self._dumps else None)
 
-    def grouped(self) -> bool:
-        """Whether the next dump is best written a row group per VP bucket: once the dumps
-        whole so far say the collector's merge will not fit one range (it then reads each
-        range's row groups instead of splitting those dumps' entries into files first)."""
+    def grouped(self, size: int | None = None, project: str | None = None) -> bool:
+        """Whether the next dump is best written a row group per VP bucket: once the merger
+        has outgrown its budget (the merge will go in bucket ranges, each reading its own row
+        groups instead of splitting the files first), or when this dump, the first, will
+        (its `size` in bytes at its `project`'s bytes per entry, ingest/catalogue.py: a dump's
+        entries are about as many routes, ROUTE_BYTES each); it lets the merger go then."""
         with self._lock:
-            return bool(self._rows) and sum(self._rows) / len(self._rows) * self._dumps > self._chunk_rows
+            if self._m is not None and self._next == 1 and size and project in MRT_BYTES_PER_ENTRY \
+                    and size / MRT_BYTES_PER_ENTRY[project] * ROUTE_BYTES > self._budget:
+                self._m = None
+            return self._m is None
 
     def _add(self, sid: int, batch: pa.RecordBatch, cursor: int) -> int:
         with self._lock:
@@ -183,14 +188,13 @@ class FeedDump:
         if self._sid is not None:
             self._cursor = self._feed._add(self._sid, batch, self._cursor)
 
-    def whole(self, path: Path, rows: int) -> None:
-        with self._feed._lock:
-            self._feed._rows.append(rows)
-            if self._sid is not None:
+    def whole(self, path: Path) -> None:
+        if self._sid is not None:
+            with self._feed._lock:
                 self._feed._whole[str(path)] = self._sid
 
-    def grouped(self) -> bool:
-        return self._feed.grouped()
+    def grouped(self, size: int | None = None, project: str | None = None) -> bool:
+        return self._feed.grouped(size, project)
 
 
 def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, feed: Feed | None = None) -> Path:
@@ -236,13 +240,18 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
                     f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
                     for p, one in zip(decoded, single)]
             old_files = files(old_gen) if old_gen is not None else []
-            budget = chunk_rows(cfg)
-            counts = [a + b for a, b in zip(_bucket_rows([str(p) for p in decoded]), _bucket_rows(old_files))]
+            budget = max(MIN_CHUNK_ROWS, parse_bytes(cap) // BYTES_PER_ROW) if cap else 1 << 62
+            old_counts = _bucket_rows(old_files)
+            counts = [a + b for a, b in zip(_bucket_rows([str(p) for p in decoded]), old_counts)]
             chunks = _chunks(counts, budget)
+            fed = feed.take([str(p) for p in decoded]) if feed is not None else None
+            if fed is not None:  # the decode pass held its dumps' routes: with the others', do they fit one range?
+                more = sum(old_counts) + sum(pq.read_metadata(p).num_rows for p in decoded if str(p) not in fed[1])
+                if (fed[0].bytes + more * ROUTE_BYTES) * 1.3 <= (parse_bytes(cap) if cap else 1 << 62):
+                    chunks = [(0, vp_hash.BUCKETS - 1)]
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)
             try:
-                fed = feed.take([str(p) for p in decoded]) if feed is not None else None
                 # A dump's file with a row group per bucket: each range reads its own. The
                 # others (in the dump's order, or of several snapshots) are split first: each
                 # range's rows, with their snapshot, in files of their own.

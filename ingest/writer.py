@@ -148,7 +148,7 @@ class SnapshotWriter:
         self._writer.close()
         out = self._file.commit()
         if self._feed is not None:
-            self._feed.whole(out, self.rows)
+            self._feed.whole(out)
         return out
 
     def abort(self) -> None:

@@ -41,6 +41,7 @@ from bgp_congruency.common import layout
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import catalogue, discovery, manifest
+from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.pipeline import partitions as P
@@ -63,7 +64,6 @@ def new_routes(gap_h: float) -> float:
 #: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
 #: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
-MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
 #: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has
 #: not seen the collector: a full route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5
 #: entries per prefix in the real sample). An assumption: older years and smaller

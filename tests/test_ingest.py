@@ -465,9 +465,11 @@ def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
 @pytest.mark.slow
 def test_a_month_larger_than_one_range_reads_each_ranges_row_groups(three_days, tmp_path, monkeypatch):
     """A merge in bucket ranges of about 60 entries (a month far larger than its memory, made
-    small): once a collector's first dump says so, its later dumps are written a row group per
-    VP bucket, and each range reads its own row groups of them; the first dump's file, in the
-    dump's order, is split first. The routes equal an ingest in one range, bit for bit."""
+    small, and routes too big for the decode pass to hold them: its merger lets go before the
+    first dump, by the dump's size): every dump is written a row group per VP bucket, and each
+    range reads its own row groups of them, nothing split first. The routes equal an ingest in one range, bit for
+    bit. (Files without a bucket per row group are split first:
+    test_a_merge_in_many_bucket_ranges_equals_one_in_one.)"""
     from bgp_congruency.ingest import routes
 
     once, ranged = tmp_path / "once", tmp_path / "ranged"
@@ -477,6 +479,7 @@ def test_a_month_larger_than_one_range_reads_each_ranges_row_groups(three_days, 
     monkeypatch.setattr(routes, "_bucket_groups", lambda p: seen.append((Path(p).name, groups(p))) or seen[-1][1])
     monkeypatch.setattr(routes, "MIN_CHUNK_ROWS", 1)
     monkeypatch.setattr(routes, "BYTES_PER_ROW", (1 << 30) // 2 // 60)  # 1GB, two merges at once: 60 rows a range
+    monkeypatch.setattr(routes, "ROUTE_BYTES", 1 << 24)  # routes too big for the decode pass to hold
     config = tmp_path / "small.toml"
     config.write_text('duckdb_memory_limit = "1GB"\nconcurrency = 2\n')
     assert cli(["ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
@@ -486,11 +489,34 @@ def test_a_month_larger_than_one_range_reads_each_ranges_row_groups(three_days, 
     assert got == want and len(got) == 4
     gens = [g for g in sorted((ranged / "routes" / f"month={ROUTES_MONTH}").glob("collector=*/gen-*"))]
     assert all(len(list(g.glob("part-*.parquet"))) > 1 for g in gens), gens
-    # every collector's dumps 2 and 3 a bucket per row group; the first dumps split (but one
-    # whose rows are all one bucket's, in one row group)
-    assert len(seen) == 12 and all(g is not None for f, g in seen if "0701" not in f)
-    assert sum(g is None for f, g in seen if "0701" in f) >= 2, seen
+    assert len(seen) == 12 and all(g is not None for _, g in seen), seen
+    assert sum(len({b for b, _ in g}) > 1 for _, g in seen) >= 8  # the bigger collectors' rows, several buckets each
     assert not list(ranged.rglob(".chunks-*")) and not (ranged / "_staging" / f"ingest-{ROUTES_MONTH}").exists()
+
+
+@pytest.mark.slow
+def test_routes_the_decode_pass_holds_are_merged_in_one_range(three_days, tmp_path, monkeypatch):
+    """Entries enough for several bucket ranges of 60 (as above), but routes the decode pass
+    held within its budget: each collector is merged in one range from what it fed, no file
+    read back, nothing split; the routes are the same."""
+    from bgp_congruency.ingest import routes
+
+    once, fed = tmp_path / "once", tmp_path / "fed"
+    assert _ingest(three_days, once, "1-3").returncode == 0
+    monkeypatch.setattr(routes, "MIN_CHUNK_ROWS", 1)
+    monkeypatch.setattr(routes, "BYTES_PER_ROW", (1 << 30) // 2 // 60)
+    read, split, merge_chunk = [], [], routes._merge_chunk
+    monkeypatch.setattr(routes, "_merge_chunk", lambda con, new, *a: read.extend(new) or merge_chunk(con, new, *a))
+    monkeypatch.setattr(routes, "_split", lambda *a, **k: split.append(a) or [])
+    config = tmp_path / "small.toml"
+    config.write_text('duckdb_memory_limit = "1GB"\nconcurrency = 2\n')
+    assert cli(["ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
+                "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(three_days), "--data-dir", str(fed),
+                "--config", str(config)]) == 0
+    assert _stored(fed) == _stored(once)
+    assert read == [] and split == []
+    assert all(len(list(g.glob("part-*.parquet"))) == 1
+               for g in (fed / "routes" / f"month={ROUTES_MONTH}").glob("collector=*/gen-*"))
 
 
 @pytest.mark.slow
