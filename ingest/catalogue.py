@@ -27,9 +27,10 @@ CATALOGUE = Path(__file__).with_name("catalogue.toml")
 #: Collector sets `--collectors` takes besides names.
 SETS = ("all", "routeviews", "ris")
 #: Bytes of a project's compressed RIB dump per entry in it, from the real samples in
-#: ../shared/data (RouteViews: the route-views2 and route-views6 RIBs of 2026-07-30 14:00; RIS:
-#: an rrc RIB), their entries as `bgpdump -m` counts them: `congruency plan` sizes downloads by
-#: it, ingest a dump's entries before decoding it.
+#: ../shared/data (RouteViews: the route-views2 and route-views6 .bz2 RIBs of 2026-07-30 14:00;
+#: RIS: rrc00 bview.20020722.2337.gz, TABLE_DUMP v1, the only RIS RIB there), their entries as
+#: `bgpdump -m` counts them: `congruency plan` sizes downloads by it, ingest a dump's entries
+#: before decoding it (ingest/routes.Feed).
 MRT_BYTES_PER_ENTRY = {"routeviews": (2_054_819 + 1_018_645) / (679_347 + 164_279), "ris": 1_180_359 / 115_521}
 
 

@@ -330,7 +330,6 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     rows += recovered
     merged_rows = merge_month(cfg, month, rows, progress, mine, feeds)
     feeds.clear()
-    release_memory()
     hooks.pause("merged")
     # Failures of slots the selection no longer has (other days, times) are dropped: they
     # would be listed by `status` and the manifest view forever. Their collectors only: the DAG's
@@ -342,6 +341,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     _drop_merged(root, month, mine)
     if cfg.cache_policy == "delete":
         drop_cached(cfg, rows)
+    release_memory()
     return Outcome(rows=[r for r in rows if r not in recovered], skipped_done=done, manifest_path=mpath, keys=keys)
 
 
@@ -364,8 +364,7 @@ def _feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
 
 def release_memory() -> None:
     """Hand the memory the decoders and mergers freed back to the system: Arrow's pool and
-    the C heap keep it otherwise, and `congruency run` compares in the same process next (the
-    10^9-entry month at 4GB: its compare peaked 1.4 GiB higher with it kept)."""
+    the C heap keep it otherwise, and `congruency run` compares in the same process next."""
     import ctypes
 
     import pyarrow as pa
@@ -478,7 +477,9 @@ def _drop_merged(root: Path, month: str, collectors: set[str] | None = None) -> 
     for d in [*_staged(root, month, collectors), *_collector_dirs(legacy, collectors)]:
         c = d.name.removeprefix("collector=")
         for f in d.glob("[!._]*.parquet"):
-            files = set(pq.read_table(f, columns=["source_file"]).column(0).unique().to_pylist())
+            one = routes.one_snapshot(f)  # a dump's file: off its footer, not its rows (a column of 12M)
+            files = {one.source_file} if one is not None else \
+                set(pq.read_table(f, columns=["source_file"]).column(0).unique().to_pylist())
             if files and files <= have.get(c, set()):
                 f.unlink()
         try:
