@@ -89,23 +89,31 @@ def _chunks(counts: list[int], budget: int) -> list[tuple[int, int]]:
     return out
 
 
+def _group_buckets(meta) -> list[tuple[int, int, int]] | None:
+    """(lowest bucket, highest bucket, rows) of each row group of a Parquet file, from its
+    statistics (a group without them spans every bucket); None for a file without a bucket
+    column (an earlier version's decoded dump, a hand-made one)."""
+    if vp_hash.COLUMN not in meta.schema.names:
+        return None
+    col, out = meta.schema.names.index(vp_hash.COLUMN), []
+    for g in range(meta.num_row_groups):
+        rg = meta.row_group(g)
+        st = rg.column(col).statistics
+        lo, hi = (int(st.min), int(st.max)) if st is not None and st.has_min_max else (0, vp_hash.BUCKETS - 1)
+        out.append((max(0, lo), min(hi, vp_hash.BUCKETS - 1), rg.num_rows))
+    return out
+
+
 def _bucket_rows(paths: list[str]) -> list[int]:
-    """Rows per VP bucket of Parquet files: from the row groups' statistics of routes (in
-    bucket order; a row group spanning buckets counts at its first), evenly for a decoded
-    dump's file (in the dump's order: no bucket column)."""
+    """Rows per VP bucket of Parquet files, from their row groups' statistics: a group's rows
+    spread evenly over the buckets it spans (a decoded dump's, in the dump's order, spans them
+    all), a file without a bucket column's over every bucket."""
     counts = [0] * vp_hash.BUCKETS
     for p in paths:
         meta = pq.read_metadata(p)
-        if vp_hash.COLUMN not in meta.schema.names:
-            for b in range(vp_hash.BUCKETS):
-                counts[b] += meta.num_rows // vp_hash.BUCKETS
-            continue
-        col = meta.schema.names.index(vp_hash.COLUMN)
-        for g in range(meta.num_row_groups):
-            rg = meta.row_group(g)
-            st = rg.column(col).statistics
-            b = int(st.min) if st is not None and st.has_min_max else 0
-            counts[max(0, min(b, vp_hash.BUCKETS - 1))] += rg.num_rows
+        for lo, hi, n in _group_buckets(meta) or [(0, vp_hash.BUCKETS - 1, meta.num_rows)]:
+            for b in range(lo, hi + 1):
+                counts[b] += n // (hi - lo + 1)
     return counts
 
 
@@ -127,8 +135,7 @@ class Feed:
     a merge's work: rrc00 of the scale-30 month, 0.6 of 2.3 s), nor split the month in bucket
     ranges while its routes fit the feed's `budget` bytes. A dump's rows get the next bit in
     the order the dumps come (`start`); `merge` moves them to their snapshots' places. Only
-    what is whole counts:
-    a dump whose decode failed is dropped there. A feed that outgrows its budget, or whose
+    what is whole counts: a dump whose decode failed is dropped there. A feed that outgrows its budget, or whose
     first dump's size says it will (`grouped`), lets its merger go: the merge reads the files
     then, in bucket ranges, and the dumps after are written a row group per bucket for it."""
 
@@ -336,9 +343,9 @@ def _merge_chunk(con, new: list[tuple[str, int | None, list[int] | None]], old_f
     if m is None:
         m = native().Routes(nw, vp_hash.MULT, vp_hash.BUCKET_BITS, lo, hi)
     for path, sid, row_groups in new:
-        pf, cursor = pq.ParquetFile(path), (1 << 64) - 1
         if row_groups == []:
             continue
+        pf, cursor = pq.ParquetFile(path), (1 << 64) - 1
         for b in pf.iter_batches(BATCH_ROWS, row_groups=row_groups, columns=[*_ENTRY, *(["sid"] if sid is None else [])]):
             sids = np.full(b.num_rows, sid, np.int32) if sid is not None else \
                 b.column("sid").to_numpy(zero_copy_only=False).astype(np.int32)
@@ -379,30 +386,17 @@ ROW_GROUP = 122_880
 
 
 def _bucket_groups(path: str) -> list[tuple[int, int]] | None:
-    """(bucket, row group) of each row group of a decoded file, by its statistics; None when
-    one holds several buckets or the file has none (an earlier version's, a hand-made one)."""
-    meta = pq.read_metadata(path)
-    if vp_hash.COLUMN not in meta.schema.names:
+    """(bucket, row group) of each row group of a decoded file; None when one holds several
+    buckets or the file has no bucket column."""
+    groups = _group_buckets(pq.read_metadata(path))
+    if groups is None or any(lo != hi for lo, hi, _ in groups):
         return None
-    col, out = meta.schema.names.index(vp_hash.COLUMN), []
-    for g in range(meta.num_row_groups):
-        st = meta.row_group(g).column(col).statistics
-        if st is None or not st.has_min_max or st.min != st.max:
-            return None
-        out.append((int(st.min), g))
-    return out
+    return [(lo, g) for g, (lo, _, _) in enumerate(groups)]
 
 
 def _groups_in(pf: pq.ParquetFile, lo: int, hi: int) -> list[int]:
-    """The row groups of a routes file that may hold buckets lo..hi (by their statistics)."""
-    meta = pf.metadata
-    col = meta.schema.names.index(vp_hash.COLUMN)
-    out = []
-    for g in range(meta.num_row_groups):
-        st = meta.row_group(g).column(col).statistics
-        if st is None or not st.has_min_max or (st.max >= lo and st.min <= hi):
-            out.append(g)
-    return out
+    """The row groups of a routes file that may hold buckets lo..hi."""
+    return [g for g, (a, b, _) in enumerate(_group_buckets(pf.metadata)) if b >= lo and a <= hi]
 
 
 def _words(b: pa.RecordBatch, nw_old: int, path: str) -> np.ndarray:
