@@ -284,7 +284,7 @@ def same_routes(a: Path, b: Path, month: str) -> dict:
     ga, gb = (routes.month_generations(d, month) for d in (a, b))
     rel = [f"read_parquet([{', '.join(repr(f) for c in sorted(g) for f in routes.files(g[c]))}], filename = true)"
            for g in (ga, gb)]
-    cols = "regexp_extract(filename, 'collector=([^/]+)', 1) AS c, * EXCLUDE (filename)"
+    cols = f"regexp_extract(filename, 'collector=([^/]+)', 1) AS c, * EXCLUDE (filename) REPLACE ({routes.origin_sql()} AS origin_asn)"
     n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
     diff = sum(con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y})").fetchone()[0]
                for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))

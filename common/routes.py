@@ -9,7 +9,8 @@ step after ingest pays for the copies. A month is stored as its *routes* instead
     routes/month=M/collector=C/gen-NNNNNN/snapshots.json   the collector's snapshots
 
 A route is a (BGP session, prefix, AS path as decoded) of one collector: every column of a
-decoded RIB entry but the dump's time and file, which the snapshots table holds. Its `seen`
+decoded RIB entry but the dump's time and file, which the snapshots table holds (origin_asn
+only where the path cannot give it back: `origin_sql`). Its `seen`
 bitmap has bit i set when the collector's snapshot i (snapshots.json, in time order) held it;
 63 bits a word (a BIGINT neither engine overflows), `seen_more` the words past the first.
 `copy` tells apart k identical entries of one snapshot (an ADD-PATH RIB may hold the same
@@ -172,6 +173,13 @@ def word_sql(i: int, row: str = "") -> str:
     return f"{row}seen" if w == 0 else f"coalesce({row}seen_more[{w}], 0)"
 
 
+def origin_sql(row: str = "") -> str:
+    """DuckDB SQL: a route's origin_asn. A generation stores it only for a path with a set
+    (as_path null): a plain path's origin is its last ASN (null when empty), a tenth of the
+    bytes where every row held it. Older generations hold it on every row; both read alike."""
+    return f"coalesce({row}origin_asn, {row}as_path[-1])"
+
+
 #: DuckDB SQL: the entries a route row stands for (its `seen` bits).
 ENTRIES_SQL = "(bit_count(seen) + coalesce(list_sum(list_transform(seen_more, lambda w: bit_count(w))), 0))::BIGINT"
 
@@ -179,7 +187,7 @@ ENTRIES_SQL = "(bit_count(seen) + coalesce(list_sum(list_transform(seen_more, la
 def relation_sql(month_routes: dict[str, list[str]]) -> str | None:
     """DuckDB SQL of a month's routes (collector -> route files), a row per route: `collector`,
     the route's columns and `n`, the entries it stands for; None without routes."""
-    parts = [f"SELECT {quote(c)} AS collector, *, {ENTRIES_SQL} AS n FROM read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in fs)}], hive_partitioning = false)"
+    parts = [f"SELECT {quote(c)} AS collector, * REPLACE ({origin_sql()} AS origin_asn), {ENTRIES_SQL} AS n FROM read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in fs)}], hive_partitioning = false)"
              for c, fs in sorted(month_routes.items()) if fs]
     return "(" + " UNION ALL ".join(parts) + ")" if parts else None
 
@@ -197,7 +205,7 @@ def expand_sql(month_routes: dict[str, list[str]], month: str | None = None) -> 
                            f"{quote(s.source_file)}, {quote(s.project)})" for i, s in enumerate(snaps))
         lit = "[" + ", ".join(quote(duck.glob_literal(f)) for f in fs) + "]"
         parts.append(f"""SELECT {quote(collector)} AS collector, s.project, s.snapshot_time, r.peer_asn, r.peer_ip, r.afi,
-       r.prefix, r.as_path, r.has_as_set, r.as_path_raw, r.origin_asn, s.source_file, r.vp_bucket
+       r.prefix, r.as_path, r.has_as_set, r.as_path_raw, {origin_sql("r.")} AS origin_asn, s.source_file, r.vp_bucket
 FROM read_parquet({lit}) r JOIN (VALUES {values}) s(snapshot, snapshot_time, source_file, project)
   ON ((CASE WHEN s.snapshot < {WORD} THEN r.seen ELSE coalesce(r.seen_more[s.snapshot // {WORD}], 0) END)
       >> (s.snapshot % {WORD})::INTEGER) & 1 = 1""")

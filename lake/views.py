@@ -60,7 +60,8 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     files = [f for fs, _s in gens.values() for f in fs]
     if not files:
         return out
-    cols = ", ".join(_ident(c) for c in DOCS["routes"].schema.names)
+    cols = ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c)
+                     for c in DOCS["routes"].schema.names)
     out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, "
                      f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})")
     snaps = [(m, c, i, sn) for (m, c), (_f, sns) in sorted(gens.items()) for i, sn in enumerate(sns)]
