@@ -26,6 +26,10 @@ class LockBusy(CongruencyError, RuntimeError):
 
 _held: dict[str, list] = {}  # lock file -> [fd, depth, shared] of the locks this process holds
 _guard = threading.Lock()
+#: lock file -> the lock one thread of the process holds while it takes the file's flock: two
+#: threads taking a month at once (ingest's merges, side by side) would each open the file and
+#: the second's flock would fail against the first's, as if another process held it.
+_taking: dict[str, threading.Lock] = {}
 
 
 def lock_path(data_dir: Path, month: str, part: str | None = None) -> Path:
@@ -50,27 +54,25 @@ def month_lock(data_dir, month: str, *, part: str | None = None, shared: bool = 
     p = lock_path(data_dir, month, part)
     key = os.path.abspath(p)
     with _guard:
-        if key in _held:
-            _held[key][1] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
-        try:
-            yield p
-        finally:
-            _release(key, p)
-        return
-    deadline = time.monotonic() + max(0.0, wait_s)
-    fd = _acquire(p, shared)
-    while fd is None:
-        if time.monotonic() >= deadline:
-            raise LockBusy(f"month {month} is being run by another process{_holder(p)} "
-                           f"(lock {p}); wait for it to finish, or pass --wait")
-        time.sleep(0.2)
-        fd = _acquire(p, shared)
-    with _guard:
-        _held[key] = [fd, 1, shared]
+        taking = _taking.setdefault(key, threading.Lock())
+    with taking:  # another thread of the process taking it meanwhile: this one re-enters
+        with _guard:
+            if key in _held:
+                _held[key][1] += 1
+                reentered = True
+            else:
+                reentered = False
+        if not reentered:
+            deadline = time.monotonic() + max(0.0, wait_s)
+            fd = _acquire(p, shared)
+            while fd is None:
+                if time.monotonic() >= deadline:
+                    raise LockBusy(f"month {month} is being run by another process{_holder(p)} "
+                                   f"(lock {p}); wait for it to finish, or pass --wait")
+                time.sleep(0.2)
+                fd = _acquire(p, shared)
+            with _guard:
+                _held[key] = [fd, 1, shared]
     try:
         yield p
     finally:

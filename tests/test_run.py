@@ -529,6 +529,51 @@ def test_atomic_write_keeps_the_old_file_and_cleans_only_dead_writers(tmp_path):
     assert sorted(tmp_path.iterdir()) == sorted([f, live, other])
 
 
+def test_threads_taking_a_month_at_once_all_hold_it_and_another_process_waits(tmp_path, monkeypatch):
+    """Ingest's collector merges take the month side by side: a thread that finds another of
+    its process taking the lock re-enters it (each opened the file, and the second flock
+    failed against the first's: LockBusy, and the older generations were left unpruned);
+    another process still finds the month busy while any of them holds it."""
+    import threading
+    import time as _time
+
+    from bgp_congruency.common import locks
+
+    acquire = locks._acquire
+
+    def slow(p, shared):  # the window between opening the file and holding its flock, widened
+        _time.sleep(0.05)
+        return acquire(p, shared)
+
+    monkeypatch.setattr(locks, "_acquire", slow)
+    start, held, errors = threading.Barrier(4), threading.Barrier(4), []
+    probe = [sys.executable, "-c", "from bgp_congruency.common.locks import month_lock\n"
+             f"with month_lock({str(tmp_path)!r}, '2026-07'): pass"]
+
+    def take():
+        try:
+            start.wait(timeout=30)
+            with locks.month_lock(tmp_path, "2026-07"):
+                held.wait(timeout=30)
+        except Exception as exc:  # noqa: BLE001 - the test lists them
+            errors.append(repr(exc))
+            held.abort()
+
+    threads = [threading.Thread(target=take) for _ in range(3)]
+    for t in threads:
+        t.start()
+    start.wait(timeout=30)
+    with locks.month_lock(tmp_path, "2026-07"):
+        other = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+        held.wait(timeout=30)
+    for t in threads:
+        t.join(timeout=30)
+    assert errors == []
+    assert other.returncode != 0 and "is being run by another process" in other.stderr
+    assert locks._held == {} and not locks.lock_path(tmp_path, "2026-07").exists()
+    assert subprocess.run(probe, capture_output=True, text=True, timeout=60).returncode == 0
+
+
 def test_streaming_writers_publish_whole_files_or_nothing(tmp_path):
     """The Parquet writer of ingest and the synthetic MRT writer go through common/atomic.py:
     while writing, only a dot-temp with the writer's pid exists; on failure, nothing is left
