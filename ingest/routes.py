@@ -32,9 +32,9 @@ KEY = ("peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path
 #: bytes of hash-table state a row, as the compare's aggregate: pipeline/partitions.py), and
 #: never fewer than MIN_CHUNK_ROWS (a range that small costs more in passes than it saves).
 BYTES_PER_ROW = 200
-#: Bytes a route takes in the native merger, about: its record (40), its table slots (16), a
-#: word of bits (8) and its key (about 50 in the real sample; rrc00 of the scale-30 month: 153
-#: bytes a route, 1.84M routes), and the sort's 48 when it is written. A feed holding its
+#: Bytes a route takes in the native merger, about: its record (48), its table slots (16), a
+#: word of bits (8) and its key (about 50 in the real sample; rrc01 of the scale-50 month: 135
+#: bytes a route in use, 9.3M routes), and the sort's 48 when it is written. A feed holding its
 #: routes in budget is merged in one range, whatever the entries' count.
 ROUTE_BYTES = 200
 MIN_CHUNK_ROWS = 100_000
