@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import render  # noqa: E402
 from bench.common import OUT, machine_facts, write_json  # noqa: E402
+from bgp_congruency.common import routes  # noqa: E402
 from bgp_congruency.common.duck import quote  # noqa: E402
 
 MONTH = "2026-01"
@@ -199,7 +200,7 @@ def main() -> int:
 
         files = ", ".join(quote(f) for f in route_files(Path(args.entries), args.month))
         scan_s, rows = timed(lambda: con.execute(
-            f"SELECT count(*), count(DISTINCT prefix), max(origin_asn), max(afi) FROM read_parquet([{files}])").fetchall())
+            f"SELECT count(*), count(DISTINCT prefix), max({routes.origin_sql()}), max(afi) FROM read_parquet([{files}])").fetchall())
         ask_s, ans = timed(lambda: advise(ecfg, "6939", ["8.8.8.8", "2001:4860::8888"], month=args.month))
         res["lookup"] = {"advise_s": round(ask_s, 3), "scan_floor_s": round(scan_s, 3),
                          "ratio": round(ask_s / scan_s, 2), "entries": rows[0][0],

@@ -37,6 +37,8 @@ BYTES_PER_ROW = 200
 #: bytes a route in use, 9.3M routes), and the sort's 48 when it is written. A feed holding its
 #: routes in budget is merged in one range, whatever the entries' count.
 ROUTE_BYTES = 200
+#: Bytes a route takes in the merger's sort, when it is written (merge.rs `finish`).
+SORT_BYTES = 48
 MIN_CHUNK_ROWS = 100_000
 
 
@@ -255,7 +257,8 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
             fed = feed.take([str(p) for p in decoded]) if feed is not None else None
             if fed is not None:  # the decode pass held its dumps' routes: with the others', do they fit one range?
                 more = sum(old_counts) + sum(pq.read_metadata(p).num_rows for p in decoded if str(p) not in fed[1])
-                if (fed[0].bytes + more * ROUTE_BYTES) * 1.3 <= (parse_bytes(cap) if cap else 1 << 62):
+                held = fed[0].bytes + SORT_BYTES * fed[0].routes  # and the sort that writes them
+                if (held + more * ROUTE_BYTES) * 1.3 <= (parse_bytes(cap) if cap else 1 << 62):
                     chunks = [(0, vp_hash.BUCKETS - 1)]
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)

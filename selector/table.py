@@ -181,7 +181,7 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
     store = store_for(data_root(cfg))
     con = duck.connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
     if (cap := memory_bytes(cfg)) is not None:
-        duck.limit(con, f"{cap // 2**20}MiB", None)
+        duck.limit(con, f"{max(1, cap // 2**20)}MiB", None)
     try:
         store.mkdirs(f"{staged}/hints")
         parts = _compare_parts(files)
