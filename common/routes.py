@@ -175,8 +175,8 @@ def word_sql(i: int, row: str = "") -> str:
 
 def origin_sql(row: str = "") -> str:
     """DuckDB SQL: a route's origin_asn. A generation stores it only for a path with a set
-    (as_path null): a plain path's origin is its last ASN (null when empty), a tenth of the
-    bytes where every row held it. Older generations hold it on every row; both read alike."""
+    (as_path null): a plain path's origin is its last ASN (null when empty); stored on every
+    row it was 13% of a generation's bytes. Older generations hold it on every row; both read alike."""
     return f"coalesce({row}origin_asn, {row}as_path[-1])"
 
 

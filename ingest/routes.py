@@ -37,7 +37,8 @@ BYTES_PER_ROW = 200
 #: bytes a route in use, 9.3M routes), and the sort's 48 when it is written. A feed holding its
 #: routes in budget is merged in one range, whatever the entries' count.
 ROUTE_BYTES = 200
-#: Bytes a route takes in the merger's sort, when it is written (merge.rs `finish`).
+#: Bytes a route takes in the merger's sort, when it is written (merge.rs `finish`; within
+#: ROUTE_BYTES, but not within the merger's own `bytes`).
 SORT_BYTES = 48
 MIN_CHUNK_ROWS = 100_000
 
@@ -250,7 +251,8 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
                     f"SELECT d.*, m.sid FROM {_read(p)} d JOIN snap_map m ON m.t = d.snapshot_time AND m.f = d.source_file"
                     for p, one in zip(decoded, single)]
             old_files = files(old_gen) if old_gen is not None else []
-            budget = max(MIN_CHUNK_ROWS, parse_bytes(cap) // BYTES_PER_ROW) if cap else 1 << 62
+            memory = parse_bytes(cap) if cap else None  # this merge's share of the limit
+            budget = max(MIN_CHUNK_ROWS, memory // BYTES_PER_ROW) if memory else 1 << 62
             old_counts = _bucket_rows(old_files)
             counts = [a + b for a, b in zip(_bucket_rows([str(p) for p in decoded]), old_counts)]
             chunks = _chunks(counts, budget)
@@ -258,7 +260,7 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
             if fed is not None:  # the decode pass held its dumps' routes: with the others', do they fit one range?
                 more = sum(old_counts) + sum(pq.read_metadata(p).num_rows for p in decoded if str(p) not in fed[1])
                 held = fed[0].bytes + SORT_BYTES * fed[0].routes  # and the sort that writes them
-                if (held + more * ROUTE_BYTES) * 1.3 <= (parse_bytes(cap) if cap else 1 << 62):
+                if memory is None or (held + more * ROUTE_BYTES) * 1.3 <= memory:
                     chunks = [(0, vp_hash.BUCKETS - 1)]
             tmp = folder / f".{GEN}{uuid.uuid4().hex[:8]}.{os.getpid()}.tmp"
             tmp.mkdir(parents=True)
