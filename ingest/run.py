@@ -364,11 +364,16 @@ def _feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
 
 def release_memory() -> None:
     """Hand the memory the decoders and mergers freed back to the system: Arrow's pool and
-    the C heap keep it otherwise, and `congruency run` compares in the same process next."""
+    the C heap keep it otherwise, and `congruency run` compares in the same process next.
+    Reference cycles are collected first: what they hold is only freed at the collector's
+    next pass, which a long compare may not reach (at synthetic scale 250, 430 MiB of the heap
+    came back only after a collection; bench/RESULTS.md, the 10^9-entry month)."""
     import ctypes
+    import gc
 
     import pyarrow as pa
 
+    gc.collect()
     pa.default_memory_pool().release_unused()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
