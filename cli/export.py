@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from bgp_congruency.cli.main import command_help
-from bgp_congruency.common import atomic, console, duck
+from bgp_congruency.common import atomic, console
 from bgp_congruency.common.config import Config
 from bgp_congruency.common.errors import BadInput
 
@@ -170,7 +170,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         from bgp_congruency.lake import published
 
         have = month in published.months(hmonth.data_root(cfg), "hints")
-        con = None if have else duck.connect(cfg)
+        con = None if have else htable.connect(cfg)
         try:
             source = cfg if con is None else htable.build(con, cfg, month)
             if args.out:

@@ -71,6 +71,15 @@ def memory_bytes(cfg: Config) -> int | None:
     return int(limit * MEMORY_SHARE) if limit else None
 
 
+def connect(cfg: Config, spill=None):
+    """A DuckDB connection for building hints: the config's (common/duck.connect) with
+    MEMORY_SHARE of its memory limit."""
+    con = duck.connect(cfg, spill=spill)
+    if (cap := memory_bytes(cfg)) is not None:
+        duck.limit(con, f"{max(1, cap // 2**20)}MiB", None)
+    return con
+
+
 def partitions(con, cfg: Config, pairs_files: list[str], fixed: bool = True) -> int:
     """The VP partitions the month's hints (or these pairs files' share of them) are built
     in: from the pairs (Parquet metadata) and the memory limit; a fixed compare_partitions
@@ -145,7 +154,8 @@ def _published_files(cfg: Config, month: str) -> dict[str, list[str]]:
 
 def build(con, cfg: Config, month: str) -> pa.RecordBatchReader:
     """The month's hints table (schema HINTS) as a stream of record batches, from its
-    published pairs and paths (a month published before its hints were)."""
+    published pairs and paths (a month published before its hints were); `con` from
+    connect()."""
     sql = _hints_sql(con, month, _published_files(cfg, month))
     if sql is None:
         return pa.RecordBatchReader.from_batches(HINTS, [])
@@ -179,9 +189,7 @@ def stage(cfg: Config, month: str, staged: str, files: dict[str, list[str]], pro
     its pairs need more than the memory limit; else VP hash ranges over the whole month.
     Returns rows per class. `prog`: the caller's rich Progress."""
     store = store_for(data_root(cfg))
-    con = duck.connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
-    if (cap := memory_bytes(cfg)) is not None:
-        duck.limit(con, f"{max(1, cap // 2**20)}MiB", None)
+    con = connect(cfg, spill=Path(staged) / ".duckdb-tmp")  # every partition spills there
     try:
         store.mkdirs(f"{staged}/hints")
         parts = _compare_parts(files)

@@ -48,10 +48,20 @@ def advise_one(data, *to):
 
 # ------------------------------------------------------------------ JSON Lines
 @pytest.mark.slow
-def test_jsonl_month_equals_hints_table(data, tmp_path):
+def test_jsonl_month_equals_hints_table(data, tmp_path, monkeypatch):
+    from bgp_congruency.selector import table as htable
+
     cfg = load().with_overrides(data_dir=data)
     built = tmp_path / "built.jsonl"  # before publishing: built on the fly
+    limits, build = [], htable.build
+    monkeypatch.setattr(htable, "build", lambda con, *a: limits.append(
+        con.execute("SELECT current_setting('memory_limit')").fetchone()[0]) or build(con, *a))
     assert run(data, "export", "--format", "jsonl", "--out", str(built)) == 0
+    # built with the hints' share of the memory limit, as the compare's hints are (table.connect)
+    share = htable.connect(cfg)
+    assert limits == [share.execute("SELECT current_setting('memory_limit')").fetchone()[0]]
+    assert htable.memory_bytes(cfg) is not None
+    monkeypatch.undo()
     publish_hints(cfg, MONTH)
     table = pq.read_table(data / "hints" / f"month={MONTH}").to_pylist()
     out = jsonl.write(cfg, tmp_path / "sub" / "hints.jsonl", MONTH)
