@@ -215,6 +215,7 @@ def _fill(params: MethodParams, engine: str, plan: SnapshotPlan) -> dict[str, st
     by_prefix = params.destination == "prefix"
     anyq = params.comparison != "representative"
     share = {"any": "0", "share": repr(params.SHARE_CONGRUENT)}.get(params.comparison, "0")
+    rep_key = ("prefix" if by_prefix else "dest_asn", "vp_asn", "afi", "vp_group")
     return {"reserved": reserved, "group": group, "thr": repr(float(params.min_coverage)),
             "local_words": ", ".join(_local_words(engine, k, first)), "entries": _entries(engine, k, first),
             "all_entries": _entries(engine, k, False), "all_words": ", ".join(_local_words(engine, k, False)),
@@ -226,7 +227,8 @@ def _fill(params: MethodParams, engine: str, plan: SnapshotPlan) -> dict[str, st
                           "share": "e.dest_asn IS NOT NULL"}[params.comparison],
             "share": share,
             "unit_cols": ", prefix" if by_prefix else "",
-            "rep_partition": ("prefix" if by_prefix else "dest_asn") + ", vp_asn, afi, vp_group",
+            "rep_partition": ", ".join(rep_key),
+            "rep_on": " AND ".join(f"p.{c} = m.{c}" for c in rep_key),
             "na_key": ", na_v4" if by_prefix else "", "na_key_inner": ", v4_path AS na_v4" if by_prefix else "",
             "na_join": " AND n.na_v4 = b.v4_path" if by_prefix else "",
             "as_path": eff_path,
@@ -412,26 +414,33 @@ SELECT count(*) AS destinations FROM (
 #: month_vps and month_pair_counts.
 VP_STEPS: tuple[SqlStep, ...] = (
     # 4. The representative path: most observations, then fewer ASes, then the smallest
-    # sequence, by a window on both engines (DuckDB: ~3x faster than arg_min over a struct key,
-    # as nearly every group has one path; Spark: about 10% faster than min_by over a struct holding
-    # the path array, which forces a sort-based aggregate). dest_asn leads the partition key:
-    # Spark sorts on a prefix of the first key, a bigint tells rows apart where vp_group
-    # ('route-views...') does not (5.3 -> 4.9 s at scale 10, warm; DuckDB: the same).
+    # sequence. Nearly every (VP, AFI, destination) has one path (all but 9,550 of 14.4M at
+    # synthetic scale 50): those are their own representative, and only the keys with more
+    # than one (`multi`, a hash aggregate) go through the window (DuckDB at scale 50: 6.0 ->
+    # 2.7 s against a window over every row). A window, not an aggregate: DuckDB's arg_min
+    # over a struct key was ~3x slower, Spark's min_by over a struct holding the path array
+    # forces a sort-based aggregate. dest_asn leads the partition key: Spark sorts on a prefix
+    # of the first key, a bigint tells rows apart where vp_group ('route-views...') does not.
     SqlStep("paths", "table",
          spark="""
+WITH multi AS (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
-FROM (SELECT *, sum(path_observations) OVER w AS observations,
-             row_number() OVER (PARTITION BY {rep_partition}
-                                ORDER BY {rep_order}) AS rank
-      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
+FROM (SELECT p.*, p.path_observations AS observations, 1 AS rank FROM per_path p LEFT ANTI JOIN multi m ON {rep_on}
+      UNION ALL
+      SELECT *, sum(path_observations) OVER w AS observations,
+             row_number() OVER (PARTITION BY {rep_partition} ORDER BY {rep_order}) AS rank
+      FROM (SELECT p.* FROM per_path p LEFT SEMI JOIN multi m ON {rep_on}) WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1""",
          duckdb="""
+WITH multi AS MATERIALIZED (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
-FROM (SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
+FROM (SELECT p.*, p.path_observations::BIGINT AS observations, 1 AS rank FROM per_path p ANTI JOIN multi m ON {rep_on}
+      UNION ALL
+      SELECT *, sum(path_observations) OVER w::BIGINT AS observations,
              row_number() OVER (w ORDER BY {rep_order}) AS rank
-      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
+      FROM (SELECT p.* FROM per_path p SEMI JOIN multi m ON {rep_on}) WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1"""),
     # 3. Sessions: distinct peer IPs of the kept rows per VP and AFI, ascending.
     SqlStep("sessions", "view",
