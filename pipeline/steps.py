@@ -415,22 +415,22 @@ SELECT count(*) AS destinations FROM (
 VP_STEPS: tuple[SqlStep, ...] = (
     # 4. The representative path: most observations, then fewer ASes, then the smallest
     # sequence. Nearly every (VP, AFI, destination) has one path (all but 9,550 of 14.4M at
-    # synthetic scale 50): those are their own representative, and only the keys with more
-    # than one (`multi`, a hash aggregate) go through the window (DuckDB at scale 50: 6.0 ->
-    # 2.7 s against a window over every row). A window, not an aggregate: DuckDB's arg_min
+    # synthetic scale 50). DuckDB takes those as their own representative and sends only the
+    # keys with more than one (`multi`, a hash aggregate) through the window: 6.0 -> 2.7 s at
+    # scale 50. Spark keeps one window over every row: the same split took its step from
+    # 27.5 to 49.2 s there (its plan reads per_path twice and shuffles it for the aggregate
+    # and the joins; bench/steps.py, 2026-11-30). A window, not an aggregate: DuckDB's arg_min
     # over a struct key was ~3x slower, Spark's min_by over a struct holding the path array
     # forces a sort-based aggregate. dest_asn leads the partition key: Spark sorts on a prefix
     # of the first key, a bigint tells rows apart where vp_group ('route-views...') does not.
     SqlStep("paths", "table",
          spark="""
-WITH multi AS (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
-FROM (SELECT p.*, p.path_observations AS observations, 1 AS rank FROM per_path p LEFT ANTI JOIN multi m ON {rep_on}
-      UNION ALL
-      SELECT *, sum(path_observations) OVER w AS observations,
-             row_number() OVER (PARTITION BY {rep_partition} ORDER BY {rep_order}) AS rank
-      FROM (SELECT p.* FROM per_path p LEFT SEMI JOIN multi m ON {rep_on}) WINDOW w AS (PARTITION BY {rep_partition}))
+FROM (SELECT *, sum(path_observations) OVER w AS observations,
+             row_number() OVER (PARTITION BY {rep_partition}
+                                ORDER BY {rep_order}) AS rank
+      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
 WHERE rank = 1""",
          duckdb="""
 WITH multi AS MATERIALIZED (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
