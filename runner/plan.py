@@ -19,11 +19,11 @@ duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250 --memory-limit 4GB` an
 1000`, bench/RESULTS.md "A real month's size end to end"; generated months with churn, each
 run alone), the slower of the two scales for each step:
 - ingest, the decode and the merge into routes, per entry read: 248,138,550 entries (scale
-  250: 20 files, 5 daily snapshots) in 124.1 s, 2.00M entries/s (2026-11-30 09:24; scale
-  1000, 992,242,171 entries in 80 files, 2026-11-30 09:09: 452.1 s, 2.19M/s);
+  250: 20 files, 5 daily snapshots) in 133.4 s, 1.86M entries/s (2026-11-30 12:37; scale
+  1000, 992,242,171 entries in 80 files, 2026-11-30 12:30: 427.7 s, 2.32M/s);
 - compare, with the relationships, prefixes and hints tables it builds, per route: its cost
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
-  and 51,290,917 and 51,396,863 routes, and took 169.7 s and 180.9 s), 284k routes/s. A
+  and 51,290,917 and 51,396,863 routes, and took 167.6 s and 159.3 s), 306k routes/s. A
   month is compared whole when any of its snapshots is new;
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
@@ -47,8 +47,8 @@ from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 248_138_550 / 124.1
-COMPARE_ROUTES_PER_S = 51_396_863 / 180.9
+INGEST_ENTRIES_PER_S = 248_138_550 / 133.4
+COMPARE_ROUTES_PER_S = 51_290_917 / 167.6
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
