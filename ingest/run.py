@@ -366,8 +366,8 @@ def release_memory() -> None:
     """Hand the memory the decoders and mergers freed back to the system: Arrow's pool and
     the C heap keep it otherwise, and `congruency run` compares in the same process next.
     Reference cycles are collected first: what they hold is only freed at the collector's
-    next pass, which a long compare may not reach (at synthetic scale 250, 430 MiB of the heap
-    came back only after a collection; bench/RESULTS.md, the 10^9-entry month)."""
+    next pass, which a long compare may not reach (on the 250M-entry generated month at 4GB,
+    430 MiB of the heap came back only after a collection: 787 -> 358 MiB RSS at this call)."""
     import ctypes
     import gc
 
