@@ -416,17 +416,18 @@ SELECT count(*) AS destinations FROM (
 VP_STEPS: tuple[SqlStep, ...] = (
     # 4. The representative path: most observations, then fewer ASes, then the smallest
     # sequence. Nearly every (VP, AFI, destination) has one path (all but 9,550 of 14.4M at
-    # synthetic scale 50). DuckDB takes those as their own representative and sends only the
-    # keys with more than one (`multi`, a hash aggregate) through the window: the SELECT alone
-    # on that month's per_path took 2.6-2.8 s against 3.1-6.4 s for one window over every row
-    # (three runs each, 2026-11-30; the window's time varies with what else DuckDB holds in
-    # memory). Spark keeps one window over every row: the same split took its
-    # `paths` from 27.5 to 49.2 s (bench/steps.py --engine spark, run each way on the same
-    # data, 2026-11-30; its plan reads per_path twice and shuffles it for the aggregate and
-    # the joins). A window, not an aggregate: DuckDB's arg_min
-    # over a struct key was ~3x slower, Spark's min_by over a struct holding the path array
-    # forces a sort-based aggregate. dest_asn leads the partition key: Spark sorts on a prefix
-    # of the first key, a bigint tells rows apart where vp_group ('route-views...') does not.
+    # synthetic scale 50).
+    # - DuckDB takes those as their own representative and sends only the keys with more than
+    #   one (`multi`, a hash aggregate) through the window: the SELECT alone on that month's
+    #   per_path took 2.6-2.8 s against 3.1-6.4 s for one window over every row (three runs
+    #   each, 2026-11-30; the window's time varies with what else DuckDB holds in memory).
+    # - Spark keeps one window over every row: the same split took its `paths` from 27.5 to
+    #   49.2 s (bench/steps.py --engine spark, run each way on the same data, 2026-11-30; its
+    #   plan reads per_path twice and shuffles it for the aggregate and the joins).
+    # A window, not an aggregate: DuckDB's arg_min over a struct key was ~3x slower, Spark's
+    # min_by over a struct holding the path array forces a sort-based aggregate. dest_asn
+    # leads the partition key: Spark sorts on a prefix of the first key, a bigint tells rows
+    # apart where vp_group ('route-views...') does not.
     SqlStep("paths", "table",
          spark="""
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
