@@ -83,9 +83,19 @@ def _table(plan) -> None:
               f"snapshot of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)"
               + (f"; {', '.join(cut)}: the ingested snapshots cover only the low end of the address space "
                  "(cut samples), so they do not size it" if cut else ""))
-    print("disk: what the month adds under DATA_DIR, its Parquet and, with cache_policy keep, its MRT files; with "
-          "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
+    print("time by step: " + ", ".join(f"{k} {duration(v)}" for k, v in plan.step_seconds.items() if v)
+          + ("" if plan.rates["export_routes_per_s"] else " (the hints export is off: tunnels_export = false)"))
+    if plan.rates["not_estimated"]:
+        print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")
+    per_route = plan.rates["export_bytes_per_route"]
+    export = f"{per_route:g} bytes a route" if per_route else "off: tunnels_export = false"
+    print(f"disk: what the month adds under DATA_DIR, its Parquet, its hints export ({export}) and, with "
+          "cache_policy keep, its MRT files; with cache_policy delete the total adds the MRT files decoded at once "
+          "(concurrency x the largest)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "of the month's estimated routes at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
-    print(f"rates: ingest {plan.rates['ingest_entries_per_s']:,} entries/s, compare {plan.rates['compare_routes_per_s']:,} "
-          f"routes/s (bench/RESULTS.md), download {plan.rates['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")
+    r = plan.rates
+    export = f", export {r['export_routes_per_s']:,} routes/s" if r["export_routes_per_s"] else ""
+    print(f"rates: ingest {r['ingest_entries_per_s']:,} entries/s, compare {r['compare_routes_per_s']:,} routes/s{export}, "
+          f"reports {r['reports_seconds_per_month']:g} s a month (bench/RESULTS.md), download "
+          f"{r['download_mbit_s']:g} Mbit/s (config plan_download_mbit_s)")

@@ -105,7 +105,7 @@ class Config:
     #: `congruency run`'s hints step writes the JSON Lines export for tunnel tools,
     #: DATA_DIR/exports/month=M/tunnels.jsonl (about 1.6 KB per pair: 9.7 GiB for a month of
     #: 6.2M pairs); false leaves it out and removes an earlier run's (`congruency export`
-    #: writes it when needed).
+    #: writes it when needed). `congruency plan` counts its disk and time when it is on.
     tunnels_export: bool = True
     #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
     #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq

@@ -25,8 +25,16 @@ run alone), the slower of the two scales for each step:
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
   and 51,290,917 and 51,396,863 routes, and took 167.6 s and 159.3 s), 306k routes/s. A
   month is compared whole when any of its snapshots is new;
+- the hints export (config tunnels_export, on by default: DATA_DIR/exports/month=M/tunnels.jsonl),
+  per route: the same two months wrote 10,605,706,234 and 10,611,910,898 bytes of JSON Lines
+  (6,183,575 hints each) in 34.7 s and 38.8 s: 1.32M routes/s and 206 bytes per route, the
+  scale-1000 month's, the slower and larger. Scaled by routes as the compare is: a month's
+  hints follow its (VP, destination) pairs, which grow with its routes;
+- reports, per month: 4.8 s and 5.2 s, the slower taken (their tables are per VP and month,
+  small beside the routes);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
+The sensitivity step (config sensitivity, off by default) is not estimated: the plan says so.
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
 """
 from __future__ import annotations
@@ -49,6 +57,9 @@ from bgp_congruency.pipeline import partitions as P
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
 INGEST_ENTRIES_PER_S = 248_138_550 / 133.4
 COMPARE_ROUTES_PER_S = 51_290_917 / 167.6
+EXPORT_ROUTES_PER_S = 51_396_863 / 38.8
+EXPORT_BYTES_PER_ROUTE = 10_611_910_898 / 51_396_863
+REPORTS_SECONDS = 5.2
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
@@ -87,8 +98,13 @@ class MonthPlan:
     download_bytes: int
     parquet_bytes: int
     seconds: float
-    #: What the month adds under DATA_DIR: its Parquet, and its MRT files where the cache keeps them.
+    #: What the month adds under DATA_DIR: its Parquet, its hints export (tunnels_export) and
+    #: its MRT files where the cache keeps them.
     disk_bytes: int = 0
+    #: The seconds by step: download, ingest, compare, export (the hints' JSON Lines, when
+    #: tunnels_export), reports; `seconds` is their sum.
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    export_bytes: int = 0
     #: The month's estimated entries (every active snapshot, published or not) and routes
     #: (each collector's, NEW_ROUTES), the VP partitions the DuckDB compare would use for the
     #: routes at the config's memory limit, and its estimated peak DuckDB memory
@@ -105,6 +121,7 @@ class Plan:
     download_bytes: int = 0
     disk_bytes: int = 0  # what the run adds under DATA_DIR (Parquet, and MRT files if kept)
     seconds: float = 0.0
+    step_seconds: dict[str, float] = field(default_factory=dict)  # the months' step_seconds summed
     free_bytes: int | None = None
     used_bytes: int = 0  # what DATA_DIR holds now
     budget_bytes: int | None = None
@@ -163,6 +180,9 @@ def make(cfg: Config, months: list[str]) -> Plan:
     learned = _learned(data, cut) if data.exists() else {}
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
+        "export_routes_per_s": round(EXPORT_ROUTES_PER_S) if cfg.tunnels_export else None,
+        "export_bytes_per_route": round(EXPORT_BYTES_PER_ROUTE, 1) if cfg.tunnels_export else None,
+        "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
         "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
@@ -210,13 +230,23 @@ def make(cfg: Config, months: list[str]) -> Plan:
         # the decoded dumps, which wait in staging until their merge: the routes are smaller
         mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
-        mp.seconds = round(mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)
-                           + entries / INGEST_ENTRIES_PER_S + (mp.routes / COMPARE_ROUTES_PER_S if entries else 0), 1)
+        # a month with nothing new to ingest is not compared, exported or reported again
+        export = cfg.tunnels_export and entries > 0
+        mp.step_seconds = {k: round(v, 1) for k, v in (
+            ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
+            ("ingest", entries / INGEST_ENTRIES_PER_S),
+            ("compare", mp.routes / COMPARE_ROUTES_PER_S if entries else 0.0),
+            ("export", mp.routes / EXPORT_ROUTES_PER_S if export else 0.0),
+            ("reports", REPORTS_SECONDS if entries else 0.0))}
+        mp.seconds = round(sum(mp.step_seconds.values()), 1)
+        mp.export_bytes = int(mp.routes * EXPORT_BYTES_PER_ROUTE) if export else 0
         plan.months.append(mp)
         plan.download_bytes += mp.download_bytes
-        mp.disk_bytes = mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
+        mp.disk_bytes = mp.parquet_bytes + mp.export_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
         plan.disk_bytes += mp.disk_bytes
         plan.seconds += mp.seconds
+        for k, v in mp.step_seconds.items():
+            plan.step_seconds[k] = plan.step_seconds.get(k, 0.0) + v
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
                        for n in names), default=0)
@@ -227,6 +257,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
     plan.used_bytes = _du(data)
     plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
     plan.seconds = round(plan.seconds, 1)
+    plan.step_seconds = {k: round(v, 1) for k, v in plan.step_seconds.items()}
     return plan
 
 

@@ -244,12 +244,15 @@ def test_plan_counts_slots_and_checks_the_budget(tmp_path, capsys):
 
 
 def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
-    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 0
+    (tmp_path / "noexport.toml").write_text("tunnels_export = false\n")
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
+                "--config", str(tmp_path / "noexport.toml")]) == 0
     p = json.loads(capsys.readouterr().out)
     [m] = p["months"]
     assert len(m["collectors"]) == 22 and m["snapshots"] == 110 and m["to_fetch"] == 110
     assert len(m["probes"]) == 8 and "rrc02" in m["inactive"]
     assert p["fits"] and p["assumed"] == sorted(m["collectors"])
+    assert m["export_bytes"] == 0 and m["step_seconds"]["export"] == 0
     # 110 RIBs of the assumed 17M entries. Each collector's 5 daily snapshots hold its 17M routes
     # and 0.84% new ones a later day (5,922,710 routes of 28,654,760 entries in 5 days, measured:
     # runner/plan.py): 17,568,821 routes, 386,514,062 for the 22. At a 4GB limit partitions of at
@@ -258,12 +261,29 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     assert m["entries"] == 110 * 17_000_000
     new = (5_922_710 / (28_654_760 / 5) - 1) / 4
     assert m["routes"] == 22 * int(17_000_000 * (1 + 4 * new)) == 386_514_062
-    (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\n')
+    # the time by step, from the rates runner/plan.py names (bench/endtoend.py's 4GB months):
+    # 2.3 + 2.4 GB of MRT a RIB, 100 Mbit/s; no export with tunnels_export = false
+    steps = m["step_seconds"]
+    assert steps == {"download": round(m["download_bytes"] * 8 / 100e6, 1),
+                     "ingest": round(110 * 17_000_000 / (248_138_550 / 133.4), 1),
+                     "compare": round(386_514_062 / (51_290_917 / 167.6), 1), "export": 0.0, "reports": 5.2}
+    assert m["seconds"] == round(sum(steps.values()), 1) and p["step_seconds"] == steps
+    # the default exports the hints as JSON Lines (tunnels_export): 206.5 bytes and 1/1.32M s a
+    # route (10,611,910,898 bytes, 38.8 s for 51,396,863 routes), 79.8 GB more than 64 GiB holds
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 1
+    capsys.readouterr()
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data)]) == 1
+    out, err = capsys.readouterr()
+    assert f"export {round(51_396_863 / 38.8):,} routes/s" in out and "time by step: download " in out
+    assert err.strip().splitlines() == [f"error: plan: {data}: the run needs about 103.6 GB but only 68.7 GB is free "
+                                        "(cache_policy 'keep'; see congruency plan)"]
+    assert round(386_514_062 * 10_611_910_898 / 51_396_863 / 1e9, 1) == 79.8
+    (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\ntunnels_export = false\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
     assert (m["partitions"], m["compare_peak_bytes"]) == (20, 19_325_704 * 200)
-    (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "400MB"\n')
+    (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "400MB"\ntunnels_export = false\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
     [m] = json.loads(capsys.readouterr().out)["months"]
@@ -278,7 +298,7 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(small)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: plan: {small}: the run needs about ") \
-        and "needs about 23.8 GB but only 1.1 GB is free" in err[0], err  # 1 GiB = 1.07e9 bytes
+        and "needs about 103.6 GB but only 1.1 GB is free" in err[0], err  # 1 GiB = 1.07e9 bytes
 
 
 # --- 8. one word for each collector state ------------------------------------------------
