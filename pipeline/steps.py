@@ -320,9 +320,11 @@ PARTITION_STEPS: tuple[SqlStep, ...] = (
     # as announced, with the snapshots that saw it) with the entries it stands for (n) and the
     # month's snapshot bits (m0, m1...: one 63-bit word per 63 snapshots). Every rule of steps
     # 1-2 depends only on these columns, so the cleaning runs once per route, not once per
-    # entry (bench/RESULTS.md "Compare job by step"); a scratch step, materialized by DuckDB
-    # for the two passes below, a view in Spark.
-    both("observed", "scratch", """
+    # entry (bench/RESULTS.md "Compare job by step"). A view on both engines: only `rows`
+    # reads it. Materialized by DuckDB until 2026-11-30, it held the partition's routes in
+    # memory until the partition's end: the engine steps at synthetic scale 50 took 46.0 and
+    # 46.2 s with it, 39.2 and 39.5 s without (bench/steps.py, runs interleaved).
+    both("observed", "view", """
 SELECT {group} AS vp_group, peer_asn AS vp_asn, peer_ip, afi, prefix, {as_path} AS as_path,
        {has_as_set} AS has_as_set, {entries} AS n, {row_masks}
 FROM (SELECT *, {local_words} FROM entries{first_snapshot}) e"""),
