@@ -28,9 +28,10 @@ _KEY = ["congruent", "has_shared", "adjacent", "stability_v4", "stability_v6", "
 
 def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
     """The derived fields of every distinct key of the month's pairs, computed over whole
-    columns (selector's *_array forms; no Python per key): the key, hint_class, primary_afi
-    and confidence; and the advice (selector.advice) of each (class, primary family), a
-    handful of rows. None when the month has no pairs."""
+    columns (selector's *_array forms; no Python per key but its advice row): the key,
+    hint_class, primary_afi, confidence and advice_row (1-based, into the advice); and the
+    advice (selector.advice) of each (class, primary family, why), a handful of rows. None
+    when the month has no pairs."""
     keys = con.sql(f"SELECT DISTINCT {', '.join(_KEY)} FROM hint_input").to_arrow_table()
     if keys.num_rows == 0:
         return None
@@ -44,13 +45,25 @@ def _derived(con, month_snapshots: int) -> tuple[pa.Table, pa.Table] | None:
     primary = selector.primary_afi_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
     why = selector.primary_why_array(col["stability_v4"], col["stability_v6"], col["hops_v4"], col["hops_v6"])
     conf = selector.confidence_array(col["stability_v4"], col["stability_v6"], col["snapshots"], month_snapshots)
-    derived = keys.append_column("hint_class", cls).append_column("primary_afi", pa.array(primary)) \
-        .append_column("primary_why", pa.array(why)).append_column("confidence", pa.array(conf, pa.float64()))
     adv = sorted({(n, a, w) for n in names for a in (4, 6) for w in range(len(selector.WHY_PRIMARY) - 1)})
+    at = {k: i + 1 for i, k in enumerate(adv)}  # 1-based, as DuckDB indexes lists
+    row = [at[(n, int(a), int(w))] for n, a, w in zip(cls.to_pylist(), primary.tolist(), why.tolist())]  # per key
+    derived = keys.append_column("hint_class", cls).append_column("primary_afi", pa.array(primary)) \
+        .append_column("primary_why", pa.array(why)).append_column("confidence", pa.array(conf, pa.float64())) \
+        .append_column("advice_row", pa.array(row, pa.int32()))
     rows = [{"hint_class": n, "primary_afi": a, "primary_why": w,
              **selector.advice(n, a, why=selector.WHY_PRIMARY[w]).as_dict(), "caveat": selector.LOWER_BOUND}
             for n, a, w in adv]
     return derived, pa.Table.from_pylist(rows)
+
+
+def _literal(v) -> str:
+    """A value of the advice (a string, an integer, or None) as a DuckDB literal."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise TypeError(f"advice value {v!r}: expected a string, an integer or None")
+    return quote(v) if isinstance(v, str) else str(v)
 
 
 #: DuckDB memory per pair of a hints partition (its pairs joined with their two paths, and
@@ -96,7 +109,7 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
     """The SELECT giving the month's hints table (columns and types of HINTS) for the VP
     partition `part` = (i, K) of K, or None when it has no pairs; `files`: the month's pairs
     and paths files. Joins each pair with its two paths once (a temp table), then with the
-    derived fields of its key."""
+    derived fields of its key, in key order (a second one), and adds the advice of its class."""
     pairs, paths = files_relation(files["pairs"], "pairs"), files_relation(files["paths"], "paths")
     i, k = part
     only = f"WHERE {vp_hash.sql_partition('vp_asn', k)} = {i}" if k > 1 else ""
@@ -116,36 +129,46 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
         return None
     derived, advice = got
     con.register("hint_derived", derived)
-    con.register("hint_advice", advice)
     on = " AND ".join(f"i.{c} = d.{c}" for c in _KEY)  # no key column is null
+    # Sorted before the advice's long texts join the rows, which the sort moved with every
+    # row: 3.3M hints of synthetic scale 50 joined and sorted in 7.7-8.2 s with them, 2.3 s
+    # without; the whole stager 9.2 -> 6.9-7.6 s. The advice then comes by its row number
+    # from a list literal per column: a projection of one table, which keeps the table's
+    # order (a join would not: duckdb.org, "Order preservation"; tests/test_selector.py
+    # checks the order).
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE hint_sorted AS
+        SELECT i.*, d.hint_class, d.primary_afi, d.primary_why, d.confidence, d.advice_row
+        FROM hint_input i JOIN hint_derived d ON {on}
+        ORDER BY i.vp_group, i.vp_asn, i.dest_asn""")
+    con.unregister("hint_derived")
+    con.execute("DROP TABLE hint_input")
     direct = {"vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
-              "stability_v4", "stability_v6", "snapshots"}
+              "stability_v4", "stability_v6", "snapshots", "hint_class", "primary_afi", "confidence"}
+    lookup = {c: advice.column(c).to_pylist() for c in advice.column_names
+              if c not in ("hint_class", "primary_afi", "primary_why")}
     cols = []
     for f in HINTS:
         if f.name == "month":
             expr = quote(month)
         elif f.name in ("source_asn", "dest_asn_v6", "via_v4", "via_v6"):
-            expr = {"source_asn": "i.vp_asn", "dest_asn_v6": "i.dest_asn", "via_v4": "i.v4_path[2]",
-                    "via_v6": "i.v6_path[2]"}[f.name]
+            expr = {"source_asn": "s.vp_asn", "dest_asn_v6": "s.dest_asn", "via_v4": "s.v4_path[2]",
+                    "via_v6": "s.v6_path[2]"}[f.name]
         elif f.name in direct:
-            expr = f"i.{f.name}"
+            expr = f"s.{f.name}"
         elif f.name == "via_proxy":
             expr = "false"
         elif f.name in ("proxies", "notes"):
             expr = "[]"
-        elif f.name in derived.column_names:
-            expr = f"d.{f.name}"
-        elif f.name in advice.column_names:
-            expr = f"a.{f.name}"
+        elif f.name in lookup:
+            expr = f"[{', '.join(map(_literal, lookup[f.name]))}][s.advice_row]"
         else:
             expr = "NULL"
-        if not expr.startswith(("d.", "a.")):  # DuckDB would write constants and join keys NOT NULL; HINTS has none
-            expr = f"CASE WHEN d.hint_class IS NULL THEN NULL ELSE {expr} END"
+        if f.name not in lookup and f.name not in ("hint_class", "primary_afi", "confidence"):
+            # DuckDB would write constants and key columns NOT NULL; HINTS has none
+            expr = f"CASE WHEN s.hint_class IS NULL THEN NULL ELSE {expr} END"
         cols.append(f"CAST({expr} AS {sql_type(f.type, 'duckdb')}) AS {f.name}")
-    return (f"SELECT {', '.join(cols)} FROM hint_input i JOIN hint_derived d ON {on} "
-            "JOIN hint_advice a ON a.hint_class = d.hint_class AND a.primary_afi = d.primary_afi "
-            "AND a.primary_why = d.primary_why "
-            "ORDER BY i.vp_group, i.vp_asn, i.dest_asn")
+    return f"SELECT {', '.join(cols)} FROM hint_sorted s"
 
 
 def _published_files(cfg: Config, month: str) -> dict[str, list[str]]:

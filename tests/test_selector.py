@@ -286,6 +286,10 @@ def test_hints_partitions_spilling_one_after_another(synth, tmp_path, monkeypatc
     assert seen[1][1] > 0  # the first partition spilled
     assert sorted(p.name for p in (tmp_path / "three" / "hints").iterdir()) == [f"part-{i}.parquet" for i in range(3)]
     assert len(read(tmp_path / "three")) == sum(whole.values()) and read(tmp_path / "three") == read(tmp_path / "one")
+    for part in [*(tmp_path / "three" / "hints").iterdir(), *(tmp_path / "one" / "hints").iterdir()]:
+        # each file in key order (the export's line order), with 1 thread and with the default
+        keys = duckdb.sql(f"SELECT vp_group, vp_asn, dest_asn FROM '{part}'").fetchall()
+        assert keys == sorted(keys) and len(keys) > 1000, part
     assert not (tmp_path / "three" / ".duckdb-tmp").exists()
 
 
