@@ -262,22 +262,22 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     new = (5_922_710 / (28_654_760 / 5) - 1) / 4
     assert m["routes"] == 22 * int(17_000_000 * (1 + 4 * new)) == 386_514_062
     # the time by step, from the rates runner/plan.py names (bench/endtoend.py's 4GB months):
-    # 2.3 + 2.4 GB of MRT a RIB, 100 Mbit/s; no export with tunnels_export = false
+    # the download at 100 Mbit/s (plan_download_mbit_s); no export with tunnels_export = false
     steps = m["step_seconds"]
     assert steps == {"download": round(m["download_bytes"] * 8 / 100e6, 1),
-                     "ingest": round(110 * 17_000_000 / (248_138_550 / 133.4), 1),
-                     "compare": round(386_514_062 / (51_290_917 / 167.6), 1), "export": 0.0, "reports": 5.2}
+                     "ingest": round(110 * 17_000_000 / (248_138_550 / 128.6), 1),
+                     "compare": round(386_514_062 / (51_396_863 / 146.5), 1), "export": 0.0, "reports": 5.2}
     assert m["seconds"] == round(sum(steps.values()), 1) and p["step_seconds"] == steps
-    # the default exports the hints as JSON Lines (tunnels_export): 206.5 bytes and 1/1.32M s a
-    # route (10,611,910,898 bytes, 38.8 s for 51,396,863 routes), 79.8 GB more than 64 GiB holds
+    # the default exports the hints as JSON Lines (tunnels_export): 206.8 bytes and 1/1.11M s a
+    # route (10,605,706,234 bytes, 46.4 s for 51,290,917 routes), 79.9 GB more than 64 GiB holds
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 1
     capsys.readouterr()
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data)]) == 1
     out, err = capsys.readouterr()
-    assert f"export {round(51_396_863 / 38.8):,} routes/s" in out and "time by step: download " in out
-    assert err.strip().splitlines() == [f"error: plan: {data}: the run needs about 103.6 GB but only 68.7 GB is free "
+    assert f"export {round(51_290_917 / 46.4):,} routes/s" in out and "time by step: download " in out
+    assert err.strip().splitlines() == [f"error: plan: {data}: the run needs about 103.7 GB but only 68.7 GB is free "
                                         "(cache_policy 'keep'; see congruency plan)"]
-    assert round(386_514_062 * 10_611_910_898 / 51_396_863 / 1e9, 1) == 79.8
+    assert round(386_514_062 * 10_605_706_234 / 51_290_917 / 1e9, 1) == 79.9
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\ntunnels_export = false\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
@@ -298,7 +298,7 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(small)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: plan: {small}: the run needs about ") \
-        and "needs about 103.6 GB but only 1.1 GB is free" in err[0], err  # 1 GiB = 1.07e9 bytes
+        and "needs about 103.7 GB but only 1.1 GB is free" in err[0], err  # 1 GiB = 1.07e9 bytes
 
 
 # --- 8. one word for each collector state ------------------------------------------------
