@@ -48,6 +48,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         print()
     else:
         _table(plan)
+    for line in [] if problem else planner.warnings(plan):
+        console.warning(f"plan: {line}")
     if problem:
         console.error(f"plan: {problem}")
         return 1
@@ -87,11 +89,12 @@ def _table(plan) -> None:
           + ("" if plan.rates["export_routes_per_s"] else " (the hints export is off: tunnels_export = false)"))
     if plan.rates["not_estimated"]:
         print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")
-    per_route = plan.rates["export_bytes_per_route"]
-    export = f"{per_route:g} bytes a route" if per_route else "off: tunnels_export = false"
-    print(f"disk: what the month adds under DATA_DIR, its Parquet, its hints export ({export}) and, with "
-          "cache_policy keep, its MRT files; with cache_policy delete the total adds the MRT files decoded at once "
-          "(concurrency x the largest)")
+    print("disk: what the month adds under DATA_DIR, its Parquet and, with cache_policy keep, its MRT files; with "
+          "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
+    if plan.export_bytes:
+        print(f"hints export (tunnels_export): up to {human(plan.export_bytes)} more, "
+              f"{plan.rates['export_bytes_per_route']:g} bytes a route, an upper bound from generated months where "
+              "half the paths pair (runner/plan.py)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "of the month's estimated routes at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
     r = plan.rates

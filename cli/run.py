@@ -120,7 +120,10 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     if not args.only or args.only == "ingest":
         try:  # before anything is fetched: will the months fit on the disk?
-            planner.check(planner.make(cfg, months), cfg)
+            plan = planner.make(cfg, months)
+            planner.check(plan, cfg)
+            for line in planner.warnings(plan):
+                console.warning(f"run: {line}")
         except planner.PlanError as exc:
             console.error(f"run: {exc}")
             return 1

@@ -103,9 +103,10 @@ class Config:
     #: `congruency run` computes the sensitivity table and page after compare (off by default).
     sensitivity: bool = False
     #: `congruency run`'s hints step writes the JSON Lines export for tunnel tools,
-    #: DATA_DIR/exports/month=M/tunnels.jsonl (about 1.6 KB per pair: 9.7 GiB for a month of
+    #: DATA_DIR/exports/month=M/tunnels.jsonl (about 1.7 KB per pair: 9.9 GiB for a month of
     #: 6.2M pairs); false leaves it out and removes an earlier run's (`congruency export`
-    #: writes it when needed). `congruency plan` counts its disk and time when it is on.
+    #: writes it when needed). `congruency plan` counts its time and shows an upper bound of
+    #: its disk when it is on.
     tunnels_export: bool = True
     #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
     #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq
