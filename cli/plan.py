@@ -23,8 +23,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
             "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
             "full 2026 route-views2 RIB); rates from the "
-            "bench (see runner/plan.py). Exit 1 when the run would not fit the disk budget "
-            "(config disk_budget) or the free space, 2 for bad arguments."
+            "bench (see runner/plan.py). With tunnels_export on, the hints export's time is counted and "
+            "an upper bound of its disk shown, with a warning when the bound would not fit. Exit 1 when "
+            "the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
+            "arguments."
         ),
     )
     add_selection(p, "a range of months: 2009-06..2014-06")
