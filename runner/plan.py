@@ -297,15 +297,15 @@ def warnings(plan: Plan) -> list[str]:
     (the module docstring) past the budget or the free space."""
     if not plan.export_bytes:
         return []
-    out = []
     need = plan.disk_bytes + plan.export_bytes
     if plan.budget_bytes is not None and plan.used_bytes + need > plan.budget_bytes:
-        out.append(f"the hints export may need up to {human(plan.export_bytes)} more, past the disk_budget "
-                   f"({human(plan.budget_bytes)}); tunnels_export = false leaves it out (see congruency plan)")
+        where, limit = "the disk_budget", plan.budget_bytes
     elif plan.free_bytes is not None and need > plan.free_bytes:
-        out.append(f"the hints export may need up to {human(plan.export_bytes)} more, past the free space "
-                   f"({human(plan.free_bytes)}); tunnels_export = false leaves it out (see congruency plan)")
-    return out
+        where, limit = "the free space", plan.free_bytes
+    else:
+        return []
+    return [f"the hints export may need up to {human(plan.export_bytes)} more, past {where} ({human(limit)}); "
+            "tunnels_export = false leaves it out (see congruency plan)"]
 
 
 def human(n: float) -> str:

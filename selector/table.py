@@ -143,8 +143,9 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
         ORDER BY i.vp_group, i.vp_asn, i.dest_asn""")
     con.unregister("hint_derived")
     con.execute("DROP TABLE hint_input")
+    derived_cols = ("hint_class", "primary_afi", "confidence")  # DuckDB writes these nullable as they are
     direct = {"vp_group", "vp_asn", "dest_asn", "v4_path", "v6_path", "shared_asns",
-              "stability_v4", "stability_v6", "snapshots", "hint_class", "primary_afi", "confidence"}
+              "stability_v4", "stability_v6", "snapshots", *derived_cols}
     lookup = {c: advice.column(c).to_pylist() for c in advice.column_names
               if c not in ("hint_class", "primary_afi", "primary_why")}
     cols = []
@@ -164,7 +165,7 @@ def _hints_sql(con, month: str, files: dict[str, list[str]], part: tuple[int, in
             expr = f"[{', '.join(map(_literal, lookup[f.name]))}][s.advice_row]"
         else:
             expr = "NULL"
-        if f.name not in lookup and f.name not in ("hint_class", "primary_afi", "confidence"):
+        if f.name not in lookup and f.name not in derived_cols:
             # DuckDB would write constants and key columns NOT NULL; HINTS has none
             expr = f"CASE WHEN s.hint_class IS NULL THEN NULL ELSE {expr} END"
         cols.append(f"CAST({expr} AS {sql_type(f.type, 'duckdb')}) AS {f.name}")

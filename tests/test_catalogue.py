@@ -282,6 +282,12 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     out, _ = capsys.readouterr()
     assert f"export {round(51_290_917 / 46.4):,} routes/s" in out and "time by step: download " in out
     assert "hints export (tunnels_export): up to 79.9 GB more" in out
+    (tmp_path / "budget.toml").write_text('disk_budget = "100GB"\n')  # 23.8 GB fits, 23.8 + 79.9 does not
+    assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
+                "--config", str(tmp_path / "budget.toml")]) == 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "warning: plan: the hints export may need up to 79.9 GB more, past the disk_budget (100.0 GB); "
+        "tunnels_export = false leaves it out (see congruency plan)"]
     (tmp_path / "mem.toml").write_text('duckdb_memory_limit = "4GB"\n')
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "mem.toml")]) == 0
