@@ -124,12 +124,10 @@ def main() -> int:
         "path_change_share": statistics.median(g["path_change_share"] for g in got),
         "withdrawal_share": statistics.median(g["withdrawal_share"] for g in got),
     }
-    from datetime import datetime, timezone
-
     from bench import common
 
     doc = {"files": got, "pooled": pooled, "command": "bench/churn.py",
-           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+           "date": common.now_utc()}
     common.write_json(doc, common.OUT / "churn.json", stdout=args.json)
     if args.json:
         return 0

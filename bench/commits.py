@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -202,7 +201,7 @@ def main(argv=None) -> int:
            "floor_s": round(floor, 3), "floor_runs_s": [round(r["work_s"], 3) for r in runs["floor"]],
            "commits": rows, "tables": check,
            "command": "bench/commits.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
+           "date": common.now_utc(), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
     common.write_json(doc, OUT / f"commits-{name}{'-' + a.limit if a.limit else ''}.json")
     if a.json:

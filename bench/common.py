@@ -421,6 +421,13 @@ def machine_facts() -> dict:
     }
 
 
+def now_utc() -> str:
+    """When a bench measured, as its results record it (`date`)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def load_now() -> str:
     try:
         return Path("/proc/loadavg").read_text().split()[0]

@@ -24,7 +24,6 @@ import json
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
 
@@ -138,7 +137,7 @@ def main() -> int:
             profiles[v].append(json.loads(prof.read_text()) if m.rc == 0 else None)
             prof.unlink(missing_ok=True)
     out = {"data_dir": str(src), "name": name, "month": a.month, "limit": a.limit, "threads": a.threads,
-           "repeat": a.repeat, "command": " ".join(sys.argv), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "repeat": a.repeat, "command": " ".join(sys.argv), "date": common.now_utc(),
            "load_after": common.load_now(), "cpu": common.machine_facts().get("cpu"), "versions": {}}
     for v in versions:
         b = common.best(runs[v])

@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -312,7 +311,7 @@ def measure(args, con) -> dict:
                       "mptcp_share_against_tcp": spread(rows["share_mptcp"]),
                       "tcp_share_against_tcp": spread(rows["share_tcp"])})
     return {"command": " ".join(["bench/multipath.py", *sys.argv[1:]]),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_before": args.load_before,
+            "date": common.now_utc(), "load_before": args.load_before,
             "kernel": os.uname().release, "runs": args.runs, "seconds": args.seconds, "warmup": args.warmup,
             "cpu": common.machine_facts().get("cpu"), "cases": cases}
 

@@ -33,7 +33,6 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -245,7 +244,7 @@ def main(argv=None) -> int:
            "ingest_only": a.ingest_only,
            "commits": rows, "ratios": ratios, "tables": checks,
            "command": "bench/routes.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "load_after": common.load_now(),
+           "date": common.now_utc(), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
     n_times = len([t for t in a.times.split(",") if t.strip()])
     name = (f"{a.archive.resolve().name}{f'-{n_times}-a-day' if n_times > 1 else ''}{'-' + a.limit if a.limit else ''}"

@@ -23,7 +23,6 @@ import os
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -487,7 +486,7 @@ def main(argv=None) -> int:
     for n in a.scale:
         r = run_scale(n, stages=stages, backends=backends, repeat=a.repeat, min_coverage=a.min_coverage,
                       con=con, timeout_s=a.timeout)
-        r.update(command=command, repeat=a.repeat, date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        r.update(command=command, repeat=a.repeat, date=common.now_utc(),
                  load_after=common.load_now())
         this_run = {k: r[k] for k in ("command", "repeat", "date", "load_after")}
         r["stage_runs"] = {st: this_run for st in r["stages"]}
@@ -533,6 +532,9 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
         files = [p for p in sorted(common.OUT.glob(pattern)) if not p.name.endswith(".out.json")]  # a run's own --json
         if files:
             new = [json.loads(p.read_text()) for p in files]
+            if key == "steps":  # profiles written before they recorded their time: the file's
+                for r, p in zip(new, files):
+                    r.setdefault("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(p.stat().st_mtime)))
             # Profiles and end-to-end runs of other data dirs, scales, engines, limits stay until re-measured.
             ident = {"steps": lambda r: (r["data_dir"], r["engine"], r.get("memory_limit")),
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import render  # noqa: E402
-from bench.common import OUT, load_now, machine_facts, write_json  # noqa: E402
+from bench.common import OUT, load_now, machine_facts, now_utc, write_json  # noqa: E402
 
 
 # ------------------------------------------------------------------ its section of RESULTS.md
@@ -62,12 +62,10 @@ def main() -> int:
     from tests.support import servers
 
     work = Path(tempfile.mkdtemp(prefix="bench-s3-", dir=OUT))
-    from datetime import datetime, timezone
-
     out: dict = {"month": args.month, "source": str(args.data_dir), "limit": args.limit, "engine": args.engine,
                  "machine": machine_facts(),
                  "rounds": [], "command": "bench/s3.py " + " ".join(sys.argv[1:]),
-                 "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+                 "date": now_utc()}
     try:
         with servers.s3_server() as srv, servers.postgres_server() as pg:
             local = work / "local"

@@ -121,7 +121,9 @@ def section(profiles: list[dict]) -> list[str]:
         heads = [p["engine"] + (f" {p['memory_limit']}, K={p.get('partitions', 1)}" if p.get("memory_limit") else "")
                  + " s" for p in ps]
         lines += [f"{data} ({ps[0].get('rows', 0):,} rows), month {ps[0]['month']}: "
-                  + "; ".join(f"`{p.get('command', 'bench/steps.py')}`" for p in ps), "",
+                  + "; ".join(f"`{p.get('command', 'bench/steps.py')}` ({p.get('date', 'time not recorded')})"
+                              for p in ps)
+                  + ("" if len(ps) == 1 else "; each column is its own run, at the time shown"), "",
                   common.table(["step", *heads], rows, align="l" + "r" * len(ps)), ""]
     return lines
 
@@ -146,6 +148,7 @@ def main(argv=None) -> int:
         return 2
     res = profile(args.data_dir, args.month, args.engine, args.limit, args.partitions, args.keep, args.threads)
     res["command"] = " ".join(["bench/steps.py", *(argv if argv is not None else sys.argv[1:])])
+    res["date"] = common.now_utc()  # a table's columns may come from runs hours apart
     res["rows"] = _rows(args.data_dir, args.month)
     # bench/run.py renders every bench/out/steps-*.json into RESULTS.md.
     name = args.data_dir.resolve().parent.name if args.data_dir.name == "data" else args.data_dir.name
