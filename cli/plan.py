@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
             "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
             "full 2026 route-views2 RIB); rates from the "
-            "bench (see runner/plan.py). With tunnels_export on, the hints export's time is counted and "
-            "an upper bound of its disk shown, with a warning when the bound would not fit. Exit 1 when "
+            "bench (see runner/plan.py). With tunnels_export on, the hints export's time and disk are "
+            "counted: an upper bound until DATA_DIR holds an exported month of its own (then its bytes "
+            "per route), with a warning when it would not fit. Exit 1 when "
             "the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
             "arguments."
         ),
@@ -93,10 +94,14 @@ def _table(plan) -> None:
         print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")
     print("disk: what the month adds under DATA_DIR, its Parquet and, with cache_policy keep, its MRT files; with "
           "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
-    if plan.export_bytes:
+    if plan.export_bytes and plan.rates["export_from_data_dir"]:
+        print(f"hints export (tunnels_export): about {human(plan.export_bytes)} more, "
+              f"{plan.rates['export_bytes_per_route']:g} bytes a route, as DATA_DIR's own exports of "
+              f"{', '.join(plan.rates['export_from_data_dir'])}")
+    elif plan.export_bytes:
         print(f"hints export (tunnels_export): up to {human(plan.export_bytes)} more, "
               f"{plan.rates['export_bytes_per_route']:g} bytes a route, an upper bound from generated months where "
-              "half the paths pair (runner/plan.py)")
+              "half the paths pair, until DATA_DIR has a month of its own exported (runner/plan.py)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "of the month's estimated routes at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
     r = plan.rates

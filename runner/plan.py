@@ -32,7 +32,9 @@ run alone), the slower of the two scales for each step:
   pair with a path in each family, and in those generated months half the paths are in a
   pair; where few ASes have IPv6 (2009-2014) far fewer are. So the export's bytes are shown
   and warned about (`warnings`), not refused on, and counted for a month with something new
-  to ingest or no tunnels.jsonl yet;
+  to ingest or no tunnels.jsonl yet. Once the data dir has exported a whole month of its own
+  (not a cut sample), its bytes per route replace these, and the time follows the bytes
+  (`_learned_export`);
 - reports, per month: 5.2 s and 5.0 s, the slower taken (their tables are per VP and month,
   small beside the routes);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
@@ -62,6 +64,7 @@ INGEST_ENTRIES_PER_S = 248_138_550 / 128.6
 COMPARE_ROUTES_PER_S = 51_396_863 / 146.5
 EXPORT_ROUTES_PER_S = 51_290_917 / 46.4
 EXPORT_BYTES_PER_ROUTE = 10_605_706_234 / 51_290_917
+EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 229 MB/s
 REPORTS_SECONDS = 5.2
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
@@ -106,7 +109,8 @@ class MonthPlan:
     #: The seconds by step: download, ingest, compare, export (the hints' JSON Lines, when
     #: tunnels_export), reports; `seconds` is their sum.
     step_seconds: dict[str, float] = field(default_factory=dict)
-    #: At most what its hints export adds under DATA_DIR (an upper bound: the module docstring).
+    #: What its hints export adds under DATA_DIR: an upper bound, or as the data dir's own
+    #: exported months (the module docstring).
     export_bytes: int = 0
     #: The month's estimated entries (every active snapshot, published or not) and routes
     #: (each collector's, NEW_ROUTES), the VP partitions the DuckDB compare would use for the
@@ -140,6 +144,43 @@ class Plan:
 LEARN_LATEST = 20
 
 
+def _span(data_dir: Path, r: dict):
+    """A manifest row's address span (ingest/writer.py), read from its file for an earlier version's row."""
+    return json.loads(r["address_span"]) if r.get("address_span") else \
+        address_span(Path(data_dir) / r["output"]) if r["output"] else None
+
+
+#: The newest months of the data dir whose hints export the plan learns from.
+LEARN_EXPORT_MONTHS = 3
+
+
+def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
+    """(months, bytes per route) of the hints exports of the data dir's own newest months (at
+    most LEARN_EXPORT_MONTHS): the bytes of their tunnels.jsonl over the rows of their routes
+    files. A real month pairs far fewer paths than the generated ones behind
+    EXPORT_BYTES_PER_ROUTE. A month holding a cut sample (ingest/writer.py `partial`) does not
+    count: its few prefixes pair unlike a whole table's. The time follows the bytes
+    (EXPORT_BYTES_PER_S), not a small month's seconds, which are mostly the step's start.
+    None when no month qualifies."""
+    import pyarrow.parquet as pq
+
+    from bgp_congruency.common import routes as R
+
+    months, size, n = [], 0, 0
+    for m in reversed(layout.months_in(data_dir, "routes")):  # newest first
+        export = Path(layout.export_file(data_dir, m))
+        rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
+        if not export.is_file() or not rows or any(is_partial(_span(data_dir, r)) for r in rows):
+            continue
+        routes = sum(pq.ParquetFile(f).metadata.num_rows for fs in R.month_files(data_dir, m).values() for f in fs)
+        if routes:
+            months.append(m)
+            size, n = size + export.stat().st_size, n + routes
+        if len(months) == LEARN_EXPORT_MONTHS:
+            break
+    return (months, size / n) if months else None
+
+
 def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
     """collector -> (median MRT bytes, median entries) of its LEARN_LATEST newest ok snapshots
     in the data dir. Snapshots whose prefixes all sit at the low end of the address space
@@ -154,9 +195,7 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
         for r in sorted(rs, key=lambda r: r["slot"], reverse=True):
             if len(seen.get(c, ())) >= LEARN_LATEST:
                 break
-            span = json.loads(r["address_span"]) if r.get("address_span") else \
-                address_span(Path(data_dir) / r["output"]) if r["output"] else None  # an earlier version's file
-            if is_partial(span):
+            if is_partial(_span(data_dir, r)):
                 if partial is not None:
                     partial.add(c)
                 continue
@@ -182,10 +221,14 @@ def make(cfg: Config, months: list[str]) -> Plan:
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
     cut: set[str] = set()
     learned = _learned(data, cut) if data.exists() else {}
+    ex = _learned_export(data) if data.exists() and cfg.tunnels_export else None
+    export_size = ex[1] if ex else EXPORT_BYTES_PER_ROUTE
+    export_rate = EXPORT_BYTES_PER_S / export_size  # routes per second
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
-        "export_routes_per_s": round(EXPORT_ROUTES_PER_S) if cfg.tunnels_export else None,
-        "export_bytes_per_route": round(EXPORT_BYTES_PER_ROUTE, 1) if cfg.tunnels_export else None,
+        "export_routes_per_s": round(export_rate) if cfg.tunnels_export else None,
+        "export_bytes_per_route": round(export_size, 1) if cfg.tunnels_export else None,
+        "export_from_data_dir": ex[0] if ex else [],
         "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
         "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
         "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
@@ -241,10 +284,10 @@ def make(cfg: Config, months: list[str]) -> Plan:
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
             ("compare", mp.routes / COMPARE_ROUTES_PER_S if entries else 0.0),
-            ("export", mp.routes / EXPORT_ROUTES_PER_S if export else 0.0),
+            ("export", mp.routes / export_rate if export else 0.0),
             ("reports", REPORTS_SECONDS if entries else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
-        mp.export_bytes = int(mp.routes * EXPORT_BYTES_PER_ROUTE) if export else 0
+        mp.export_bytes = int(mp.routes * export_size) if export else 0
         plan.months.append(mp)
         plan.download_bytes += mp.download_bytes
         mp.disk_bytes = mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
@@ -293,8 +336,9 @@ def check(plan: Plan, cfg: Config) -> None:
 
 
 def warnings(plan: Plan) -> list[str]:
-    """One line each for what may not fit but is not refused: the hints export's upper bound
-    (the module docstring) past the budget or the free space."""
+    """One line each for what may not fit but is not refused: the hints export's estimate (an
+    upper bound until the data dir has exported a month: the module docstring) past the
+    budget or the free space."""
     if not plan.export_bytes:
         return []
     need = plan.disk_bytes + plan.export_bytes
@@ -304,7 +348,8 @@ def warnings(plan: Plan) -> list[str]:
         where, limit = "the free space", plan.free_bytes
     else:
         return []
-    return [f"the hints export may need up to {human(plan.export_bytes)} more, past {where} ({human(limit)}); "
+    bound = "about" if plan.rates.get("export_from_data_dir") else "up to"
+    return [f"the hints export may need {bound} {human(plan.export_bytes)} more, past {where} ({human(limit)}); "
             "tunnels_export = false leaves it out (see congruency plan)"]
 
 

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -352,3 +353,43 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
     assert plan["assumed"] == ["route-views2", "route-views6"] and plan["rates"]["sizes_from_data_dir"] == []
     assert plan["rates"]["partial_samples"] == ["route-views2", "route-views6"]
     assert plan["months"][0]["download_bytes"] > 500e6  # 10 full RIBs, not 10 x 1.5 MB
+
+
+# --- 13. plan learns the hints export from the data dir's own months ----------------------------
+
+@pytest.mark.slow
+def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_path):
+    """The export's bound (206.8 bytes a route, from generated months where half the paths
+    pair) gives way to the data dir's own exported months: the bytes of their tunnels.jsonl
+    per row of their routes files; the time follows the bytes. A month of cut samples teaches nothing: its few prefixes pair unlike a whole
+    table's. The generated month's prefixes sit low in the address space, as a cut sample's
+    do, so a copy of it has its manifest say what a whole table's says (its span)."""
+    from bgp_congruency.ingest.writer import FULL_V4_TOP_OCTET, FULL_V6_TOP_16
+    from tests.support.computed import writable
+
+    sel = ("--month", "2026-08", "--collectors", "route-views2,route-views6,rrc00,rrc01", "--data-dir")
+    plan = json.loads(congruency("plan", *sel, str(generated.data), "--json").stdout)
+    assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
+    data = writable(generated.data, tmp_path / "data")
+    whole = json.dumps({"v4": FULL_V4_TOP_OCTET + 123, "v6": FULL_V6_TOP_16 + 0x400})
+    for f in (data / "manifest" / "month=2026-07").glob("*.parquet"):
+        t = pq.read_table(f)
+        i = t.schema.get_field_index("address_span")
+        pq.write_table(t.set_column(i, t.schema.field(i), pa.array([whole] * t.num_rows, pa.string())), f)
+    export = data / "exports" / "month=2026-07" / "tunnels.jsonl"
+    routes = sum(pq.ParquetFile(f).metadata.num_rows for f in (data / "routes" / "month=2026-07").rglob("*.parquet"))
+    assert export.stat().st_size > 0 and routes > 0
+    per_s = 10_605_706_234 / 46.4  # the export's bytes per second, bench/endtoend.py's 250M month
+    plan = json.loads(congruency("plan", *sel, str(data), "--json").stdout)
+    rates, [m] = plan["rates"], plan["months"]
+    assert rates["export_from_data_dir"] == ["2026-07"]
+    assert rates["export_bytes_per_route"] == round(export.stat().st_size / routes, 1)
+    assert rates["export_routes_per_s"] == round(per_s / (export.stat().st_size / routes))
+    assert m["export_bytes"] == int(m["routes"] * (export.stat().st_size / routes))
+    assert m["step_seconds"]["export"] == round(m["routes"] * (export.stat().st_size / routes) / per_s, 1)
+    out = congruency("plan", *sel, str(data)).stdout
+    assert "bytes a route, as DATA_DIR's own exports of 2026-07" in " ".join(out.split())
+    # the real sample's month: cut RIBs too, so the bound stays
+    plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
+    assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
+    assert plan["rates"]["export_routes_per_s"] == round(51_290_917 / 46.4)
