@@ -119,6 +119,9 @@ document(
     month=_MONTH,
     collector=("collector name (from the directory name)", "-", "ingest"),
     **_ROUTE_KEY,
+    as_path_repeats=("whether as_path holds an ASN twice (prepending or a loop): the compare cleans only those "
+                     "paths; null in routes written before 2026-11-30, which readers take as true", "-",
+                     "ingest: merge"),
     copy=("0; k for the (k+1)-th identical entry of one snapshot (an ADD-PATH RIB may hold a path twice): its bits "
           "are the snapshots with more than k of them", "-", "ingest: merge"),
     seen=("bit i set when the collector's snapshot i (route_snapshots) held the route; snapshots 0-62", "bits",

@@ -63,6 +63,10 @@ ROUTES = pa.schema(
         pa.field("has_as_set", pa.bool_(), nullable=False),
         pa.field("as_path_raw", pa.string(), nullable=True),
         pa.field("origin_asn", pa.uint32(), nullable=True),
+        # Whether as_path holds an ASN twice (prepending or a loop): the compare cleans only
+        # those paths (congruency/METHOD.md steps 1-2). Routes written before 2026-11-30 lack
+        # it; readers take them as true.
+        pa.field("as_path_repeats", pa.bool_(), nullable=False),
         pa.field("copy", pa.int16(), nullable=False),
         pa.field("seen", pa.int64(), nullable=False),
         pa.field("seen_more", pa.list_(pa.field("element", pa.int64())), nullable=True),

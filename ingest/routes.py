@@ -485,6 +485,7 @@ def _routes_batch(got: dict, nw: int) -> pa.RecordBatch:
         "as_path": pa.Array.from_buffers(ROUTES.field("as_path").type, n,
                                          [pa.py_buffer(got["as_path_validity"]), pa.py_buffer(got["as_path_offsets"])],
                                          children=[values]),
+        "as_path_repeats": pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(got["as_path_repeats"])]),
         "has_as_set": pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(got["has_as_set"])]),
         "as_path_raw": strings("as_path_raw", pa.py_buffer(got["as_path_raw_validity"])),
         "origin_asn": fixed("origin_asn", pa.uint32(), pa.py_buffer(got["origin_asn_validity"])),

@@ -38,7 +38,8 @@ def _files(files) -> str:
 def ingest_bodies(root: Path) -> dict[str, str]:
     """name -> the SELECT of each of ingest's tables that has rows here: `manifest` (its
     files read in place; a column an earlier version did not write reads NULL), `routes`
-    and `route_snapshots` (each collector's current generation, common/routes.py) and
+    and `route_snapshots` (each collector's current generation, common/routes.py; a column
+    an earlier version did not write reads NULL) and
     `rib_entries` (the routes once per snapshot: the decoded entries, row for row)."""
     out = {}
     bucket = s3.Bucket(root) if s3.is_s3(root) else None
@@ -60,9 +61,14 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     files = [f for fs, _s in gens.values() for f in fs]
     if not files:
         return out
-    cols = ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c)
-                     for c in DOCS["routes"].schema.names)
-    out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, "
+    # a generation's files share a schema: one footer each (an earlier version's lacks as_path_repeats)
+    have = {"month", "collector"}.union(*(pq.read_schema(s3.path(fs[0]) if bucket else fs[0],
+                                                         filesystem=bucket and bucket.fs).names
+                                          for fs, _s in gens.values() if fs))
+    cols = ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c) if c in have
+                     else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
+                     for c, t in zip(DOCS["routes"].schema.names, DOCS["routes"].schema.types))
+    out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, union_by_name = true, "
                      f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})")
     snaps = [(m, c, i, sn) for (m, c), (_f, sns) in sorted(gens.items()) for i, sn in enumerate(sns)]
     values = ", ".join(f"({quote(m)}, {quote(c)}, {i}::SMALLINT, {quote(sn.time.strftime('%Y-%m-%d %H:%M:%S+00'))}"

@@ -27,6 +27,7 @@ from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, req
 from tests.support.month import (
     HAND_CASES,
     VARIANT_CASES,
+    as_written_before,
     assert_same_as_reference,
     canon,
     published,
@@ -150,6 +151,19 @@ def test_hand_made_cases_match_reference(spark, config, tmp_path):
         assert_same_as_reference(tmp_path, month, cfg.method)
         if i == 0:  # rows, column order and types as DuckDB's (the same schema every month; the values: the reference)
             assert_engines_agree(tmp_path, config, month, cfg.method)
+
+
+def test_routes_without_as_path_repeats_compare_the_same_on_spark(spark, config, tmp_path):
+    """Every cleaning reason (cases.cleaning_rows) beside a month of three collectors, with
+    rrc00's and route-views2's routes as an earlier version wrote them (no as_path_repeats)
+    and route-views6's as ingest writes them now: Spark unions the collectors by name and
+    cleans every path of the first two; the tables equal the reference's."""
+    write_entries(tmp_path, "2024-04", cases.cleaning_rows() + cases.full_month_rows())
+    for collector in ("rrc00", "route-views2"):
+        as_written_before(tmp_path, "2024-04", collector, "as_path_repeats")
+    res = job.compare_month(config.with_overrides(data_dir=tmp_path), "2024-04", spark=spark)
+    assert res.error is None, res.error
+    assert_same_as_reference(tmp_path, "2024-04", config.method)
 
 
 def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):

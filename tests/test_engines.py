@@ -29,11 +29,13 @@ from tests.support.data import PEERS_IN_BOTH_2026, ROOT
 from tests.support.month import (
     HAND_CASES,
     VARIANT_CASES,
+    as_written_before,
     assert_same_as_reference,
     canon,
     entry_rows,
     link_ingested,
     published,
+    published_tables,
     reference_of,
     write_entries,
 )
@@ -595,3 +597,40 @@ def test_a_spark_session_without_s3a_is_refused_for_an_s3_data_dir(spark):
     assert not s3a.reaches(spark)
     with pytest.raises(BadInput, match=r"^s3://lake/x: this Spark session was started without S3A for s3://"):
         SparkEngine(spark).store("s3://lake/x")
+
+
+@pytest.mark.slow
+def test_as_path_repeats_is_exact_and_routes_without_it_compare_the_same(sample, tmp_path):
+    """Ingest's as_path_repeats (common/tables.ROUTES) is true exactly where the route's
+    as_path holds an ASN twice, counted here in Python on every route of the real sample; the
+    compare cleans only those paths. Routes an earlier version wrote lack the column: with
+    route-views6's files rewritten without it (route-views2's keep it), the routes view reads
+    it NULL there, and the compare takes every path of route-views6 as one to clean and
+    publishes the same tables as the sample's own run."""
+    from tests.support.computed import writable
+
+    data = writable(sample.data, tmp_path / "data")
+    counts = {True: 0, False: 0}
+    for f in sorted((data / "routes" / "month=2026-07").rglob("*.parquet")):
+        t = pq.read_table(f, columns=["as_path", "as_path_repeats"])
+        for p, r in zip(t["as_path"].to_pylist(), t["as_path_repeats"].to_pylist()):
+            assert r == (p is not None and len(set(p)) < len(p)), (f, p, r)
+            counts[r] += 1
+    as_written_before(data, "2026-07", "route-views6", "as_path_repeats")
+    assert counts == {True: 145_472, False: 698_154}, counts  # the 843,626 routes: 17% repeat an ASN
+    assert "as_path_repeats" not in pq.read_schema(next((data / "routes" / "month=2026-07").rglob(
+        "collector=route-views6/*/*.parquet")))
+    # the analysts' routes view reads the column where it is and NULL where it is not
+    import duckdb
+
+    from bgp_congruency.lake import views
+
+    got = duckdb.connect().execute(f"SELECT collector, as_path_repeats IS NULL, count(*) FROM "
+                                   f"({views.ingest_bodies(data)['routes']}) GROUP BY ALL ORDER BY ALL").fetchall()
+    assert got == [("route-views2", False, 679_347), ("route-views6", True, 164_279)]
+    assert run(sample.cfg.with_overrides(data_dir=data), "2026-07").error is None
+    tables = ("paths", "pairs", "vps", "divergence", "month_summary", "cleaning_stats")
+    got = published_tables(data, tables, "2026-07")
+    want = published_tables(sample.data, tables, "2026-07")
+    for t in tables:
+        assert got[t] and canon(got[t]) == canon(want[t]), t

@@ -117,13 +117,14 @@ class DuckDBEngine:
         self.files = [f for fs, _s in inputs.values() for f in fs]
         if not self.files:
             raise S.JobError(f"{src}: no routes (run congruency ingest for the month first)")
-        rel = " UNION ALL ".join(f"SELECT {quote(c)} AS collector, * FROM {duck.read_parquet(fs)}"
-                                 for c, (fs, _s) in sorted(inputs.items()) if fs)
+        # by name: a collector whose routes an earlier version wrote lacks the OPTIONAL columns
+        rel = " UNION ALL BY NAME ".join(f"SELECT {quote(c)} AS collector, * FROM {duck.read_parquet(fs)}"
+                                         for c, (fs, _s) in sorted(inputs.items()) if fs)
         have = {name: spark_name(typ) for name, typ, *_ in
                 self.con.execute(f"DESCRIBE SELECT * FROM ({rel})").fetchall()}
         S.check_columns(have, src)
-        cols = ", ".join(f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
-                         else c for c in S.REQUIRED)
+        cols = ", ".join([f"{c}::BIGINT[] AS {c}" if c == "as_path" else f"{c}::BIGINT AS {c}" if c == "peer_asn"
+                          else c for c in S.REQUIRED] + S.optional_columns(have))
         self.con.execute(f"CREATE VIEW month_entries AS SELECT {cols}, {vp_hash.COLUMN} FROM ({rel})")
         self.con.execute(f"CREATE TEMP TABLE month_counts AS {S.render(S.MONTH_COUNTS, 'duckdb', MethodParams(), self.plan)}")
         return S.counts(self.con.execute(S.COUNTS).fetchall())

@@ -69,10 +69,11 @@ class SparkEngine:
         if not dfs:
             raise S.JobError(f"{src}: no routes (run congruency ingest for the month first)")
         df = dfs[0]
-        for d in dfs[1:]:
-            df = df.unionByName(d)
-        S.check_columns({f.name: f.dataType.simpleString() for f in df.schema.fields}, src)
-        df.select(*S.REQUIRED).createOrReplaceTempView("month_entries")
+        for d in dfs[1:]:  # a collector whose routes an earlier version wrote lacks the OPTIONAL columns
+            df = df.unionByName(d, allowMissingColumns=True)
+        have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        S.check_columns(have, src)
+        df.selectExpr(*S.REQUIRED, *S.optional_columns(have)).createOrReplaceTempView("month_entries")
         self.spark.sql(S.render(S.MONTH_COUNTS, "spark", MethodParams(), self.plan)).createOrReplaceTempView(
             "month_counts")  # run() writes it
         return S.counts(self.spark.sql(S.COUNTS).collect())

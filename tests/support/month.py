@@ -170,6 +170,21 @@ def merge_into_routes(data: Path, month: str, collector: str, files: list[Path])
                  collector, files)
 
 
+def as_written_before(data: Path, month: str, collector: str, column: str) -> None:
+    """Rewrite a collector's routes without `column`, as an earlier version wrote them (each
+    row group kept: a compare partition reads its buckets' groups)."""
+    from bgp_congruency.common import routes
+
+    for f in routes.month_files(data, month)[collector]:
+        pf = pq.ParquetFile(f)
+        schema = pf.schema_arrow.remove(pf.schema_arrow.get_field_index(column))
+        tmp = Path(f + ".tmp")
+        with pq.ParquetWriter(tmp, schema) as w:
+            for g in range(pf.num_row_groups):
+                w.write_table(pf.read_row_group(g).drop_columns([column]))
+        tmp.replace(f)
+
+
 def write_snapshot(out: Path, rows: list[dict]) -> None:
     """Decoded rows -> one snapshot's Parquet file, through ingest's writer."""
     table = pa.Table.from_pylist(rows, schema=DECODED_SCHEMA)

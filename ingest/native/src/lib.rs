@@ -234,7 +234,7 @@ impl Routes {
                        ("vp_bucket", as_bytes(&o.bucket))] {
             d.set_item(k, bytes(py, v))?;
         }
-        for (k, v) in [("as_path_validity", &o.path_valid), ("has_as_set", &o.has_set),
+        for (k, v) in [("as_path_validity", &o.path_valid), ("as_path_repeats", &o.repeats), ("has_as_set", &o.has_set),
                        ("as_path_raw_validity", &o.raw_valid), ("origin_asn_validity", &o.origin_valid)] {
             d.set_item(k, bytes(py, &pack_bits(v)))?;
         }

@@ -406,6 +406,7 @@ impl Merger {
             path_off: Vec::with_capacity(n + 1),
             path: Vec::with_capacity(path),
             path_valid: Vec::with_capacity(n),
+            repeats: Vec::with_capacity(n),
             has_set: Vec::with_capacity(n),
             raw_off: Vec::with_capacity(n + 1),
             raw: Vec::with_capacity(raw),
@@ -434,8 +435,10 @@ impl Merger {
             o.afi.push(r.afi);
             o.pfx.extend_from_slice(&self.arena[a..b]);
             o.pfx_off.push(o.pfx.len() as i32);
+            let from = o.path.len();
             o.path.extend(self.arena[b..c].chunks_exact(4).map(|x| u32::from_le_bytes(x.try_into().unwrap())));
             o.path_off.push(o.path.len() as i32);
+            o.repeats.push(repeats(&o.path[from..]) as u8);
             o.path_valid.push((f & PATH_VALID != 0) as u8);
             o.has_set.push((f & HAS_SET != 0) as u8);
             o.raw.extend_from_slice(&self.arena[c..c + l[3] as usize]);
@@ -467,6 +470,9 @@ pub(crate) struct Out {
     pub path_off: Vec<i32>,
     pub path: Vec<u32>,
     pub path_valid: Vec<u8>,
+    /// 1 where the path holds an ASN twice (prepending or a loop): the compare cleans only
+    /// those paths (common/tables.ROUTES `as_path_repeats`).
+    pub repeats: Vec<u8>,
     pub has_set: Vec<u8>,
     pub raw_off: Vec<i32>,
     pub raw: Vec<u8>,
@@ -478,6 +484,17 @@ pub(crate) struct Out {
     pub bucket: Vec<i8>,
 }
 
+/// Whether an ASN occurs twice on the path: pairwise for a path of up to 32 ASes (nearly
+/// all), else on a sorted copy.
+pub(crate) fn repeats(p: &[u32]) -> bool {
+    if p.len() <= 32 {
+        return (1..p.len()).any(|i| p[..i].contains(&p[i]));
+    }
+    let mut s = p.to_vec();
+    s.sort_unstable();
+    s.windows(2).any(|w| w[0] == w[1])
+}
+
 /// The ASNs of a path's key bytes.
 fn asns(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
     b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()))
@@ -486,6 +503,17 @@ fn asns(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeats_finds_any_asn_twice() {
+        assert!(!repeats(&[]) && !repeats(&[7]) && !repeats(&[1, 2, 3]));
+        assert!(repeats(&[1, 2, 2, 3]) && repeats(&[1, 2, 3, 1]) && repeats(&[5, 5]));
+        let long: Vec<u32> = (1..=40).collect();
+        assert!(!repeats(&long));
+        let mut looped = long.clone();
+        looped.push(3);
+        assert!(repeats(&looped));
+    }
 
     struct Rows {
         asn: Vec<u32>,
