@@ -123,7 +123,8 @@ def section(profiles: list[dict]) -> list[str]:
         lines += [f"{data} ({ps[0].get('rows', 0):,} rows), month {ps[0]['month']}: "
                   + "; ".join(f"`{p.get('command', 'bench/steps.py')}` ({p.get('date', 'time not recorded')})"
                               for p in ps)
-                  + ("" if len(ps) == 1 else "; each column is its own run, at the time shown"), "",
+                  + ("; each column is its own run, at the time shown" if len(ps) > 1 and any("date" in p for p in ps)
+                     else ""), "",
                   common.table(["step", *heads], rows, align="l" + "r" * len(ps)), ""]
     return lines
 

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
             "full 2026 route-views2 RIB); rates from the "
             "bench (see runner/plan.py). With tunnels_export on, the hints export's time and disk are "
-            "counted: an upper bound until DATA_DIR holds an exported month of its own (then its bytes "
+            "counted: an upper bound until a local DATA_DIR holds an exported month of its own (then its bytes "
             "per route), with a warning when it would not fit. Exit 1 when "
             "the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
             "arguments."

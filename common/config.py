@@ -106,7 +106,7 @@ class Config:
     #: DATA_DIR/exports/month=M/tunnels.jsonl (about 1.7 KB per pair: 9.9 GiB for a month of
     #: 6.2M pairs); false leaves it out and removes an earlier run's (`congruency export`
     #: writes it when needed). `congruency plan` counts its time and disk when it is on (an
-    #: upper bound until DATA_DIR holds an exported month of its own).
+    #: upper bound until a local DATA_DIR holds an exported month of its own).
     tunnels_export: bool = True
     #: Where the published tables' catalog is: None, DATA_DIR/catalog.sqlite (one host); or a
     #: PostgreSQL database, "postgresql://USER@HOST:PORT/DB" (or "postgres:" and a libpq

@@ -186,10 +186,11 @@ ENTRIES_SQL = "(bit_count(seen) + coalesce(list_sum(list_transform(seen_more, la
 
 def relation_sql(month_routes: dict[str, list[str]]) -> str | None:
     """DuckDB SQL of a month's routes (collector -> route files), a row per route: `collector`,
-    the route's columns and `n`, the entries it stands for; None without routes."""
+    the route's columns and `n`, the entries it stands for; None without routes. By name: a
+    collector whose routes an earlier version wrote lacks the later columns (as_path_repeats)."""
     parts = [f"SELECT {quote(c)} AS collector, * REPLACE ({origin_sql()} AS origin_asn), {ENTRIES_SQL} AS n FROM read_parquet([{', '.join(quote(duck.glob_literal(f)) for f in fs)}], hive_partitioning = false)"
              for c, fs in sorted(month_routes.items()) if fs]
-    return "(" + " UNION ALL ".join(parts) + ")" if parts else None
+    return "(" + " UNION ALL BY NAME ".join(parts) + ")" if parts else None
 
 
 def expand_sql(month_routes: dict[str, list[str]], month: str | None = None) -> str:

@@ -61,15 +61,22 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     files = [f for fs, _s in gens.values() for f in fs]
     if not files:
         return out
-    # a generation's files share a schema: one footer each (an earlier version's lacks as_path_repeats)
-    have = {"month", "collector"}.union(*(pq.read_schema(s3.path(fs[0]) if bucket else fs[0],
-                                                         filesystem=bucket and bucket.fs).names
-                                          for fs, _s in gens.values() if fs))
-    cols = ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c) if c in have
-                     else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
-                     for c, t in zip(DOCS["routes"].schema.names, DOCS["routes"].schema.types))
-    out["routes"] = (f"SELECT {cols} FROM read_parquet({_files(files)}, hive_partitioning = true, union_by_name = true, "
-                     f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})")
+    # A generation's files share a schema (one footer each); an earlier version's lack the
+    # later columns (as_path_repeats), which read NULL: one read_parquet per schema, so a
+    # query binds without opening every file's footer (union_by_name would).
+    by_schema: dict[frozenset, list[str]] = {}
+    for fs, _s in gens.values():
+        if fs:
+            names = pq.read_schema(s3.path(fs[0]) if bucket else fs[0], filesystem=bucket and bucket.fs).names
+            by_schema.setdefault(frozenset(names) | {"month", "collector"}, []).extend(fs)
+    doc = DOCS["routes"].schema
+    out["routes"] = " UNION ALL ".join(
+        "SELECT " + ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c) if c in have
+                              else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
+                              for c, t in zip(doc.names, doc.types))
+        + f" FROM read_parquet({_files(fs)}, hive_partitioning = true, "
+          f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})"
+        for have, fs in sorted(by_schema.items(), key=lambda kv: sorted(kv[0])))
     snaps = [(m, c, i, sn) for (m, c), (_f, sns) in sorted(gens.items()) for i, sn in enumerate(sns)]
     values = ", ".join(f"({quote(m)}, {quote(c)}, {i}::SMALLINT, {quote(sn.time.strftime('%Y-%m-%d %H:%M:%S+00'))}"
                        f"::TIMESTAMPTZ, {quote(sn.source_file)}, {quote(sn.project)})" for m, c, i, sn in snaps)

@@ -22,7 +22,7 @@ Step kinds: `view` (inlined where used), `scratch` (a partition's intermediate t
 materializes for the steps after it and drops at the partition's end; a view in Spark),
 `work` (an intermediate used more than once, materialized), `fact` (small and month-level: materialized by an engine running several
 partitions, a view otherwise), `table` (an output table; columns in the order of
-common/tables.py). The input views have the columns of REQUIRED (ASNs as int64).
+common/tables.py). The input views have the columns of REQUIRED (ASNs as int64) and OPTIONAL.
 """
 from __future__ import annotations
 

@@ -159,7 +159,8 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
     most LEARN_EXPORT_MONTHS): the bytes of their tunnels.jsonl over the rows of their routes
     files. A real month pairs far fewer paths than the generated ones behind
     EXPORT_BYTES_PER_ROUTE. A month holding a cut sample (ingest/writer.py `partial`) does not
-    count: its few prefixes pair unlike a whole table's. The time follows the bytes
+    count: its few prefixes pair unlike a whole table's, nor does an empty export (a month
+    with no hints says nothing of a hint's size). The time follows the bytes
     (EXPORT_BYTES_PER_S), not a small month's seconds, which are mostly the step's start.
     None when no month qualifies."""
     import pyarrow.parquet as pq
@@ -169,8 +170,10 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
     months, size, n = [], 0, 0
     for m in reversed(layout.months_in(data_dir, "routes")):  # newest first
         export = Path(layout.export_file(data_dir, m))
+        if not export.is_file() or not export.stat().st_size:  # no hints that month: no size per hint
+            continue
         rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
-        if not export.is_file() or not rows or any(is_partial(_span(data_dir, r)) for r in rows):
+        if not rows or any(is_partial(_span(data_dir, r)) for r in rows):
             continue
         routes = sum(pq.ParquetFile(f).metadata.num_rows for fs in R.month_files(data_dir, m).values() for f in fs)
         if routes:

@@ -634,3 +634,27 @@ def test_as_path_repeats_is_exact_and_routes_without_it_compare_the_same(sample,
     want = published_tables(sample.data, tables, "2026-07")
     for t in tables:
         assert got[t] and canon(got[t]) == canon(want[t]), t
+
+
+def test_a_month_of_collectors_of_both_versions_compares_and_stages_the_same(config, tmp_path):
+    """Every cleaning reason (cases.cleaning_rows) beside a month of three collectors, with
+    rrc00's and route-views2's routes as an earlier version wrote them (no as_path_repeats):
+    the DuckDB compare unions the collectors by name and cleans every path of those two, and
+    equals the reference; the prefixes stager (common/routes.relation_sql) writes what it
+    writes from the same month all of one version."""
+    from bgp_congruency.selector import origins
+
+    rows = cases.cleaning_rows() + cases.full_month_rows()
+    now, old = tmp_path / "now", tmp_path / "old"
+    for data in (now, old):
+        write_entries(data, "2024-04", rows)
+    for collector in ("rrc00", "route-views2"):
+        as_written_before(old, "2024-04", collector, "as_path_repeats")
+    assert run(duck(config, data_dir=old), "2024-04").error is None
+    assert_same_as_reference(old, "2024-04", config.method)
+    staged = {}
+    for data in (now, old):
+        (data / "st").mkdir()
+        assert origins.stage(duck(config, data_dir=data), "2024-04", str(data / "st")) > 0
+        staged[data] = pq.read_table(data / "st" / "prefix_origins").to_pylist()
+    assert staged[old] == staged[now]

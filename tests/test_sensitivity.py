@@ -53,9 +53,10 @@ def hand_rows() -> list[dict]:
         # representatives differ, but one of the 2 x 1 combinations is equal (share 0.5).
         R("route-views2", 10, 4, [10, 27, 90]), R("route-views2", 10, 4, [10, 27, 90], t=1),
         R("route-views2", 10, 4, [10, 28, 90]), R("route-views6", 10, 6, [10, 28, 90]),
-        # 100: VP 11's IPv4 path has an AS_SET (kept as one hop under as_set=hop), VP 10's a
-        # confederation segment (dropped either way); both reach it over IPv6 via AS7.
-        dict(R("route-views2", 11, 4, [11, 100]), as_path=None, has_as_set=True, as_path_raw="11 {6,5} 100"),
+        # 100: VP 11's IPv4 path has an AS_SET (kept as one hop under as_set=hop, its prepending
+        # collapsed: the path read from the text is not the one as_path_repeats describes), VP
+        # 10's a confederation segment (dropped either way); both reach it over IPv6 via AS7.
+        dict(R("route-views2", 11, 4, [11, 100]), as_path=None, has_as_set=True, as_path_raw="11 11 {6,5} 100"),
         dict(R("route-views2", 10, 4, [10, 100]), as_path=None, has_as_set=True,
              as_path_raw="10 (65001 65002) 100"),
         R("route-views6", 11, 6, [11, 7, 100]), R("route-views6", 10, 6, [10, 7, 100]),

@@ -31,6 +31,19 @@ def cleaning_rows():
     ]
 
 
+def hop_rows():
+    """as_set "hop": paths read from their text, each AS_SET one hop, then cleaned like any
+    other: VP 11's IPv4 path to 100 prepends its own AS ([11, {5,6}, 100] once collapsed), to
+    200 it loops through 11 (dropped), to 300 it is plain; IPv6 reaches all three via AS7."""
+    def text(dest, raw):  # the decoder leaves as_path out of a path with a set
+        return dict(R("route-views2", 11, 4, [11, dest]), as_path=None, has_as_set=True, as_path_raw=raw)
+    return [
+        text(100, "11 11 {6,5} 100"), text(200, "11 {6,5} 7 11 200"), text(300, "11 {8} 300"),
+        R("route-views2", 11, 4, [11, 11, 9, 400]),
+        *(R("route-views6", 11, 6, [11, 7, d]) for d in (100, 200, 300, 400)),
+    ]
+
+
 # ---------------------------------------------------------------- compute_month: paths
 def paths_rows():
     t1, t2, t3 = (datetime(2024, 1, d, tzinfo=timezone.utc) for d in (1, 2, 3))

@@ -211,10 +211,12 @@ VARIANT_CASES = {
     "2024-08": (cases.full_month_rows, dict(min_coverage=0.0, groups={})),
     # each collector's first snapshot: route-views2's bit 0 is the month's 0, route-views6's its 1
     "2024-09": (cases.snapshot_rows, dict(min_coverage=0.0, snapshots="first")),
+    # paths read from their text, which the routes' as_path_repeats does not describe
+    "2024-10": (cases.hop_rows, dict(min_coverage=0.0, as_set="hop")),
 }
 
 
-ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set"]
+ENTRY_COLS = ["collector", "snapshot_time", "peer_asn", "peer_ip", "afi", "prefix", "as_path", "has_as_set", "as_path_raw"]
 
 
 _REFERENCE: dict = {}
