@@ -19,15 +19,15 @@ duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250 --memory-limit 4GB` an
 1000`, bench/RESULTS.md "A real month's size end to end"; generated months with churn, each
 run alone), the slower of the two scales for each step:
 - ingest, the decode and the merge into routes, per entry read: 248,138,550 entries (scale
-  250: 20 files, 5 daily snapshots) in 128.6 s, 1.93M entries/s (2026-11-30 14:54; scale
-  1000, 992,242,171 entries in 80 files, 2026-11-30 15:05: 457.9 s, 2.17M/s);
+  250: 20 files, 5 daily snapshots) in 124.3 s, 2.00M entries/s (2026-11-30 17:48; scale
+  1000, 992,242,171 entries in 80 files, 2026-11-30 17:58: 432.9 s, 2.29M/s);
 - compare, with the relationships, prefixes and hints tables it builds, per route: its cost
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
-  and 51,290,917 and 51,396,863 routes, and took 145.4 s and 146.5 s), 351k routes/s. A
+  and 51,290,917 and 51,396,863 routes, and took 129.9 s and 135.8 s), 378k routes/s. A
   month is compared whole when any of its snapshots is new;
 - the hints export (config tunnels_export, on by default: DATA_DIR/exports/month=M/tunnels.jsonl),
   per route: the same two months wrote 10,605,706,234 and 10,611,910,898 bytes of JSON Lines
-  (6,183,575 hints each) in 46.4 s and 39.7 s: 1.11M routes/s and 206.8 bytes per route, the
+  (6,183,575 hints each) in 42.8 s and 34.8 s: 1.20M routes/s and 206.8 bytes per route, the
   scale-250 month's, the slower and larger. An upper bound: a hint is a (VP, destination)
   pair with a path in each family, and in those generated months half the paths are in a
   pair; where few ASes have IPv6 (2009-2014) far fewer are. So the export's bytes are shown
@@ -35,7 +35,7 @@ run alone), the slower of the two scales for each step:
   to ingest or no tunnels.jsonl yet. Once the data dir has exported a whole month of its own
   (not a cut sample), its bytes per route replace these, and the time follows the bytes
   (`_learned_export`);
-- reports, per month: 5.2 s and 5.0 s, the slower taken (their tables are per VP and month,
+- reports, per month: 4.9 s and 4.4 s, the slower taken (their tables are per VP and month,
   small beside the routes);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
@@ -60,12 +60,12 @@ from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 248_138_550 / 128.6
-COMPARE_ROUTES_PER_S = 51_396_863 / 146.5
-EXPORT_ROUTES_PER_S = 51_290_917 / 46.4
+INGEST_ENTRIES_PER_S = 248_138_550 / 124.3
+COMPARE_ROUTES_PER_S = 51_396_863 / 135.8
+EXPORT_ROUTES_PER_S = 51_290_917 / 42.8
 EXPORT_BYTES_PER_ROUTE = 10_605_706_234 / 51_290_917
-EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 229 MB/s
-REPORTS_SECONDS = 5.2
+EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 248 MB/s
+REPORTS_SECONDS = 4.9
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}

@@ -379,7 +379,7 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     export = data / "exports" / "month=2026-07" / "tunnels.jsonl"
     routes = sum(pq.ParquetFile(f).metadata.num_rows for f in (data / "routes" / "month=2026-07").rglob("*.parquet"))
     assert export.stat().st_size > 0 and routes > 0
-    per_s = 10_605_706_234 / 46.4  # the export's bytes per second, bench/endtoend.py's 250M month
+    per_s = 10_605_706_234 / 42.8  # the export's bytes per second, bench/endtoend.py's 250M month
     plan = json.loads(congruency("plan", *sel, str(data), "--json").stdout)
     rates, [m] = plan["rates"], plan["months"]
     assert rates["export_from_data_dir"] == ["2026-07"]
@@ -392,4 +392,4 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     # the real sample's month: cut RIBs too, so the bound stays
     plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
     assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
-    assert plan["rates"]["export_routes_per_s"] == round(51_290_917 / 46.4)
+    assert plan["rates"]["export_routes_per_s"] == round(51_290_917 / 42.8)

@@ -265,22 +265,22 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     # the download at 100 Mbit/s (plan_download_mbit_s); no export with tunnels_export = false
     steps = m["step_seconds"]
     assert steps == {"download": round(m["download_bytes"] * 8 / 100e6, 1),
-                     "ingest": round(110 * 17_000_000 / (248_138_550 / 128.6), 1),
-                     "compare": round(386_514_062 / (51_396_863 / 146.5), 1), "export": 0.0, "reports": 5.2}
+                     "ingest": round(110 * 17_000_000 / (248_138_550 / 124.3), 1),
+                     "compare": round(386_514_062 / (51_396_863 / 135.8), 1), "export": 0.0, "reports": 4.9}
     assert m["seconds"] == round(sum(steps.values()), 1) and p["step_seconds"] == steps
-    # the default exports the hints as JSON Lines (tunnels_export): up to 206.8 bytes and 1/1.11M s
-    # a route (10,605,706,234 bytes, 46.4 s for 51,290,917 routes), an upper bound, so shown and
+    # the default exports the hints as JSON Lines (tunnels_export): up to 206.8 bytes and 1/1.20M s
+    # a route (10,605,706,234 bytes, 42.8 s for 51,290,917 routes), an upper bound, so shown and
     # warned about past the free space, not refused on
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 0
     out, err = capsys.readouterr()
     [m2] = json.loads(out)["months"]
     assert m2["export_bytes"] == int(386_514_062 * 10_605_706_234 / 51_290_917) and m2["disk_bytes"] == m["disk_bytes"]
-    assert m2["step_seconds"]["export"] == round(386_514_062 / (51_290_917 / 46.4), 1)
+    assert m2["step_seconds"]["export"] == round(386_514_062 / (51_290_917 / 42.8), 1)
     assert err.strip().splitlines() == ["warning: plan: the hints export may need up to 79.9 GB more, past the free "
                                         "space (68.7 GB); tunnels_export = false leaves it out (see congruency plan)"]
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data)]) == 0
     out, _ = capsys.readouterr()
-    assert f"export {round(51_290_917 / 46.4):,} routes/s" in out and "time by step: download " in out
+    assert f"export {round(51_290_917 / 42.8):,} routes/s" in out and "time by step: download " in out
     assert "hints export (tunnels_export): up to 79.9 GB more" in out
     (tmp_path / "budget.toml").write_text('disk_budget = "100GB"\n')  # 23.8 GB fits, 23.8 + 79.9 does not
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
