@@ -39,15 +39,19 @@ def _items_sql(con, relation: str, afi: int, route_servers) -> str:
 def _drop_poisoned(con, clique) -> int:
     """Delete the items of `rel_items` whose path the clique poisons (infer.poisoned: a member
     after a run of non-members after a member, that is, the members' positions on the path
-    are not one run); returns how many. One pass over the unnested paths, joined to the
-    members (a lambda per AS against the member list, or a regex, took twice the time)."""
+    are not one run); returns how many. Per path, the members' positions (an IN over the
+    members' literals inside one lambda): at synthetic scale 50, 1.13 and 0.34 s for the
+    IPv4 and IPv6 items against 1.76 and 0.57 s unnesting every path and joining it to the
+    members (2026-11-30); list_contains against a member list, or a regex, took longer."""
     if not clique:
         return 0
+    members = ", ".join(str(int(m)) for m in sorted(clique))
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE rel_poisoned AS
-        SELECT r FROM (SELECT rowid AS r, generate_subscripts(path, 1) AS i, unnest(path) AS a FROM rel_items)
-        SEMI JOIN (SELECT unnest({_in(clique)}) AS m) ON a = m
-        GROUP BY r HAVING max(i) - min(i) + 1 > count(*)""")
+        SELECT r FROM (SELECT rowid AS r, list_filter(list_transform(path, lambda a, i: CASE WHEN a IN ({members})
+                                                                                          THEN i END),
+                                                      lambda x: x IS NOT NULL) AS pos FROM rel_items)
+        WHERE list_max(pos) - list_min(pos) + 1 > len(pos)""")
     try:
         n = con.execute("SELECT count(*) FROM rel_poisoned").fetchone()[0]
         if n:
