@@ -160,7 +160,8 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
     files. A real month pairs far fewer paths than the generated ones behind
     EXPORT_BYTES_PER_ROUTE. A month holding a cut sample (ingest/writer.py `partial`) does not
     count: its few prefixes pair unlike a whole table's, nor does an empty export (a month
-    with no hints says nothing of a hint's size). The time follows the bytes
+    with no hints says nothing of a hint's size), nor an export older than the month's routes
+    (a snapshot merged since, the month not exported again yet). The time follows the bytes
     (EXPORT_BYTES_PER_S), not a small month's seconds, which are mostly the step's start.
     None when no month qualifies."""
     import pyarrow.parquet as pq
@@ -175,7 +176,10 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
         rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
         if not rows or any(is_partial(_span(data_dir, r)) for r in rows):
             continue
-        routes = sum(pq.ParquetFile(f).metadata.num_rows for fs in R.month_files(data_dir, m).values() for f in fs)
+        files = [f for fs in R.month_files(data_dir, m).values() for f in fs]
+        if not files or max(Path(f).stat().st_mtime for f in files) > export.stat().st_mtime:
+            continue  # routes merged after the export (a snapshot ingested since): not what it describes
+        routes = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
         if routes:
             months.append(m)
             size, n = size + export.stat().st_size, n + routes

@@ -389,6 +389,10 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     assert m["step_seconds"]["export"] == round(m["routes"] * (export.stat().st_size / routes) / per_s, 1)
     out = congruency("plan", *sel, str(data)).stdout
     assert "bytes a route, as DATA_DIR's own exports of 2026-07" in " ".join(out.split())
+    # an export older than the month's routes (a snapshot merged since) describes other routes
+    old = min(f.stat().st_mtime for f in (data / "routes" / "month=2026-07").rglob("*.parquet")) - 60
+    os.utime(export, (old, old))
+    assert json.loads(congruency("plan", *sel, str(data), "--json").stdout)["rates"]["export_from_data_dir"] == []
     # the real sample's month: cut RIBs too, so the bound stays
     plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
     assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
