@@ -421,11 +421,9 @@ def machine_facts() -> dict:
     }
 
 
-def now_utc() -> str:
-    """When a bench measured, as its results record it (`date`)."""
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def now_utc(seconds: float | None = None) -> str:
+    """When a bench measured, as its results record it (`date`): now, or the epoch `seconds`."""
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
 
 
 def load_now() -> str:

@@ -534,7 +534,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
             new = [json.loads(p.read_text()) for p in files]
             if key == "steps":  # profiles written before they recorded their time: the file's
                 for r, p in zip(new, files):
-                    r.setdefault("date", time.strftime("%Y-%m-%d %H:%M UTC (file time)", time.gmtime(p.stat().st_mtime)))
+                    r.setdefault("date", common.now_utc(p.stat().st_mtime) + " (file time)")
             # Profiles and end-to-end runs of other data dirs, scales, engines, limits stay until re-measured.
             ident = {"steps": lambda r: (r["data_dir"], r["engine"], r.get("memory_limit")),
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),

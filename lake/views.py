@@ -35,6 +35,16 @@ def _files(files) -> str:
     return "[" + ", ".join(quote(glob_literal(f)) for f in files) + "]"  # names, not patterns
 
 
+def _names(f: str, bucket) -> list[str]:
+    """The column names in a Parquet file's footer, local or in the bucket."""
+    return pq.read_schema(s3.path(f) if bucket else f, filesystem=bucket and bucket.fs).names
+
+
+def _column(name: str, typ, have) -> str:
+    """A SELECT item: the column, or NULL of its type where the files (`have`) lack it."""
+    return _ident(name) if name in have else f"CAST(NULL AS {sql_type(typ, 'duckdb')}) AS {_ident(name)}"
+
+
 def ingest_bodies(root: Path) -> dict[str, str]:
     """name -> the SELECT of each of ingest's tables that has rows here: `manifest` (its
     files read in place; a column an earlier version did not write reads NULL), `routes`
@@ -50,10 +60,8 @@ def ingest_bodies(root: Path) -> dict[str, str]:
         if single and per:
             shadowed.append(f"(filename = {quote(str(single))} AND collector IN ({', '.join(map(quote, per))}))")
     if manifests:
-        have = set().union(*(pq.read_schema(s3.path(f) if bucket else f, filesystem=bucket and bucket.fs).names
-                             for f in manifests))
-        cols = ", ".join(f"{_ident(c)}" if c in have else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
-                         for c, t in zip(MANIFEST.names, MANIFEST.types))
+        have = set().union(*(_names(f, bucket) for f in manifests))
+        cols = ", ".join(_column(c, t, have) for c, t in zip(MANIFEST.names, MANIFEST.types))
         out["manifest"] = (f"SELECT {cols} FROM read_parquet({_files(manifests)}, union_by_name = true, filename = true)"
                            + (f" WHERE NOT ({' OR '.join(shadowed)})" if shadowed else ""))
     gens = {(m, c): got for m in layout.months_in(root, "routes")
@@ -67,12 +75,10 @@ def ingest_bodies(root: Path) -> dict[str, str]:
     by_schema: dict[frozenset, list[str]] = {}
     for fs, _s in gens.values():
         if fs:
-            names = pq.read_schema(s3.path(fs[0]) if bucket else fs[0], filesystem=bucket and bucket.fs).names
-            by_schema.setdefault(frozenset(names) | {"month", "collector"}, []).extend(fs)
+            by_schema.setdefault(frozenset(_names(fs[0], bucket)) | {"month", "collector"}, []).extend(fs)
     doc = DOCS["routes"].schema
     out["routes"] = " UNION ALL ".join(
-        "SELECT " + ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _ident(c) if c in have
-                              else f"CAST(NULL AS {sql_type(t, 'duckdb')}) AS {_ident(c)}"
+        "SELECT " + ", ".join(routes.origin_sql() + " AS origin_asn" if c == "origin_asn" else _column(c, t, have)
                               for c, t in zip(doc.names, doc.types))
         + f" FROM read_parquet({_files(fs)}, hive_partitioning = true, "
           f"hive_types = {{'month': {MONTH_TYPE}, 'collector': {MONTH_TYPE}}})"

@@ -129,7 +129,7 @@ class Plan:
     disk_bytes: int = 0  # what the run adds under DATA_DIR (Parquet, and MRT files if kept)
     seconds: float = 0.0
     step_seconds: dict[str, float] = field(default_factory=dict)  # the months' step_seconds summed
-    export_bytes: int = 0  # the months' export_bytes summed: an upper bound
+    export_bytes: int = 0  # the months' export_bytes summed (an upper bound until learned: MonthPlan)
     free_bytes: int | None = None
     used_bytes: int = 0  # what DATA_DIR holds now
     budget_bytes: int | None = None
@@ -171,18 +171,19 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
     months, size, n = [], 0, 0
     for m in reversed(layout.months_in(data_dir, "routes")):  # newest first
         export = Path(layout.export_file(data_dir, m))
-        if not export.is_file() or not export.stat().st_size:  # no hints that month: no size per hint
+        st = export.stat() if export.is_file() else None
+        if not st or not st.st_size:  # no hints that month: no size per hint
             continue
         rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
         if not rows or any(is_partial(_span(data_dir, r)) for r in rows):
             continue
         files = [f for fs in R.month_files(data_dir, m).values() for f in fs]
-        if not files or max(Path(f).stat().st_mtime for f in files) > export.stat().st_mtime:
+        if not files or max(Path(f).stat().st_mtime for f in files) > st.st_mtime:
             continue  # routes merged after the export (a snapshot ingested since): not what it describes
         routes = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
         if routes:
             months.append(m)
-            size, n = size + export.stat().st_size, n + routes
+            size, n = size + st.st_size, n + routes
         if len(months) == LEARN_EXPORT_MONTHS:
             break
     return (months, size / n) if months else None
