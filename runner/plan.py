@@ -50,7 +50,10 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from bgp_congruency.common import layout
+from bgp_congruency.common import routes as R
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.ingest import catalogue, discovery, manifest
@@ -164,10 +167,6 @@ def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
     (a snapshot merged since, the month not exported again yet). The time follows the bytes
     (EXPORT_BYTES_PER_S), not a small month's seconds, which are mostly the step's start.
     None when no month qualifies."""
-    import pyarrow.parquet as pq
-
-    from bgp_congruency.common import routes as R
-
     months, size, n = [], 0, 0
     for m in reversed(layout.months_in(data_dir, "routes")):  # newest first
         export = Path(layout.export_file(data_dir, m))
