@@ -35,10 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, render  # noqa: E402
 from bgp_congruency.common import duck  # noqa: E402
 from bgp_congruency.common.config import Config  # noqa: E402
+from bgp_congruency.common.tables import MONTH_TABLES  # noqa: E402
 
 
 def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> dict:
-    """Peak tree RSS (MiB) per step. The steps run one after another in the order the run
+    """Peak of a sampled quantity (tree RSS, staging bytes) per step, in MiB. The steps run one after another in the order the run
     reports them; each is placed by its recorded seconds, ending where the next begins, and the
     start-up before the first step (the time the steps do not account for) is left out."""
     out, end = {}, wall
@@ -47,6 +48,17 @@ def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> d
         out[name] = round(max((r for t, r in samples if start <= t <= end), default=0) / 2**20)
         end = start
     return dict(reversed(list(out.items())))
+
+
+def _kinds(data: Path) -> dict[str, int]:
+    """The data dir's bytes by what holds them: the month's routes, the compare's published
+    tables (common/tables.MONTH_TABLES), the hints export, and the rest (runner/plan.py's
+    disk figures are per route from these)."""
+    out = {"routes": 0, "published": 0, "exports": 0, "other": 0}
+    for d in data.iterdir() if data.is_dir() else ():
+        kind = d.name if d.name in ("routes", "exports") else "published" if d.name in MONTH_TABLES else "other"
+        out[kind] += common.du(d)
+    return out
 
 
 def snapshots_for(scale: int) -> int:
@@ -92,6 +104,7 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
         spill.append(local)
     peak = {"rss": 0, "staging": 0, "data": 0}
     samples: list[tuple[float, int]] = []  # (seconds since start, tree RSS)
+    staged: list[tuple[float, int]] = []  # (seconds since start, staging and spill bytes)
     common.console().print(f"scale {scale}: {listing.get('entries'):,} entries, congruency run at {limit} ...")
     # The child's output goes to files, not pipes: a pipe nobody reads until the end fills
     # (64 KiB) and blocks the run mid-compare once its progress lines outgrow it.
@@ -104,7 +117,8 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
         rss = common.tree_rss(proc.pid, include_root=True)
         samples.append((time.perf_counter() - t1, rss))
         peak["rss"] = max(peak["rss"], rss)
-        peak["staging"] = max(peak["staging"], sum(common.du(d) for d in spill if d.is_dir()))
+        staged.append((samples[-1][0], sum(common.du(d) for d in spill if d.is_dir())))
+        peak["staging"] = max(peak["staging"], staged[-1][1])
         if tick % 20 == 0 and data.is_dir():
             peak["data"] = max(peak["data"], common.du(data))
         tick += 1
@@ -125,6 +139,7 @@ def one(scale: int, snapshots: int, memory_limit: str | None, argv_text: str, en
               "run_wall_s": round(wall, 1), "ok": res.get("ok"),
               "steps": steps, "step_peak_rss_mib": _step_peaks(samples, steps, wall),
               "peak_rss_mib": round(peak["rss"] / 2**20), "peak_staging_mib": round(peak["staging"] / 2**20),
+              "step_peak_staging_mib": _step_peaks(staged, steps, wall), "data_dir_bytes": _kinds(data),
               "data_dir_mib": round(common.du(data) / 2**20), "peak_data_dir_mib": round(max(peak["data"], common.du(data)) / 2**20),
               "archive_mib": round(common.du(base / "archive") / 2**20), "pairs": res.get("pairs"),
               "noncongruent_fraction": res.get("noncongruent_fraction"),
@@ -146,14 +161,19 @@ def section(runs: list[dict]) -> list[str]:
              "the memory limit shown, or Spark local[*] with spark.driver.memory 4g; warehouse, reports, hints)",
              "as a child process; its tree's RSS, the month's staging folder (where DuckDB spills; with Spark,",
              "also Spark's local dirs) and the data dir sampled every 0.5 s (the data dir every 10 s). In",
-             "brackets, a step's peak RSS (each step placed by the seconds the run records for it). Compare",
+             "brackets, a step's peak RSS and staging (each step placed by the seconds the run records for it;",
+             "runner/plan.py's staging figures). Compare",
              "rate: entries per second of the compare step; where scales ran in one invocation, the smallest",
              "scale's rate over this one's (1.0x: linear)."]
     rows = []
     for r in sorted(runs, key=lambda r: (r["scale"], r.get("engine", "duckdb"))):
-        peaks = r.get("step_peak_rss_mib") or {}
-        steps = ", ".join(f"{k} {v:,.0f} s" + (f" ({peaks[k] / 1024:.1f} GiB)" if peaks.get(k) else "")
-                          for k, v in (r.get("steps") or {}).items() if v is not None)
+        peaks, staged = r.get("step_peak_rss_mib") or {}, r.get("step_peak_staging_mib") or {}
+
+        def brackets(k: str) -> str:
+            got = [f"{peaks[k] / 1024:.1f} GiB"] if peaks.get(k) else []
+            got += [f"{staged[k] / 1024:.1f} GiB staged"] if staged.get(k) else []
+            return f" ({', '.join(got)})" if got else ""
+        steps = ", ".join(f"{k} {v:,.0f} s{brackets(k)}" for k, v in (r.get("steps") or {}).items() if v is not None)
         compare = (r.get("steps") or {}).get("compare")
         rate = f"{r['entries'] / compare / 1e3:,.0f} k/s" if compare and r.get("entries") else "-"
         if r.get("compare_rate_vs_scale"):
