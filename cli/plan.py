@@ -19,14 +19,15 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
             "`congruency run` with the same flags would fetch, how many are already published or "
-            "cached in DATA_DIR, and estimates of download bytes, added disk and time. Offline: no "
+            "cached in DATA_DIR, and estimates of download bytes, added disk (the routes, the "
+            "compare's tables), the most a month stages at once, and time. Offline: no "
             "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
             "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
             "full 2026 route-views2 RIB); rates from the "
             "bench (see runner/plan.py). With tunnels_export on, the hints export's time and disk are "
             "counted: an upper bound until a local DATA_DIR holds an exported month of its own (then its bytes "
-            "per route), with a warning when it would not fit. Exit 1 when "
-            "the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
+            "per route), with a warning when it would not fit; the compare's tables likewise. Exit 1 "
+            "when the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
             "arguments."
         ),
     )
@@ -65,19 +66,19 @@ def _table(plan) -> None:
     from bgp_congruency.runner.plan import duration, human
 
     t = Table(title="plan", title_justify="left")
-    for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "time",
-              "entries", "partitions", "memory"):
+    for c in ("month", "active", "probe", "snapshots", "published", "cached", "to fetch", "download", "disk", "staging",
+              "time", "entries", "partitions", "memory"):
         t.add_column(c, justify="left" if c == "month" else "right")
     for m in plan.months:
         t.add_row(m.month, str(len(m.collectors)), str(len(m.probes)), str(m.snapshots), str(m.published), str(m.cached),
-                  str(m.to_fetch), human(m.download_bytes), human(m.disk_bytes), duration(m.seconds),
+                  str(m.to_fetch), human(m.download_bytes), human(m.disk_bytes), human(m.staging_bytes), duration(m.seconds),
                   f"{m.entries / 1e6:,.0f}M", str(m.partitions), human(m.compare_peak_bytes))
     from rich.console import Console
 
     Console(file=sys.stdout, width=150).print(t)
     budget = human(plan.budget_bytes) if plan.budget_bytes is not None else "none"
     print(f"total: {sum(m.to_fetch for m in plan.months):,} snapshots to fetch, download {human(plan.download_bytes)}, "
-          f"disk +{human(plan.disk_bytes)} (DATA_DIR holds {human(plan.used_bytes)}, free {human(plan.free_bytes)}, "
+          f"disk +{human(plan.disk_bytes)} and up to {human(plan.staging_bytes)} staged at once (DATA_DIR holds {human(plan.used_bytes)}, free {human(plan.free_bytes)}, "
           f"budget {budget}), about {duration(plan.seconds)} on one 2-core machine")
     if any(m.probes for m in plan.months):
         print("probe: collectors no source gives a start for; the run lists their month folder (none = inactive); "
@@ -92,8 +93,19 @@ def _table(plan) -> None:
           + ("" if plan.rates["export_routes_per_s"] else " (the hints export is off: tunnels_export = false)"))
     if plan.rates["not_estimated"]:
         print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")
-    print("disk: what the month adds under DATA_DIR, its Parquet and, with cache_policy keep, its MRT files; with "
-          "cache_policy delete the total adds the MRT files decoded at once (concurrency x the largest)")
+    r = plan.rates
+
+    def per_route(kind: str, default: str) -> str:
+        months = r[f"{kind}_from_data_dir"]
+        return f"{r[f'{kind}_bytes_per_route']:g} bytes a route " + (
+            f"(DATA_DIR's own {', '.join(months)})" if months else f"({default})")
+    print("disk: what the month adds under DATA_DIR: the routes its new snapshots add, "
+          f"{per_route('routes', 'an upper bound from generated months')}; the compare's tables, "
+          f"{per_route('published', 'an upper bound from generated months where half the paths pair')}; with "
+          "cache_policy keep, its MRT files. staging: the most the month's run holds on top, freed when it ends "
+          f"(ingest's decoded dumps, {r['staging_bytes']['ingest_per_entry']:g} bytes an entry; the compare's staged "
+          f"tables and spill, {r['staging_bytes']['compare_per_route']:g} bytes a route); with cache_policy delete "
+          "the total's staging adds the MRT files decoded at once (concurrency x the largest)")
     if plan.export_bytes and plan.rates["export_from_data_dir"]:
         print(f"hints export (tunnels_export): about {human(plan.export_bytes)} more, "
               f"{plan.rates['export_bytes_per_route']:g} bytes a route, as DATA_DIR's own exports of "
@@ -104,7 +116,6 @@ def _table(plan) -> None:
               "half the paths pair, until DATA_DIR has a month of its own exported (runner/plan.py)")
     print("entries: the month's estimated RIB entries; partitions and memory: the DuckDB compare's VP partitions "
           "of the month's estimated routes at duckdb_memory_limit and its estimated peak memory (pipeline/partitions.py)")
-    r = plan.rates
     export = f", export {r['export_routes_per_s']:,} routes/s" if r["export_routes_per_s"] else ""
     print(f"rates: ingest {r['ingest_entries_per_s']:,} entries/s, compare {r['compare_routes_per_s']:,} routes/s{export}, "
           f"reports {r['reports_seconds_per_month']:g} s a month (bench/RESULTS.md), download "

@@ -32,9 +32,12 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "a killed run left is cleaned up or finished by the next one. --months A..B is a "
             "backfill: each month plans only the collectors active in it (the catalogue's "
             "lifetimes; --collectors all|routeviews|ris), goes on when its coverage meets the "
-            "policy (config min_snapshot_share, min_project_share), and the run first checks "
-            "that the months fit the disk (congruency plan); a full disk stops it with later "
-            "months not started. Exit 1 when a step failed, 2 for bad arguments."
+            "policy (config min_snapshot_share, min_project_share). Before anything is "
+            "fetched or written the run checks that the months fit the disk (congruency plan: "
+            "what they add, and the most one month stages at once), as does --only ingest, "
+            "--only compare (the months it would compare, from their routes) and --only hints "
+            "(its export, warned about); a full disk stops the run with later months not "
+            "started. Exit 1 when a step failed or the months do not fit, 2 for bad arguments."
         ),
     )
     add_selection(p, "a range of months, run in order: 2026-01..2026-06")
@@ -118,10 +121,15 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     runner.steps_to_force(args.force)
     if args.force and args.force != "all" and args.only and args.force != args.only:
         raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
-    if not args.only or args.only == "ingest":
-        try:  # before anything is fetched: will the months fit on the disk?
-            plan = planner.make(cfg, months)
-            planner.check(plan, cfg)
+    if args.only in (None, "ingest", *planner.STEP_CHECKED):
+        try:  # before anything is fetched or written: will the months fit on the disk?
+            if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
+                forced = args.only in runner.steps_to_force(args.force)
+                todo = [m for m in months if runner.would_run(cfg, m, args.only, force=forced)]
+                plan, what = planner.for_step(cfg, todo, args.only), f"--only {args.only}"
+            else:
+                plan, what = planner.make(cfg, months, only=args.only), "the run"
+            planner.check(plan, cfg, what)
             for line in planner.warnings(plan):
                 console.warning(f"run: {line}")
         except planner.PlanError as exc:

@@ -19,26 +19,38 @@ duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250 --memory-limit 4GB` an
 1000`, bench/RESULTS.md "A real month's size end to end"; generated months with churn, each
 run alone), the slower of the two scales for each step:
 - ingest, the decode and the merge into routes, per entry read: 248,138,550 entries (scale
-  250: 20 files, 5 daily snapshots) in 124.3 s, 2.00M entries/s (2026-11-30 17:48; scale
-  1000, 992,242,171 entries in 80 files, 2026-11-30 17:58: 432.9 s, 2.29M/s);
+  250: 20 files, 5 daily snapshots) in 134.5 s, 1.84M entries/s (2026-11-30 20:05; scale
+  1000, 992,242,171 entries in 80 files, 2026-11-30 20:23: 451.1 s, 2.20M/s; the run before,
+  17:48, took 124.3 and 432.9 s);
 - compare, with the relationships, prefixes and hints tables it builds, per route: its cost
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
-  and 51,290,917 and 51,396,863 routes, and took 129.9 s and 135.8 s), 378k routes/s. A
+  and 51,290,917 and 51,396,863 routes, and took 137.5 s and 134.2 s; 129.9 and 135.8 s in
+  the run before), 373k routes/s. A
   month is compared whole when any of its snapshots is new;
 - the hints export (config tunnels_export, on by default: DATA_DIR/exports/month=M/tunnels.jsonl),
   per route: the same two months wrote 10,605,706,234 and 10,611,910,898 bytes of JSON Lines
-  (6,183,575 hints each) in 42.8 s and 34.8 s: 1.20M routes/s and 206.8 bytes per route, the
-  scale-250 month's, the slower and larger. An upper bound: a hint is a (VP, destination)
+  (6,183,575 hints each) in 38.2 s and 35.9 s (42.8 and 34.8 s the run before): 1.34M
+  routes/s and 206.8 bytes per route, the scale-250 month's, the slower and larger. An upper bound: a hint is a (VP, destination)
   pair with a path in each family, and in those generated months half the paths are in a
   pair; where few ASes have IPv6 (2009-2014) far fewer are. So the export's bytes are shown
   and warned about (`warnings`), not refused on, and counted for a month with something new
   to ingest or no tunnels.jsonl yet. Once the data dir has exported a whole month of its own
   (not a cut sample), its bytes per route replace these, and the time follows the bytes
-  (`_learned_export`);
-- reports, per month: 4.9 s and 4.4 s, the slower taken (their tables are per VP and month,
+  (`_learned_sizes`);
+- reports, per month: 5.3 s and 4.8 s, the slower taken (their tables are per VP and month,
   small beside the routes);
 - bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
   RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
+The disk a month adds is the routes its new snapshots add and the compare's published tables,
+each in bytes per route of the month: the data dir's own whole months where it has some
+(`_learned_sizes`), else the generated 4GB months' (ROUTES_BYTES_PER_ROUTE,
+PUBLISHED_BYTES_PER_ROUTE: upper bounds). On top, while the month runs, its staging holds
+ingest's decoded dumps until their merge, then the compare's staged tables, spill and work
+database (INGEST_STAGING_BYTES_PER_ENTRY, COMPARE_STAGING_BYTES_PER_ROUTE: the per-step
+staging peaks bench/endtoend.py samples); the checks add the largest month's staging to what
+the months add. `run --only compare` checks the months it would compare
+(`for_step`, from the routes they hold); `--only hints` warns about its export as a whole
+run does.
 The sensitivity step (config sensitivity, off by default) is not estimated: the plan says so.
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
 """
@@ -56,19 +68,21 @@ from bgp_congruency.common import layout
 from bgp_congruency.common import routes as R
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
+from bgp_congruency.common.tables import MONTH_TABLES
 from bgp_congruency.ingest import catalogue, discovery, manifest
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
+from bgp_congruency.lake import published
 from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 248_138_550 / 124.3
-COMPARE_ROUTES_PER_S = 51_396_863 / 135.8
-EXPORT_ROUTES_PER_S = 51_290_917 / 42.8
+INGEST_ENTRIES_PER_S = 248_138_550 / 134.5
+COMPARE_ROUTES_PER_S = 51_290_917 / 137.5
+EXPORT_ROUTES_PER_S = 51_290_917 / 38.2
 EXPORT_BYTES_PER_ROUTE = 10_605_706_234 / 51_290_917
-EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 248 MB/s
-REPORTS_SECONDS = 4.9
+EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 278 MB/s
+REPORTS_SECONDS = 5.3
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
@@ -82,8 +96,22 @@ def new_routes(gap_h: float) -> float:
 
 
 #: The real route-views2 + route-views6 pair of 2026-07-30 14:00 as ingest writes it (rows
-#: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows together).
+#: grouped by VP bucket: 2.1x the bytes of the decoder's order, which kept a prefix's rows
+#: together), one snapshot: a decoded dump's bytes per entry, which wait in staging until their
+#: merge (the generated 4GB months staged 4.69 and 4.72 bytes an entry at ingest's peak).
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
+INGEST_STAGING_BYTES_PER_ENTRY = PARQUET_BYTES_PER_ENTRY
+#: What a month stores per route where the data dir has no whole month of its own, from the
+#: generated 4GB months of 5 and 20 daily snapshots (bench/endtoend.py --scale 250,1000
+#: --memory-limit 4GB, 2026-11-30 20:05-20:33, the module docstring), the larger of the two:
+#: the routes (8.12 and 8.56 bytes; the real sample's one snapshot, 4.91), and the compare's
+#: published tables (common/tables.MONTH_TABLES; 9.29 and 9.28), an upper bound as the
+#: export's is (half their paths pair).
+ROUTES_BYTES_PER_ROUTE = 440_119_249 / 51_396_863
+PUBLISHED_BYTES_PER_ROUTE = 476_298_625 / 51_290_917
+#: The compare's peak in DATA_DIR/_staging, per route: its staged tables, spill and resumable
+#: work database (the same two months, 1,969 and 1,604 MiB; the larger).
+COMPARE_STAGING_BYTES_PER_ROUTE = 1_969 * 2**20 / 51_290_917
 #: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has
 #: not seen the collector: a full route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5
 #: entries per prefix in the real sample). An assumption: older years and smaller
@@ -105,10 +133,16 @@ class MonthPlan:
     cached: int
     to_fetch: int
     download_bytes: int
-    parquet_bytes: int
     seconds: float
-    #: What the month adds under DATA_DIR: its Parquet, and its MRT files where the cache keeps them.
+    #: What the month adds under DATA_DIR: the routes its new snapshots add, the compare's
+    #: published tables (a re-published month's older files stay until the lake's vacuum), and
+    #: its MRT files where the cache keeps them.
     disk_bytes: int = 0
+    routes_bytes: int = 0
+    published_bytes: int = 0
+    #: What the month's run holds in staging at its peak on top (decoded dumps, or the
+    #: compare's staged tables and spill), freed when it ends.
+    staging_bytes: int = 0
     #: The seconds by step: download, ingest, compare, export (the hints' JSON Lines, when
     #: tunnels_export), reports; `seconds` is their sum.
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -130,6 +164,9 @@ class Plan:
     months: list[MonthPlan]
     download_bytes: int = 0
     disk_bytes: int = 0  # what the run adds under DATA_DIR (Parquet, and MRT files if kept)
+    #: The most the run holds on top of that at once: the largest month's staging, and with
+    #: cache_policy delete the MRT files decoded at once. The checks add it to disk_bytes.
+    staging_bytes: int = 0
     seconds: float = 0.0
     step_seconds: dict[str, float] = field(default_factory=dict)  # the months' step_seconds summed
     export_bytes: int = 0  # the months' export_bytes summed (an upper bound until learned: MonthPlan)
@@ -153,39 +190,55 @@ def _span(data_dir: Path, r: dict):
         address_span(Path(data_dir) / r["output"]) if r["output"] else None
 
 
-#: The newest months of the data dir whose hints export the plan learns from.
-LEARN_EXPORT_MONTHS = 3
+#: The newest whole months of the data dir whose sizes the plan learns (each kind its own).
+LEARN_MONTHS = 3
 
 
-def _learned_export(data_dir: Path) -> tuple[list[str], float] | None:
-    """(months, bytes per route) of the hints exports of the data dir's own newest months (at
-    most LEARN_EXPORT_MONTHS): the bytes of their tunnels.jsonl over the rows of their routes
-    files. A real month pairs far fewer paths than the generated ones behind
-    EXPORT_BYTES_PER_ROUTE. A month holding a cut sample (ingest/writer.py `partial`) does not
-    count: its few prefixes pair unlike a whole table's, nor does an empty export (a month
-    with no hints says nothing of a hint's size), nor an export older than the month's routes
-    (a snapshot merged since, the month not exported again yet). The time follows the bytes
-    (EXPORT_BYTES_PER_S), not a small month's seconds, which are mostly the step's start.
-    None when no month qualifies."""
-    months, size, n = [], 0, 0
-    for m in reversed(layout.months_in(data_dir, "routes")):  # newest first
-        export = Path(layout.export_file(data_dir, m))
-        st = export.stat() if export.is_file() else None
-        if not st or not st.st_size:  # no hints that month: no size per hint
-            continue
+def _whole_months(data_dir: Path):
+    """(month, its routes files, their rows), newest first, for the data dir's months of whole
+    tables: a month holding a cut sample (ingest/writer.py `partial`) does not count, its few
+    prefixes pair unlike a whole table's."""
+    for m in reversed(layout.months_in(data_dir, "routes")):
         rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
         if not rows or any(is_partial(_span(data_dir, r)) for r in rows):
             continue
         files = [f for fs in R.month_files(data_dir, m).values() for f in fs]
-        if not files or max(Path(f).stat().st_mtime for f in files) > st.st_mtime:
-            continue  # routes merged after the export (a snapshot ingested since): not what it describes
-        routes = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        if routes:
-            months.append(m)
-            size, n = size + st.st_size, n + routes
-        if len(months) == LEARN_EXPORT_MONTHS:
+        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        if n:
+            yield m, files, n
+
+
+def _learned_sizes(data_dir: Path, export: bool) -> dict[str, tuple[list[str], float]]:
+    """kind -> (months, bytes per route of their routes) for what a month stores, from the data
+    dir's own newest whole months (at most LEARN_MONTHS each): "routes", the routes files;
+    "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's files);
+    "export" (when `export`), the hints' tunnels.jsonl. Real months pair far fewer paths than
+    the generated ones behind PUBLISHED_BYTES_PER_ROUTE and EXPORT_BYTES_PER_ROUTE. What is
+    older than the month's routes (a snapshot merged since, the month not compared or exported
+    again yet) describes other routes and does not count; nor does an empty export (a month
+    with no hints says nothing of a hint's size). A kind no month qualifies for is left out."""
+    got: dict[str, tuple[list[str], int, int]] = {}
+    kinds = ("routes", "published", "export") if export else ("routes", "published")
+
+    def add(kind: str, m: str, size: int, n: int) -> None:
+        months, b, r = got.get(kind, ([], 0, 0))
+        if len(months) < LEARN_MONTHS:
+            got[kind] = (months + [m], b + size, r + n)
+
+    for m, files, n in _whole_months(data_dir):
+        stats = [Path(f).stat() for f in files]
+        newest = max(st.st_mtime for st in stats)
+        add("routes", m, sum(st.st_size for st in stats), n)
+        out = [Path(f).stat() for fs in published.files(data_dir, MONTH_TABLES, m).values() for f in fs]
+        if out and min(st.st_mtime for st in out) >= newest:
+            add("published", m, sum(st.st_size for st in out), n)
+        jsonl = Path(layout.export_file(data_dir, m))
+        st = jsonl.stat() if export and jsonl.is_file() else None
+        if st and st.st_size and st.st_mtime >= newest:
+            add("export", m, st.st_size, n)
+        if all(k in got and len(got[k][0]) == LEARN_MONTHS for k in kinds):
             break
-    return (months, size / n) if months else None
+    return {k: (months, b / r) for k, (months, b, r) in got.items()}
 
 
 def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
@@ -222,23 +275,51 @@ def _du(path: Path) -> int:
     return total
 
 
-def make(cfg: Config, months: list[str]) -> Plan:
+@dataclass(frozen=True)
+class Sizes:
+    """Bytes per route of what a month stores: the data dir's own (_learned_sizes) or the defaults."""
+
+    routes: float
+    published: float
+    export: float
+    learned: dict
+
+    @classmethod
+    def of(cls, cfg: Config, data: Path) -> Sizes:
+        got = _learned_sizes(data, cfg.tunnels_export) if data.exists() else {}
+        size = lambda k, default: got[k][1] if k in got else default  # noqa: E731
+        return cls(size("routes", ROUTES_BYTES_PER_ROUTE), size("published", PUBLISHED_BYTES_PER_ROUTE),
+                   size("export", EXPORT_BYTES_PER_ROUTE), {k: v[0] for k, v in got.items()})
+
+    def rates(self, cfg: Config) -> dict:
+        export_rate = EXPORT_BYTES_PER_S / self.export  # routes per second
+        return {
+            "routes_bytes_per_route": round(self.routes, 2), "routes_from_data_dir": self.learned.get("routes", []),
+            "published_bytes_per_route": round(self.published, 2),
+            "published_from_data_dir": self.learned.get("published", []),
+            "export_routes_per_s": round(export_rate) if cfg.tunnels_export else None,
+            "export_bytes_per_route": round(self.export, 1) if cfg.tunnels_export else None,
+            "export_from_data_dir": self.learned.get("export", []),
+            "staging_bytes": {"ingest_per_entry": round(INGEST_STAGING_BYTES_PER_ENTRY, 2),
+                              "compare_per_route": round(COMPARE_STAGING_BYTES_PER_ROUTE, 2)}}
+
+
+def make(cfg: Config, months: list[str], only: str | None = None) -> Plan:
+    """The plan of `congruency run` over `months` (`only` "ingest": that step alone, no
+    compare's tables or staging counted)."""
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
     cut: set[str] = set()
     learned = _learned(data, cut) if data.exists() else {}
-    ex = _learned_export(data) if data.exists() and cfg.tunnels_export else None
-    export_size = ex[1] if ex else EXPORT_BYTES_PER_ROUTE
-    export_rate = EXPORT_BYTES_PER_S / export_size  # routes per second
+    sizes = Sizes.of(cfg, data)
+    export_rate = EXPORT_BYTES_PER_S / sizes.export  # routes per second
+    compares = only is None
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
-        "export_routes_per_s": round(export_rate) if cfg.tunnels_export else None,
-        "export_bytes_per_route": round(export_size, 1) if cfg.tunnels_export else None,
-        "export_from_data_dir": ex[0] if ex else [],
+        **sizes.rates(cfg),
         "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
         "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
-        "parquet_bytes_per_entry": round(PARQUET_BYTES_PER_ENTRY, 2),
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
         "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))})
@@ -246,7 +327,7 @@ def make(cfg: Config, months: list[str]) -> Plan:
     for m in months:
         targets = discovery.window(m, cfg.days, cfg.times)
         done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
-        mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0, 0.0)
+        mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
         entries = 0
         for n in names:
             col = cat[n]
@@ -281,32 +362,30 @@ def make(cfg: Config, months: list[str]) -> Plan:
                 else:
                     mp.to_fetch += 1
                     mp.download_bytes += size
-        # the decoded dumps, which wait in staging until their merge: the routes are smaller
-        mp.parquet_bytes = int(entries * PARQUET_BYTES_PER_ENTRY)
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         # a month with nothing new to ingest is not compared or reported again, nor exported
         # again if its tunnels.jsonl is there (a month published before the export was on is)
-        export = cfg.tunnels_export and (entries > 0 or not Path(layout.export_file(data, m)).exists())
+        export = compares and cfg.tunnels_export and (entries > 0 or not Path(layout.export_file(data, m)).exists())
         mp.step_seconds = {k: round(v, 1) for k, v in (
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
-            ("compare", mp.routes / COMPARE_ROUTES_PER_S if entries else 0.0),
+            ("compare", mp.routes / COMPARE_ROUTES_PER_S if entries and compares else 0.0),
             ("export", mp.routes / export_rate if export else 0.0),
-            ("reports", REPORTS_SECONDS if entries else 0.0))}
+            ("reports", REPORTS_SECONDS if entries and compares else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
-        mp.export_bytes = int(mp.routes * export_size) if export else 0
-        plan.months.append(mp)
-        plan.download_bytes += mp.download_bytes
-        mp.disk_bytes = mp.parquet_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0)
-        plan.disk_bytes += mp.disk_bytes
-        plan.export_bytes += mp.export_bytes
-        plan.seconds += mp.seconds
-        for k, v in mp.step_seconds.items():
-            plan.step_seconds[k] = plan.step_seconds.get(k, 0.0) + v
+        mp.export_bytes = int(mp.routes * sizes.export) if export else 0
+        # the routes the new snapshots add (the merge rewrites the month's routes, the older
+        # ones go), the compare's tables, and what the run stages meanwhile: the decoded dumps
+        # until their merge, then the compare's staged tables and spill
+        mp.routes_bytes = int(mp.routes * sizes.routes * (entries / mp.entries)) if mp.entries else 0
+        mp.published_bytes = int(mp.routes * sizes.published) if entries and compares else 0
+        mp.staging_bytes = max(int(entries * INGEST_STAGING_BYTES_PER_ENTRY),
+                               int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE) if entries and compares else 0)
+        _add(plan, mp, mp.routes_bytes + mp.published_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0))
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
                        for n in names), default=0)
-        plan.disk_bytes += biggest * max(1, cfg.concurrency)
+        plan.staging_bytes += biggest * max(1, cfg.concurrency)
     plan.assumed = sorted(assumed)
     probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
     plan.free_bytes = shutil.disk_usage(probe).free
@@ -314,6 +393,50 @@ def make(cfg: Config, months: list[str]) -> Plan:
     plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
     plan.seconds = round(plan.seconds, 1)
     plan.step_seconds = {k: round(v, 1) for k, v in plan.step_seconds.items()}
+    return plan
+
+
+def _add(plan: Plan, mp: MonthPlan, disk: int) -> None:
+    """A month into the plan's sums: `disk` what it adds, its staging the most held at once."""
+    mp.disk_bytes = disk
+    plan.months.append(mp)
+    plan.download_bytes += mp.download_bytes
+    plan.disk_bytes += disk
+    plan.staging_bytes = max(plan.staging_bytes, mp.staging_bytes)
+    plan.export_bytes += mp.export_bytes
+    plan.seconds += mp.seconds
+    for k, v in mp.step_seconds.items():
+        plan.step_seconds[k] = plan.step_seconds.get(k, 0.0) + v
+
+
+#: The steps `run --only STEP` checks the disk for besides ingest (make): what they write
+#: follows the month's routes, which the data dir holds by then.
+STEP_CHECKED = ("compare", "hints")
+
+
+def for_step(cfg: Config, months: list[str], step: str) -> Plan:
+    """The plan of `run --only STEP` (STEP_CHECKED) over `months`, those whose step would run:
+    their routes counted in the data dir; the compare adds its tables and stages its own (the
+    same rates as make), the hints add their export (when tunnels_export)."""
+    data = Path(cfg.data_dir)
+    sizes = Sizes.of(cfg, data)
+    plan = Plan(months=[], rates=sizes.rates(cfg))
+    for m in months:
+        files = [f for fs in R.month_files(data, m).values() for f in fs] if data.exists() else []
+        mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
+        mp.routes = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        if step == "compare":
+            mp.published_bytes = int(mp.routes * sizes.published)
+            mp.staging_bytes = int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE)
+            mp.step_seconds = {"compare": round(mp.routes / COMPARE_ROUTES_PER_S, 1)}
+        elif cfg.tunnels_export:
+            mp.export_bytes = int(mp.routes * sizes.export)
+            mp.step_seconds = {"export": round(mp.export_bytes / EXPORT_BYTES_PER_S, 1)}
+        mp.seconds = sum(mp.step_seconds.values())
+        _add(plan, mp, mp.published_bytes)
+    probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
+    plan.free_bytes, plan.used_bytes = shutil.disk_usage(probe).free, _du(data)
+    plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
     return plan
 
 
@@ -331,15 +454,18 @@ def _compare_memory(cfg: Config, routes: int, month: str) -> tuple[int, int]:
     return k, P.peak_bytes(-(-routes // k), limit) if routes else 0
 
 
-def check(plan: Plan, cfg: Config) -> None:
-    """PlanError when the run would not fit in the budget or the free space."""
-    if plan.budget_bytes is not None and plan.used_bytes + plan.disk_bytes > plan.budget_bytes:
-        raise PlanError(f"disk_budget {cfg.disk_budget}: {cfg.data_dir} holds {human(plan.used_bytes)} and the run "
-                        f"needs about {human(plan.disk_bytes)} more (cache_policy {cfg.cache_policy!r}; "
-                        f"see congruency plan)")
-    if plan.free_bytes is not None and plan.disk_bytes > plan.free_bytes:
-        raise PlanError(f"{cfg.data_dir}: the run needs about {human(plan.disk_bytes)} but only "
-                        f"{human(plan.free_bytes)} is free (cache_policy {cfg.cache_policy!r}; see congruency plan)")
+def check(plan: Plan, cfg: Config, what: str = "the run") -> None:
+    """PlanError when the run would not fit in the budget or the free space: what it adds,
+    and the most it stages at once on top."""
+    need = plan.disk_bytes + plan.staging_bytes
+    parts = (f"{human(plan.disk_bytes)} it adds and {human(plan.staging_bytes)} staged at once"
+             f"; cache_policy {cfg.cache_policy!r}; see congruency plan")
+    if plan.budget_bytes is not None and plan.used_bytes + need > plan.budget_bytes:
+        raise PlanError(f"disk_budget {cfg.disk_budget}: {cfg.data_dir} holds {human(plan.used_bytes)} and {what} "
+                        f"needs about {human(need)} more ({parts})")
+    if plan.free_bytes is not None and need > plan.free_bytes:
+        raise PlanError(f"{cfg.data_dir}: {what} needs about {human(need)} but only "
+                        f"{human(plan.free_bytes)} is free ({parts})")
 
 
 def warnings(plan: Plan) -> list[str]:
@@ -348,7 +474,7 @@ def warnings(plan: Plan) -> list[str]:
     budget or the free space."""
     if not plan.export_bytes:
         return []
-    need = plan.disk_bytes + plan.export_bytes
+    need = plan.disk_bytes + plan.staging_bytes + plan.export_bytes
     if plan.budget_bytes is not None and plan.used_bytes + need > plan.budget_bytes:
         where, limit = "the disk_budget", plan.budget_bytes
     elif plan.free_bytes is not None and need > plan.free_bytes:

@@ -27,8 +27,10 @@ import pytest
 
 from bgp_congruency.common.months import parse_month_range, previous_month
 from bgp_congruency.common.params import MethodParams, load_groups
+from bgp_congruency.common.tables import MONTH_TABLES
 from bgp_congruency.congruency import reference
 from bgp_congruency.lake import published as pub
+from bgp_congruency.runner.plan import COMPARE_STAGING_BYTES_PER_ROUTE, INGEST_STAGING_BYTES_PER_ENTRY
 from bgp_congruency.synth.generate import generate
 from tests.support.cli import congruency
 from tests.support.data import ARCHIVE, needs_data
@@ -379,7 +381,7 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     export = data / "exports" / "month=2026-07" / "tunnels.jsonl"
     routes = sum(pq.ParquetFile(f).metadata.num_rows for f in (data / "routes" / "month=2026-07").rglob("*.parquet"))
     assert export.stat().st_size > 0 and routes > 0
-    per_s = 10_605_706_234 / 42.8  # the export's bytes per second, bench/endtoend.py's 250M month
+    per_s = 10_605_706_234 / 38.2  # the export's bytes per second, bench/endtoend.py's 250M month
     plan = json.loads(congruency("plan", *sel, str(data), "--json").stdout)
     rates, [m] = plan["rates"], plan["months"]
     assert rates["export_from_data_dir"] == ["2026-07"]
@@ -389,6 +391,19 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     assert m["step_seconds"]["export"] == round(m["routes"] * (export.stat().st_size / routes) / per_s, 1)
     out = congruency("plan", *sel, str(data)).stdout
     assert "bytes a route, as DATA_DIR's own exports of 2026-07" in " ".join(out.split())
+    # the month's routes and the compare's tables teach their bytes per route the same way
+    tables = [f for fs in pub.files(data, MONTH_TABLES, "2026-07").values() for f in fs]
+    stored = sum(f.stat().st_size for f in (data / "routes" / "month=2026-07").rglob("*.parquet"))
+    assert "paths" in " ".join(tables) and "hints" in " ".join(tables)
+    assert rates["routes_from_data_dir"] == rates["published_from_data_dir"] == ["2026-07"]
+    assert rates["routes_bytes_per_route"] == round(stored / routes, 2)
+    assert rates["published_bytes_per_route"] == round(sum(Path(f).stat().st_size for f in tables) / routes, 2)
+    assert m["published_bytes"] == int(m["routes"] * sum(Path(f).stat().st_size for f in tables) / routes)
+    assert m["routes_bytes"] == int(m["routes"] * stored / routes)  # every snapshot of 2026-08 is new
+    assert m["staging_bytes"] == max(int(m["entries"] * INGEST_STAGING_BYTES_PER_ENTRY),
+                                     int(m["routes"] * COMPARE_STAGING_BYTES_PER_ROUTE))
+    assert m["disk_bytes"] == m["routes_bytes"] + m["published_bytes"] + m["download_bytes"]  # cache_policy keep
+    assert plan["staging_bytes"] == m["staging_bytes"] and plan["disk_bytes"] == m["disk_bytes"]
     # an export older than the month's routes (a snapshot merged since) describes other routes
     old = min(f.stat().st_mtime for f in (data / "routes" / "month=2026-07").rglob("*.parquet")) - 60
     os.utime(export, (old, old))
@@ -396,4 +411,34 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     # the real sample's month: cut RIBs too, so the bound stays
     plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
     assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
-    assert plan["rates"]["export_routes_per_s"] == round(51_290_917 / 42.8)
+    assert plan["rates"]["export_routes_per_s"] == round(51_290_917 / 38.2)
+
+
+# --- 14. run --only compare checks the disk for the months it would compare --------------------
+
+@pytest.mark.slow
+def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, tmp_path):
+    """`run --only compare` (no ingest, so no plan of its own before) refuses, before it writes
+    anything, when the months it would compare need more than the disk budget leaves: their
+    tables and staging, from the routes they hold. A month whose compare is done and valid is
+    not counted: the same command without --force skips it and fits."""
+    from tests.support.computed import writable
+
+    data = writable(generated.data, tmp_path / "data")
+    state = (data / "_runs" / "month=2026-07" / "state.json").read_bytes()
+    used = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(generated.config_file.read_text() + f'disk_budget = "{used + 1000}"\n')
+    run = ("run", "--month", "2026-07", "--only", "compare", "--data-dir", str(data), "--config", str(cfg),
+           "--archive-root", str(generated.archive), "--days", "2", "--times", "00:00",
+           "--collectors", "route-views2,route-views6,rrc00,rrc01", "--min-coverage", "0.5")
+    r = congruency(*run, "--force", "compare")
+    assert r.returncode == 1, r.stderr
+    [line] = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert f"disk_budget {used + 1000}: " in line and "--only compare needs about" in line, line
+    assert "staged at once" in line
+    assert (data / "_runs" / "month=2026-07" / "state.json").read_bytes() == state  # nothing ran
+    r = congruency(*run, "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["steps"]["compare"]["status"] == "skipped"
+
