@@ -282,8 +282,20 @@ _EDIT_SPARK = """element_at(aggregate(v6_path, sequence(0, size(v4_path)),
 # value of the list's element type: both folds run over one-element lists ([y], [i]) so the
 # row (a list) is the element type; the same SQL runs on 1.5 and 2.0 (tests/test_method.py).
 def edit_distance_sql(a: str, b: str, engine: str = "duckdb") -> str:
-    """Levenshtein distance between two ASN-list expressions, in the engine's SQL (method.edit_distance)."""
+    """Levenshtein distance between two ASN-list expressions, in the engine's SQL (method.edit_distance).
+
+    Two lists with no ASN in common are max(len) apart, without the DP: every aligned pair is
+    a substitution, so the cost is len(a) + len(b) - substitutions, least with min(len)
+    substitutions (either list empty included). Once the pairs step has cut off a pair's
+    common ends, 1,906,305 of the 1,914,571 non-congruent pairs of the generated scale-50
+    month share no ASN: the step's distances took 0.52 s against 2.28 s with the DP for
+    every pair (DuckDB, 2026-11-30)."""
     sql = _EDIT_SPARK if engine == "spark" else _EDIT_DUCKDB
+    if engine == "spark":
+        sql = ("CASE WHEN NOT arrays_overlap(v4_path, v6_path) THEN greatest(size(v4_path), size(v6_path)) "
+               f"ELSE {sql} END")
+    else:
+        sql = f"CASE WHEN NOT list_has_any(v4_path, v6_path) THEN greatest(len(v4_path), len(v6_path)) ELSE {sql} END"
     return sql.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
 
 

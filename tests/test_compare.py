@@ -168,8 +168,9 @@ def test_routes_without_as_path_repeats_compare_the_same_on_spark(spark, config,
 
 def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
     """steps.edit_distance_sql in Spark and in DuckDB equals method.edit_distance on hand-picked
-    lists (either or both empty, a prefix, a suffix, reversed) and 300 random ones: the pairs
-    step runs it on paths with their common ends cut off, which leaves empty lists."""
+    lists (either or both empty, a prefix, a suffix, reversed, no ASN in common: the SQL's
+    shortcut) and 300 random ones: the pairs step runs it on paths with their common ends cut
+    off, which leaves empty lists."""
     import random
 
     import duckdb
@@ -179,7 +180,7 @@ def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
 
     rnd = random.Random(59)
     cases_ = [([], []), ([], [1]), ([1, 2], []), ([1, 2, 3], [1, 2]), ([2, 3], [1, 2, 3]), ([1, 2, 3], [3, 2, 1]),
-              ([5], [5])]
+              ([5], [5]), ([1, 2], [3, 4, 5]), ([4, 5, 6], [7]), ([1, 2, 1], [2, 3])]
     cases_ += [([rnd.randint(1, 5) for _ in range(rnd.randint(0, 6))], [rnd.randint(1, 5) for _ in range(rnd.randint(0, 6))])
                for _ in range(300)]
     want = [edit_distance(a, b) for a, b in cases_]
@@ -192,6 +193,7 @@ def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
     con.executemany("INSERT INTO ed_cases VALUES (?, ?, ?)", [(i, a, b) for i, (a, b) in enumerate(cases_)])
     got_duckdb = [d for (d,) in con.execute(f"SELECT {edit_distance_sql('a', 'b')} FROM ed_cases ORDER BY i").fetchall()]
     assert got_spark == got_duckdb == want and max(want) >= 5
+    assert want[7:10] == [3, 3, 2]
 
 
 def test_group_names_are_literals_in_both_dialects(spark):
