@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "full 2026 route-views2 RIB); rates from the "
             "bench (see runner/plan.py). With tunnels_export on, the hints export's time and disk are "
             "counted: an upper bound until a local DATA_DIR holds an exported month of its own (then its bytes "
-            "per route), with a warning when it would not fit; the compare's tables likewise. Exit 1 "
+            "per route), with a warning when it would not fit. The routes and the compare's tables "
+            "are counted in bytes per route too, DATA_DIR's own once it holds a whole compared month, "
+            "and refused on like the rest. Exit 1 "
             "when the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
             "arguments."
         ),
@@ -103,8 +105,8 @@ def _table(plan) -> None:
           f"{per_route('routes', 'an upper bound from generated months')}; the compare's tables, "
           f"{per_route('published', 'an upper bound from generated months where half the paths pair')}; with "
           "cache_policy keep, its MRT files. staging: the most the month's run holds on top, freed when it ends "
-          f"(ingest's decoded dumps, {r['staging_bytes']['ingest_per_entry']:g} bytes an entry; the compare's staged "
-          f"tables and spill, {r['staging_bytes']['compare_per_route']:g} bytes a route); with cache_policy delete "
+          f"(ingest's decoded dumps, {r['staging_rates']['ingest_bytes_per_entry']:g} bytes an entry; the compare's staged "
+          f"tables and spill, {r['staging_rates']['compare_bytes_per_route']:g} bytes a route); with cache_policy delete "
           "the total's staging adds the MRT files decoded at once (concurrency x the largest)")
     if plan.export_bytes and plan.rates["export_from_data_dir"]:
         print(f"hints export (tunnels_export): about {human(plan.export_bytes)} more, "

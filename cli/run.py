@@ -123,12 +123,15 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     if args.only in (None, "ingest", *planner.STEP_CHECKED):
         try:  # before anything is fetched or written: will the months fit on the disk?
+            forced = runner.steps_to_force(args.force)
             if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
-                forced = args.only in runner.steps_to_force(args.force)
-                todo = [m for m in months if runner.would_run(cfg, m, args.only, force=forced)]
+                runs = [runner.would_run(cfg, m, args.only, force=args.only in forced) for m in months]
+                # a month compared again changes the next one's input (its transitions)
+                todo = months[runs.index(True):] if args.only == "compare" and any(runs) else \
+                    [m for m, r in zip(months, runs) if r]
                 plan, what = planner.for_step(cfg, todo, args.only), f"--only {args.only}"
             else:
-                plan, what = planner.make(cfg, months, only=args.only), "the run"
+                plan, what = planner.make(cfg, months, only=args.only, forced=forced), "the run"
             planner.check(plan, cfg, what)
             for line in planner.warnings(plan):
                 console.warning(f"run: {line}")

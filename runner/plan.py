@@ -26,7 +26,8 @@ run alone), the slower of the two scales for each step:
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
   and 51,290,917 and 51,396,863 routes, and took 137.5 s and 134.2 s; 129.9 and 135.8 s in
   the run before), 373k routes/s. A
-  month is compared whole when any of its snapshots is new;
+  month is compared whole when any of its snapshots is new, and so is every later month of
+  the range then, whose compare reads it (`make`);
 - the hints export (config tunnels_export, on by default: DATA_DIR/exports/month=M/tunnels.jsonl),
   per route: the same two months wrote 10,605,706,234 and 10,611,910,898 bytes of JSON Lines
   (6,183,575 hints each) in 38.2 s and 35.9 s (42.8 and 34.8 s the run before): 1.34M
@@ -39,8 +40,9 @@ run alone), the slower of the two scales for each step:
   (`_learned_sizes`);
 - reports, per month: 5.3 s and 4.8 s, the slower taken (their tables are per VP and month,
   small beside the routes);
-- bytes per entry, real 2026-07-30 sample (make demo): RouteViews .bz2 3.64, Parquet 2.30;
-  RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the samples).
+- MRT bytes per entry, for the download: real 2026-07-30 sample (make demo), RouteViews .bz2
+  3.64; RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the
+  samples).
 The disk a month adds is the routes its new snapshots add and the compare's published tables,
 each in bytes per route of the month: the data dir's own whole months where it has some
 (`_learned_sizes`), else the generated 4GB months' (ROUTES_BYTES_PER_ROUTE,
@@ -60,6 +62,7 @@ import json
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -74,6 +77,7 @@ from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.lake import published
+from bgp_congruency.lake.attach import LakeError, pinned
 from bgp_congruency.pipeline import partitions as P
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
@@ -163,7 +167,7 @@ class MonthPlan:
 class Plan:
     months: list[MonthPlan]
     download_bytes: int = 0
-    disk_bytes: int = 0  # what the run adds under DATA_DIR (Parquet, and MRT files if kept)
+    disk_bytes: int = 0  # what the run adds under DATA_DIR (the months' disk_bytes summed)
     #: The most the run holds on top of that at once: the largest month's staging, and with
     #: cache_policy delete the MRT files decoded at once. The checks add it to disk_bytes.
     staging_bytes: int = 0
@@ -190,8 +194,15 @@ def _span(data_dir: Path, r: dict):
         address_span(Path(data_dir) / r["output"]) if r["output"] else None
 
 
-#: The newest whole months of the data dir whose sizes the plan learns (each kind its own).
-LEARN_MONTHS = 3
+#: The newest whole months of the data dir whose sizes the plan learns (each kind its own),
+#: among at most LEARN_SCAN of its newest whole months.
+LEARN_MONTHS, LEARN_SCAN = 3, 12
+
+
+def _month_routes(data_dir: Path, month: str) -> tuple[list[str], int]:
+    """(the month's routes files, their rows): its routes as stored now."""
+    files = [f for fs in R.month_files(data_dir, month).values() for f in fs]
+    return files, sum(pq.ParquetFile(f).metadata.num_rows for f in files)
 
 
 def _whole_months(data_dir: Path):
@@ -202,42 +213,50 @@ def _whole_months(data_dir: Path):
         rows = [r for r in manifest.read(data_dir, m).values() if r["status"] == "ok"]
         if not rows or any(is_partial(_span(data_dir, r)) for r in rows):
             continue
-        files = [f for fs in R.month_files(data_dir, m).values() for f in fs]
-        n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        files, n = _month_routes(data_dir, m)
         if n:
             yield m, files, n
 
 
-def _learned_sizes(data_dir: Path, export: bool) -> dict[str, tuple[list[str], float]]:
+def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[list[str], float]]:
     """kind -> (months, bytes per route of their routes) for what a month stores, from the data
-    dir's own newest whole months (at most LEARN_MONTHS each): "routes", the routes files;
-    "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's files);
-    "export" (when `export`), the hints' tunnels.jsonl. Real months pair far fewer paths than
-    the generated ones behind PUBLISHED_BYTES_PER_ROUTE and EXPORT_BYTES_PER_ROUTE. What is
-    older than the month's routes (a snapshot merged since, the month not compared or exported
-    again yet) describes other routes and does not count; nor does an empty export (a month
-    with no hints says nothing of a hint's size). A kind no month qualifies for is left out."""
+    dir's own newest whole months (at most LEARN_MONTHS each, among LEARN_SCAN): "routes", the
+    routes files; "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's
+    files); "export", the hints' tunnels.jsonl. Real months pair far fewer paths than the
+    generated ones behind PUBLISHED_BYTES_PER_ROUTE and EXPORT_BYTES_PER_ROUTE. What is older
+    than the month's routes (a snapshot merged since, the month not compared or exported again
+    yet) describes other routes and does not count; nor does an empty export (a month with no
+    hints says nothing of a hint's size). A kind no month qualifies for is left out, as are the
+    published tables when the catalog cannot be read now (held by a commit, a server down)."""
     got: dict[str, tuple[list[str], int, int]] = {}
-    kinds = ("routes", "published", "export") if export else ("routes", "published")
+
+    def wants(kind: str) -> bool:
+        return kind in kinds and (kind not in got or len(got[kind][0]) < LEARN_MONTHS)
 
     def add(kind: str, m: str, size: int, n: int) -> None:
         months, b, r = got.get(kind, ([], 0, 0))
-        if len(months) < LEARN_MONTHS:
-            got[kind] = (months + [m], b + size, r + n)
+        got[kind] = (months + [m], b + size, r + n)
 
-    for m, files, n in _whole_months(data_dir):
-        stats = [Path(f).stat() for f in files]
-        newest = max(st.st_mtime for st in stats)
-        add("routes", m, sum(st.st_size for st in stats), n)
-        out = [Path(f).stat() for fs in published.files(data_dir, MONTH_TABLES, m).values() for f in fs]
-        if out and min(st.st_mtime for st in out) >= newest:
-            add("published", m, sum(st.st_size for st in out), n)
-        jsonl = Path(layout.export_file(data_dir, m))
-        st = jsonl.stat() if export and jsonl.is_file() else None
-        if st and st.st_size and st.st_mtime >= newest:
-            add("export", m, st.st_size, n)
-        if all(k in got and len(got[k][0]) == LEARN_MONTHS for k in kinds):
-            break
+    with pinned(data_dir, hold=True):  # one catalog connection for every month's files
+        for m, files, n in islice(_whole_months(data_dir), LEARN_SCAN):
+            stats = [Path(f).stat() for f in files]
+            newest = max(st.st_mtime for st in stats)
+            if wants("routes"):
+                add("routes", m, sum(st.st_size for st in stats), n)
+            if wants("published"):
+                try:
+                    out = [Path(f).stat() for fs in published.files(data_dir, MONTH_TABLES, m).values() for f in fs]
+                except LakeError:
+                    kinds = tuple(k for k in kinds if k != "published")
+                    out = []
+                if out and min(st.st_mtime for st in out) >= newest:
+                    add("published", m, sum(st.st_size for st in out), n)
+            jsonl = Path(layout.export_file(data_dir, m))
+            st = jsonl.stat() if wants("export") and jsonl.is_file() else None
+            if st and st.st_size and st.st_mtime >= newest:
+                add("export", m, st.st_size, n)
+            if not any(wants(k) for k in kinds):
+                break
     return {k: (months, b / r) for k, (months, b, r) in got.items()}
 
 
@@ -285,36 +304,48 @@ class Sizes:
     learned: dict
 
     @classmethod
-    def of(cls, cfg: Config, data: Path) -> Sizes:
-        got = _learned_sizes(data, cfg.tunnels_export) if data.exists() else {}
-        size = lambda k, default: got[k][1] if k in got else default  # noqa: E731
+    def of(cls, cfg: Config, data: Path, kinds: tuple[str, ...] = ("routes", "published", "export")) -> Sizes:
+        """The sizes of `kinds` learned where the data dir has them (the export's only with tunnels_export)."""
+        kinds = tuple(k for k in kinds if k != "export" or cfg.tunnels_export)
+        got = _learned_sizes(data, kinds) if data.exists() else {}
+
+        def size(kind: str, default: float) -> float:
+            return got[kind][1] if kind in got else default
         return cls(size("routes", ROUTES_BYTES_PER_ROUTE), size("published", PUBLISHED_BYTES_PER_ROUTE),
                    size("export", EXPORT_BYTES_PER_ROUTE), {k: v[0] for k, v in got.items()})
 
+    @property
+    def export_rate(self) -> float:
+        """The hints export's routes per second: its bytes per second over its bytes per route."""
+        return EXPORT_BYTES_PER_S / self.export
+
     def rates(self, cfg: Config) -> dict:
-        export_rate = EXPORT_BYTES_PER_S / self.export  # routes per second
         return {
             "routes_bytes_per_route": round(self.routes, 2), "routes_from_data_dir": self.learned.get("routes", []),
             "published_bytes_per_route": round(self.published, 2),
             "published_from_data_dir": self.learned.get("published", []),
-            "export_routes_per_s": round(export_rate) if cfg.tunnels_export else None,
+            "export_routes_per_s": round(self.export_rate) if cfg.tunnels_export else None,
             "export_bytes_per_route": round(self.export, 1) if cfg.tunnels_export else None,
             "export_from_data_dir": self.learned.get("export", []),
-            "staging_bytes": {"ingest_per_entry": round(INGEST_STAGING_BYTES_PER_ENTRY, 2),
-                              "compare_per_route": round(COMPARE_STAGING_BYTES_PER_ROUTE, 2)}}
+            "staging_rates": {"ingest_bytes_per_entry": round(INGEST_STAGING_BYTES_PER_ENTRY, 2),
+                              "compare_bytes_per_route": round(COMPARE_STAGING_BYTES_PER_ROUTE, 2)}}
 
 
-def make(cfg: Config, months: list[str], only: str | None = None) -> Plan:
+def make(cfg: Config, months: list[str], only: str | None = None, forced: frozenset | set = frozenset()) -> Plan:
     """The plan of `congruency run` over `months` (`only` "ingest": that step alone, no
-    compare's tables or staging counted)."""
+    compare's tables or staging counted; `forced`: the steps --force redoes).
+
+    A month is compared when it has something new to ingest, when --force names the compare,
+    or when a month before it in the range is: its compare reads the month before's
+    published tables (its transitions), so it runs again. A month complete in the data dir
+    whose compare is redone for another reason (a changed [method]) is not counted."""
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
     cut: set[str] = set()
     learned = _learned(data, cut) if data.exists() else {}
-    sizes = Sizes.of(cfg, data)
-    export_rate = EXPORT_BYTES_PER_S / sizes.export  # routes per second
     compares = only is None
+    sizes = Sizes.of(cfg, data, ("routes", "published", "export") if compares else ("routes",))
     plan = Plan(months=[], rates={
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
         **sizes.rates(cfg),
@@ -324,11 +355,12 @@ def make(cfg: Config, months: list[str], only: str | None = None) -> Plan:
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
         "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))})
     assumed = set()
+    cascade = compares and "compare" in forced
     for m in months:
         targets = discovery.window(m, cfg.days, cfg.times)
         done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
-        entries = 0
+        entries = before = 0  # the entries to ingest; the routes the month holds already
         for n in names:
             col = cat[n]
             states = [col.state_at(t) for t in targets]
@@ -348,8 +380,8 @@ def make(cfg: Config, months: list[str], only: str | None = None) -> Plan:
                 size = int(ents * MRT_BYTES_PER_ENTRY[col.project.name])
             ext = "bz2" if col.project.layout == "routeviews" else "gz"
             kind = "rib" if col.project.layout == "routeviews" else "bview"
-            gaps = [(b - a).total_seconds() / 3600 for a, b in zip(live, live[1:])]
-            mp.routes += int(ents * (1 + sum(new_routes(g) for g in gaps)))
+            mp.routes += _routes_of(ents, live)
+            before += _routes_of(ents, [t for t in live if f"{n}@{t:%Y%m%dT%H%M}" in done])
             for t in live:
                 mp.snapshots += 1
                 mp.entries += ents
@@ -363,37 +395,56 @@ def make(cfg: Config, months: list[str], only: str | None = None) -> Plan:
                     mp.to_fetch += 1
                     mp.download_bytes += size
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
-        # a month with nothing new to ingest is not compared or reported again, nor exported
-        # again if its tunnels.jsonl is there (a month published before the export was on is)
-        export = compares and cfg.tunnels_export and (entries > 0 or not Path(layout.export_file(data, m)).exists())
+        compared = compares and mp.routes > 0 and (entries > 0 or cascade)
+        cascade = cascade or compared
+        # a month not compared again is not reported or exported again either, but for an
+        # export missing (a month published before the export was on)
+        export = compares and cfg.tunnels_export and (compared or not Path(layout.export_file(data, m)).exists())
         mp.step_seconds = {k: round(v, 1) for k, v in (
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
-            ("compare", mp.routes / COMPARE_ROUTES_PER_S if entries and compares else 0.0),
-            ("export", mp.routes / export_rate if export else 0.0),
-            ("reports", REPORTS_SECONDS if entries and compares else 0.0))}
+            ("compare", mp.routes / COMPARE_ROUTES_PER_S if compared else 0.0),
+            ("export", mp.routes / sizes.export_rate if export else 0.0),
+            ("reports", REPORTS_SECONDS if compared else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
         mp.export_bytes = int(mp.routes * sizes.export) if export else 0
-        # the routes the new snapshots add (the merge rewrites the month's routes, the older
-        # ones go), the compare's tables, and what the run stages meanwhile: the decoded dumps
-        # until their merge, then the compare's staged tables and spill
-        mp.routes_bytes = int(mp.routes * sizes.routes * (entries / mp.entries)) if mp.entries else 0
-        mp.published_bytes = int(mp.routes * sizes.published) if entries and compares else 0
-        mp.staging_bytes = max(int(entries * INGEST_STAGING_BYTES_PER_ENTRY),
-                               int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE) if entries and compares else 0)
+        # What the month adds: the routes beyond those it holds (the merge writes the month's
+        # routes anew and deletes the older ones) and the compare's tables (a re-published
+        # month's older files stay until the lake's vacuum). What it stages meanwhile: the
+        # decoded dumps until their merge, beside the older routes the merge replaces; then
+        # the compare's staged tables and spill.
+        mp.routes_bytes = int((mp.routes - before) * sizes.routes) if entries else 0
+        mp.published_bytes = int(mp.routes * sizes.published) if compared else 0
+        mp.staging_bytes = max(int(entries * INGEST_STAGING_BYTES_PER_ENTRY + before * sizes.routes) if entries else 0,
+                               int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE) if compared else 0)
         _add(plan, mp, mp.routes_bytes + mp.published_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0))
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
                        for n in names), default=0)
         plan.staging_bytes += biggest * max(1, cfg.concurrency)
     plan.assumed = sorted(assumed)
+    _room(plan, cfg, data)
+    plan.seconds = round(plan.seconds, 1)
+    plan.step_seconds = {k: round(v, 1) for k, v in plan.step_seconds.items()}
+    return plan
+
+
+def _routes_of(entries: int, snapshots: list) -> int:
+    """A collector's routes in `snapshots` (its times, in order) of `entries` each: the first's
+    entries and each later one's new routes (NEW_ROUTES by the hours since the one before)."""
+    if not snapshots:
+        return 0
+    gaps = [(b - a).total_seconds() / 3600 for a, b in zip(snapshots, snapshots[1:])]
+    return int(entries * (1 + sum(new_routes(g) for g in gaps)))
+
+
+def _room(plan: Plan, cfg: Config, data: Path) -> None:
+    """The plan's free space (where the data dir is, or would be made), what the data dir
+    holds, and the budget."""
     probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
     plan.free_bytes = shutil.disk_usage(probe).free
     plan.used_bytes = _du(data)
     plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
-    plan.seconds = round(plan.seconds, 1)
-    plan.step_seconds = {k: round(v, 1) for k, v in plan.step_seconds.items()}
-    return plan
 
 
 def _add(plan: Plan, mp: MonthPlan, disk: int) -> None:
@@ -415,28 +466,27 @@ STEP_CHECKED = ("compare", "hints")
 
 
 def for_step(cfg: Config, months: list[str], step: str) -> Plan:
-    """The plan of `run --only STEP` (STEP_CHECKED) over `months`, those whose step would run:
-    their routes counted in the data dir; the compare adds its tables and stages its own (the
-    same rates as make), the hints add their export (when tunnels_export)."""
+    """The plan of `run --only STEP` (STEP_CHECKED) over `months`, those whose step would run
+    (cli/run.py: runner.month.would_run, and every month after the first such, which reads
+    the one before's tables): their routes counted in the data dir; the compare adds its
+    tables and stages its own (the rates of make), the hints add their export (when
+    tunnels_export)."""
     data = Path(cfg.data_dir)
-    sizes = Sizes.of(cfg, data)
+    sizes = Sizes.of(cfg, data, ("published",) if step == "compare" else ("export",))
     plan = Plan(months=[], rates=sizes.rates(cfg))
     for m in months:
-        files = [f for fs in R.month_files(data, m).values() for f in fs] if data.exists() else []
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
-        mp.routes = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        mp.routes = _month_routes(data, m)[1] if data.exists() else 0
         if step == "compare":
             mp.published_bytes = int(mp.routes * sizes.published)
             mp.staging_bytes = int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE)
             mp.step_seconds = {"compare": round(mp.routes / COMPARE_ROUTES_PER_S, 1)}
         elif cfg.tunnels_export:
             mp.export_bytes = int(mp.routes * sizes.export)
-            mp.step_seconds = {"export": round(mp.export_bytes / EXPORT_BYTES_PER_S, 1)}
+            mp.step_seconds = {"export": round(mp.routes / sizes.export_rate, 1)}
         mp.seconds = sum(mp.step_seconds.values())
         _add(plan, mp, mp.published_bytes)
-    probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
-    plan.free_bytes, plan.used_bytes = shutil.disk_usage(probe).free, _du(data)
-    plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
+    _room(plan, cfg, data)
     return plan
 
 
@@ -455,11 +505,11 @@ def _compare_memory(cfg: Config, routes: int, month: str) -> tuple[int, int]:
 
 
 def check(plan: Plan, cfg: Config, what: str = "the run") -> None:
-    """PlanError when the run would not fit in the budget or the free space: what it adds,
-    and the most it stages at once on top."""
+    """PlanError when the run (`what`) would not fit in the budget or the free space: what it
+    adds, and the most it stages at once on top."""
     need = plan.disk_bytes + plan.staging_bytes
-    parts = (f"{human(plan.disk_bytes)} it adds and {human(plan.staging_bytes)} staged at once"
-             f"; cache_policy {cfg.cache_policy!r}; see congruency plan")
+    parts = f"{human(plan.disk_bytes)} it adds and {human(plan.staging_bytes)} staged at once" + (
+        f"; cache_policy {cfg.cache_policy!r}; see congruency plan" if what == "the run" else "")
     if plan.budget_bytes is not None and plan.used_bytes + need > plan.budget_bytes:
         raise PlanError(f"disk_budget {cfg.disk_budget}: {cfg.data_dir} holds {human(plan.used_bytes)} and {what} "
                         f"needs about {human(need)} more ({parts})")

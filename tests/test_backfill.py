@@ -30,9 +30,10 @@ from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.common.tables import MONTH_TABLES
 from bgp_congruency.congruency import reference
 from bgp_congruency.lake import published as pub
-from bgp_congruency.runner.plan import COMPARE_STAGING_BYTES_PER_ROUTE, INGEST_STAGING_BYTES_PER_ENTRY
+from bgp_congruency.runner import plan as P
 from bgp_congruency.synth.generate import generate
 from tests.support.cli import congruency
+from tests.support.computed import writable
 from tests.support.data import ARCHIVE, needs_data
 from tests.support.month import canon, compute_reference, published
 
@@ -367,7 +368,6 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     table's. The generated month's prefixes sit low in the address space, as a cut sample's
     do, so a copy of it has its manifest say what a whole table's says (its span)."""
     from bgp_congruency.ingest.writer import FULL_V4_TOP_OCTET, FULL_V6_TOP_16
-    from tests.support.computed import writable
 
     sel = ("--month", "2026-08", "--collectors", "route-views2,route-views6,rrc00,rrc01", "--data-dir")
     plan = json.loads(congruency("plan", *sel, str(generated.data), "--json").stdout)
@@ -400,14 +400,19 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     assert rates["published_bytes_per_route"] == round(sum(Path(f).stat().st_size for f in tables) / routes, 2)
     assert m["published_bytes"] == int(m["routes"] * sum(Path(f).stat().st_size for f in tables) / routes)
     assert m["routes_bytes"] == int(m["routes"] * stored / routes)  # every snapshot of 2026-08 is new
-    assert m["staging_bytes"] == max(int(m["entries"] * INGEST_STAGING_BYTES_PER_ENTRY),
-                                     int(m["routes"] * COMPARE_STAGING_BYTES_PER_ROUTE))
+    assert m["staging_bytes"] == max(int(m["entries"] * P.INGEST_STAGING_BYTES_PER_ENTRY),
+                                     int(m["routes"] * P.COMPARE_STAGING_BYTES_PER_ROUTE))
     assert m["disk_bytes"] == m["routes_bytes"] + m["published_bytes"] + m["download_bytes"]  # cache_policy keep
     assert plan["staging_bytes"] == m["staging_bytes"] and plan["disk_bytes"] == m["disk_bytes"]
     # an export older than the month's routes (a snapshot merged since) describes other routes
     old = min(f.stat().st_mtime for f in (data / "routes" / "month=2026-07").rglob("*.parquet")) - 60
     os.utime(export, (old, old))
     assert json.loads(congruency("plan", *sel, str(data), "--json").stdout)["rates"]["export_from_data_dir"] == []
+    for f in tables[:1]:  # one table older than the routes: the month's tables describe other routes
+        os.utime(f, (old, old))
+    rates = json.loads(congruency("plan", *sel, str(data), "--json").stdout)["rates"]
+    assert rates["published_from_data_dir"] == [] and rates["routes_from_data_dir"] == ["2026-07"]
+    assert rates["published_bytes_per_route"] == round(476_298_625 / 51_290_917, 2)  # the generated bound
     # the real sample's month: cut RIBs too, so the bound stays
     plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
     assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
@@ -422,8 +427,6 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
     anything, when the months it would compare need more than the disk budget leaves: their
     tables and staging, from the routes they hold. A month whose compare is done and valid is
     not counted: the same command without --force skips it and fits."""
-    from tests.support.computed import writable
-
     data = writable(generated.data, tmp_path / "data")
     state = (data / "_runs" / "month=2026-07" / "state.json").read_bytes()
     used = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
@@ -442,3 +445,34 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps"]["compare"]["status"] == "skipped"
 
+
+# --- 15. plan: what a run compares again, and what a later snapshot adds -------------------------
+
+def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(two_months, generated):
+    """A month complete in the data dir is not compared again (nothing added or staged) unless
+    --force names the compare; then every later month of the range is compared too, as its
+    compare reads the month before's tables. A snapshot added to a month adds the routes it
+    brings (NEW_ROUTES: 0.84% of its entries a day later), not a share of the month's, and
+    stages the routes the merge replaces beside its decoded dump."""
+    months = ["2026-01", "2026-02"]
+    p = P.make(two_months.cfg, months)
+    assert [m.step_seconds["compare"] for m in p.months] == [0.0, 0.0] and (p.disk_bytes, p.staging_bytes) == (0, 0)
+    # a month before them with something new is compared, and so is every month after it
+    p = P.make(two_months.cfg, ["2025-12", *months])
+    assert [m.published for m in p.months] == [0, 2, 2] and all(m.step_seconds["compare"] > 0 for m in p.months)
+    assert [m.routes_bytes > 0 for m in p.months] == [True, False, False]
+    p = P.make(two_months.cfg, months, forced={"compare"})
+    for m in p.months:
+        assert m.routes > 0 and m.step_seconds["compare"] == round(m.routes / P.COMPARE_ROUTES_PER_S, 1)
+        assert (m.published_bytes, m.routes_bytes) == (int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE), 0)
+    # the generated month holds its day-2 snapshot of 4 collectors (each sized by its own
+    # snapshots where they are whole, else the assumed 17M entries); days 1-2 add day 1's
+    [m] = P.make(generated.cfg.with_overrides(days=(1, 2)), ["2026-07"]).months
+    learned = P._learned(generated.data)
+    ents = [learned[n][1] if n in learned else 17_000_000 for n in ("route-views2", "route-views6", "rrc00", "rrc01")]
+    after, before = sum(int(e * (1 + P.new_routes(24))) for e in ents), sum(ents)
+    assert (m.published, m.snapshots, m.routes) == (4, 8, after) and 0 < after - before < 0.01 * before
+    assert m.routes_bytes == int((after - before) * P.ROUTES_BYTES_PER_ROUTE)
+    dumps_and_older = int(before * P.INGEST_STAGING_BYTES_PER_ENTRY + before * P.ROUTES_BYTES_PER_ROUTE)
+    assert m.staging_bytes == max(dumps_and_older, int(after * P.COMPARE_STAGING_BYTES_PER_ROUTE))
+    assert m.published_bytes == int(after * P.PUBLISHED_BYTES_PER_ROUTE)
