@@ -154,7 +154,7 @@ class MonthPlan:
     #: exported months (the module docstring).
     export_bytes: int = 0
     #: The month's estimated entries (every active snapshot, published or not) and routes
-    #: (each collector's, NEW_ROUTES), the VP partitions the DuckDB compare would use for the
+    #: (those the data dir holds of it, and each collector's new snapshots' by NEW_ROUTES), the VP partitions the DuckDB compare would use for the
     #: routes at the config's memory limit, and its estimated peak DuckDB memory
     #: (pipeline/partitions.py; an even split assumed).
     entries: int = 0
@@ -360,7 +360,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         targets = discovery.window(m, cfg.days, cfg.times)
         done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
-        entries = before = 0  # the entries to ingest; the routes the month holds already
+        entries = before = 0  # the entries to ingest; the routes the month holds already (estimated)
         for n in names:
             col = cat[n]
             states = [col.state_at(t) for t in targets]
@@ -394,6 +394,9 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                 else:
                     mp.to_fetch += 1
                     mp.download_bytes += size
+        held = _month_routes(data, m)[1] if data.exists() else 0
+        if held:  # the routes the data dir holds, and those the new snapshots add
+            mp.routes, before = held + mp.routes - before, held
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         compared = compares and mp.routes > 0 and (entries > 0 or cascade)
         cascade = cascade or compared

@@ -304,12 +304,15 @@ def test_kills_at_every_stage_then_resume(sample, with_previous, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_full_disk_while_publishing(sample, tmp_path):
-    """A data dir on a small tmpfs: filled up, the compare fails with one line, the month's
-    published tables are unchanged, and a retry once there is room finishes it."""
+    """A data dir on a small tmpfs, filled up: `run --force compare` is refused before it
+    writes anything (the plan: what the compare adds and stages does not fit the free space);
+    `congruency compare`, which plans nothing, fails with one line while it stages the
+    month's tables, and the month's published tables are unchanged; a run once there is room
+    finishes it."""
     mnt = tmp_path / "small"
     mnt.mkdir()
     need = sum(f.stat().st_size for f in sample.data.rglob("*") if f.is_file())
-    size = need // 1024 + 24_000  # KiB: the month as it is, and room to rewrite its outputs
+    size = need // 1024 + 64_000  # KiB: the month as it is, and room for what the plan says a compare needs
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}k", "tmpfs", str(mnt)], check=True)
     try:
         data = mnt / "data"
@@ -323,11 +326,18 @@ def test_full_disk_while_publishing(sample, tmp_path):
         r = subprocess.run(_cmd(data, str(ARCHIVE), "--force", "compare"), capture_output=True, text=True,
                            env=_env(), timeout=BOUND_S)
         assert r.returncode == 1
+        [err] = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+        assert "the run needs about" in err and "is free" in err and "staged at once" in err, r.stderr
+        assert not list((data / "_staging").glob(f"{MONTH}-*"))
+        r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "compare", "--month", MONTH, "--data-dir",
+                            str(data), "--config", str(mnt / "cfg.toml"), "--min-coverage", "0"],
+                           capture_output=True, text=True, env=_env(), timeout=BOUND_S)
+        assert r.returncode == 1
         err = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert len(err) == 1 and "no space left on device" in err[0], r.stderr
         assert previous_state(data, MONTH) == before
         filler.unlink()
-        r = run(data)
+        r = run(data, str(ARCHIVE), "--force", "compare")
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["steps"]["compare"]["status"] == "done"
         got, want = every_rows(data), every_rows(sample.data)
