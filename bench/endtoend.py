@@ -39,9 +39,10 @@ from bgp_congruency.common.tables import MONTH_TABLES  # noqa: E402
 
 
 def _step_peaks(samples: list[tuple[float, int]], steps: dict, wall: float) -> dict:
-    """Peak of a sampled quantity (tree RSS, staging bytes) per step, in MiB. The steps run one after another in the order the run
-    reports them; each is placed by its recorded seconds, ending where the next begins, and the
-    start-up before the first step (the time the steps do not account for) is left out."""
+    """Peak of a sampled quantity (tree RSS, staging bytes) per step, in MiB. The steps run one
+    after another in the order the run reports them; each is placed by its recorded seconds,
+    ending where the next begins, and the start-up before the first step (the time the steps
+    do not account for) is left out."""
     out, end = {}, wall
     for name, secs in reversed([(k, v) for k, v in steps.items() if v is not None]):
         start = end - secs

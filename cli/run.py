@@ -118,12 +118,11 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.runner import plan as planner
 
     cfg, months = options(args, cfg)
-    runner.steps_to_force(args.force)
+    forced = runner.steps_to_force(args.force)
     if args.force and args.force != "all" and args.only and args.force != args.only:
         raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     if args.only in (None, "ingest", *planner.STEP_CHECKED):
         try:  # before anything is fetched or written: will the months fit on the disk?
-            forced = runner.steps_to_force(args.force)
             if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
                 runs = [runner.would_run(cfg, m, args.only, force=args.only in forced) for m in months]
                 # a month compared again changes the next one's input (its transitions)

@@ -319,6 +319,14 @@ class Sizes:
         """The hints export's routes per second: its bytes per second over its bytes per route."""
         return EXPORT_BYTES_PER_S / self.export
 
+    def compare_costs(self, routes: int) -> tuple[int, int, float]:
+        """The compare of a month of `routes`: its tables' bytes, its staging's, its seconds."""
+        return int(routes * self.published), int(routes * COMPARE_STAGING_BYTES_PER_ROUTE), routes / COMPARE_ROUTES_PER_S
+
+    def export_costs(self, routes: int) -> tuple[int, float]:
+        """The hints export of a month of `routes`: its bytes, its seconds."""
+        return int(routes * self.export), routes / self.export_rate
+
     def rates(self, cfg: Config) -> dict:
         return {
             "routes_bytes_per_route": round(self.routes, 2), "routes_from_data_dir": self.learned.get("routes", []),
@@ -403,23 +411,24 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         # a month not compared again is not reported or exported again either, but for an
         # export missing (a month published before the export was on)
         export = compares and cfg.tunnels_export and (compared or not Path(layout.export_file(data, m)).exists())
+        tables, staged, compare_s = sizes.compare_costs(mp.routes) if compared else (0, 0, 0.0)
+        mp.export_bytes, export_s = sizes.export_costs(mp.routes) if export else (0, 0.0)
         mp.step_seconds = {k: round(v, 1) for k, v in (
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
-            ("compare", mp.routes / COMPARE_ROUTES_PER_S if compared else 0.0),
-            ("export", mp.routes / sizes.export_rate if export else 0.0),
+            ("compare", compare_s),
+            ("export", export_s),
             ("reports", REPORTS_SECONDS if compared else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
-        mp.export_bytes = int(mp.routes * sizes.export) if export else 0
         # What the month adds: the routes beyond those it holds (the merge writes the month's
         # routes anew and deletes the older ones) and the compare's tables (a re-published
         # month's older files stay until the lake's vacuum). What it stages meanwhile: the
         # decoded dumps until their merge, beside the older routes the merge replaces; then
         # the compare's staged tables and spill.
         mp.routes_bytes = int((mp.routes - before) * sizes.routes) if entries else 0
-        mp.published_bytes = int(mp.routes * sizes.published) if compared else 0
+        mp.published_bytes = tables
         mp.staging_bytes = max(int(entries * INGEST_STAGING_BYTES_PER_ENTRY + before * sizes.routes) if entries else 0,
-                               int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE) if compared else 0)
+                               staged)
         _add(plan, mp, mp.routes_bytes + mp.published_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0))
     if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
@@ -481,12 +490,11 @@ def for_step(cfg: Config, months: list[str], step: str) -> Plan:
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
         mp.routes = _month_routes(data, m)[1] if data.exists() else 0
         if step == "compare":
-            mp.published_bytes = int(mp.routes * sizes.published)
-            mp.staging_bytes = int(mp.routes * COMPARE_STAGING_BYTES_PER_ROUTE)
-            mp.step_seconds = {"compare": round(mp.routes / COMPARE_ROUTES_PER_S, 1)}
+            mp.published_bytes, mp.staging_bytes, seconds = sizes.compare_costs(mp.routes)
+            mp.step_seconds = {"compare": round(seconds, 1)}
         elif cfg.tunnels_export:
-            mp.export_bytes = int(mp.routes * sizes.export)
-            mp.step_seconds = {"export": round(mp.routes / sizes.export_rate, 1)}
+            mp.export_bytes, seconds = sizes.export_costs(mp.routes)
+            mp.step_seconds = {"export": round(seconds, 1)}
         mp.seconds = sum(mp.step_seconds.values())
         _add(plan, mp, mp.published_bytes)
     _room(plan, cfg, data)
