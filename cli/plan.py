@@ -6,7 +6,7 @@ import json
 import sys
 
 from bgp_congruency.cli.main import command_help
-from bgp_congruency.cli.run import add_selection
+from bgp_congruency.cli.run import add_archive_root, add_selection
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
 
@@ -20,8 +20,10 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
             "`congruency run` with the same flags would fetch, how many are already published or "
             "cached in DATA_DIR, and estimates of download bytes, added disk (the routes, the "
-            "compare's tables), the most a month stages at once, and time. Offline: no "
-            "archive is asked. Sizes come from DATA_DIR's own manifests for collectors ingested "
+            "compare's tables), the most a month stages at once, and time. Offline: no remote "
+            "archive is asked; a local --archive-root (or config archive_roots) is listed as the run "
+            "lists it, and its files size the month (a snapshot it lacks is counted missing). Other "
+            "sizes come from DATA_DIR's own manifests for collectors ingested "
             "before, else from a stated assumption (config plan_entries_per_snapshot, by default a "
             "full 2026 route-views2 RIB); rates from the "
             "bench (see runner/plan.py). With tunnels_export on, the hints export's time and disk are "
@@ -34,6 +36,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         ),
     )
     add_selection(p, "a range of months: 2009-06..2014-06")
+    add_archive_root(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -85,6 +88,12 @@ def _table(plan) -> None:
     if any(m.probes for m in plan.months):
         print("probe: collectors no source gives a start for; the run lists their month folder (none = inactive); "
               "not in the estimates")
+    if missing := sum(m.missing for m in plan.months):
+        print(f"missing: {missing:,} snapshot(s) of active collectors not in the local archive (the run records them "
+              "missing); not in the estimates")
+    if plan.sized_by_files:
+        print(f"sized by their files in the local archive: {len(plan.sized_by_files)} collector(s); read in place, "
+              "nothing downloaded")
     if plan.assumed:
         cut = [c for c in plan.rates.get("partial_samples", []) if c in plan.assumed]
         print(f"sized by assumption ({plan.rates['default_entries_per_snapshot']:,} entries per RIB; no full "

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
                         "the Airflow DAG's cluster compare uses it")
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
-    p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
+    add_archive_root(p)
     p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
                    help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
     p.add_argument("--engine", choices=ENGINES,
@@ -81,6 +81,11 @@ def add_selection(p: argparse.ArgumentParser, months_help: str) -> None:
     p.add_argument("--days", help="days of the month: 30, 1-5, 1,15 (default 1-5)")
     p.add_argument("--times", help="UTC times of day, HH:MM[,HH:MM...] (default 00:00)")
     p.add_argument("--collectors", help=COLLECTORS_HELP)
+
+
+def add_archive_root(p: argparse.ArgumentParser) -> None:
+    """--archive-root (run and plan: the plan lists a local one as the run reads it)."""
+    p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
 
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:

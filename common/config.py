@@ -75,8 +75,8 @@ class Config:
     disk_budget: str | None = None
     #: The download rate the plan assumes (Mbit/s), for its time estimate.
     plan_download_mbit_s: float = 100.0
-    #: Entries of one RIB the plan assumes for a collector DATA_DIR has no snapshot of yet:
-    #: a full 2026 route-views2 RIB (runner/plan.py).
+    #: Entries of one RIB the plan assumes for a collector DATA_DIR has no snapshot of yet
+    #: and no local archive holds: a full 2026 route-views2 RIB (runner/plan.py).
     plan_entries_per_snapshot: int = 17_000_000
     #: Rows per Arrow batch the decoder hands to the Parquet writer (memory per snapshot).
     batch_rows: int = 200_000

@@ -1,9 +1,13 @@
 """`congruency plan`: what a run of months would fetch and what it costs, before it starts.
 
-Offline: the months' slots come from the catalogue's lifetimes (no archive is listed), what
-is done from the data dir (manifest rows `ok`, files in the cache). Sizes come from the
-data dir's own manifests where a collector was ingested before (median bytes and entries
-of its snapshots); otherwise from the assumptions below, which the output names.
+Offline: the months' slots come from the catalogue's lifetimes (no remote archive is
+listed), what is done from the data dir (manifest rows `ok`, files in the cache). Where the
+archive root is a local folder (archive_root, archive_roots: read in place, as `make demo`
+does), its month folders are listed like the run lists them: a snapshot it lacks is counted
+missing, not planned, and its files' bytes size the collector (at the bytes per entry the
+data dir learned for it, else MRT_BYTES_PER_ENTRY). Otherwise sizes come from the data dir's
+own manifests where a collector was ingested before (median bytes and entries of its
+snapshots), else from the assumptions below, which the output names.
 
 The month is stored as routes (common/routes.py): the compare reads each collector's routes
 once, and its VP partitions follow them. A collector's routes in a month of k snapshots are
@@ -62,6 +66,7 @@ import json
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
@@ -72,13 +77,14 @@ from bgp_congruency.common import routes as R
 from bgp_congruency.common.config import Config, parse_bytes
 from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.tables import MONTH_TABLES
-from bgp_congruency.ingest import catalogue, discovery, manifest
+from bgp_congruency.ingest import catalogue, discovery, download, manifest
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.lake import published
 from bgp_congruency.lake.attach import LakeError, pinned
 from bgp_congruency.pipeline import partitions as P
+from bgp_congruency.runner.month import would_run
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
 INGEST_ENTRIES_PER_S = 248_138_550 / 134.5
@@ -138,6 +144,9 @@ class MonthPlan:
     to_fetch: int
     download_bytes: int
     seconds: float
+    #: Snapshots of active collectors a local archive root does not hold (the run records
+    #: them missing); not in `snapshots` nor the estimates.
+    missing: int = 0
     #: What the month adds under DATA_DIR: the routes its new snapshots add, the compare's
     #: published tables (a re-published month's older files stay until the lake's vacuum), and
     #: its MRT files where the cache keeps them.
@@ -178,6 +187,7 @@ class Plan:
     used_bytes: int = 0  # what DATA_DIR holds now
     budget_bytes: int | None = None
     assumed: list[str] = field(default_factory=list)  # collectors sized by Config.plan_entries_per_snapshot
+    sized_by_files: list[str] = field(default_factory=list)  # collectors sized by their files in a local archive
     rates: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -345,8 +355,9 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
 
     A month is compared when it has something new to ingest, when --force names the compare,
     or when a month before it in the range is: its compare reads the month before's
-    published tables (its transitions), so it runs again. A month complete in the data dir
-    whose compare is redone for another reason (a changed [method]) is not counted."""
+    published tables (its transitions), so it runs again. A month the data dir holds whose
+    recorded compare no longer stands (a changed [method], never compared) is compared too
+    (runner/month.would_run, the run's own check)."""
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
@@ -362,7 +373,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
         "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))})
-    assumed = set()
+    assumed, by_files = set(), set()
     cascade = compares and "compare" in forced
     for m in months:
         targets = discovery.window(m, cfg.days, cfg.times)
@@ -379,15 +390,27 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                 if "unknown" not in states:
                     mp.inactive.append(n)
                 continue
+            ext = "bz2" if col.project.layout == "routeviews" else "gz"
+            kind = "rib" if col.project.layout == "routeviews" else "bview"
+            local = _in_local_archive(cfg, col, m, live)
+            if local is not None:  # what the local archive lacks, the run finds missing: not counted
+                gone = [t for t in live if t not in local and f"{n}@{t:%Y%m%dT%H%M}" not in done]
+                mp.missing += len(gone)
+                live = [t for t in live if t not in gone]
+                if not live:
+                    continue
             mp.collectors[n] = col.month_state(m)
-            if n in learned:
+            bpe = learned[n][0] / learned[n][1] if n in learned and learned[n][1] else MRT_BYTES_PER_ENTRY[col.project.name]
+            if local:  # its own files: their bytes, at its bytes per entry (learned, else the sample's)
+                by_files.add(n)
+                size = int(statistics.median(local.values()))
+                ents = int(size / bpe)
+            elif n in learned:
                 size, ents = learned[n]
             else:
                 assumed.add(n)
                 ents = cfg.plan_entries_per_snapshot
-                size = int(ents * MRT_BYTES_PER_ENTRY[col.project.name])
-            ext = "bz2" if col.project.layout == "routeviews" else "gz"
-            kind = "rib" if col.project.layout == "routeviews" else "bview"
+                size = int(ents * bpe)
             mp.routes += _routes_of(ents, live)
             before += _routes_of(ents, [t for t in live if f"{n}@{t:%Y%m%dT%H%M}" in done])
             for t in live:
@@ -397,7 +420,9 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                     mp.published += 1
                     continue
                 entries += ents
-                if (cfg.cache_dir / n / f"{kind}.{t:%Y%m%d.%H%M}.{ext}").exists():
+                if local is not None:  # read in place, nothing downloaded or cached (ingest/download.py)
+                    mp.to_fetch += 1
+                elif (cfg.cache_dir / n / f"{kind}.{t:%Y%m%d.%H%M}.{ext}").exists():
                     mp.cached += 1
                 else:
                     mp.to_fetch += 1
@@ -406,7 +431,9 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         if held:  # the routes the data dir holds, and those the new snapshots add
             mp.routes, before = held + mp.routes - before, held
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
-        compared = compares and mp.routes > 0 and (entries > 0 or cascade)
+        # ... or when its recorded compare no longer stands (a changed [method] or engine, a
+        # month ingested by --only ingest and never compared): the check the run makes
+        compared = compares and mp.routes > 0 and (entries > 0 or cascade or (held > 0 and would_run(cfg, m, "compare")))
         cascade = cascade or compared
         # a month not compared again is not reported or exported again either, but for an
         # export missing (a month published before the export was on)
@@ -430,15 +457,34 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         mp.staging_bytes = max(int(entries * INGEST_STAGING_BYTES_PER_ENTRY + before * sizes.routes) if entries else 0,
                                staged)
         _add(plan, mp, mp.routes_bytes + mp.published_bytes + (mp.download_bytes if cfg.cache_policy == "keep" else 0))
-    if cfg.cache_policy == "delete":  # at most `concurrency` MRT files on disk at once
+    if cfg.cache_policy == "delete":  # at most `concurrency` downloaded MRT files on disk at once
         biggest = max((learned.get(n, (int(cfg.plan_entries_per_snapshot * MRT_BYTES_PER_ENTRY[cat[n].project.name]), 0))[0]
-                       for n in names), default=0)
+                       for n in names if _local_root(cfg, cat[n]) is None), default=0)
         plan.staging_bytes += biggest * max(1, cfg.concurrency)
-    plan.assumed = sorted(assumed)
+    plan.assumed, plan.sized_by_files = sorted(assumed), sorted(by_files)
     _room(plan, cfg, data)
     plan.seconds = round(plan.seconds, 1)
     plan.step_seconds = {k: round(v, 1) for k, v in plan.step_seconds.items()}
     return plan
+
+
+def _local_root(cfg: Config, col) -> str | None:
+    """The collector's archive root when it is a local folder (config archive_root or
+    archive_roots, as ingest reads them), else None."""
+    root = cfg.archive_root or cfg.archive_roots.get(col.project.name)
+    return None if root is None or download.is_remote(root) else str(Path(str(root).removeprefix("file://")).resolve())
+
+
+def _in_local_archive(cfg: Config, col, month: str, live: list) -> dict | None:
+    """target time -> bytes of the dump the run would read for it (the one discovery matches,
+    within tolerance_minutes), where the archive root is a local folder: listing a folder
+    asks no archive, and its files are what the run ingests, so they size the month instead
+    of an assumption (a 4 MB sample is not planned as two full RIBs). None for a remote root."""
+    root = _local_root(cfg, col)
+    if root is None:
+        return None
+    slots = discovery.discover(col, month, live, root=root, tolerance=timedelta(minutes=cfg.tolerance_minutes))
+    return {s.target: Path(s.url).stat().st_size for s in slots if s.url and Path(s.url).is_file()}
 
 
 def _routes_of(entries: int, snapshots: list) -> int:

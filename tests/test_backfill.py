@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -188,22 +189,30 @@ def test_real_sample_with_every_collector(tmp_path):
     """2026-07 with --collectors all on the shared archive: route-views2 + route-views6 are
     ok, every other collector is inactive or missing as the shipped catalogue says, and the
     pairs are the 2,167 of the two-collector run (make demo). The archive holds cut samples
-    and no RIB of the other collectors: the plan's default assumption (a full 2026 RIB each,
-    about 85 GB with what 79 collectors' compare would stage) would refuse the run on a CI
-    machine's disk, so the config sizes a RIB at 2,000 entries."""
+    and no RIB of the other collectors. The archive root is a local folder, so the plan (and
+    the run's disk check) lists it as the run does: the two collectors are sized by their
+    files, within a few entries of what the run decodes from them, and the others' snapshots
+    are counted missing, as the run records them, not as full 2026 RIBs (about 85 GB with what
+    79 collectors' compare would stage: the run was refused on a CI machine's disk)."""
     from bgp_congruency.ingest import catalogue
 
-    (tmp_path / "cfg.toml").write_text("plan_entries_per_snapshot = 2000\n")
-    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", "--month", "2026-07", "--days", "30", "--times",
-                        "14:00", "--collectors", "all", "--tolerate-failures", "--archive-root", str(ARCHIVE),
-                        "--data-dir", str(tmp_path / "data"), "--min-coverage", "0", "--json",
-                        "--config", str(tmp_path / "cfg.toml")],
+    sel = ["--month", "2026-07", "--days", "30", "--times", "14:00", "--collectors", "all", "--archive-root",
+           str(ARCHIVE), "--data-dir", str(tmp_path / "data")]
+    plan = json.loads(congruency("plan", *sel, "--json").stdout)
+    r = subprocess.run([sys.executable, "-m", "bgp_congruency.cli.main", "run", *sel, "--tolerate-failures",
+                        "--min-coverage", "0", "--json"],
                        capture_output=True, text=True, timeout=600, env={**os.environ, "CONGRUENCY_PAUSE": ""})
     assert r.returncode == 0, r.stderr[-2000:]
     s = json.loads(r.stdout)
     assert s["pairs"] == 2167 and s["files"] == 2
-    rows = {r["collector"]: r["status"] for r in
-            pq.read_table(tmp_path / "data" / "manifest" / "month=2026-07").to_pylist()}
+    table = pq.read_table(tmp_path / "data" / "manifest" / "month=2026-07").to_pylist()
+    rows = {r["collector"]: r["status"] for r in table}
+    [m] = plan["months"]
+    decoded = sum(r["entries_v4"] + r["entries_v6"] for r in table if r["status"] == "ok")
+    assert plan["fits"] and plan["sized_by_files"] == ["route-views2", "route-views6"] and plan["assumed"] == []
+    assert sorted(m["collectors"]) == ["route-views2", "route-views6"] and m["snapshots"] == 2
+    assert abs(m["entries"] - decoded) <= 2 and decoded == 843_626  # bgpdump -m: 679,347 + 164,279 (MANIFEST.md)
+    assert m["missing"] == sum(st == "missing" for st in rows.values()) > 60 and m["download_bytes"] == 0
     cat = catalogue.load()
     assert set(rows) == set(cat)
     for name, status in rows.items():
@@ -455,26 +464,35 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
 
 def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(two_months, generated):
     """A month complete in the data dir is not compared again (nothing added or staged) unless
-    --force names the compare; then every later month of the range is compared too, as its
+    --force names the compare, or its recorded compare no longer stands (a changed [method]:
+    the run's own check); then every later month of the range is compared too, as its
     compare reads the month before's tables. A snapshot added to a month adds the routes it
     brings (NEW_ROUTES: 0.84% of its entries a day later), not a share of the month's, and
     stages the routes the merge replaces beside its decoded dump."""
     months = ["2026-01", "2026-02"]
-    p = P.make(two_months.cfg, months)
+    # the archives taken as remote ones (the plan does not list them): a local archive's listing
+    # would count 2025-12, which it lacks, missing, and size the rest by their files
+    cfg = replace(two_months.cfg, archive_root=None, archive_roots={})
+    p = P.make(cfg, months)
     assert [m.step_seconds["compare"] for m in p.months] == [0.0, 0.0] and (p.disk_bytes, p.staging_bytes) == (0, 0)
     # a month before them with something new is compared, and so is every month after it
-    p = P.make(two_months.cfg, ["2025-12", *months])
+    p = P.make(cfg, ["2025-12", *months])
     assert [m.published for m in p.months] == [0, 2, 2]
     assert [m.published_bytes == int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE) > 0 for m in p.months] == [True] * 3
     assert [m.routes_bytes > 0 for m in p.months] == [True, False, False]
-    p = P.make(two_months.cfg, months, forced={"compare"})
+    p = P.make(cfg, months, forced={"compare"})
     for m in p.months:
         assert m.routes > 0 and m.step_seconds["compare"] == round(m.routes / P.COMPARE_ROUTES_PER_S, 1)
         assert (m.published_bytes, m.routes_bytes) == (int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE), 0)
+    # a changed [method] redoes the compare of a month complete in the data dir: counted as --force's
+    method = cfg.method
+    changed = replace(cfg, method=replace(method, min_coverage=0.25 if method.min_coverage != 0.25 else 0.5))
+    assert [(m.routes, m.step_seconds, m.published_bytes, m.staging_bytes) for m in P.make(changed, months).months] == \
+        [(m.routes, m.step_seconds, m.published_bytes, m.staging_bytes) for m in p.months]
     # the generated month holds its day-2 snapshot of 4 collectors (each sized by its own
     # snapshots where they are whole, else the assumed 17M entries); days 1-2 add day 1's.
     # A month the data dir holds is counted by its own routes, not by the assumption.
-    [m] = P.make(generated.cfg.with_overrides(days=(1, 2)), ["2026-07"]).months
+    [m] = P.make(replace(generated.cfg, days=(1, 2), archive_root=None, archive_roots={}), ["2026-07"]).months
     learned = P._learned(generated.data)
     ents = [learned[n][1] if n in learned else 17_000_000 for n in ("route-views2", "route-views6", "rrc00", "rrc01")]
     held = sum(pq.ParquetFile(f).metadata.num_rows for f in (generated.data / "routes").rglob("*.parquet"))
