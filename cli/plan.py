@@ -82,18 +82,19 @@ def _table(plan) -> None:
 
     Console(file=sys.stdout, width=150).print(t)
     budget = human(plan.budget_bytes) if plan.budget_bytes is not None else "none"
-    print(f"total: {sum(m.to_fetch for m in plan.months):,} snapshots to fetch, download {human(plan.download_bytes)}, "
+    in_place = sum(m.in_place for m in plan.months)
+    print(f"total: {sum(m.to_fetch for m in plan.months):,} snapshots to fetch"
+          + (f", {in_place:,} read in place (a local archive)" if in_place else "") + f", download {human(plan.download_bytes)}, "
           f"disk +{human(plan.disk_bytes)} and up to {human(plan.staging_bytes)} staged at once (DATA_DIR holds {human(plan.used_bytes)}, free {human(plan.free_bytes)}, "
           f"budget {budget}), about {duration(plan.seconds)} on one 2-core machine")
     if any(m.probes for m in plan.months):
         print("probe: collectors no source gives a start for; the run lists their month folder (none = inactive); "
               "not in the estimates")
     if missing := sum(m.missing for m in plan.months):
-        print(f"missing: {missing:,} snapshot(s) of active collectors not in the local archive (the run records them "
-              "missing); not in the estimates")
+        print(f"missing: {missing:,} snapshot(s) of active collectors the run will not read (not in the local archive, "
+              "or missing when the month was ingested); not in the estimates")
     if plan.sized_by_files:
-        print(f"sized by their files in the local archive: {len(plan.sized_by_files)} collector(s); read in place, "
-              "nothing downloaded")
+        print(f"sized by their files in the local archive: {len(plan.sized_by_files)} collector(s)")
     if plan.assumed:
         cut = [c for c in plan.rates.get("partial_samples", []) if c in plan.assumed]
         print(f"sized by assumption ({plan.rates['default_entries_per_snapshot']:,} entries per RIB; no full "

@@ -121,6 +121,7 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.runner import month as runner
     from bgp_congruency.runner import plan as planner
+    from bgp_congruency.runner.state import would_run
 
     cfg, months = options(args, cfg)
     forced = runner.steps_to_force(args.force)
@@ -129,7 +130,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
     if args.only in (None, "ingest", *planner.STEP_CHECKED):
         try:  # before anything is fetched or written: will the months fit on the disk?
             if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
-                runs = [runner.would_run(cfg, m, args.only, force=args.only in forced) for m in months]
+                runs = [would_run(cfg, m, args.only, force=args.only in forced) for m in months]
                 # a month compared again changes the next one's input (its transitions)
                 todo = months[runs.index(True):] if args.only == "compare" and any(runs) else \
                     [m for m, r in zip(months, runs) if r]

@@ -31,13 +31,6 @@ def run_step(cfg: Config, month: str, step: str, *, force: bool = False, progres
         return _run_step(cfg, month, REGISTRY[step], force, progress, ctx, S.read_state(cfg, month))[0]
 
 
-def would_run(cfg: Config, month: str, step: str, force: bool = False) -> bool:
-    """Whether `run` would run the month's step: forced, or its recorded completion no longer
-    stands (the check _run_step makes)."""
-    rec = S.read_state(cfg, month)["steps"].get(step, {})
-    return force or not S.valid(cfg, month, step, rec, fingerprint(cfg, month, step))
-
-
 def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx, st: dict) -> tuple[StepResult, dict]:
     step = s.name
     rec = st["steps"].get(step, {})

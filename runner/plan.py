@@ -1,7 +1,10 @@
 """`congruency plan`: what a run of months would fetch and what it costs, before it starts.
 
 Offline: the months' slots come from the catalogue's lifetimes (no remote archive is
-listed), what is done from the data dir (manifest rows `ok`, files in the cache). Where the
+listed), what is done from the data dir (manifest rows `ok`, files in the cache), as the run
+decides it: a month whose ingest stands as recorded reads nothing again, and a slot counts as
+published when it was merged from the same file (the local archive's) or one under the same
+archive root (a changed root reads every dump again: ingest/run.run). Where the
 archive root is a local folder (archive_root, archive_roots: read in place, as `make demo`
 does), its month folders are listed like the run lists them: a snapshot it lacks is counted
 missing, not planned, and its files' bytes size the collector (at the bytes per entry the
@@ -79,12 +82,13 @@ from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.tables import MONTH_TABLES
 from bgp_congruency.ingest import catalogue, discovery, download, manifest
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
+from bgp_congruency.ingest.run import canonical_root
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.lake import published
 from bgp_congruency.lake.attach import LakeError, pinned
 from bgp_congruency.pipeline import partitions as P
-from bgp_congruency.runner.month import would_run
+from bgp_congruency.runner.state import would_run
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
 INGEST_ENTRIES_PER_S = 248_138_550 / 134.5
@@ -144,9 +148,12 @@ class MonthPlan:
     to_fetch: int
     download_bytes: int
     seconds: float
-    #: Snapshots of active collectors a local archive root does not hold (the run records
-    #: them missing); not in `snapshots` nor the estimates.
+    #: Snapshots of active collectors the run will not read: a local archive root lacks them,
+    #: or the month's ingest stands as recorded without them (missing or failed then); not in
+    #: `snapshots` nor the estimates.
     missing: int = 0
+    #: Snapshots read in place from a local archive root (nothing downloaded or cached).
+    in_place: int = 0
     #: What the month adds under DATA_DIR: the routes its new snapshots add, the compare's
     #: published tables (a re-published month's older files stay until the lake's vacuum), and
     #: its MRT files where the cache keeps them.
@@ -357,7 +364,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     or when a month before it in the range is: its compare reads the month before's
     published tables (its transitions), so it runs again. A month the data dir holds whose
     recorded compare no longer stands (a changed [method], never compared) is compared too
-    (runner/month.would_run, the run's own check)."""
+    (runner/state.would_run, the run's own check)."""
     data = Path(cfg.data_dir)
     cat = catalogue.load(cfg.catalogue)
     names = catalogue.expand(cfg.collectors, cfg.catalogue)
@@ -378,32 +385,48 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     for m in months:
         targets = discovery.window(m, cfg.days, cfg.times)
         done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
+        # A month whose ingest stands as recorded is not ingested again: its slots stay as the
+        # manifest says (runner/state.would_run, the run's own check).
+        ingests = not data.exists() or _would_run(cfg, m, "ingest", "ingest" in forced)
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
         entries = before = 0  # the entries to ingest; the routes the month holds already (estimated)
         for n in names:
             col = cat[n]
             states = [col.state_at(t) for t in targets]
-            live = [t for t, st in zip(targets, states) if st == "active"]
-            if "unknown" in states:
-                mp.probes.append(n)
+            asked = [t for t, st in zip(targets, states) if st != "inactive"]
+            local = _in_local_archive(cfg, col, m, asked) if asked else None
+            if local is not None and ingests:  # listed as the run lists it: a dump read in place, or none
+                # (missing where the collector is active; inactive where no source gives its start
+                # and the archive has no such folder; ingest/run.slots_of)
+                mp.missing += sum(st == "active" and t not in local for t, st in zip(targets, states))
+                live = [t for t in asked if t in local]
+            else:
+                live = [t for t, st in zip(targets, states) if st == "active"]
+                if "unknown" in states:
+                    mp.probes.append(n)
             if not live:
                 if "unknown" not in states:
                     mp.inactive.append(n)
                 continue
+
+            root = (canonical_root(cfg.archive_root or cfg.archive_roots.get(col.project.name)) or col.project.root)
+            root = root.rstrip("/") + "/"
+
+            def published_(t) -> bool:
+                """Ingest skips a slot merged from the same file (ingest/run.run): the file
+                the local archive has, else one under the same root (a changed root reads
+                every dump again)."""
+                r = done.get(f"{n}@{t:%Y%m%dT%H%M}")
+                if r is None or not ingests or cfg.bgpstream_csv:  # a lab's listing names its own files
+                    return r is not None
+                return r.get("url") == local[t][0] if local is not None else str(r.get("url")).startswith(root)
             ext = "bz2" if col.project.layout == "routeviews" else "gz"
             kind = "rib" if col.project.layout == "routeviews" else "bview"
-            local = _in_local_archive(cfg, col, m, live)
-            if local is not None:  # what the local archive lacks, the run finds missing: not counted
-                gone = [t for t in live if t not in local and f"{n}@{t:%Y%m%dT%H%M}" not in done]
-                mp.missing += len(gone)
-                live = [t for t in live if t not in gone]
-                if not live:
-                    continue
             mp.collectors[n] = col.month_state(m)
             bpe = learned[n][0] / learned[n][1] if n in learned and learned[n][1] else MRT_BYTES_PER_ENTRY[col.project.name]
             if local:  # its own files: their bytes, at its bytes per entry (learned, else the sample's)
                 by_files.add(n)
-                size = int(statistics.median(local.values()))
+                size = int(statistics.median(b for _url, b in local.values()))
                 ents = int(size / bpe)
             elif n in learned:
                 size, ents = learned[n]
@@ -411,29 +434,34 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                 assumed.add(n)
                 ents = cfg.plan_entries_per_snapshot
                 size = int(ents * bpe)
-            mp.routes += _routes_of(ents, live)
-            before += _routes_of(ents, [t for t in live if f"{n}@{t:%Y%m%dT%H%M}" in done])
+            mp.routes += _routes_of(ents, [t for t in live if ingests or published_(t)])
+            before += _routes_of(ents, [t for t in live if published_(t)])
             for t in live:
-                mp.snapshots += 1
-                mp.entries += ents
-                if f"{n}@{t:%Y%m%dT%H%M}" in done:
+                if published_(t):
+                    mp.snapshots += 1
+                    mp.entries += ents
                     mp.published += 1
+                elif not ingests:  # missing or failed when the month was ingested; not asked again
+                    mp.missing += 1
                     continue
-                entries += ents
-                if local is not None:  # read in place, nothing downloaded or cached (ingest/download.py)
-                    mp.to_fetch += 1
-                elif (cfg.cache_dir / n / f"{kind}.{t:%Y%m%d.%H%M}.{ext}").exists():
-                    mp.cached += 1
                 else:
-                    mp.to_fetch += 1
-                    mp.download_bytes += size
+                    mp.snapshots += 1
+                    mp.entries += ents
+                    entries += ents
+                    if local is not None:  # read in place, nothing downloaded or cached (ingest/download.py)
+                        mp.in_place += 1
+                    elif (cfg.cache_dir / n / f"{kind}.{t:%Y%m%d.%H%M}.{ext}").exists():
+                        mp.cached += 1
+                    else:
+                        mp.to_fetch += 1
+                        mp.download_bytes += size
         held = _month_routes(data, m)[1] if data.exists() else 0
         if held:  # the routes the data dir holds, and those the new snapshots add
             mp.routes, before = held + mp.routes - before, held
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         # ... or when its recorded compare no longer stands (a changed [method] or engine, a
         # month ingested by --only ingest and never compared): the check the run makes
-        compared = compares and mp.routes > 0 and (entries > 0 or cascade or (held > 0 and would_run(cfg, m, "compare")))
+        compared = compares and mp.routes > 0 and (entries > 0 or cascade or (held > 0 and _would_run(cfg, m, "compare")))
         cascade = cascade or compared
         # a month not compared again is not reported or exported again either, but for an
         # export missing (a month published before the export was on)
@@ -468,23 +496,40 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     return plan
 
 
+def _would_run(cfg: Config, month: str, step: str, force: bool = False) -> bool:
+    """runner/state.would_run, counted as run when the catalog cannot be read now (a
+    LakeError: the plan errs toward more work, as the run would find out)."""
+    try:
+        return would_run(cfg, month, step, force)
+    except LakeError:
+        return True
+
+
 def _local_root(cfg: Config, col) -> str | None:
-    """The collector's archive root when it is a local folder (config archive_root or
-    archive_roots, as ingest reads them), else None."""
+    """The collector's archive root when the run lists it as a local folder (config
+    archive_root or archive_roots, as ingest/run.slots_of reads them; not with a
+    bgpstream_csv listing), else None."""
     root = cfg.archive_root or cfg.archive_roots.get(col.project.name)
-    return None if root is None or download.is_remote(root) else str(Path(str(root).removeprefix("file://")).resolve())
+    if cfg.bgpstream_csv or root is None or download.is_remote(root):
+        return None
+    return canonical_root(root)
 
 
-def _in_local_archive(cfg: Config, col, month: str, live: list) -> dict | None:
-    """target time -> bytes of the dump the run would read for it (the one discovery matches,
+def _in_local_archive(cfg: Config, col, month: str, targets: list) -> dict | None:
+    """target time -> (path, bytes) of the dump the run would read for it (discovery's match,
     within tolerance_minutes), where the archive root is a local folder: listing a folder
     asks no archive, and its files are what the run ingests, so they size the month instead
-    of an assumption (a 4 MB sample is not planned as two full RIBs). None for a remote root."""
+    of an assumption (make demo's 3 MB sample is not planned as two full RIBs). None for a
+    remote root, or a folder that cannot be read now (the run reports it; the plan sizes the
+    collector as it would a remote one's)."""
     root = _local_root(cfg, col)
     if root is None:
         return None
-    slots = discovery.discover(col, month, live, root=root, tolerance=timedelta(minutes=cfg.tolerance_minutes))
-    return {s.target: Path(s.url).stat().st_size for s in slots if s.url and Path(s.url).is_file()}
+    try:
+        slots = discovery.discover(col, month, targets, root=root, tolerance=timedelta(minutes=cfg.tolerance_minutes))
+        return {s.target: (s.url, Path(s.url).stat().st_size) for s in slots if s.url and Path(s.url).is_file()}
+    except OSError:
+        return None
 
 
 def _routes_of(entries: int, snapshots: list) -> int:
@@ -525,7 +570,7 @@ STEP_CHECKED = ("compare", "hints")
 
 def for_step(cfg: Config, months: list[str], step: str) -> Plan:
     """The plan of `run --only STEP` (STEP_CHECKED) over `months`, those whose step would run
-    (cli/run.py: runner.month.would_run, and every month after the first such, which reads
+    (cli/run.py: runner/state.would_run, and every month after the first such, which reads
     the one before's tables): their routes counted in the data dir; the compare adds its
     tables and stages its own (the rates of make), the hints add their export (when
     tunnels_export)."""

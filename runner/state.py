@@ -299,6 +299,13 @@ def record_shared(cfg: Config, step: str, fp: str) -> None:
         _write_json(_shared_path(cfg), st)
 
 
+def would_run(cfg: Config, month: str, step: str, force: bool = False) -> bool:
+    """Whether `run` would run the month's step: forced, or its recorded completion no longer
+    stands (the check runner/month._run_step makes)."""
+    rec = read_state(cfg, month)["steps"].get(step, {})
+    return force or not valid(cfg, month, step, rec, fingerprint(cfg, month, step))
+
+
 def valid(cfg: Config, month: str, step: str, rec: dict, fp: str) -> bool:
     """A recorded completion still stands: recorded on inputs whose fingerprint is `fp` (the
     inputs now), and its outputs still there."""

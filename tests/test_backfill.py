@@ -29,9 +29,12 @@ import pytest
 from bgp_congruency.common.months import parse_month_range, previous_month
 from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.common.tables import MONTH_TABLES
+from bgp_congruency.ingest import manifest
+from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
 from bgp_congruency.congruency import reference
 from bgp_congruency.lake import published as pub
 from bgp_congruency.runner import plan as P
+from bgp_congruency.runner import state as S
 from bgp_congruency.synth.generate import generate
 from tests.support.cli import congruency
 from tests.support.computed import writable
@@ -191,9 +194,11 @@ def test_real_sample_with_every_collector(tmp_path):
     pairs are the 2,167 of the two-collector run (make demo). The archive holds cut samples
     and no RIB of the other collectors. The archive root is a local folder, so the plan (and
     the run's disk check) lists it as the run does: the two collectors are sized by their
-    files, within a few entries of what the run decodes from them, and the others' snapshots
-    are counted missing, as the run records them, not as full 2026 RIBs (about 85 GB with what
-    79 collectors' compare would stage: the run was refused on a CI machine's disk)."""
+    files, read in place, and the others' snapshots are counted missing, as the run records
+    them, not as full 2026 RIBs (about 85 GB with what 79 collectors' compare would stage: the
+    run was refused on a CI machine's disk). A file's entries are its bytes over the sample's
+    bytes per entry (these two files' own, MANIFEST.md: so their sum is what the run decodes,
+    give or take rounding, though the IPv6 RIB takes more bytes an entry than the IPv4 one)."""
     from bgp_congruency.ingest import catalogue
 
     sel = ["--month", "2026-07", "--days", "30", "--times", "14:00", "--collectors", "all", "--archive-root",
@@ -210,9 +215,12 @@ def test_real_sample_with_every_collector(tmp_path):
     [m] = plan["months"]
     decoded = sum(r["entries_v4"] + r["entries_v6"] for r in table if r["status"] == "ok")
     assert plan["fits"] and plan["sized_by_files"] == ["route-views2", "route-views6"] and plan["assumed"] == []
-    assert sorted(m["collectors"]) == ["route-views2", "route-views6"] and m["snapshots"] == 2
-    assert abs(m["entries"] - decoded) <= 2 and decoded == 843_626  # bgpdump -m: 679,347 + 164,279 (MANIFEST.md)
-    assert m["missing"] == sum(st == "missing" for st in rows.values()) > 60 and m["download_bytes"] == 0
+    assert sorted(m["collectors"]) == ["route-views2", "route-views6"] and m["snapshots"] == m["in_place"] == 2
+    bpe = (2_054_819 + 1_018_645) / (679_347 + 164_279)  # MANIFEST.md: the two files' bytes and bgpdump -m entries
+    sizes = [(ARCHIVE / c / "bgpdata/2026.07/RIBS/rib.20260730.1400.bz2").stat().st_size for c in ("route-views2", "route-views6")]
+    assert m["entries"] == sum(int(b / bpe) for b in sizes) and abs(m["entries"] - decoded) <= 2 and decoded == 843_626
+    assert m["missing"] == sum(st == "missing" for st in rows.values()) > 60
+    assert (m["to_fetch"], m["download_bytes"]) == (0, 0)
     cat = catalogue.load()
     assert set(rows) == set(cat)
     for name, status in rows.items():
@@ -462,7 +470,7 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
 
 # --- 15. plan: what a run compares again, and what a later snapshot adds -------------------------
 
-def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(two_months, generated):
+def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(two_months, generated, tmp_path):
     """A month complete in the data dir is not compared again (nothing added or staged) unless
     --force names the compare, or its recorded compare no longer stands (a changed [method]:
     the run's own check); then every later month of the range is compared too, as its
@@ -470,16 +478,20 @@ def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(tw
     brings (NEW_ROUTES: 0.84% of its entries a day later), not a share of the month's, and
     stages the routes the merge replaces beside its decoded dump."""
     months = ["2026-01", "2026-02"]
-    # the archives taken as remote ones (the plan does not list them): a local archive's listing
-    # would count 2025-12, which it lacks, missing, and size the rest by their files
-    cfg = replace(two_months.cfg, archive_root=None, archive_roots={})
-    p = P.make(cfg, months)
+    p = P.make(two_months.cfg, months)
+    assert [(m.published, m.in_place, m.missing) for m in p.months] == [(2, 0, 0)] * 2
     assert [m.step_seconds["compare"] for m in p.months] == [0.0, 0.0] and (p.disk_bytes, p.staging_bytes) == (0, 0)
-    # a month before them with something new is compared, and so is every month after it
-    p = P.make(cfg, ["2025-12", *months])
-    assert [m.published for m in p.months] == [0, 2, 2]
-    assert [m.published_bytes == int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE) > 0 for m in p.months] == [True] * 3
-    assert [m.routes_bytes > 0 for m in p.months] == [True, False, False]
+    # a month with something new is compared, and so is every month after it: 2026-01's
+    # route-views6 dump taken out of its manifest and its ingest to be redone
+    data = writable(two_months.data, tmp_path / "data")
+    cfg = replace(two_months.cfg, data_dir=data)
+    manifest.merge_write(data, "2026-01", [], drop={"route-views6@20260101T0000"})
+    S.update_state(cfg, "2026-01", lambda st: st["steps"].pop("ingest"))
+    p = P.make(cfg, months)
+    assert [(m.published, m.in_place) for m in p.months] == [(1, 1), (2, 0)]
+    assert [m.published_bytes == int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE) > 0 for m in p.months] == [True] * 2
+    assert [m.routes_bytes > 0 for m in p.months] == [True, False]
+    cfg = two_months.cfg
     p = P.make(cfg, months, forced={"compare"})
     for m in p.months:
         assert m.routes > 0 and m.step_seconds["compare"] == round(m.routes / P.COMPARE_ROUTES_PER_S, 1)
@@ -489,12 +501,19 @@ def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(tw
     changed = replace(cfg, method=replace(method, min_coverage=0.25 if method.min_coverage != 0.25 else 0.5))
     assert [(m.routes, m.step_seconds, m.published_bytes, m.staging_bytes) for m in P.make(changed, months).months] == \
         [(m.routes, m.step_seconds, m.published_bytes, m.staging_bytes) for m in p.months]
-    # the generated month holds its day-2 snapshot of 4 collectors (each sized by its own
-    # snapshots where they are whole, else the assumed 17M entries); days 1-2 add day 1's.
-    # A month the data dir holds is counted by its own routes, not by the assumption.
-    [m] = P.make(replace(generated.cfg, days=(1, 2), archive_root=None, archive_roots={}), ["2026-07"]).months
+    # the generated month holds its day-2 snapshot of 4 collectors; days 1-2 add day 1's. Each
+    # collector is sized by its files in the (local) archive, the median of the two days' bytes,
+    # at its own snapshots' bytes per entry where they are whole, else the sample's.
+    # A month the data dir holds is counted by its own routes, not by those sizes.
+    [m] = P.make(generated.cfg.with_overrides(days=(1, 2)), ["2026-07"]).months
     learned = P._learned(generated.data)
-    ents = [learned[n][1] if n in learned else 17_000_000 for n in ("route-views2", "route-views6", "rrc00", "rrc01")]
+
+    def entries(n: str) -> int:
+        sizes = [f.stat().st_size for f in (generated.archive / n).rglob("*.2026070[12].0000.*")]
+        bpe = learned[n][0] / learned[n][1] if n in learned else MRT_BYTES_PER_ENTRY["ris" if n.startswith("rrc") else "routeviews"]
+        assert len(sizes) == 2
+        return int(int(sum(sizes) / 2) / bpe)
+    ents = [entries(n) for n in ("route-views2", "route-views6", "rrc00", "rrc01")]
     held = sum(pq.ParquetFile(f).metadata.num_rows for f in (generated.data / "routes").rglob("*.parquet"))
     new = sum(int(e * (1 + P.new_routes(24))) for e in ents) - sum(ents)  # day 1's routes not in day 2
     after = held + new  # the routes the month holds, as counted in the data dir, and day 1's new ones
