@@ -29,9 +29,9 @@ import pytest
 from bgp_congruency.common.months import parse_month_range, previous_month
 from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.common.tables import MONTH_TABLES
+from bgp_congruency.congruency import reference
 from bgp_congruency.ingest import manifest
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
-from bgp_congruency.congruency import reference
 from bgp_congruency.lake import published as pub
 from bgp_congruency.runner import plan as P
 from bgp_congruency.runner import state as S
@@ -361,7 +361,6 @@ def test_plan_does_not_size_a_collector_from_a_cut_sample(ingested_2026, tmp_pat
     """The sample RIBs are the first 1-2 MiB of full dumps (MANIFEST.md): IPv4 up to
     23.105.0.0/20, IPv6 up to 2001:da8:7035::/48. Ingest keeps each file's address span
     in the manifest; plan sizes such collectors by its assumption, not by 15 MB a month."""
-    from bgp_congruency.ingest import manifest
     from bgp_congruency.ingest.writer import partial
 
     rows = manifest.read(ingested_2026, "2026-07").values()
