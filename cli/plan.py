@@ -6,9 +6,10 @@ import json
 import sys
 
 from bgp_congruency.cli.main import command_help
-from bgp_congruency.cli.run import add_archive_root, add_selection
+from bgp_congruency.cli.run import add_run_flags, add_selection
 from bgp_congruency.common import console
 from bgp_congruency.common.config import Config
+from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -18,7 +19,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         help=command_help('plan'),
         description=(
             "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
-            "`congruency run` with the same flags would fetch, how many are already published or "
+            "`congruency run` with the same flags would fetch (it takes run's flags that change "
+            "what a run does: --force, --only ingest|compare|hints, --archive-root, "
+            "--default-free-share, --engine), how many are already published or "
             "cached in DATA_DIR, and estimates of download bytes, added disk (the routes, the "
             "compare's tables), the most a month stages at once, and time. Offline: no remote "
             "archive is asked; a local --archive-root (or config archive_roots) is listed as the run "
@@ -36,19 +39,22 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         ),
     )
     add_selection(p, "a range of months: 2009-06..2014-06")
-    add_archive_root(p)
+    add_run_flags(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON on stdout")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace, cfg: Config) -> int:
-    from bgp_congruency.cli.run import options
+    from bgp_congruency.cli.run import disk_plan, options
     from bgp_congruency.runner import plan as planner
 
     cfg, months = options(args, cfg)
-    plan = planner.make(cfg, months)
+    plan, what = disk_plan(args, cfg, months)
+    if plan is None:
+        raise BadInput(f"--only {args.only}: the plan estimates a whole run, or --only "
+                       f"{', '.join(('ingest', *planner.STEP_CHECKED))}")
     try:
-        planner.check(plan, cfg)
+        planner.check(plan, cfg, what)
         problem = None
     except planner.PlanError as exc:
         problem = str(exc)
@@ -101,7 +107,7 @@ def _table(plan) -> None:
               f"snapshot of theirs in DATA_DIR yet): {len(plan.assumed)} collector(s)"
               + (f"; {', '.join(cut)}: the ingested snapshots cover only the low end of the address space "
                  "(cut samples), so they do not size it" if cut else ""))
-    print("time by step: " + ", ".join(f"{k} {duration(v)}" for k, v in plan.step_seconds.items() if v)
+    print("time by step: " + (", ".join(f"{k} {duration(v)}" for k, v in plan.step_seconds.items() if v) or "nothing to run")
           + ("" if plan.rates["export_routes_per_s"] else " (the hints export is off: tunnels_export = false)"))
     if plan.rates["not_estimated"]:
         print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")

@@ -16,7 +16,6 @@ from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from bgp_congruency.runner import STEPS
 
     p = sub.add_parser(
         "run",
@@ -41,22 +40,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         ),
     )
     add_selection(p, "a range of months, run in order: 2026-01..2026-06")
-    p.add_argument("--force", nargs="?", const="all", metavar="STEP",
-                   help=f"redo the month even if complete, or only STEP and the steps after it "
-                        f"({', '.join(STEPS)})")
-    p.add_argument("--only", choices=STEPS, metavar="STEP",
-                   help="run only this step (skipped when complete and valid, unless --force); "
-                        "the Airflow DAG's cluster compare uses it")
+    add_run_flags(p)
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
                    help="wait this long for another run of the same month to finish (default: refuse at once)")
-    add_archive_root(p)
-    p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
-                   help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
-    p.add_argument("--engine", choices=ENGINES,
-                   help="compare engine: duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
-    p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
-    p.add_argument("--tolerate-failures", action="store_true", default=None,
-                   help="go on to compare even when some snapshots failed or are missing")
     p.add_argument("--json", action="store_true", help="print each month's summary as JSON on stdout")
     p.set_defaults(func=main)
 
@@ -83,9 +69,48 @@ def add_selection(p: argparse.ArgumentParser, months_help: str) -> None:
     p.add_argument("--collectors", help=COLLECTORS_HELP)
 
 
-def add_archive_root(p: argparse.ArgumentParser) -> None:
-    """--archive-root (run and plan: the plan lists a local one as the run reads it)."""
+def add_run_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that change what a run does, which `congruency plan` takes too (it plans the
+    run of the same flags): --force, --only, --archive-root, --default-free-share, --engine,
+    --master, --tolerate-failures."""
+    from bgp_congruency.runner import STEPS
+
+    p.add_argument("--force", nargs="?", const="all", metavar="STEP",
+                   help=f"redo the month even if complete, or only STEP and the steps after it "
+                        f"({', '.join(STEPS)})")
+    p.add_argument("--only", choices=STEPS, metavar="STEP",
+                   help="run only this step (skipped when complete and valid, unless --force); "
+                        "the Airflow DAG's cluster compare uses it")
     p.add_argument("--archive-root", help="one archive root (http(s):// URL or local folder) for every collector")
+    p.add_argument("--default-free-share", "--min-coverage", dest="min_coverage", type=float, metavar="SHARE",
+                   help="the default-free threshold per AFI: the share of the month's origin ASes a VP must have a path to, in each family, to count as default-free (METHOD.md 5) (default 0.9; config [method] min_coverage). --min-coverage is its old name")
+    p.add_argument("--engine", choices=ENGINES,
+                   help="compare engine: duckdb (default, no Java needed) or spark; the config file's `engine` otherwise")
+    p.add_argument("--master", help="Spark master URL (default local[*]); a cluster URL implies --engine spark")
+    p.add_argument("--tolerate-failures", action="store_true", default=None,
+                   help="go on to compare even when some snapshots failed or are missing")
+
+
+def disk_plan(args: argparse.Namespace, cfg: Config, months: list[str]):
+    """(the plan, what it is of) that `run` checks the disk against before it starts and
+    `plan` prints: the whole run (runner/plan.make), or the months whose --only STEP would run
+    (STEP_CHECKED: runner/plan.for_step); (None, ...) for a step that adds nothing to check."""
+    from bgp_congruency.runner import month as runner
+    from bgp_congruency.runner import plan as planner
+    from bgp_congruency.runner.state import would_run
+
+    forced = runner.steps_to_force(args.force)
+    if args.force and args.force != "all" and args.only and args.force != args.only:
+        raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
+    if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
+        runs = [would_run(cfg, m, args.only, force=args.only in forced) for m in months]
+        # a month compared again changes the next one's input (its transitions)
+        todo = months[runs.index(True):] if args.only == "compare" and any(runs) else \
+            [m for m, r in zip(months, runs) if r]
+        return planner.for_step(cfg, todo, args.only), f"--only {args.only}"
+    if args.only in (None, "ingest"):
+        return planner.make(cfg, months, only=args.only, forced=forced), "the run"
+    return None, f"--only {args.only}"
 
 
 def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
@@ -121,28 +146,17 @@ def options(args: argparse.Namespace, cfg: Config) -> tuple[Config, list[str]]:
 def main(args: argparse.Namespace, cfg: Config) -> int:
     from bgp_congruency.runner import month as runner
     from bgp_congruency.runner import plan as planner
-    from bgp_congruency.runner.state import would_run
 
     cfg, months = options(args, cfg)
-    forced = runner.steps_to_force(args.force)
-    if args.force and args.force != "all" and args.only and args.force != args.only:
-        raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
-    if args.only in (None, "ingest", *planner.STEP_CHECKED):
-        try:  # before anything is fetched or written: will the months fit on the disk?
-            if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
-                runs = [would_run(cfg, m, args.only, force=args.only in forced) for m in months]
-                # a month compared again changes the next one's input (its transitions)
-                todo = months[runs.index(True):] if args.only == "compare" and any(runs) else \
-                    [m for m, r in zip(months, runs) if r]
-                plan, what = planner.for_step(cfg, todo, args.only), f"--only {args.only}"
-            else:
-                plan, what = planner.make(cfg, months, only=args.only, forced=forced), "the run"
+    try:  # before anything is fetched or written: will the months fit on the disk?
+        plan, what = disk_plan(args, cfg, months)
+        if plan is not None:
             planner.check(plan, cfg, what)
             for line in planner.warnings(plan):
                 console.warning(f"run: {line}")
-        except planner.PlanError as exc:
-            console.error(f"run: {exc}")
-            return 1
+    except planner.PlanError as exc:
+        console.error(f"run: {exc}")
+        return 1
     rc = 0
     with console.progress(transfer=True) as prog:
         results = runner.run_months(cfg, months, force=args.force, only=args.only,

@@ -372,14 +372,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     learned = _learned(data, cut) if data.exists() else {}
     compares = only is None
     sizes = Sizes.of(cfg, data, ("routes", "published", "export") if compares else ("routes",))
-    plan = Plan(months=[], rates={
-        "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
-        **sizes.rates(cfg),
-        "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
-        "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
-        "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
-        "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
-        "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))})
+    plan = Plan(months=[], rates=_rates(cfg, sizes, learned, cut))
     assumed, by_files = set(), set()
     cascade = compares and "compare" in forced
     for m in months:
@@ -496,6 +489,18 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     return plan
 
 
+def _rates(cfg: Config, sizes: Sizes, learned: dict, cut: set) -> dict:
+    """The rates and sizes a plan used (`plan --json`: rates), whichever steps it counts."""
+    return {
+        "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
+        **sizes.rates(cfg),
+        "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
+        "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
+        "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
+        "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,
+        "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))}
+
+
 def _would_run(cfg: Config, month: str, step: str, force: bool = False) -> bool:
     """runner/state.would_run, counted as run when the catalog cannot be read now (a
     LakeError: the plan errs toward more work, as the run would find out)."""
@@ -576,11 +581,12 @@ def for_step(cfg: Config, months: list[str], step: str) -> Plan:
     tunnels_export)."""
     data = Path(cfg.data_dir)
     sizes = Sizes.of(cfg, data, ("published",) if step == "compare" else ("export",))
-    plan = Plan(months=[], rates=sizes.rates(cfg))
+    plan = Plan(months=[], rates=_rates(cfg, sizes, {}, set()))
     for m in months:
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
         mp.routes = _month_routes(data, m)[1] if data.exists() else 0
         if step == "compare":
+            mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
             mp.published_bytes, mp.staging_bytes, seconds = sizes.compare_costs(mp.routes)
             mp.step_seconds = {"compare": round(seconds, 1)}
         elif cfg.tunnels_export:

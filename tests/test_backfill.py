@@ -462,9 +462,16 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
     assert f"disk_budget {used + 1000}: " in line and "--only compare needs about" in line, line
     assert "staged at once" in line
     assert (data / "_runs" / "month=2026-07" / "state.json").read_bytes() == state  # nothing ran
+    # `congruency plan` with the same flags says the same, and what it counted
+    p = congruency("plan", *run[1:], "--force", "compare", "--json")
+    assert p.returncode == 1 and json.loads(p.stdout)["problem"] == line.removeprefix("error: run: ")
+    [m] = json.loads(p.stdout)["months"]
+    held = sum(pq.ParquetFile(f).metadata.num_rows for f in (data / "routes").rglob("*.parquet"))
+    assert m["routes"] == held and m["step_seconds"] == {"compare": round(held / P.COMPARE_ROUTES_PER_S, 1)}
     r = congruency(*run, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps"]["compare"]["status"] == "skipped"
+    assert json.loads(congruency("plan", *run[1:], "--json").stdout)["months"] == []  # nothing to compare
 
 
 # --- 15. plan: what a run compares again, and what a later snapshot adds -------------------------
