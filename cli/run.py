@@ -216,5 +216,6 @@ def print_summary(s: dict, as_json: bool, errors: bool = True) -> None:
                   soft_wrap=True, markup=False)
     for f in s["failed_slots"]:
         out.print(f"  {f['status']} slot {f['slot']}: {f['error']}", soft_wrap=True, markup=False)
-    for k, v in s["outputs"].items():
-        out.print(f"  {k:14} {v}")
+    width = max(map(len, s["outputs"]), default=0)
+    for k, v in s["outputs"].items():  # a path on one line, however narrow the terminal
+        out.print(f"  {k:{width}} {v}", soft_wrap=True, markup=False)
