@@ -122,7 +122,9 @@ def _table(plan) -> None:
           f"{per_route('published', 'an upper bound from generated months where half the paths pair')}; with "
           "cache_policy keep, its MRT files. staging: the most the month's run holds on top, freed when it ends "
           f"(ingest's decoded dumps, {r['staging_rates']['ingest_bytes_per_entry']:g} bytes an entry; the compare's staged "
-          f"tables and spill, {r['staging_rates']['compare_bytes_per_route']:g} bytes a route); with cache_policy delete "
+          f"tables and spill, {r['staging_rates']['compare_bytes_per_route']:g} bytes a route"
+          + (f", as DATA_DIR's own compares of {', '.join(r['staging_from_data_dir'])} peaked" if r["staging_from_data_dir"]
+             else ", the generated 4GB months' peak") + "); with cache_policy delete "
           "the total's staging adds the MRT files decoded at once (concurrency x the largest)")
     if plan.export_bytes and plan.rates["export_from_data_dir"]:
         print(f"hints export (tunnels_export): about {human(plan.export_bytes)} more, "

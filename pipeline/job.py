@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -69,6 +70,45 @@ class MonthResult:
     #: The month before's published files this compare read (transitions), as
     #: common.published.listing gives them; None on cluster storage (no catalog there).
     previous: list | None = None
+    #: The most its staging folder held (_StagingPeak); None where the staging is not local.
+    staging_peak_bytes: int | None = None
+
+
+class _StagingPeak:
+    """The most a month's staging folder holds while it is compared: its staged tables,
+    DuckDB's work database and spill, the stagers' files (what `congruency plan` counts as the
+    compare's staging: runner/plan.py learns its bytes per route from these). Sampled every
+    EVERY_S seconds from a thread, and once more (`sample`) before the publish moves the
+    tables out; files removed while it walks count 0, as in bench/endtoend.py."""
+
+    EVERY_S = 1.0
+
+    def __init__(self, folder: str):
+        self.folder, self.peak = folder, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="staging-peak", daemon=True)
+
+    def sample(self) -> None:
+        total = 0
+        for root, _dirs, names in os.walk(self.folder):
+            for n in names:
+                try:
+                    total += os.lstat(os.path.join(root, n)).st_size
+                except OSError:
+                    pass
+        self.peak = max(self.peak, total)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.EVERY_S):
+            self.sample()
+
+    def __enter__(self) -> _StagingPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class _StageTicker:
@@ -153,9 +193,9 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
     root = cfg.data_dir if isinstance(cfg.data_dir, str) else str(cfg.data_dir.resolve())
     res = MonthResult(month)
     src = str(layout.routes_dir(root, month))
-    staged = store = resumed = out = None
+    staged = store = resumed = out = peak = None
     interrupted = False
-    with console.progress() as prog, _locked(cfg, month, res):
+    with console.progress() as prog, _locked(cfg, month, res), ExitStack() as stack:
         if res.error:
             return res
         steps = prog.add_task(f"compare {month} ({engine.name})", total=3)
@@ -179,6 +219,8 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
             staged = resumed = engine.resumable(store, month)
             store.recover(month, keep=staged)
             staged = staged or store.staging(month)
+            if not layout.is_cluster(staged):  # a local folder (either engine's store)
+                peak = stack.enter_context(_StagingPeak(str(layout.local(staged, "the staging peak"))))
             step("checking the input")
             per_afi = engine.open(store, src, staged)
             for afi in (4, 6):
@@ -207,6 +249,9 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
             if unknown := set(extra) - set(MONTH_TABLES):
                 raise JobError(f"{month}: a stager staged {', '.join(sorted(unknown))}, not a month table")
             store.take_staged(out, staged, extra)
+            if peak is not None:  # every table staged, nothing published yet
+                peak.sample()
+                res.staging_peak_bytes = peak.peak
             tables = [t for t in MONTH_TABLES if t in (*ENGINE_TABLES, *extra, "month_summary")]
             res.published = dict(zip(tables, store.publish(staged, tables, month, retire=DERIVED_TABLES)))
             staged = None

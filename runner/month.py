@@ -19,7 +19,7 @@ from bgp_congruency.lake import published
 from bgp_congruency.pipeline.job import no_space
 from bgp_congruency.runner import STEPS
 from bgp_congruency.runner import state as S
-from bgp_congruency.runner.state import READ, SHARED_STEPS, StepFailed, StepResult, data_dir, fingerprint
+from bgp_congruency.runner.state import MEASURED, READ, SHARED_STEPS, StepFailed, StepResult, data_dir, fingerprint
 from bgp_congruency.runner.steps import REGISTRY, Step, StepWarning, cleanup, coverage, do_ingest
 
 
@@ -63,7 +63,7 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx, st: 
         if res.status == "interrupted":
             raise KeyboardInterrupt from None
         return res, st
-    read = outputs.pop(READ, None)
+    read, measured = outputs.pop(READ, None), outputs.pop(MEASURED, None)
     res = StepResult(step, "done", time.monotonic() - t0, outputs=outputs)
     fp = before if step == "ingest" else fingerprint(cfg, month, step, read)
     if step != "ingest" and read is None and fp != before:
@@ -71,7 +71,7 @@ def _run_step(cfg: Config, month: str, s: Step, force: bool, progress, ctx, st: 
         # read is unknown, so it is not recorded as done on either; the next run redoes it.
         res.error = "inputs changed while it ran (another month was published); the next run redoes it"
         fp = None
-    st = S.record(cfg, month, res, fp, read)
+    st = S.record(cfg, month, res, fp, read, measured)
     if step in SHARED_STEPS and fp is not None:
         S.record_shared(cfg, step, fp)
     return res, st

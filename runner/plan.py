@@ -56,8 +56,9 @@ each in bytes per route of the month: the data dir's own whole months where it h
 PUBLISHED_BYTES_PER_ROUTE: upper bounds). On top, while the month runs, its staging holds
 ingest's decoded dumps until their merge, then the compare's staged tables, spill and work
 database (INGEST_STAGING_BYTES_PER_ENTRY, COMPARE_STAGING_BYTES_PER_ROUTE: the per-step
-staging peaks bench/endtoend.py samples); the checks add the largest month's staging to what
-the months add. `run --only compare` checks the months it would compare
+staging peaks bench/endtoend.py samples; the compare's, per route, as the data dir's own
+whole months peaked once it has some: each run records its compare's peak,
+pipeline/job._StagingPeak); the checks add the largest month's staging to what the months add. `run --only compare` checks the months it would compare
 (`for_step`, from the routes they hold); `--only hints` warns about its export as a whole
 run does.
 The sensitivity step (config sensitivity, off by default) is not estimated: the plan says so.
@@ -69,7 +70,7 @@ import json
 import shutil
 import statistics
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import islice
 from pathlib import Path
 
@@ -239,7 +240,8 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
     """kind -> (months, bytes per route of their routes) for what a month stores, from the data
     dir's own newest whole months (at most LEARN_MONTHS each, among LEARN_SCAN): "routes", the
     routes files; "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's
-    files); "export", the hints' tunnels.jsonl. Real months pair far fewer paths than the
+    files); "export", the hints' tunnels.jsonl; "staging", the most the month's compare staged
+    at once, as its run recorded it (pipeline/job._StagingPeak, the state's `measured`). Real months pair far fewer paths than the
     generated ones behind PUBLISHED_BYTES_PER_ROUTE and EXPORT_BYTES_PER_ROUTE. What is older
     than the month's routes (a snapshot merged since, the month not compared or exported again
     yet) describes other routes and does not count; nor does an empty export (a month with no
@@ -268,6 +270,8 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
                     out = []
                 if out and min(st.st_mtime for st in out) >= newest:
                     add("published", m, sum(st.st_size for st in out), n)
+            if wants("staging") and (peak := _staging_peak(data_dir, m, newest)):
+                add("staging", m, peak, n)
             jsonl = Path(layout.export_file(data_dir, m))
             st = jsonl.stat() if wants("export") and jsonl.is_file() else None
             if st and st.st_size and st.st_mtime >= newest:
@@ -275,6 +279,19 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
             if not any(wants(k) for k in kinds):
                 break
     return {k: (months, b / r) for k, (months, b, r) in got.items()}
+
+
+def _staging_peak(data_dir: Path, m: str, newest: float) -> int | None:
+    """The staging peak the month's last compare recorded, when it compared the routes the
+    month holds (recorded since they were written; its time is to the second)."""
+    try:
+        rec = json.loads(Path(layout.state_file(data_dir, m)).read_text())["steps"].get("compare") or {}
+    except (OSError, ValueError, KeyError):
+        return None
+    peak = (rec.get("measured") or {}).get("staging_peak_bytes")
+    if rec.get("status") != "done" or not peak or datetime.fromisoformat(rec["at"]).timestamp() + 1 < newest:
+        return None
+    return int(peak)
 
 
 def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
@@ -318,6 +335,7 @@ class Sizes:
     routes: float
     published: float
     export: float
+    staging: float  # the compare's, at its peak
     learned: dict
 
     @classmethod
@@ -329,7 +347,8 @@ class Sizes:
         def size(kind: str, default: float) -> float:
             return got[kind][1] if kind in got else default
         return cls(size("routes", ROUTES_BYTES_PER_ROUTE), size("published", PUBLISHED_BYTES_PER_ROUTE),
-                   size("export", EXPORT_BYTES_PER_ROUTE), {k: v[0] for k, v in got.items()})
+                   size("export", EXPORT_BYTES_PER_ROUTE), size("staging", COMPARE_STAGING_BYTES_PER_ROUTE),
+                   {k: v[0] for k, v in got.items()})
 
     @property
     def export_rate(self) -> float:
@@ -338,7 +357,7 @@ class Sizes:
 
     def compare_costs(self, routes: int) -> tuple[int, int, float]:
         """The compare of a month of `routes`: its tables' bytes, its staging's, its seconds."""
-        return int(routes * self.published), int(routes * COMPARE_STAGING_BYTES_PER_ROUTE), routes / COMPARE_ROUTES_PER_S
+        return int(routes * self.published), int(routes * self.staging), routes / COMPARE_ROUTES_PER_S
 
     def export_costs(self, routes: int) -> tuple[int, float]:
         """The hints export of a month of `routes`: its bytes, its seconds."""
@@ -353,7 +372,8 @@ class Sizes:
             "export_bytes_per_route": round(self.export, 1) if cfg.tunnels_export else None,
             "export_from_data_dir": self.learned.get("export", []),
             "staging_rates": {"ingest_bytes_per_entry": round(INGEST_STAGING_BYTES_PER_ENTRY, 2),
-                              "compare_bytes_per_route": round(COMPARE_STAGING_BYTES_PER_ROUTE, 2)}}
+                              "compare_bytes_per_route": round(self.staging, 2)},
+            "staging_from_data_dir": self.learned.get("staging", [])}
 
 
 def make(cfg: Config, months: list[str], only: str | None = None, forced: frozenset | set = frozenset()) -> Plan:
@@ -371,7 +391,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
     cut: set[str] = set()
     learned = _learned(data, cut) if data.exists() else {}
     compares = only is None
-    sizes = Sizes.of(cfg, data, ("routes", "published", "export") if compares else ("routes",))
+    sizes = Sizes.of(cfg, data, ("routes", "published", "export", "staging") if compares else ("routes",))
     plan = Plan(months=[], rates=_rates(cfg, sizes, learned, cut))
     assumed, by_files = set(), set()
     cascade = compares and "compare" in forced
@@ -580,7 +600,7 @@ def for_step(cfg: Config, months: list[str], step: str) -> Plan:
     tables and stages its own (the rates of make), the hints add their export (when
     tunnels_export)."""
     data = Path(cfg.data_dir)
-    sizes = Sizes.of(cfg, data, ("published",) if step == "compare" else ("export",))
+    sizes = Sizes.of(cfg, data, ("published", "staging") if step == "compare" else ("export",))
     plan = Plan(months=[], rates=_rates(cfg, sizes, {}, set()))
     for m in months:
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)

@@ -169,7 +169,8 @@ def update_state(cfg: Config, month: str, change: Callable[[dict], None]) -> dic
     return st
 
 
-def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None) -> dict:
+def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, read: dict | None = None,
+           measured: dict | None = None) -> dict:
     """A step's outcome in the month's state (outputs relative to the data dir); returns the state."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -177,7 +178,8 @@ def record(cfg: Config, month: str, res: StepResult, fingerprint: str | None, re
         st["steps"][res.step] = {  # a whole-month ingest replaces the DAG's per-collector records
             "status": res.status, "at": now, "seconds": round(res.seconds, 1), "error": res.error,
             "outputs": relative(cfg, res.outputs), "fingerprint": fingerprint if res.status == "done" else None,
-            **({READ: read} if read is not None and res.status == "done" else {})}
+            **({READ: read} if read is not None and res.status == "done" else {}),
+            **({"measured": measured} if measured and res.status == "done" else {})}
     with month_lock(data_dir(cfg), month, part="state", wait_s=300):  # re-entrant: update_state's own
         st = update_state(cfg, month, change)
         if res.step == "ingest":
@@ -245,6 +247,10 @@ def _selection(cfg: Config, month: str) -> dict:
 #: change (the compare: the month before's files it linked); it replaces the fingerprint's
 #: own listing of them, so a step is recorded on exactly the inputs it saw.
 READ = "_read"
+#: The key of a step body's outputs that carries what it measured of itself (the compare:
+#: its staging's peak bytes), recorded beside its outputs as `measured`: what
+#: runner/plan.py learns from.
+MEASURED = "_measured"
 
 
 def fingerprint(cfg: Config, month: str, step: str, read: dict | None = None) -> str:

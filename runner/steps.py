@@ -21,7 +21,7 @@ from bgp_congruency.pipeline.publish import store_for
 from bgp_congruency.relationships import table as relationships_table
 from bgp_congruency.reports import month_report, trend_report
 from bgp_congruency.reports import sensitivity as page
-from bgp_congruency.runner.state import READ, StepFailed, data_dir, engine, manifest_ok
+from bgp_congruency.runner.state import MEASURED, READ, StepFailed, data_dir, engine, manifest_ok
 from bgp_congruency.selector import origins, reveal
 from bgp_congruency.selector import table as hints
 from bgp_congruency.selector.exports import jsonl
@@ -111,7 +111,8 @@ def do_compare(cfg: Config, month: str, progress=None, ctx: dict | None = None) 
         raise StepFailed(res.error)
     # The publish's own folders: a later vacuum that deletes them (the month re-published
     # since) makes this completion stale (runner/state.valid).
-    return {**res.published, READ: {"previous": res.previous}}
+    measured = {"staging_peak_bytes": res.staging_peak_bytes} if res.staging_peak_bytes is not None else None
+    return {**res.published, READ: {"previous": res.previous}, MEASURED: measured}
 
 
 def do_sensitivity(cfg: Config, month: str, progress=None, ctx=None) -> dict:

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -421,8 +422,15 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     assert rates["published_bytes_per_route"] == round(sum(Path(f).stat().st_size for f in tables) / routes, 2)
     assert m["published_bytes"] == int(m["routes"] * sum(Path(f).stat().st_size for f in tables) / routes)
     assert m["routes_bytes"] == int(m["routes"] * stored / routes)  # every snapshot of 2026-08 is new
-    assert m["staging_bytes"] == max(int(m["entries"] * P.INGEST_STAGING_BYTES_PER_ENTRY),
-                                     int(m["routes"] * P.COMPARE_STAGING_BYTES_PER_ROUTE))
+    # and the compare's staging: the peak its run recorded, at least the tables it published
+    # (staged whole before the publish moves them), per route of the month
+    rec = json.loads((data / "_runs" / "month=2026-07" / "state.json").read_text())["steps"]["compare"]
+    peak = rec["measured"]["staging_peak_bytes"]
+    assert peak >= sum(Path(f).stat().st_size for f in tables)
+    assert rates["staging_from_data_dir"] == ["2026-07"]
+    assert rates["staging_rates"]["compare_bytes_per_route"] == round(peak / routes, 2)
+    assert m["staging_bytes"] == max(int(m["entries"] * P.INGEST_STAGING_BYTES_PER_ENTRY), int(m["routes"] * peak / routes))
+    assert "as DATA_DIR's own compares of 2026-07 peaked" in " ".join(out.split())
     assert m["disk_bytes"] == m["routes_bytes"] + m["published_bytes"] + m["download_bytes"]  # cache_policy keep
     assert plan["staging_bytes"] == m["staging_bytes"] and plan["disk_bytes"] == m["disk_bytes"]
     # an export older than the month's routes (a snapshot merged since) describes other routes
@@ -434,6 +442,12 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     rates = json.loads(congruency("plan", *sel, str(data), "--json").stdout)["rates"]
     assert rates["published_from_data_dir"] == [] and rates["routes_from_data_dir"] == ["2026-07"]
     assert rates["published_bytes_per_route"] == round(476_298_625 / 51_290_917, 2)  # the generated bound
+    # a compare recorded before the routes were written describes other routes too
+    routes_files = list((data / "routes" / "month=2026-07").rglob("*.parquet"))
+    for f in routes_files:
+        os.utime(f, (datetime.fromisoformat(rec["at"]).timestamp() + 5,) * 2)
+    rates = json.loads(congruency("plan", *sel, str(data), "--json").stdout)["rates"]
+    assert rates["staging_from_data_dir"] == [] and rates["staging_rates"]["compare_bytes_per_route"] == 40.25
     # the real sample's month: cut RIBs too, so the bound stays
     plan = json.loads(congruency("plan", *sel, str(sample.data), "--json").stdout)
     assert plan["rates"]["export_from_data_dir"] == [] and plan["rates"]["export_bytes_per_route"] == 206.8
