@@ -26,18 +26,19 @@ duckdb_memory_limit = 4GB (`bench/endtoend.py --scale 250 --memory-limit 4GB` an
 1000`, bench/RESULTS.md "A real month's size end to end"; generated months with churn, each
 run alone), the slower of the two scales for each step:
 - ingest, the decode and the merge into routes, per entry read: 248,138,550 entries (scale
-  250: 20 files, 5 daily snapshots) in 134.5 s, 1.84M entries/s (2026-11-30 20:05; scale
-  1000, 992,242,171 entries in 80 files, 2026-11-30 20:23: 451.1 s, 2.20M/s; the run before,
-  17:48, took 124.3 and 432.9 s);
+  250: 20 files, 5 daily snapshots) in 114.0 s, 2.18M entries/s (2026-11-30 23:35; scale
+  1000, 992,242,171 entries in 80 files, 23:45: 395.3 s, 2.51M/s; the runs of 20:05-20:33,
+  the commit before the edit distance's shortcut, took 134.5 and 451.1 s: this machine's
+  run-to-run spread is 10-15%);
 - compare, with the relationships, prefixes and hints tables it builds, per route: its cost
   follows the month's routes, not its snapshots (the two months hold the same 27.5M paths
-  and 51,290,917 and 51,396,863 routes, and took 137.5 s and 134.2 s; 129.9 and 135.8 s in
-  the run before), 373k routes/s. A
+  and 51,290,917 and 51,396,863 routes, and took 113.9 s and 124.3 s; 137.5 and 134.2 s in
+  the runs before), 413k routes/s, the scale-1000 month's. A
   month is compared whole when any of its snapshots is new, and so is every later month of
   the range then, whose compare reads it (`make`);
 - the hints export (config tunnels_export, on by default: DATA_DIR/exports/month=M/tunnels.jsonl),
   per route: the same two months wrote 10,605,706,234 and 10,611,910,898 bytes of JSON Lines
-  (6,183,575 hints each) in 38.2 s and 35.9 s (42.8 and 34.8 s the run before): 1.34M
+  (6,183,575 hints each) in 35.7 s and 31.4 s (38.2 and 35.9 s the runs before): 1.44M
   routes/s and 206.8 bytes per route, the scale-250 month's, the slower and larger. An upper bound: a hint is a (VP, destination)
   pair with a path in each family, and in those generated months half the paths are in a
   pair; where few ASes have IPv6 (2009-2014) far fewer are. So the export's bytes are shown
@@ -45,7 +46,7 @@ run alone), the slower of the two scales for each step:
   to ingest or no tunnels.jsonl yet. Once the data dir has exported a whole month of its own
   (not a cut sample), its bytes per route replace these, and the time follows the bytes
   (`_learned_sizes`);
-- reports, per month: 5.3 s and 4.8 s, the slower taken (their tables are per VP and month,
+- reports, per month: 4.4 s and 4.5 s, the slower taken (their tables are per VP and month,
   small beside the routes);
 - MRT bytes per entry, for the download: real 2026-07-30 sample (make demo), RouteViews .bz2
   3.64; RIS .gz 10.2 (rrc00 bview.20020722.2337, TABLE_DUMP v1: the only RIS RIB in the
@@ -92,12 +93,12 @@ from bgp_congruency.pipeline import partitions as P
 from bgp_congruency.runner.state import would_run
 
 # Rates of `congruency run` at 4GB on 2 cores (bench/endtoend.py; the module docstring).
-INGEST_ENTRIES_PER_S = 248_138_550 / 134.5
-COMPARE_ROUTES_PER_S = 51_290_917 / 137.5
-EXPORT_ROUTES_PER_S = 51_290_917 / 38.2
+INGEST_ENTRIES_PER_S = 248_138_550 / 114.0
+COMPARE_ROUTES_PER_S = 51_396_863 / 124.3
+EXPORT_ROUTES_PER_S = 51_290_917 / 35.7
 EXPORT_BYTES_PER_ROUTE = 10_605_706_234 / 51_290_917
-EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 278 MB/s
-REPORTS_SECONDS = 5.3
+EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 297 MB/s
+REPORTS_SECONDS = 4.5
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
@@ -117,16 +118,17 @@ def new_routes(gap_h: float) -> float:
 PARQUET_BYTES_PER_ENTRY = (3_316_668 + 819_801) / (679_347 + 164_279)
 INGEST_STAGING_BYTES_PER_ENTRY = PARQUET_BYTES_PER_ENTRY
 #: What a month stores per route where the data dir has no whole month of its own, from the
-#: generated 4GB months of 5 and 20 daily snapshots (bench/endtoend.py --scale 250,1000
-#: --memory-limit 4GB, 2026-11-30 20:05-20:33, the module docstring), the larger of the two:
+#: generated 4GB months of 5 and 20 daily snapshots (bench/endtoend.py --scale 250 and 1000
+#: --memory-limit 4GB, 2026-11-30 23:35-23:55, the module docstring), the larger of the two:
 #: the routes (8.12 and 8.56 bytes; the real sample's one snapshot, 4.91), and the compare's
 #: published tables (common/tables.MONTH_TABLES; 9.29 and 9.28), an upper bound as the
 #: export's is (half their paths pair).
 ROUTES_BYTES_PER_ROUTE = 440_119_249 / 51_396_863
-PUBLISHED_BYTES_PER_ROUTE = 476_298_625 / 51_290_917
+PUBLISHED_BYTES_PER_ROUTE = 476_432_134 / 51_290_917
 #: The compare's peak in DATA_DIR/_staging, per route: its staged tables, spill and resumable
-#: work database (the same two months, 1,969 and 1,604 MiB; the larger).
-COMPARE_STAGING_BYTES_PER_ROUTE = 1_969 * 2**20 / 51_290_917
+#: work database (the same two months, 1,903 and 1,574 MiB as the bench sampled it, 1,901 and
+#: 1,551 MiB as the runs recorded it; the larger). A data dir's own whole months replace it.
+COMPARE_STAGING_BYTES_PER_ROUTE = 1_903 * 2**20 / 51_290_917
 #: Config.plan_entries_per_snapshot's default, the entries of one RIB where the data dir has
 #: not seen the collector: a full route-views2 RIB of 2026 (about 1.05M IPv4 prefixes x 16.5
 #: entries per prefix in the real sample). An assumption: older years and smaller

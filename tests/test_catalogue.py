@@ -266,37 +266,37 @@ def _plan_counts_slots_and_checks_the_budget(tmp_path, data, small, capsys):
     # the download at 100 Mbit/s (plan_download_mbit_s); no export with tunnels_export = false
     steps = m["step_seconds"]
     assert steps == {"download": round(m["download_bytes"] * 8 / 100e6, 1),
-                     "ingest": round(110 * 17_000_000 / (248_138_550 / 134.5), 1),
-                     "compare": round(386_514_062 / (51_290_917 / 137.5), 1), "export": 0.0, "reports": 5.3}
+                     "ingest": round(110 * 17_000_000 / (248_138_550 / 114.0), 1),
+                     "compare": round(386_514_062 / (51_396_863 / 124.3), 1), "export": 0.0, "reports": 4.5}
     assert m["seconds"] == round(sum(steps.values()), 1) and p["step_seconds"] == steps
     # what the month adds, per route of it (an empty data dir: the generated 4GB months' bytes,
     # bench/endtoend.py): its routes, 8.56 bytes (the 10^9-entry month's 440,119,249 for
-    # 51,396,863), the compare's tables, 9.29 (the 250M month's 476,298,625 for 51,290,917), and
+    # 51,396,863), the compare's tables, 9.29 (the 250M month's 476,432,134 for 51,290,917), and
     # its 110 MRT files (cache_policy keep); on top, the most it stages at once: the compare's
-    # 40.25 bytes a route (1,969 MiB for the 250M month), more than ingest's decoded dumps (4.90
+    # 38.9 bytes a route (1,903 MiB for the 250M month), more than ingest's decoded dumps (4.90
     # bytes an entry, the real sample's Parquet)
-    routes_b, pub_b = int(386_514_062 * (440_119_249 / 51_396_863)), int(386_514_062 * (476_298_625 / 51_290_917))
+    routes_b, pub_b = int(386_514_062 * (440_119_249 / 51_396_863)), int(386_514_062 * (476_432_134 / 51_290_917))
     assert (m["routes_bytes"], m["published_bytes"]) == (routes_b, pub_b)
     assert m["disk_bytes"] == p["disk_bytes"] == routes_b + pub_b + m["download_bytes"]
-    staged = int(386_514_062 * (1_969 * 2**20 / 51_290_917))
+    staged = int(386_514_062 * (1_903 * 2**20 / 51_290_917))
     assert staged > 110 * 17_000_000 * 4.91 and m["staging_bytes"] == p["staging_bytes"] == staged
     need = human(m["disk_bytes"] + staged)
-    # the default exports the hints as JSON Lines (tunnels_export): up to 206.8 bytes and 1/1.34M s
-    # a route (10,605,706,234 bytes, 38.2 s for 51,290,917 routes), an upper bound, so shown and
+    # the default exports the hints as JSON Lines (tunnels_export): up to 206.8 bytes and 1/1.44M s
+    # a route (10,605,706,234 bytes, 35.7 s for 51,290,917 routes), an upper bound, so shown and
     # warned about past the free space, not refused on
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json"]) == 0
     out, err = capsys.readouterr()
     [m2] = json.loads(out)["months"]
     assert m2["export_bytes"] == int(386_514_062 * 10_605_706_234 / 51_290_917) and m2["disk_bytes"] == m["disk_bytes"]
-    assert m2["step_seconds"]["export"] == round(386_514_062 / (51_290_917 / 38.2), 1)
+    assert m2["step_seconds"]["export"] == round(386_514_062 / (51_290_917 / 35.7), 1)
     assert err.strip().splitlines() == ["warning: plan: the hints export may need up to 79.9 GB more, past the free "
                                         "space (68.7 GB); tunnels_export = false leaves it out (see congruency plan)"]
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data)]) == 0
     out, _ = capsys.readouterr()
-    assert f"export {round(51_290_917 / 38.2):,} routes/s" in out and "time by step: download " in out
+    assert f"export {round(51_290_917 / 35.7):,} routes/s" in out and "time by step: download " in out
     assert "hints export (tunnels_export): up to 79.9 GB more" in out
-    (tmp_path / "budget.toml").write_text('disk_budget = "100GB"\n')  # 37.1 GB fits, 37.1 + 79.9 does not
-    assert need == "37.1 GB"
+    (tmp_path / "budget.toml").write_text('disk_budget = "100GB"\n')  # 36.6 GB fits, 36.6 + 79.9 does not
+    assert need == "36.6 GB"
     assert cli(["plan", "--month", "2009-06", "--collectors", "all", "--data-dir", str(data), "--json",
                 "--config", str(tmp_path / "budget.toml")]) == 0
     assert capsys.readouterr().err.strip().splitlines() == [
