@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "List, per month, the collectors active then (the catalogue's lifetimes), the snapshots "
             "`congruency run` with the same flags would fetch (it takes run's flags that change "
             "what a run does: --force, --only ingest|compare|hints, --archive-root, "
-            "--default-free-share, --engine), how many are already published or "
+            "--default-free-share, --engine, --master, --tolerate-failures), how many are already published or "
             "cached in DATA_DIR, and estimates of download bytes, added disk (the routes, the "
             "compare's tables), the most a month stages at once, and time. Offline: no remote "
             "archive is asked; a local --archive-root (or config archive_roots) is listed as the run "

@@ -97,13 +97,12 @@ def disk_plan(args: argparse.Namespace, cfg: Config, months: list[str]):
     (STEP_CHECKED: runner/plan.for_step); (None, ...) for a step that adds nothing to check."""
     from bgp_congruency.runner import month as runner
     from bgp_congruency.runner import plan as planner
-    from bgp_congruency.runner.state import would_run
 
     forced = runner.steps_to_force(args.force)
     if args.force and args.force != "all" and args.only and args.force != args.only:
         raise BadInput(f"--force {args.force} with --only {args.only}: name the same step, or --force alone")
     if args.only in planner.STEP_CHECKED:  # the months whose step would run, from their routes
-        runs = [would_run(cfg, m, args.only, force=args.only in forced) for m in months]
+        runs = [planner.step_runs(cfg, m, args.only, force=args.only in forced) for m in months]
         # a month compared again changes the next one's input (its transitions)
         todo = months[runs.index(True):] if args.only == "compare" and any(runs) else \
             [m for m, r in zip(months, runs) if r]

@@ -106,9 +106,14 @@ class _StagingPeak:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> None:
+        """No more samples from the thread (idempotent): a last `sample` is then the final word."""
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 class _StageTicker:
@@ -250,6 +255,7 @@ def compare_with(engine: Engine, cfg: Config, month: str, stagers: Sequence[Stag
                 raise JobError(f"{month}: a stager staged {', '.join(sorted(unknown))}, not a month table")
             store.take_staged(out, staged, extra)
             if peak is not None:  # every table staged, nothing published yet
+                peak.stop()
                 peak.sample()
                 res.staging_peak_bytes = peak.peak
             tables = [t for t in MONTH_TABLES if t in (*ENGINE_TABLES, *extra, "month_summary")]

@@ -243,7 +243,9 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
     dir's own newest whole months (at most LEARN_MONTHS each, among LEARN_SCAN): "routes", the
     routes files; "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's
     files); "export", the hints' tunnels.jsonl; "staging", the most the month's compare staged
-    at once, as its run recorded it (pipeline/job._StagingPeak, the state's `measured`). Real months pair far fewer paths than the
+    at once, as its run recorded it (pipeline/job._StagingPeak, the state's `measured`): the
+    highest of the months' bytes per route, which Sizes keeps no lower than the generated
+    months' for a month larger than those it learned from. Real months pair far fewer paths than the
     generated ones behind PUBLISHED_BYTES_PER_ROUTE and EXPORT_BYTES_PER_ROUTE. What is older
     than the month's routes (a snapshot merged since, the month not compared or exported again
     yet) describes other routes and does not count; nor does an empty export (a month with no
@@ -254,9 +256,13 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
     def wants(kind: str) -> bool:
         return kind in kinds and (kind not in got or len(got[kind][0]) < LEARN_MONTHS)
 
+    peaks: list[float] = []  # the staging's bytes per route, per month
+
     def add(kind: str, m: str, size: int, n: int) -> None:
         months, b, r = got.get(kind, ([], 0, 0))
         got[kind] = (months + [m], b + size, r + n)
+        if kind == "staging":
+            peaks.append(size / n)
 
     with pinned(data_dir, hold=True):  # one catalog connection for every month's files
         for m, files, n in islice(_whole_months(data_dir), LEARN_SCAN):
@@ -280,7 +286,9 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
                 add("export", m, st.st_size, n)
             if not any(wants(k) for k in kinds):
                 break
-    return {k: (months, b / r) for k, (months, b, r) in got.items()}
+    # What a month stores grows with its routes: their bytes over their routes. The staging
+    # does not (a month that fits the memory limit spills nothing): the largest month's rate.
+    return {k: (months, max(peaks) if k == "staging" else b / r) for k, (months, b, r) in got.items()}
 
 
 def _staging_peak(data_dir: Path, m: str, newest: float) -> int | None:
@@ -288,12 +296,12 @@ def _staging_peak(data_dir: Path, m: str, newest: float) -> int | None:
     month holds (recorded since they were written; its time is to the second)."""
     try:
         rec = json.loads(Path(layout.state_file(data_dir, m)).read_text())["steps"].get("compare") or {}
-    except (OSError, ValueError, KeyError):
+        peak = (rec.get("measured") or {}).get("staging_peak_bytes")
+        if rec.get("status") != "done" or not peak or datetime.fromisoformat(rec["at"]).timestamp() + 1 < newest:
+            return None
+        return int(peak)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # no record, or not one this version wrote
         return None
-    peak = (rec.get("measured") or {}).get("staging_peak_bytes")
-    if rec.get("status") != "done" or not peak or datetime.fromisoformat(rec["at"]).timestamp() + 1 < newest:
-        return None
-    return int(peak)
 
 
 def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple[int, int]]:
@@ -339,6 +347,10 @@ class Sizes:
     export: float
     staging: float  # the compare's, at its peak
     learned: dict
+    #: The routes of the largest month the staging was learned from (0: not learned). The
+    #: staging per route grows once a month spills: past that size the generated months'
+    #: bound is kept as a floor.
+    staging_routes: int = 0
 
     @classmethod
     def of(cls, cfg: Config, data: Path, kinds: tuple[str, ...] = ("routes", "published", "export")) -> Sizes:
@@ -350,7 +362,8 @@ class Sizes:
             return got[kind][1] if kind in got else default
         return cls(size("routes", ROUTES_BYTES_PER_ROUTE), size("published", PUBLISHED_BYTES_PER_ROUTE),
                    size("export", EXPORT_BYTES_PER_ROUTE), size("staging", COMPARE_STAGING_BYTES_PER_ROUTE),
-                   {k: v[0] for k, v in got.items()})
+                   {k: v[0] for k, v in got.items()},
+                   max((_month_routes(data, m)[1] for m in got["staging"][0]), default=0) if "staging" in got else 0)
 
     @property
     def export_rate(self) -> float:
@@ -359,7 +372,8 @@ class Sizes:
 
     def compare_costs(self, routes: int) -> tuple[int, int, float]:
         """The compare of a month of `routes`: its tables' bytes, its staging's, its seconds."""
-        return int(routes * self.published), int(routes * self.staging), routes / COMPARE_ROUTES_PER_S
+        staging = self.staging if routes <= self.staging_routes else max(self.staging, COMPARE_STAGING_BYTES_PER_ROUTE)
+        return int(routes * self.published), int(routes * staging), routes / COMPARE_ROUTES_PER_S
 
     def export_costs(self, routes: int) -> tuple[int, float]:
         """The hints export of a month of `routes`: its bytes, its seconds."""
@@ -402,7 +416,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         done = {k: r for k, r in manifest.read(data, m).items() if r["status"] == "ok"} if data.exists() else {}
         # A month whose ingest stands as recorded is not ingested again: its slots stay as the
         # manifest says (runner/state.would_run, the run's own check).
-        ingests = not data.exists() or _would_run(cfg, m, "ingest", "ingest" in forced)
+        ingests = not data.exists() or step_runs(cfg, m, "ingest", "ingest" in forced)
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
         entries = before = 0  # the entries to ingest; the routes the month holds already (estimated)
         for n in names:
@@ -476,7 +490,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
         # ... or when its recorded compare no longer stands (a changed [method] or engine, a
         # month ingested by --only ingest and never compared): the check the run makes
-        compared = compares and mp.routes > 0 and (entries > 0 or cascade or (held > 0 and _would_run(cfg, m, "compare")))
+        compared = compares and mp.routes > 0 and (entries > 0 or cascade or (held > 0 and step_runs(cfg, m, "compare")))
         cascade = cascade or compared
         # a month not compared again is not reported or exported again either, but for an
         # export missing (a month published before the export was on)
@@ -523,7 +537,7 @@ def _rates(cfg: Config, sizes: Sizes, learned: dict, cut: set) -> dict:
         "sizes_from_data_dir": sorted(learned), "partial_samples": sorted(cut - set(learned))}
 
 
-def _would_run(cfg: Config, month: str, step: str, force: bool = False) -> bool:
+def step_runs(cfg: Config, month: str, step: str, force: bool = False) -> bool:
     """runner/state.would_run, counted as run when the catalog cannot be read now (a
     LakeError: the plan errs toward more work, as the run would find out)."""
     try:

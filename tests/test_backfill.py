@@ -429,7 +429,12 @@ def test_plan_learns_the_hints_export_from_the_data_dir(generated, sample, tmp_p
     assert peak >= sum(Path(f).stat().st_size for f in tables)
     assert rates["staging_from_data_dir"] == ["2026-07"]
     assert rates["staging_rates"]["compare_bytes_per_route"] == round(peak / routes, 2)
-    assert m["staging_bytes"] == max(int(m["entries"] * P.INGEST_STAGING_BYTES_PER_ENTRY), int(m["routes"] * peak / routes))
+    # (a month larger than 2026-07 keeps the generated months' bound as a floor: its compare may spill more)
+    sizes = P.Sizes(8.0, 9.0, 200.0, 10.0, {"staging": ["2026-07"]}, staging_routes=1000)
+    assert sizes.compare_costs(1000)[1] == 10_000
+    assert sizes.compare_costs(1001)[1] == int(1001 * P.COMPARE_STAGING_BYTES_PER_ROUTE)
+    rate = peak / routes if m["routes"] <= routes else max(peak / routes, P.COMPARE_STAGING_BYTES_PER_ROUTE)
+    assert m["staging_bytes"] == max(int(m["entries"] * P.INGEST_STAGING_BYTES_PER_ENTRY), int(m["routes"] * rate))
     assert "as DATA_DIR's own compares of 2026-07 peaked" in " ".join(out.split())
     assert m["disk_bytes"] == m["routes_bytes"] + m["published_bytes"] + m["download_bytes"]  # cache_policy keep
     assert plan["staging_bytes"] == m["staging_bytes"] and plan["disk_bytes"] == m["disk_bytes"]
@@ -482,6 +487,8 @@ def test_run_only_compare_checks_the_disk_for_what_it_would_compare(generated, t
     [m] = json.loads(p.stdout)["months"]
     held = sum(pq.ParquetFile(f).metadata.num_rows for f in (data / "routes").rglob("*.parquet"))
     assert m["routes"] == held and m["step_seconds"] == {"compare": round(held / P.COMPARE_ROUTES_PER_S, 1)}
+    text = congruency("plan", *run[1:], "--force", "compare")
+    assert text.returncode == 1 and "│ 2026-07 │" in text.stdout and "rates: ingest " in text.stdout
     r = congruency(*run, "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["steps"]["compare"]["status"] == "skipped"

@@ -166,6 +166,28 @@ def test_routes_without_as_path_repeats_compare_the_same_on_spark(spark, config,
     assert_same_as_reference(tmp_path, "2024-04", config.method)
 
 
+def test_the_staging_peak_is_sampled_while_the_compare_runs(tmp_path):
+    """The compare's staging peak (pipeline/job._StagingPeak) is what its folder held at its
+    fullest, seen by the sampling thread though the file is gone by the end; a last sample
+    after `stop` is the final word, and a file removed while it walks counts 0."""
+    folder = tmp_path / "staged"
+    (folder / "_spill").mkdir(parents=True)
+    peak = job._StagingPeak(str(folder))
+    peak.EVERY_S = 0.02
+    with peak:
+        (folder / "_spill" / "spill.tmp").write_bytes(b"x" * 300_000)
+        deadline = time.monotonic() + 5
+        while peak.peak < 300_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (folder / "_spill" / "spill.tmp").unlink()
+        (folder / "pairs.parquet").write_bytes(b"y" * 1_000)
+        peak.stop()
+        peak.sample()
+    assert peak.peak == 300_000  # the spill's, not the 1,000 bytes left at the end
+    peak.sample()
+    assert peak.peak == 300_000
+
+
 def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
     """steps.edit_distance_sql in Spark and in DuckDB equals method.edit_distance on hand-picked
     lists (either or both empty, a prefix, a suffix, reversed, no ASN in common: the SQL's
