@@ -16,7 +16,6 @@ from bgp_congruency.common.errors import BadInput
 
 
 def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-
     p = sub.add_parser(
         "run",
         parents=parents,

@@ -212,3 +212,17 @@ def months_in(root, table: str) -> list[str]:
     d = Path(root) / table
     return sorted(p.name.removeprefix(MONTH) for p in d.glob(f"{MONTH}*")
                   if p.is_dir() and not p.name.startswith(".")) if d.is_dir() else []
+
+
+def bytes_under(folder) -> int:
+    """Bytes of the files under a local folder (0 when there is none): what a data dir holds,
+    or what a staging folder holds while the compare writes and spills into it, so a file
+    removed while it walks counts 0 and a link counts as itself."""
+    total = 0
+    for root, _dirs, names in os.walk(folder):
+        for n in names:
+            try:
+                total += os.lstat(os.path.join(root, n)).st_size
+            except OSError:
+                pass
+    return total

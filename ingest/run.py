@@ -82,7 +82,7 @@ def slots_of(cfg: Config, month: str) -> list[Slot]:
                 lambda t: f"{cfg.bgpstream_csv}: no {name} RIB listed at {t:%Y-%m-%d %H:%M}")}
         else:
             found = {s.target: s for s in discovery.discover(
-                col, month, live, root=canonical_root(cfg.archive_root or cfg.archive_roots.get(col.project.name)),
+                col, month, live, root=archive_root(cfg, col),
                 tolerance=tolerance, timeout=cfg.timeout_s,
             )} if live else {}
         for t in targets:
@@ -93,6 +93,12 @@ def slots_of(cfg: Config, month: str) -> list[Slot]:
                                f"({col.source or 'catalogue'})")
             slots.append(s)
     return slots
+
+
+def archive_root(cfg: Config, col: catalogue.Collector) -> str | None:
+    """The archive root the collector's dumps are listed under (config archive_root, else
+    archive_roots of its project; None: the project's public archive), canonical."""
+    return canonical_root(cfg.archive_root or cfg.archive_roots.get(col.project.name))
 
 
 def canonical_root(root: str | None) -> str | None:

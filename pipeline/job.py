@@ -89,14 +89,7 @@ class _StagingPeak:
         self._thread = threading.Thread(target=self._run, name="staging-peak", daemon=True)
 
     def sample(self) -> None:
-        total = 0
-        for root, _dirs, names in os.walk(self.folder):
-            for n in names:
-                try:
-                    total += os.lstat(os.path.join(root, n)).st_size
-                except OSError:
-                    pass
-        self.peak = max(self.peak, total)
+        self.peak = max(self.peak, layout.bytes_under(self.folder))
 
     def _run(self) -> None:
         while not self._stop.wait(self.EVERY_S):

@@ -84,7 +84,7 @@ from bgp_congruency.common.errors import CongruencyError
 from bgp_congruency.common.tables import MONTH_TABLES
 from bgp_congruency.ingest import catalogue, discovery, download, manifest
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
-from bgp_congruency.ingest.run import canonical_root
+from bgp_congruency.ingest.run import archive_root
 from bgp_congruency.ingest.writer import address_span
 from bgp_congruency.ingest.writer import partial as is_partial
 from bgp_congruency.lake import published
@@ -238,9 +238,9 @@ def _whole_months(data_dir: Path):
             yield m, files, n
 
 
-def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[list[str], float]]:
-    """kind -> (months, bytes per route of their routes) for what a month stores, from the data
-    dir's own newest whole months (at most LEARN_MONTHS each, among LEARN_SCAN): "routes", the
+def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[list[str], float, int]]:
+    """kind -> (months, bytes per route of their routes, the routes of the largest) for what a
+    month stores, from the data dir's own newest whole months (at most LEARN_MONTHS each, among LEARN_SCAN): "routes", the
     routes files; "published", the compare's tables (common/tables.MONTH_TABLES, the catalog's
     files); "export", the hints' tunnels.jsonl; "staging", the most the month's compare staged
     at once, as its run recorded it (pipeline/job._StagingPeak, the state's `measured`): the
@@ -251,7 +251,7 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
     yet) describes other routes and does not count; nor does an empty export (a month with no
     hints says nothing of a hint's size). A kind no month qualifies for is left out, as are the
     published tables when the catalog cannot be read now (held by a commit, a server down)."""
-    got: dict[str, tuple[list[str], int, int]] = {}
+    got: dict[str, tuple[list[str], int, int, int]] = {}  # months, bytes, routes, the largest's
 
     def wants(kind: str) -> bool:
         return kind in kinds and (kind not in got or len(got[kind][0]) < LEARN_MONTHS)
@@ -259,8 +259,8 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
     peaks: list[float] = []  # the staging's bytes per route, per month
 
     def add(kind: str, m: str, size: int, n: int) -> None:
-        months, b, r = got.get(kind, ([], 0, 0))
-        got[kind] = (months + [m], b + size, r + n)
+        months, b, r, most = got.get(kind, ([], 0, 0, 0))
+        got[kind] = (months + [m], b + size, r + n, max(most, n))
         if kind == "staging":
             peaks.append(size / n)
 
@@ -288,7 +288,7 @@ def _learned_sizes(data_dir: Path, kinds: tuple[str, ...]) -> dict[str, tuple[li
                 break
     # What a month stores grows with its routes: their bytes over their routes. The staging
     # does not (a month that fits the memory limit spills nothing): the largest month's rate.
-    return {k: (months, max(peaks) if k == "staging" else b / r) for k, (months, b, r) in got.items()}
+    return {k: (months, max(peaks) if k == "staging" else b / r, most) for k, (months, b, r, most) in got.items()}
 
 
 def _staging_peak(data_dir: Path, m: str, newest: float) -> int | None:
@@ -327,17 +327,6 @@ def _learned(data_dir: Path, partial: set[str] | None = None) -> dict[str, tuple
             for c, v in seen.items()}
 
 
-def _du(path: Path) -> int:
-    total = 0
-    for p in path.rglob("*") if path.exists() else ():
-        try:
-            if p.is_file():
-                total += p.stat().st_size
-        except OSError:
-            pass
-    return total
-
-
 @dataclass(frozen=True)
 class Sizes:
     """Bytes per route of what a month stores: the data dir's own (_learned_sizes) or the defaults."""
@@ -362,8 +351,7 @@ class Sizes:
             return got[kind][1] if kind in got else default
         return cls(size("routes", ROUTES_BYTES_PER_ROUTE), size("published", PUBLISHED_BYTES_PER_ROUTE),
                    size("export", EXPORT_BYTES_PER_ROUTE), size("staging", COMPARE_STAGING_BYTES_PER_ROUTE),
-                   {k: v[0] for k, v in got.items()},
-                   max((_month_routes(data, m)[1] for m in got["staging"][0]), default=0) if "staging" in got else 0)
+                   {k: v[0] for k, v in got.items()}, got["staging"][2] if "staging" in got else 0)
 
     @property
     def export_rate(self) -> float:
@@ -438,8 +426,7 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                     mp.inactive.append(n)
                 continue
 
-            root = (canonical_root(cfg.archive_root or cfg.archive_roots.get(col.project.name)) or col.project.root)
-            root = root.rstrip("/") + "/"
+            root = (archive_root(cfg, col) or col.project.root).rstrip("/") + "/"
 
             def published_(t) -> bool:
                 """Ingest skips a slot merged from the same file (ingest/run.run): the file
@@ -550,10 +537,8 @@ def _local_root(cfg: Config, col) -> str | None:
     """The collector's archive root when the run lists it as a local folder (config
     archive_root or archive_roots, as ingest/run.slots_of reads them; not with a
     bgpstream_csv listing), else None."""
-    root = cfg.archive_root or cfg.archive_roots.get(col.project.name)
-    if cfg.bgpstream_csv or root is None or download.is_remote(root):
-        return None
-    return canonical_root(root)
+    root = archive_root(cfg, col)
+    return None if cfg.bgpstream_csv or root is None or download.is_remote(root) else root
 
 
 def _in_local_archive(cfg: Config, col, month: str, targets: list) -> dict | None:
@@ -587,7 +572,7 @@ def _room(plan: Plan, cfg: Config, data: Path) -> None:
     holds, and the budget."""
     probe = data if data.exists() else next((p for p in data.parents if p.exists()), Path("."))
     plan.free_bytes = shutil.disk_usage(probe).free
-    plan.used_bytes = _du(data)
+    plan.used_bytes = layout.bytes_under(data)
     plan.budget_bytes = parse_bytes(cfg.disk_budget) if cfg.disk_budget else None
 
 
