@@ -545,6 +545,65 @@ def test_a_dump_that_fails_halfway_leaves_none_of_its_rows_in_the_routes(three_d
     assert got == want and got[0] == ["bview.20260701.0000.gz", "bview.20260703.0000.gz"] and len(got[1]) > 100
 
 
+class _CrashingNative:
+    """The native backend, but a decode of `collector`'s dump raises `error` after its first
+    batch, the first `times` times: a crash inside the decoder, not a fault of the file."""
+    NAME, SELF_CHECKING = "native", True
+
+    def __init__(self, collector: str, times: int, error: type[BaseException] = RecursionError):
+        self.native, self.collector, self.left, self.error = backends.get("native"), collector, times, error
+        self.refuses = self.native.refuses
+
+    def decode_checked(self, path, batch_rows, *, collector, **kw):
+        it = self.native.decode_checked(path, batch_rows, collector=collector, **kw)
+        if collector == self.collector and self.left > 0:
+            self.left -= 1
+            yield next(it)
+            raise self.error("maximum recursion depth exceeded")
+        return (yield from it)
+
+
+@pytest.mark.parametrize("crashes", [1, 2])
+def test_a_crash_inside_the_decoder_is_decoded_once_more_then_failed(ingested_2026, config, tmp_path, monkeypatch,
+                                                                      capsys, crashes):
+    """An error that is not the file's (CI once saw a RecursionError in a decode of the real
+    route-views6 sample) is logged with where it was raised, and the dump decoded once more:
+    its first attempt fed some batches to the collector's merger, and none of them may reach
+    the routes, which equal the clean ingest's row for row. A second crash fails the snapshot,
+    and only it: route-views2's routes are whole, route-views6 has none."""
+    backend = _CrashingNative("route-views6", crashes)
+    monkeypatch.setattr(ingest_run.backends, "get", lambda name: backend)
+    data = tmp_path / "data"
+    cfg = config.with_overrides(archive_root=str(ARCHIVE), data_dir=data, days=(30,), times=("14:00",),
+                                batch_rows=20_000)
+    out = ingest_run.run(cfg, ROUTES_MONTH)
+    rows = {r.collector: r for r in out.rows}
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1 and "RecursionError: maximum recursion depth exceeded at " in warned[0], warned
+    assert str(RV6_2026) in warned[0] and "decoding it once more" in warned[0]
+    from bgp_congruency.common import routes as stored
+
+    got, want = (stored.month_generations(d, ROUTES_MONTH) for d in (data, ingested_2026))
+    con = duckdb.connect()
+
+    def same(c: str) -> bool:
+        """The collector's snapshots and route rows the same in both (EXCEPT ALL each way)."""
+        a, b = (f"read_parquet({stored.files(g[c])!r})" for g in (got, want))
+        return stored.snapshots(got[c]) == stored.snapshots(want[c]) and con.execute(
+            f"SELECT count(*) FROM ((FROM {a} EXCEPT ALL FROM {b}) UNION ALL (FROM {b} EXCEPT ALL FROM {a}))"
+        ).fetchone()[0] == 0 and con.execute(f"SELECT count(*) FROM {a}").fetchone()[0] > 100_000
+
+    assert same("route-views2")
+    if crashes == 1:
+        assert [r.status for r in rows.values()] == ["ok", "ok"], [r.error for r in rows.values()]
+        assert (rows["route-views6"].entries_v6, rows["route-views6"].entries_v4) == (164_279, 0)  # bgpdump -m
+        assert same("route-views6")
+    else:
+        assert rows["route-views6"].status == "failed" and rows["route-views6"].entries_v6 is None
+        assert rows["route-views6"].error.startswith(f"{RV6_2026}: RecursionError: ")
+        assert set(got) == {"route-views2"}
+        assert not list((data / "_staging").rglob("*.parquet"))  # no decoded file of the crashed dump is left
+
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["merge", "merged"])
 def test_a_kill_during_the_merge_then_a_run_equals_an_uninterrupted_one(three_days, tmp_path, point):
