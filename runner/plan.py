@@ -422,7 +422,9 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
                 if "unknown" in states:
                     mp.probes.append(n)
             if not live:
-                if "unknown" not in states:
+                if "active" in states:  # active, but every snapshot missing: still one of the month's
+                    mp.collectors[n] = col.month_state(m)
+                elif "unknown" not in states:
                     mp.inactive.append(n)
                 continue
 
@@ -603,9 +605,11 @@ def for_step(cfg: Config, months: list[str], step: str) -> Plan:
     data = Path(cfg.data_dir)
     sizes = Sizes.of(cfg, data, ("published", "staging") if step == "compare" else ("export",))
     plan = Plan(months=[], rates=_rates(cfg, sizes, {}, set()))
+    cat = catalogue.load(cfg.catalogue)
     for m in months:
         mp = MonthPlan(m, {}, [], [], 0, 0, 0, 0, 0, 0.0)
-        mp.routes = _month_routes(data, m)[1] if data.exists() else 0
+        if data.exists():
+            _stored(data, m, mp, cat)
         if step == "compare":
             mp.partitions, mp.compare_peak_bytes = _compare_memory(cfg, mp.routes, m)
             mp.published_bytes, mp.staging_bytes, seconds = sizes.compare_costs(mp.routes)
@@ -617,6 +621,19 @@ def for_step(cfg: Config, months: list[str], step: str) -> Plan:
         _add(plan, mp, mp.published_bytes)
     _room(plan, cfg, data)
     return plan
+
+
+def _stored(data: Path, month: str, mp: MonthPlan, cat: dict[str, catalogue.Collector]) -> None:
+    """What `run --only` reads of a month the data dir holds: its collectors (`cat`: the
+    catalogue), snapshots and entries as its manifest records them (every one published),
+    and its routes."""
+    rows = [r for r in manifest.read(data, month).values() if r["status"] == "ok"]
+    for r in rows:
+        col = cat.get(r["collector"])
+        mp.collectors.setdefault(r["collector"], col.month_state(month) if col else "active")
+    mp.snapshots = mp.published = len(rows)
+    mp.entries = sum((r["entries_v4"] or 0) + (r["entries_v6"] or 0) for r in rows)
+    mp.routes = _month_routes(data, month)[1]
 
 
 def _compare_memory(cfg: Config, routes: int, month: str) -> tuple[int, int]:
