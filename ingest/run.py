@@ -205,17 +205,20 @@ def yield_into(batches, writer: SnapshotWriter, decoded: dict[int, int], on_rows
 def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Feed | None = None) -> manifest.Row:
     """Fetch, check and decode one snapshot into its file; its manifest row says how it went.
 
-    An error that is not the input's (a crash inside the decoder or the interpreter, not a
-    download, framing or decode error) is logged with where it happened and the snapshot is
-    decoded once more from the start: its first attempt's file is dropped and its rows are
-    left out of the collector's feed (the merge reads the retried file instead). A second
-    such error fails the snapshot. (A clean clone's CI once failed a month on a RecursionError
-    in a decode of the real route-views6 sample, which 180 repeats of that ingest, here and
-    under load, never raised again; where it was raised was not recorded then.)"""
+    An unexpected error (not a download, framing or decode error of the file, nor the
+    machine's: an OSError such as a full disk fails the snapshot at once) is logged with where
+    it was raised, and the snapshot is fetched and decoded once more from the start: its
+    first attempt's file is dropped, a remote file is downloaded again, and the rows that
+    attempt fed the collector's merger are never counted (ingest/routes.Feed: only a whole
+    dump's are). A second such error fails the snapshot. (A clean clone's CI once failed a
+    month on a RecursionError in a decode of the real route-views6 sample, which 183 repeats
+    of that ingest, here and under load, never raised again; where it was raised was not
+    recorded then.)"""
     started = time.monotonic()
     row = _attempt(slot, cfg, backend, progress, feed, started)
     if row.status == "crashed":
-        console.warning(f"{row.error} (an internal error, not the file's: decoding it once more)")
+        console.warning(f"{row.error} (an unexpected error, not the file's: fetching and decoding it once more)")
+        console.check_stop()  # Ctrl-C meanwhile: no second attempt
         row = _attempt(slot, cfg, backend, progress, feed, started)
         if row.status == "crashed":
             row.status = "failed"
@@ -283,8 +286,9 @@ def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | Non
     except (IngestError, framing.FramingError) as exc:
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # a backend crash must not stop the other snapshots
-        row.status, row.error = "crashed", f"{slot.url}: {type(exc).__name__}: {exc}".splitlines()[0]
-        row.error += f" at {_where(exc)}"
+        row.status, row.error = "failed", f"{slot.url}: {type(exc).__name__}: {exc}".splitlines()[0]
+        if not isinstance(exc, OSError):  # the disk's or the system's: again would fail the same way
+            row.status, row.error = "crashed", f"{row.error} at {_where(exc)}"
     finally:
         if writer is not None:
             writer.abort()

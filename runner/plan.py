@@ -630,7 +630,8 @@ def _stored(data: Path, month: str, mp: MonthPlan, cat: dict[str, catalogue.Coll
     rows = [r for r in manifest.read(data, month).values() if r["status"] == "ok"]
     for r in rows:
         col = cat.get(r["collector"])
-        mp.collectors.setdefault(r["collector"], col.month_state(month) if col else "active")
+        state = col.month_state(month) if col else "active"  # it has snapshots: active, or partial
+        mp.collectors.setdefault(r["collector"], state if state in ("active", "partial") else "active")
     mp.snapshots = mp.published = len(rows)
     mp.entries = sum((r["entries_v4"] or 0) + (r["entries_v6"] or 0) for r in rows)
     mp.routes = _month_routes(data, month)[1]
