@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "counted: an upper bound until a local DATA_DIR holds an exported month of its own (then its bytes "
             "per route), with a warning when it would not fit. The routes and the compare's tables "
             "are counted in bytes per route too, DATA_DIR's own once it holds a whole compared month, "
-            "and refused on like the rest. Exit 1 "
+            "and refused on like the rest. With config sensitivity on, its step is counted at a measured "
+            "multiple of the compare's time and staging per route. Exit 1 "
             "when the run would not fit the disk budget (config disk_budget) or the free space, 2 for bad "
             "arguments."
         ),
@@ -109,8 +110,10 @@ def _table(plan) -> None:
                  "(cut samples), so they do not size it" if cut else ""))
     print("time by step: " + (", ".join(f"{k} {duration(v)}" for k, v in plan.step_seconds.items() if v) or "nothing to run")
           + ("" if plan.rates["export_routes_per_s"] else " (the hints export is off: tunnels_export = false)"))
-    if plan.rates["not_estimated"]:
-        print(f"not estimated: {', '.join(plan.rates['not_estimated'])} (config sensitivity = true adds its step)")
+    if "sensitivity_per_compare" in plan.rates:
+        print(f"sensitivity (config sensitivity = true): every variant of the method, {plan.rates['sensitivity_per_compare']:g}x "
+              f"the compare's time, staging up to {plan.rates['sensitivity_staging_bytes_per_route']:g} bytes a route "
+              "(a generated month measured at 4GB: runner/plan.py)")
     r = plan.rates
 
     def per_route(kind: str, default: str) -> str:

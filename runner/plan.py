@@ -62,7 +62,16 @@ whole months peaked once it has some: each run records its compare's peak,
 pipeline/job._StagingPeak); the checks add the largest month's staging to what the months add. `run --only compare` checks the months it would compare
 (`for_step`, from the routes they hold); `--only hints` warns about its export as a whole
 run does.
-The sensitivity step (config sensitivity, off by default) is not estimated: the plan says so.
+The sensitivity step (config sensitivity, off by default): every variant of the method (23,
+15 distinct parameter sets) over the month's entries pinned once. On the generated scale-50
+month with churn (bench/out/archive-50-d5: days 1-5, 131,262,137 entries, 27,130,332 routes),
+at duckdb_memory_limit 4GB on 2 cores, 2026-12-01, one after the other: `congruency compare`'s
+job (stagers and publish included) 128.3 s, its staging peak 1,837 MB; the sensitivity run
+563.5 s (4.39x the compare), peak RSS 4.35 GiB, its staging peak 7,687 MB (283 bytes a route:
+the pinned entries and each variant's work spill there). At the default limit ('auto', 12 GB
+there): 89.3 s and 405.6 s (4.54x), 3,236 MB staged. The plan counts it at that ratio of the
+compare's time, and at that staging per route, for a month whose compare runs or whose
+recorded variants no longer stand.
 The download rate is Config.plan_download_mbit_s (an assumption, default 100 Mbit/s).
 """
 from __future__ import annotations
@@ -99,6 +108,11 @@ EXPORT_ROUTES_PER_S = 51_290_917 / 35.7
 EXPORT_BYTES_PER_ROUTE = 10_605_706_234 / 51_290_917
 EXPORT_BYTES_PER_S = EXPORT_BYTES_PER_ROUTE * EXPORT_ROUTES_PER_S  # the export writes 297 MB/s
 REPORTS_SECONDS = 4.5
+#: The sensitivity step (config sensitivity): its run of every variant of the method against
+#: one compare of the same month, same machine and limit, and its peak staging per route (the
+#: pinned entries' spill and each variant's work): the module docstring.
+SENSITIVITY_PER_COMPARE = 563.5 / 128.3
+SENSITIVITY_STAGING_BYTES_PER_ROUTE = 7_687_023_427 / 27_130_332
 #: The routes a later snapshot of a collector adds, as a share of its entries, by the hours
 #: since the one before (the module docstring).
 NEW_ROUTES = {24: (5_922_710 / (28_654_760 / 5) - 1) / 4, 2: 0.0032}
@@ -485,11 +499,17 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         # export missing (a month published before the export was on)
         export = compares and cfg.tunnels_export and (compared or not Path(layout.export_file(data, m)).exists())
         tables, staged, compare_s = sizes.compare_costs(mp.routes) if compared else (0, 0, 0.0)
+        # The sensitivity step after it (config sensitivity): when the month is compared, or
+        # its recorded variants no longer stand.
+        sens = compares and cfg.sensitivity and mp.routes > 0 and (compared or step_runs(cfg, m, "sensitivity"))
+        if sens:
+            staged = max(staged, int(mp.routes * SENSITIVITY_STAGING_BYTES_PER_ROUTE))
         mp.export_bytes, export_s = sizes.export_costs(mp.routes) if export else (0, 0.0)
         mp.step_seconds = {k: round(v, 1) for k, v in (
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
             ("compare", compare_s),
+            ("sensitivity", mp.routes / COMPARE_ROUTES_PER_S * SENSITIVITY_PER_COMPARE if sens else 0.0),
             ("export", export_s),
             ("reports", REPORTS_SECONDS if compared else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
@@ -519,7 +539,9 @@ def _rates(cfg: Config, sizes: Sizes, learned: dict, cut: set) -> dict:
     return {
         "ingest_entries_per_s": round(INGEST_ENTRIES_PER_S), "compare_routes_per_s": round(COMPARE_ROUTES_PER_S),
         **sizes.rates(cfg),
-        "reports_seconds_per_month": REPORTS_SECONDS, "not_estimated": ["sensitivity"] if cfg.sensitivity else [],
+        "reports_seconds_per_month": REPORTS_SECONDS,
+        **({"sensitivity_per_compare": round(SENSITIVITY_PER_COMPARE, 2),
+            "sensitivity_staging_bytes_per_route": round(SENSITIVITY_STAGING_BYTES_PER_ROUTE, 1)} if cfg.sensitivity else {}),
         "new_routes_per_snapshot": {f"{h}h": round(v, 4) for h, v in NEW_ROUTES.items()},
         "mrt_bytes_per_entry": {k: round(v, 2) for k, v in MRT_BYTES_PER_ENTRY.items()},
         "download_mbit_s": cfg.plan_download_mbit_s, "default_entries_per_snapshot": cfg.plan_entries_per_snapshot,

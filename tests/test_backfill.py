@@ -531,6 +531,14 @@ def test_plan_counts_the_compares_a_run_redoes_and_the_routes_a_snapshot_adds(tw
     for m in p.months:
         assert m.routes > 0 and m.step_seconds["compare"] == round(m.routes / P.COMPARE_ROUTES_PER_S, 1)
         assert (m.published_bytes, m.routes_bytes) == (int(m.routes * P.PUBLISHED_BYTES_PER_ROUTE), 0)
+    # config sensitivity = true: each compared month runs the variants after the compare, at
+    # the measured ratio to its time and staging per route (the pinned entries' spill)
+    sens = P.make(cfg.with_overrides(sensitivity=True), months, forced={"compare"})
+    for m, s in zip(p.months, sens.months):
+        assert s.step_seconds["sensitivity"] == round(m.routes / P.COMPARE_ROUTES_PER_S * P.SENSITIVITY_PER_COMPARE, 1)
+        assert s.staging_bytes == max(m.staging_bytes, int(m.routes * P.SENSITIVITY_STAGING_BYTES_PER_ROUTE)) > 0
+        assert m.step_seconds["sensitivity"] == 0.0  # off: not counted
+    assert sens.rates["sensitivity_per_compare"] == round(563.5 / 128.3, 2) and "sensitivity_per_compare" not in p.rates
     # a changed [method] redoes the compare of a month complete in the data dir: counted as --force's
     method = cfg.method
     changed = replace(cfg, method=replace(method, min_coverage=0.25 if method.min_coverage != 0.25 else 0.5))
