@@ -509,7 +509,8 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
             ("compare", compare_s),
-            ("sensitivity", mp.routes / COMPARE_ROUTES_PER_S * SENSITIVITY_PER_COMPARE if sens else 0.0),
+            *([("sensitivity", mp.routes / COMPARE_ROUTES_PER_S * SENSITIVITY_PER_COMPARE if sens else 0.0)]
+              if cfg.sensitivity else []),  # a step of the run only with config sensitivity on
             ("export", export_s),
             ("reports", REPORTS_SECONDS if compared else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
