@@ -451,15 +451,12 @@ def synth_params(entries: int, *, per: float, snapshots: int) -> dict:
 
 
 def du(path) -> int:
-    """Bytes of the files under `path` (files removed while it walks, as spill files are, count 0)."""
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(root, f)).st_size
-            except OSError:
-                pass
-    return total
+    """Bytes of the files under `path` (files removed while it walks, as spill files are, count
+    0): the project's own walker, common/layout.bytes_under, which the plan and the compare's
+    staging peak use (imported here: bench/common is loaded before the project's namespace)."""
+    from bgp_congruency.common.layout import bytes_under
+
+    return bytes_under(path)
 
 
 def synth_archive(out: Path, params: dict, con=None) -> dict:

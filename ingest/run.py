@@ -298,11 +298,11 @@ def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | Non
     return row
 
 
-
 def _where(exc: BaseException) -> str:
     """Where an exception was raised: its innermost frames, one line (file:line in function)."""
     frames = traceback.extract_tb(exc.__traceback__)
     return " <- ".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in reversed(frames[-4:])) or "?"
+
 
 def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     if s3.is_s3(cfg.data_dir):  # through a local mirror of the month (ingest/onto_s3.py)

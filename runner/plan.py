@@ -377,6 +377,12 @@ class Sizes:
         staging = self.staging if routes <= self.staging_routes else max(self.staging, COMPARE_STAGING_BYTES_PER_ROUTE)
         return int(routes * self.published), int(routes * staging), routes / COMPARE_ROUTES_PER_S
 
+    @staticmethod
+    def sensitivity_costs(routes: int) -> tuple[int, float]:
+        """The sensitivity step of a month of `routes` (config sensitivity): its staging's
+        bytes, its seconds (SENSITIVITY_PER_COMPARE times the compare's)."""
+        return int(routes * SENSITIVITY_STAGING_BYTES_PER_ROUTE), routes / COMPARE_ROUTES_PER_S * SENSITIVITY_PER_COMPARE
+
     def export_costs(self, routes: int) -> tuple[int, float]:
         """The hints export of a month of `routes`: its bytes, its seconds."""
         return int(routes * self.export), routes / self.export_rate
@@ -502,15 +508,14 @@ def make(cfg: Config, months: list[str], only: str | None = None, forced: frozen
         # The sensitivity step after it (config sensitivity): when the month is compared, or
         # its recorded variants no longer stand.
         sens = compares and cfg.sensitivity and mp.routes > 0 and (compared or step_runs(cfg, m, "sensitivity"))
-        if sens:
-            staged = max(staged, int(mp.routes * SENSITIVITY_STAGING_BYTES_PER_ROUTE))
+        sens_staged, sens_s = sizes.sensitivity_costs(mp.routes) if sens else (0, 0.0)
+        staged = max(staged, sens_staged)
         mp.export_bytes, export_s = sizes.export_costs(mp.routes) if export else (0, 0.0)
         mp.step_seconds = {k: round(v, 1) for k, v in (
             ("download", mp.download_bytes * 8 / (cfg.plan_download_mbit_s * 1e6)),
             ("ingest", entries / INGEST_ENTRIES_PER_S),
             ("compare", compare_s),
-            *([("sensitivity", mp.routes / COMPARE_ROUTES_PER_S * SENSITIVITY_PER_COMPARE if sens else 0.0)]
-              if cfg.sensitivity else []),  # a step of the run only with config sensitivity on
+            *([("sensitivity", sens_s)] if cfg.sensitivity else []),  # a step of the run only with it on
             ("export", export_s),
             ("reports", REPORTS_SECONDS if compared else 0.0))}
         mp.seconds = round(sum(mp.step_seconds.values()), 1)
