@@ -274,13 +274,17 @@ def _attempt(url, f, ctx, timeout, on_bytes, on_total) -> bool:
 def fetch(url: str | os.PathLike, dest: Path, *, timeout: float = 60.0, retries: int = 4,
           backoff: float = 1.0, on_bytes: Callable[[int], None] | None = None,
           on_total: Callable[[int | None], None] | None = None,
-          check: Callable[[Path], None] | None = None) -> FetchResult:
+          check: Callable[[Path], None] | None = None,
+          keep: Callable[[BaseException], bool] | None = None) -> FetchResult:
     """Download ``url`` to ``dest`` (or verify a local source in place).
 
     ``check(path)``, when given, replaces our compressed-stream check: the caller's own single
     pass over the file (ingest's decode, which proves every stream ends and hashes the bytes)
     runs on the complete ``.part`` before it gets the final name, so no byte is decompressed
-    twice. Whatever it raises removes the ``.part`` and propagates; ``sha256`` is then "".
+    twice. Whatever it raises removes the ``.part`` and propagates, but for an error
+    ``keep(exc)`` calls the caller's own and not the file's: the complete ``.part`` is then kept
+    for the caller's next fetch, which costs one ranged request (answered 416, nothing sent)
+    instead of the whole file again. ``sha256`` is "" with ``check``.
 
     ``on_total(n|None)`` is called per response with the full size; ``on_bytes(n)`` with the
     cumulative bytes held so far (so it can drop back to 0 when a server forces a restart).
@@ -327,8 +331,9 @@ def fetch(url: str | os.PathLike, dest: Path, *, timeout: float = 60.0, retries:
             else:
                 n, sha = _scan(part, str(url), _kind(dest.name))
             os.replace(part, dest)
-        except Exception:
-            part.unlink(missing_ok=True)  # KeyboardInterrupt etc. keep it for a later resume
+        except Exception as exc:
+            if not (keep and keep(exc)):
+                part.unlink(missing_ok=True)  # KeyboardInterrupt etc. keep it for a later resume
             raise
     _fsync_dir(dest.parent)
     return FetchResult(dest, n, sha, resumed, attempts, False)

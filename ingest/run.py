@@ -205,27 +205,38 @@ def yield_into(batches, writer: SnapshotWriter, decoded: dict[int, int], on_rows
 def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Feed | None = None) -> manifest.Row:
     """Fetch, check and decode one snapshot into its file; its manifest row says how it went.
 
-    An unexpected error (not a download, framing or decode error of the file, nor the
-    machine's: an OSError such as a full disk fails the snapshot at once) is logged with where
-    it was raised, and the snapshot is fetched and decoded once more from the start: its
-    first attempt's file is dropped, a remote file is downloaded again, and the rows that
-    attempt fed the collector's merger are never counted (ingest/routes.Feed: only a whole
-    dump's are). A second such error fails the snapshot. (A clean clone's CI once failed a
+    An unexpected error (`_unexpected`: not a download, framing or decode error of the file,
+    nor the machine's: an OSError such as a full disk fails the snapshot at once) is logged
+    with where it was raised, and the snapshot is decoded once more from the start: its first
+    attempt's file is dropped, a remote file's complete download is kept and read again (not
+    downloaded again), and the rows that attempt fed the collector's merger are never
+    counted (ingest/routes.Feed: only a whole dump's are). A second such error fails the
+    snapshot (and removes the download: the file is fetched afresh by a later run). (A clean clone's CI once failed a
     month on a RecursionError in a decode of the real route-views6 sample, which 183 repeats
     of that ingest, here and under load, never raised again; where it was raised was not
     recorded then.)"""
     started = time.monotonic()
-    row = _attempt(slot, cfg, backend, progress, feed, started)
+    row = _attempt(slot, cfg, backend, progress, feed, started, again=True)
     if row.status == "crashed":
-        console.warning(f"{row.error} (an unexpected error, not the file's: fetching and decoding it once more)")
+        console.warning(f"{row.error} (an unexpected error, not the file's: decoding it once more)")
         console.check_stop()  # Ctrl-C meanwhile: no second attempt
-        row = _attempt(slot, cfg, backend, progress, feed, started)
+        row = _attempt(slot, cfg, backend, progress, feed, started, again=False)
         if row.status == "crashed":
             row.status = "failed"
     return row
 
 
-def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | None, started: float) -> manifest.Row:
+def _unexpected(exc: BaseException) -> bool:
+    """An error of neither the file (its download, framing or decode) nor the machine (an
+    OSError: the disk's or the system's, which would fail the same way again): ingest_slot
+    decodes the snapshot once more."""
+    return not isinstance(exc, (download.DownloadError, IngestError, framing.FramingError, OSError))
+
+
+def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | None, started: float,
+             again: bool) -> manifest.Row:
+    """One fetch and decode of the snapshot; `again`: an unexpected error will be followed by
+    another attempt, so a remote file's complete download is kept for it."""
     row = manifest.Row(month=slot.month, slot=slot.key, collector=slot.collector,
                        project=slot.project, target_time=slot.target, status="missing",
                        dump_time=slot.dump_time, substituted=slot.substituted, url=slot.url,
@@ -261,7 +272,7 @@ def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | Non
                 slot.url, dest, timeout=cfg.timeout_s, retries=cfg.retries, backoff=cfg.backoff_s,
                 on_bytes=(lambda n: progress.update(task, completed=n)) if task is not None else None,
                 on_total=(lambda t: progress.update(task, total=t)) if task is not None else None,
-                check=decode,
+                check=decode, keep=_unexpected if again else None,
             )
             local = fetched.path
         else:
@@ -287,7 +298,7 @@ def _attempt(slot: Slot, cfg: Config, backend, progress, feed: routes.Feed | Non
         row.status, row.error = "failed", str(exc)
     except Exception as exc:  # a backend crash must not stop the other snapshots
         row.status, row.error = "failed", f"{slot.url}: {type(exc).__name__}: {exc}".splitlines()[0]
-        if not isinstance(exc, OSError):  # the disk's or the system's: again would fail the same way
+        if _unexpected(exc):
             row.status, row.error = "crashed", f"{row.error} at {_where(exc)}"
     finally:
         if writer is not None:

@@ -567,9 +567,11 @@ class _CrashingNative:
         return (yield from it)
 
 
-@pytest.mark.parametrize("crashes, error_type", [(1, RecursionError), (2, RecursionError), (1, OSError)])
+@pytest.mark.parametrize("crashes, error_type, remote", [(1, RecursionError, False), (2, RecursionError, False),
+                                                         (1, OSError, False), (1, RecursionError, True),
+                                                         (2, RecursionError, True)])
 def test_an_unexpected_error_is_decoded_once_more_then_failed(three_days, config, tmp_path, monkeypatch, capsys,
-                                                              crashes, error_type):
+                                                              crashes, error_type, remote):
     """An unexpected error inside the decoder (CI once saw a RecursionError in a decode of the
     real route-views6 sample) is logged with where it was raised, and the dump decoded once
     more. rrc00's first dump crashes after feeding its collector's merger a batch (under a
@@ -577,8 +579,13 @@ def test_an_unexpected_error_is_decoded_once_more_then_failed(three_days, config
     of the crashed attempt's rows may reach the routes: they equal a clean ingest's row for
     row. A second crash fails that snapshot alone: rrc00's routes are then those of a run
     that never had it, the other collectors' the clean ingest's. An OSError (the disk's or the
-    system's) fails it at once. No file is left staged."""
+    system's) fails it at once. No file is left staged. `remote`: the archive over HTTP; the
+    retry reads the first attempt's download again, which costs one ranged request answered
+    416 (nothing sent again), and a second crash removes it from the cache."""
+    from contextlib import nullcontext
+
     from bgp_congruency.ingest import routes
+    from tests.support.archive_server import serve
 
     fed = []  # (the collector's feed, the dump's bit, whether its batch is marked)
     real_add = routes.FeedDump.add
@@ -596,7 +603,16 @@ def test_an_unexpected_error_is_decoded_once_more_then_failed(three_days, config
     monkeypatch.setattr(ingest_run.backends, "get", lambda name: backend)
     fed.clear()
     data = tmp_path / "data"
-    rows = {r.slot: r for r in ingest_run.run(base.with_overrides(data_dir=data), ROUTES_MONTH).rows}
+    with serve(three_days) if remote else nullcontext(str(three_days)) as root:
+        rows = {r.slot: r for r in ingest_run.run(base.with_overrides(data_dir=data, archive_root=str(root)),
+                                                  ROUTES_MONTH).rows}
+    if remote:
+        crashed = rows["rrc00@20260701T0000"]
+        path = crashed.url[len(root):]
+        size = (three_days / path.lstrip("/")).stat().st_size
+        assert [h.get("range") for _m, h in root.requests(path)] == [None, f"bytes={size}-"]
+        cached = {p.name for p in (data / "cache" / "rrc00").iterdir()}
+        assert not [n for n in cached if n.endswith(".part")] and (Path(path).name in cached) == (crashes == 1), cached
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     if error_type is OSError:
         assert warned == []
