@@ -281,14 +281,16 @@ def fetch(url: str | os.PathLike, dest: Path, *, timeout: float = 60.0, retries:
     ``check(path)``, when given, replaces our compressed-stream check: the caller's own single
     pass over the file (ingest's decode, which proves every stream ends and hashes the bytes)
     runs on the complete ``.part`` before it gets the final name, so no byte is decompressed
-    twice. Whatever it raises removes the ``.part`` and propagates, but for an error
-    ``keep(exc)`` calls the caller's own and not the file's: the complete ``.part`` is then kept
-    for the caller's next fetch, which costs one ranged request (answered 416, nothing sent)
-    instead of the whole file again. ``sha256`` is "" with ``check``.
+    twice. Whatever it raises removes the ``.part`` and propagates, but for an error of
+    ``check`` that ``keep(exc)`` calls the caller's own and not the file's: the ``.part``, whole
+    (check runs only on a complete download), is then kept for the caller's next fetch, which
+    costs one ranged request (answered 416, nothing sent) instead of the whole file again.
+    ``sha256`` is "" with ``check``.
 
     ``on_total(n|None)`` is called per response with the full size; ``on_bytes(n)`` with the
     cumulative bytes held so far (so it can drop back to 0 when a server forces a restart).
-    A ``.part`` left by a killed process is resumed; after a final failure it is removed.
+    A ``.part`` left by a killed process is resumed; after a final failure it is removed (but
+    for ``keep``'s).
     """
     dest = Path(dest)
     if not is_remote(url):
@@ -313,6 +315,7 @@ def fetch(url: str | os.PathLike, dest: Path, *, timeout: float = 60.0, retries:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise DownloadError(f"{url}: {part} is being downloaded by another process") from None
+        whole = False  # a complete download whose check failed on the caller's own error: kept
         try:
             ctx, attempts = {}, 0
             while True:
@@ -326,13 +329,17 @@ def fetch(url: str | os.PathLike, dest: Path, *, timeout: float = 60.0, retries:
                     time.sleep(min(backoff * 2 ** (attempts - 1), MAX_BACKOFF))
             os.fsync(f.fileno())
             if check:
-                check(part)
+                try:
+                    check(part)
+                except Exception as exc:
+                    whole = bool(keep and keep(exc))
+                    raise
                 n, sha = part.stat().st_size, ""
             else:
                 n, sha = _scan(part, str(url), _kind(dest.name))
             os.replace(part, dest)
-        except Exception as exc:
-            if not (keep and keep(exc)):
+        except Exception:
+            if not whole:
                 part.unlink(missing_ok=True)  # KeyboardInterrupt etc. keep it for a later resume
             raise
     _fsync_dir(dest.parent)

@@ -211,7 +211,8 @@ def ingest_slot(slot: Slot, cfg: Config, backend, progress=None, feed: routes.Fe
     attempt's file is dropped, a remote file's complete download is kept and read again (not
     downloaded again), and the rows that attempt fed the collector's merger are never
     counted (ingest/routes.Feed: only a whole dump's are). A second such error fails the
-    snapshot (and removes the download: the file is fetched afresh by a later run). (A clean clone's CI once failed a
+    snapshot (and a download its decode did not pass is removed: a later run fetches it
+    afresh). (A clean clone's CI once failed a
     month on a RecursionError in a decode of the real route-views6 sample, which 183 repeats
     of that ingest, here and under load, never raised again; where it was raised was not
     recorded then.)"""
