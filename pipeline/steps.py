@@ -242,6 +242,7 @@ def _fill(params: MethodParams, engine: str, plan: SnapshotPlan) -> dict[str, st
                           "share": "e.dest_asn IS NOT NULL"}[params.comparison],
             "share": share,
             "unit_cols": ", prefix" if by_prefix else "",
+            "origin_rows": "(SELECT DISTINCT vp_group, vp_asn, afi, dest_asn FROM paths)" if by_prefix else "paths",
             "rep_partition": ", ".join(rep_key),
             # NULL-safe, as the window's PARTITION BY is: no key column is NULL today
             "rep_on": " AND ".join(f"p.{c} IS NOT DISTINCT FROM m.{c}" for c in rep_key),
@@ -338,6 +339,32 @@ def _trimmed_pairs(engine: str) -> str:
 SELECT *, {cut("v4_path")} AS ed_v4, {cut("v6_path")} AS ed_v6
 FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least({shorter} - ed_pre, {common(True)}) END AS ed_suf
       FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE {common(False)} END AS ed_pre FROM pairs_base))"""
+
+
+#: Spark's join of a pair's two sides as a hash join on the shuffled rows: its default, a
+#: sort-merge join, sorts both sides first. At synthetic scale 50 (2026-12-01, the same rows):
+#: pairs_base 8.8-10.8 s against 15.7-22.8 s, pairs 6.8-7.9 s against 12.3-16.7 s. The hinted
+#: side is held in memory a shuffle partition at a time: the IPv6 paths of the default-free
+#: VPs, the pairs' non-adopters. DuckDB hash-joins already.
+SHUFFLE_HASH = "/*+ SHUFFLE_HASH({side}) */"
+
+
+def _pairs_from(engine: str) -> str:
+    """pairs_base's joins: each VP's IPv4 paths with its IPv6 paths to the same destination,
+    for default-free VPs. The VPs are joined first, to either side, so that only their paths
+    meet in the join of the two families: Spark joins in the order written, and at synthetic
+    scale 50 (101 of 203 VPs default-free) the step took 14.1-15.8 s against 19.0-26.7 s
+    joining the families first (2026-12-01, the same rows)."""
+    semi = "LEFT SEMI JOIN" if engine == "spark" else "SEMI JOIN"
+    return f"""
+      FROM paths p4
+      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
+        ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
+      JOIN (SELECT p.* FROM paths p {semi} (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d6
+              ON d6.vp_group = p.vp_group AND d6.vp_asn = p.vp_asn WHERE p.afi = 6) p6
+        ON p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn AND p4.dest_asn = p6.dest_asn
+{{any_join}}
+      WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""
 
 
 #: Per partition of the month (a set of VPs), over `entries`, the partition's rows: the cleaning
@@ -495,10 +522,14 @@ SELECT vp_group, vp_asn,
        coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 4)), []) AS sessions_v4,
        coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 6)), []) AS sessions_v6
 FROM by_session WHERE reason IS NULL GROUP BY vp_group, vp_asn"""),
+    # Distinct origins per VP and family: under destination "origin" a VP's paths are one per
+    # (destination, family) already, so its rows are counted; a count(DISTINCT) of each
+    # family took Spark's vp_base 6.4-8.4 s at synthetic scale 50 against 0.9-1.1 s counting
+    # (two distinct aggregates make Spark copy every row once per aggregate, 2026-12-01).
     both("origins", "view", """
-SELECT vp_group, vp_asn, count(DISTINCT CASE WHEN afi = 4 THEN dest_asn END) AS origins_v4,
-       count(DISTINCT CASE WHEN afi = 6 THEN dest_asn END) AS origins_v6
-FROM paths GROUP BY vp_group, vp_asn"""),
+SELECT vp_group, vp_asn, count(CASE WHEN afi = 4 THEN 1 END) AS origins_v4,
+       count(CASE WHEN afi = 6 THEN 1 END) AS origins_v6
+FROM {origin_rows} GROUP BY vp_group, vp_asn"""),
     # 5. Dual-stacked and default-free VPs.
     both("vp_base", "work", """
 SELECT vp_group, vp_asn, sessions_v4, sessions_v6, origins_v4, origins_v6, coverage_v4, coverage_v6,
@@ -530,38 +561,26 @@ JOIN (SELECT vp_group, vp_asn, dest_asn, count(CASE WHEN afi = 4 THEN 1 END) AS 
 WHERE CAST(e.c AS DOUBLE) >= {share} * n.n4 * n.n6"""),
     # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
     SqlStep("pairs_base", "work",
-         spark="""
+         spark=f"""
 SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a ->
             (a = try_element_at(v4_path, 2) OR a = try_element_at(v4_path, -2)) AND
             (a = try_element_at(v6_path, 2) OR a = try_element_at(v6_path, -2))) END AS shared_adjacent
-FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             ({congruent}) AS congruent,
+FROM (SELECT {SHUFFLE_HASH.format(side="p6")} p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
+             ({{congruent}}) AS congruent,
              size(p4.path) - 1 AS hops_v4, size(p6.path) - 1 AS hops_v6,
              array_sort(array_except(array_intersect(p4.path, p6.path), array(p4.vp_asn, p4.dest_asn)))
                AS shared_asns
-      FROM paths p4
-      JOIN paths p6 ON p6.afi = 6 AND p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn
-                    AND p4.dest_asn = p6.dest_asn
-      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
-        ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
-{any_join}
-      WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)""",
-         duckdb="""
+{_pairs_from("spark")}""",
+         duckdb=f"""
 SELECT *, CASE WHEN len(shared_asns) = 0 THEN NULL ELSE list_bool_and(list_transform(shared_asns, lambda a:
             (a = v4_path[2] OR a = v4_path[-2]) AND
             (a = v6_path[2] OR a = v6_path[-2]))) END AS shared_adjacent
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
-             ({congruent}) AS congruent,
+             ({{congruent}}) AS congruent,
              (len(p4.path) - 1)::INTEGER AS hops_v4, (len(p6.path) - 1)::INTEGER AS hops_v6,
              list_sort(list_filter(list_intersect(p4.path, p6.path), lambda x: x != p4.vp_asn AND x != p4.dest_asn))
                AS shared_asns
-      FROM paths p4
-      JOIN paths p6 ON p6.afi = 6 AND p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn
-                    AND p4.dest_asn = p6.dest_asn
-      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
-        ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
-{any_join}
-      WHERE p4.afi = 4 AND p4.dest_asn != p4.vp_asn)"""),
+{_pairs_from("duckdb")}"""),
     SqlStep("non_adopt", "view",
          spark="""
 SELECT vp_group, vp_asn, dest_asn{na_key}, array_sort(collect_set(x)) AS non_adopters
@@ -576,7 +595,7 @@ ANTI JOIN v6_asns v ON i.x = v.x
 GROUP BY vp_group, vp_asn, dest_asn{na_key}"""),
     SqlStep("pairs", "table",
          spark=f"""
-SELECT b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
+SELECT {SHUFFLE_HASH.format(side="n")} b.vp_group, b.vp_asn, b.dest_asn, b.v4_path, v6_path, congruent, hops_v4, hops_v6, shared_asns,
        shared_adjacent, coalesce(non_adopters, CAST(array() AS array<bigint>)) AS non_adopters,
        CASE WHEN congruent THEN 0 ELSE {edit_distance_sql("ed_v4", "ed_v6", "spark")} END AS edit_distance
 FROM ({_trimmed_pairs("spark")}) b LEFT JOIN non_adopt n

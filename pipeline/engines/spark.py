@@ -74,8 +74,10 @@ class SparkEngine:
         have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         S.check_columns(have, src)
         df.selectExpr(*S.REQUIRED, *S.optional_columns(have)).createOrReplaceTempView("month_entries")
+        # The month pass gives only the entries per AFI here: Spark runs one partition, and the
+        # snapshots are the routes' own (SnapshotPlan), so it is not kept.
         self.spark.sql(S.render(S.MONTH_COUNTS, "spark", MethodParams(), self.plan)).createOrReplaceTempView(
-            "month_counts")  # run() writes it
+            "month_counts")
         return S.counts(self.spark.sql(S.COUNTS).collect())
 
     def vp_entries(self) -> list[tuple[int, int]]:
@@ -92,7 +94,6 @@ class SparkEngine:
         view of the step's own output; output tables end up as Parquet folders staged/<table>
         (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB)."""
         self.variant = keep
-        self._run_step(S.MONTH_COUNTS, S.render(S.MONTH_COUNTS, "spark", params, self.plan), staged)
         self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s in S.MONTH_STEPS:
             step(s.name)
