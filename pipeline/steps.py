@@ -342,10 +342,15 @@ FROM (SELECT *, CASE WHEN congruent THEN 0 ELSE least({shorter} - ed_pre, {commo
 
 
 #: Spark's join of a pair's two sides as a hash join on the shuffled rows: its default, a
-#: sort-merge join, sorts both sides first. At synthetic scale 50 (2026-12-01, the same rows):
-#: pairs_base 8.8-10.8 s against 15.7-22.8 s, pairs 6.8-7.9 s against 12.3-16.7 s. The hinted
-#: side is held in memory a shuffle partition at a time: the IPv6 paths of the default-free
-#: VPs, the pairs' non-adopters. DuckDB hash-joins already.
+#: sort-merge join, sorts both sides first. At synthetic scale 50 (2026-12-01, the same rows),
+#: each query alone over the compare's staged inputs, twice: pairs_base (VPs joined first)
+#: 8.8-10.8 s against 15.7-22.8 s, pairs 6.8-7.9 s against 12.3-16.7 s; in the whole job,
+#: with the views they pay for, pairs_base 18.0-21.0 s before either change and 12.7-14.3 s
+#: after both (bench/steps.py). The hinted side is held in memory a shuffle partition at a
+#: time, where a sort-merge join would spill: the IPv6 paths of the default-free VPs, the
+#: pairs' non-adopters. A month far larger than the tested scales on few shuffle partitions
+#: may need more of them (spark.sql.shuffle.partitions, docs/operations.md). DuckDB
+#: hash-joins already.
 SHUFFLE_HASH = "/*+ SHUFFLE_HASH({side}) */"
 
 
@@ -353,8 +358,8 @@ def _pairs_from(engine: str) -> str:
     """pairs_base's joins: each VP's IPv4 paths with its IPv6 paths to the same destination,
     for default-free VPs. The VPs are joined first, to either side, so that only their paths
     meet in the join of the two families: Spark joins in the order written, and at synthetic
-    scale 50 (101 of 203 VPs default-free) the step took 14.1-15.8 s against 19.0-26.7 s
-    joining the families first (2026-12-01, the same rows)."""
+    scale 50 (101 of 203 VPs default-free) the query alone over the staged paths took
+    14.1-15.8 s against 19.0-26.7 s joining the families first (2026-12-01, the same rows)."""
     semi = "LEFT SEMI JOIN" if engine == "spark" else "SEMI JOIN"
     return f"""
       FROM paths p4
@@ -523,9 +528,10 @@ SELECT vp_group, vp_asn,
        coalesce(list_sort(list(DISTINCT peer_ip) FILTER (WHERE afi = 6)), []) AS sessions_v6
 FROM by_session WHERE reason IS NULL GROUP BY vp_group, vp_asn"""),
     # Distinct origins per VP and family: under destination "origin" a VP's paths are one per
-    # (destination, family) already, so its rows are counted; a count(DISTINCT) of each
-    # family took Spark's vp_base 6.4-8.4 s at synthetic scale 50 against 0.9-1.1 s counting
-    # (two distinct aggregates make Spark copy every row once per aggregate, 2026-12-01).
+    # (destination, family) already, so its rows are counted. At synthetic scale 50 the
+    # query alone over the staged paths took Spark 6.4-8.4 s with a count(DISTINCT) of each
+    # family, 0.9-1.1 s counting (two distinct aggregates make Spark copy every row once per
+    # aggregate); the whole vp_base step 9.3-11.2 s before, 4.9-5.2 s after (2026-12-01).
     both("origins", "view", """
 SELECT vp_group, vp_asn, count(CASE WHEN afi = 4 THEN 1 END) AS origins_v4,
        count(CASE WHEN afi = 6 THEN 1 END) AS origins_v6
