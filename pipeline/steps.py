@@ -361,11 +361,12 @@ def _pairs_from(engine: str) -> str:
     scale 50 (101 of 203 VPs default-free) the query alone over the staged paths took
     14.1-15.8 s against 19.0-26.7 s joining the families first (2026-12-01, the same rows)."""
     semi = "LEFT SEMI JOIN" if engine == "spark" else "SEMI JOIN"
+    vps = "(SELECT vp_group, vp_asn FROM vp_base WHERE default_free)"
     return f"""
       FROM paths p4
-      JOIN (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d
+      JOIN {vps} d
         ON d.vp_group = p4.vp_group AND d.vp_asn = p4.vp_asn
-      JOIN (SELECT p.* FROM paths p {semi} (SELECT vp_group, vp_asn FROM vp_base WHERE default_free) d6
+      JOIN (SELECT p.* FROM paths p {semi} {vps} d6
               ON d6.vp_group = p.vp_group AND d6.vp_asn = p.vp_asn WHERE p.afi = 6) p6
         ON p4.vp_group = p6.vp_group AND p4.vp_asn = p6.vp_asn AND p4.dest_asn = p6.dest_asn
 {{any_join}}
