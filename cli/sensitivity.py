@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "One factor at a time against the month's own parameters (its provenance): "
             + "; ".join(names()) + ". The month's entries are read once; each distinct "
-            "parameter set is computed once on the compare engine (--engine), its month_summary "
+            "parameter set is computed once on the compare engine (--engine), the sets that clean "
+            "the routes alike one after another so each cleaning is computed once, its month_summary "
             "row published as the `sensitivity` table (DATA_DIR/sensitivity/month=M/), and the "
             "offline page DATA_DIR/reports/month=M/sensitivity.html shows per headline figure the "
             "range over each choice's variants (tornado charts) with the table under them."
@@ -51,7 +52,8 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         print()
         return 0
     default, eff = page.effects(out["rows"], "noncongruent", out["published"])
-    console.err.print(f"sensitivity {args.month}: {out['variants']} variants ({out['computed']} computed) in "
+    console.err.print(f"sensitivity {args.month}: {out['variants']} variants ({out['computed']} computed, "
+                      f"{out['cleanings']} cleanings) in "
                       f"{out['seconds']:.1f} s; non-congruent "
                       f"{'n/a' if default is None else f'{100 * default:.1f}%'} as published")
     for e in eff:  # as the page says it: a variant with no pairs is undefined, not +0.0

@@ -779,3 +779,10 @@ def render(step: SqlStep, engine: str, params: MethodParams, plan: SnapshotPlan)
     """The step's SELECT in the engine's dialect, with the method's parameters filled in;
     `plan`: the month's snapshots (per_path's masks, and where each collector's bits go)."""
     return step.sql(engine).format(**_fill(params, engine, plan))
+
+
+def partition_sql(params: MethodParams, engine: str, plan: SnapshotPlan) -> list[str]:
+    """PARTITION_STEPS rendered: two runs on the same entries whose texts are equal share the
+    cleaning and per-path aggregates (an engine keeps the last run's for the next, the
+    sensitivity variants run in an order that groups them: pipeline/sensitivity.py)."""
+    return [render(s, engine, params, plan) for s in PARTITION_STEPS]

@@ -83,6 +83,7 @@ class DuckDBEngine:
         self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
         self._work_kept, self._kept, self._private = False, None, None
+        self.cleanings = 0  # runs that computed the partition steps (the rest reused a kept run's)
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore | ObjectStore:
@@ -163,7 +164,7 @@ class DuckDBEngine:
         staging folder where a killed run of the same inputs and SQL left some skips it."""
         cuts = vp_hash.even(partitions) if isinstance(partitions, int) else tuple(partitions)
         k = len(cuts) - 1
-        part_sql = [S.render(s, "duckdb", params, self.plan) for s in S.PARTITION_STEPS]
+        part_sql = S.partition_sql(params, "duckdb", self.plan)
         rest_sql = [S.render(s, "duckdb", params, self.plan) for s in S.FACTS + S.VP_STEPS + S.SUMMARY_STEPS]
         rest_sql += [S.TRANSITIONS.duckdb, S.PREV_V6_DESTS.duckdb]
         reuse = keep and self._kept == (part_sql, cuts)
@@ -190,6 +191,7 @@ class DuckDBEngine:
                          "are reused")
         if not reuse:
             self._parts = k
+            self.cleanings += 1
             without_bucket = f" EXCLUDE ({vp_hash.COLUMN})"
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
                 if i in done1:

@@ -45,6 +45,8 @@ class SparkEngine:
     def __init__(self, spark, own: bool = False):
         self.spark, self.own = spark, own
         self.variant = False  # a sensitivity variant's run (keep): steps.VARIANT_VIEWS stay views
+        self._kept = None  # the partition steps' SQL of the last kept run, whose views stand
+        self.cleanings = 0  # runs that computed the partition steps (the rest reused a kept run's)
 
     def store(self, root: str) -> HadoopStore:
         """The data dir through Hadoop: S3A's store on S3 (its staging in the bucket, where
@@ -92,14 +94,24 @@ class SparkEngine:
             partitions: int = 1) -> None:
         """Every step, as one partition: each name the month-level steps read (MONTH_OF) is a
         view of the step's own output; output tables end up as Parquet folders staged/<table>
-        (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB)."""
+        (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB, and the
+        partition steps' outputs stay registered: the next kept run whose partition steps render
+        the same reads them instead of cleaning the month again)."""
         self.variant = keep
+        part_sql = S.partition_sql(params, "spark", self.plan)
+        reuse = keep and self._kept == part_sql
+        self._kept = None
+        if not reuse:
+            self.cleanings += 1
         self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s in S.MONTH_STEPS:
+            if reuse and s in S.PARTITION_STEPS:  # by_session, per_path and their month_* views stand
+                continue
             step(s.name)
             self._run_step(s, S.render(s, "spark", params, self.plan), staged)
             if s.name in S.MONTH_OF:
                 self.spark.table(s.name).createOrReplaceTempView(S.MONTH_OF[s.name])
+        self._kept = part_sql if keep else None
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
 
