@@ -6,9 +6,10 @@ one `compare` of the month (pipeline.job.compare_months, DuckDB engine, in proce
 `sensitivity` run of all its variants (pipeline.sensitivity.run: the entries read once,
 each distinct parameter set computed once, steps before the coverage threshold shared by
 the variants that change only it). The target (issue 19): the sensitivity run under 10x
-one compare.
+one compare. `--engine spark`: both on one local[*] session, as `congruency sensitivity
+--engine spark` runs them (its start not timed).
 
-    .venv/bin/python bench/sensitivity.py [--repeat 3] [--work DIR] [--json]
+    .venv/bin/python bench/sensitivity.py [--repeat 3] [--engine duckdb|spark] [--work DIR] [--json]
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, help="scratch folder (default: a temp dir)")
     ap.add_argument("--archive", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "archive")
+    ap.add_argument("--engine", choices=("duckdb", "spark"), default="duckdb")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -43,28 +45,39 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-sensitivity-"))
     data = work / "data"
     shutil.rmtree(data, ignore_errors=True)
-    cfg = load().with_overrides(archive_root=str(args.archive), data_dir=data, days=(30,), times=("14:00",))
+    cfg = load().with_overrides(archive_root=str(args.archive), data_dir=data, days=(30,), times=("14:00",),
+                                engine=args.engine)
     cfg = replace(cfg, method=replace(cfg.method, min_coverage=0.0))
     out = ingest_run.run(cfg, MONTH)
     assert all(r.status == "ok" for r in out.rows), [r.error for r in out.rows]
+    spark = None
+    if args.engine == "spark":
+        from bgp_congruency.pipeline import spark_session
+
+        spark = spark_session.session(cfg.spark_master, cfg.spark_conf)
     compare_s, sens_s = [], []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        [res] = job.compare_months(cfg, [MONTH])
+        [res] = job.compare_months(cfg, [MONTH], spark=spark)
         compare_s.append(time.perf_counter() - t0)
         assert res.error is None, res.error
         t0 = time.perf_counter()
-        s = sensitivity.run(cfg, MONTH)
+        s = sensitivity.run(cfg, MONTH, spark=spark)
         sens_s.append(time.perf_counter() - t0)
-    result = {"month": MONTH, "entries": sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in out.rows),
-              "variants": s["variants"], "computed": s["computed"], "compare_s": round(min(compare_s), 3),
+    if spark is not None:
+        spark.stop()
+    result = {"month": MONTH, "engine": args.engine,
+              "entries": sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in out.rows),
+              "variants": s["variants"], "computed": s["computed"], "cleanings": s.get("cleanings"),
+              "compare_s": round(min(compare_s), 3),
               "sensitivity_s": round(min(sens_s), 3), "ratio": round(min(sens_s) / min(compare_s), 2),
               "target_ratio": 10, "load": load_now(), "machine": machine_facts()}
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(f"real {MONTH} pair ({result['entries']:,} entries): compare {result['compare_s']:.2f} s, "
-              f"sensitivity ({result['variants']} variants, {result['computed']} computed) "
+        print(f"real {MONTH} pair ({result['entries']:,} entries), {args.engine}: compare {result['compare_s']:.2f} s, "
+              f"sensitivity ({result['variants']} variants, {result['computed']} computed, "
+              f"{result['cleanings'] if result['cleanings'] is not None else '?'} cleanings) "
               f"{result['sensitivity_s']:.2f} s = {result['ratio']}x one compare (target < 10x); load {result['load']}")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
