@@ -19,9 +19,9 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
         description=(
             "One factor at a time against the month's own parameters (its provenance): "
             + "; ".join(names()) + ". The month's entries are read once; each distinct "
-            "parameter set is computed once on the compare engine (--engine), the sets that clean "
-            "the routes alike one after another so each cleaning is computed once, its month_summary "
-            "row published as the `sensitivity` table (DATA_DIR/sensitivity/month=M/), and the "
+            "parameter set is computed once on the compare engine (--engine), and the sets that clean "
+            "the routes alike run one after another, sharing one cleaning. Each variant's month_summary "
+            "figures are a row of the `sensitivity` table (DATA_DIR/sensitivity/month=M/), and the "
             "offline page DATA_DIR/reports/month=M/sensitivity.html shows per headline figure the "
             "range over each choice's variants (tornado charts) with the table under them."
         ),

@@ -64,6 +64,8 @@ class SparkEngine:
         dirs, not `staged`."""
         from pyspark.sql import functions as F
 
+        self._kept = None  # a kept run's views are another month's
+
         inputs = routes.month_input(src, store)
         self.plan = S.SnapshotPlan.of(inputs)
         dfs = [self.spark.read.parquet(*[literal(f) for f in fs]).withColumn("collector", F.lit(c))
@@ -96,7 +98,8 @@ class SparkEngine:
         view of the step's own output; output tables end up as Parquet folders staged/<table>
         (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB, and the
         partition steps' outputs stay registered: the next kept run whose partition steps render
-        the same reads them instead of cleaning the month again)."""
+        the same reads them instead of cleaning the month again, from this run's `staged`/_work,
+        which must outlive it: the sensitivity run's staging folder does)."""
         self.variant = keep
         part_sql = S.partition_sql(params, "spark", self.plan)
         reuse = keep and self._kept == part_sql
@@ -168,6 +171,7 @@ class SparkEngine:
         return None
 
     def end_month(self) -> None:
+        self._kept = None
         self.spark.catalog.clearCache()
         for t in self.spark.catalog.listTables():
             if t.isTemporary:
