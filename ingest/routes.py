@@ -208,6 +208,21 @@ class FeedDump:
         return self._feed.grouped(size, project)
 
 
+def made(folder: Path, tries: int = 5) -> Path:
+    """`folder`, made with its parents. The collectors of a month merge side by side, and each
+    removes the month's work folder when it is left empty (merge), so another may remove the
+    parent between makedirs' check and its mkdir (a CI run, 2026-12-01): made again. Once the
+    folder exists, the parent is not empty and stays."""
+    for _ in range(tries - 1):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return folder
+        except FileNotFoundError:
+            continue
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, feed: Feed | None = None) -> Path:
     """Fold `decoded` snapshot files (ingest/writer.py's, each holding one or more snapshot
     times; a dump already in the routes is replaced) into the collector's routes in the data
@@ -225,7 +240,7 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
         old_gen = current(root, month, collector)
         old = snapshots(old_gen)
         work = Path(layout.staging_dir(root)) / f"ingest-{month}"  # the spill and the split, removed at the end
-        con = duck.connect(cfg, spill=work / f".spill-{collector}")
+        con = duck.connect(cfg, spill=made(work / f".spill-{collector}"))
         try:
             con.execute("SET preserve_insertion_order = false")
             single = [one_snapshot(Path(p)) for p in decoded]  # a dump's file: its snapshot, read off its footer

@@ -723,3 +723,25 @@ def test_a_merge_in_many_bucket_ranges_equals_one_in_one(ingested_2026, config, 
     assert stored.snapshots(gens[split]) == stored.snapshots(gens[once])  # times too
     assert len(stored.files(gens[once])) == 1 and len(stored.files(gens[split])) > 4
     assert not list(split.rglob(".chunks-*")) and not list(split.rglob("*.tmp"))
+
+
+def test_a_merge_makes_its_spill_folder_again_when_another_merge_removed_its_parent(tmp_path, monkeypatch):
+    """The collectors of a month merge side by side, and each removes the month's work folder
+    when it is left empty. A merge whose makedirs saw that folder, then found it gone at its own
+    mkdir, makes it again (ingest/routes.made): the race a CI run met, forced here."""
+    from bgp_congruency.ingest import routes
+
+    work = tmp_path / "_staging" / "ingest-2024-01"
+    work.mkdir(parents=True)
+    real, raced = Path.mkdir, []
+
+    def racing(self, *args, **kwargs):
+        if self.name == ".spill-rrc00" and not raced:
+            raced.append(self)
+            work.rmdir()  # the other merge ends between the check and this mkdir
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", racing)
+    assert routes.made(work / ".spill-rrc00") == work / ".spill-rrc00"
+    assert raced and (work / ".spill-rrc00").is_dir()
