@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentPar
             "One factor at a time against the month's own parameters (its provenance): "
             + "; ".join(names()) + ". The month's entries are read once; each distinct "
             "parameter set is computed once on the compare engine (--engine), and the sets that clean "
-            "the routes alike run one after another, sharing one cleaning. Each variant's month_summary "
+            "the routes alike run one after another, sharing one cleaning (on Spark, those that also "
+            "choose the same representative paths share them too). Each variant's month_summary "
             "figures are a row of the `sensitivity` table (DATA_DIR/sensitivity/month=M/), and the "
             "offline page DATA_DIR/reports/month=M/sensitivity.html shows per headline figure the "
             "range over each choice's variants (tornado charts) with the table under them."
@@ -53,7 +54,7 @@ def main(args: argparse.Namespace, cfg: Config) -> int:
         return 0
     default, eff = page.effects(out["rows"], "noncongruent", out["published"])
     console.err.print(f"sensitivity {args.month}: {out['variants']} variants ({out['computed']} computed, "
-                      f"{out['cleanings']} cleanings) in "
+                      f"{out['cleanings']} cleanings, {out['steps'].get('paths', 0)} choices of representative paths) in "
                       f"{out['seconds']:.1f} s; non-congruent "
                       f"{'n/a' if default is None else f'{100 * default:.1f}%'} as published")
     for e in eff:  # as the page says it: a variant with no pairs is undefined, not +0.0

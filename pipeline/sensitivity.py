@@ -80,18 +80,18 @@ def variants(base: MethodParams, wanted: list[str] | None = None) -> list[tuple[
 
 
 def _by_cleaning(params: list[MethodParams], engine) -> list[MethodParams]:
-    """The distinct parameter sets, those whose partition steps render the same next to each
-    other (first seen first): the engine keeps a run's cleaning and per-path aggregates for
-    the next run that renders them the same, so each cleaning is computed once. Every variant
-    of a month with VP groups cleans 7 ways: its own, and one for each of first_as_rule,
-    reserved_asns, grouping, snapshots, as_set and destination (in table order, 8 cleanings:
-    the representative variants follow the grouping's)."""
+    """The distinct parameter sets in an order that lets the engine reuse the most: by the
+    rendered SQL of each step in turn (steps.MONTH_STEPS, each text numbered as first seen),
+    so sets whose partition steps render the same come together (each cleaning computed
+    once), and within them those whose `paths` does (Spark keeps it: steps.kept_steps). Every
+    variant of a month with VP groups cleans 7 ways: its own, and one for each of
+    first_as_rule, reserved_asns, grouping, snapshots, as_set and destination (in table
+    order, 8 cleanings: the representative variants follow the grouping's)."""
     distinct = list({repr(p): p for p in params}.values())
-    key = {repr(p): "\n".join(S.partition_sql(p, engine.name, engine.plan)) for p in distinct}
-    first: dict[str, int] = {}
-    for p in distinct:
-        first.setdefault(key[repr(p)], len(first))
-    return sorted(distinct, key=lambda p: first[key[repr(p)]])
+    texts = {repr(p): [S.render(s, engine.name, p, engine.plan) for s in S.MONTH_STEPS] for p in distinct}
+    seen: list[dict[str, int]] = [{} for _ in S.MONTH_STEPS]
+    key = {r: tuple(seen[i].setdefault(t, len(seen[i])) for i, t in enumerate(ts)) for r, ts in texts.items()}
+    return sorted(distinct, key=lambda p: key[repr(p)])
 
 
 def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None, spark=None) -> dict:
@@ -136,5 +136,5 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     published_row = published.read(root, "month_summary", month).to_pylist()[0] \
         if not layout.is_cluster(root) else None
     return {"month": month, "path": path, "variants": len(rows), "computed": len(done),
-            "cleanings": engine.cleanings, "published": published_row,
+            "cleanings": engine.cleanings, "steps": dict(engine.computed), "published": published_row,
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}

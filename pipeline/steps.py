@@ -26,6 +26,7 @@ common/tables.py). The input views have the columns of REQUIRED (ASNs as int64) 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -755,6 +756,7 @@ VARIANT_VIEWS = ("pairs", "divergence")
 #: one partition makes each a view of the other; one running K makes each the union of K.
 MONTH_OF = {"entries": "month_entries", "by_session": "month_by_session", "per_path": "month_per_path",
             "vps": "month_vps", "pair_counts": "month_pair_counts"}
+_NAMES = frozenset(s.name for s in MONTH_STEPS)
 
 # Across months: congruent pairs of month M that were not congruent pairs in the month
 # before, for VPs present then. Reads the previous month's published tables as the views
@@ -779,6 +781,30 @@ def render(step: SqlStep, engine: str, params: MethodParams, plan: SnapshotPlan)
     """The step's SELECT in the engine's dialect, with the method's parameters filled in;
     `plan`: the month's snapshots (per_path's masks, and where each collector's bits go)."""
     return step.sql(engine).format(**_fill(params, engine, plan))
+
+
+def reads(sql: str) -> set[str]:
+    """The steps a rendered step reads: the step names (and their MONTH_OF names) its SQL
+    holds as words. A column spelled like a step (vps' `pairs`) adds a dependency that is not
+    one: that only ever keeps less."""
+    words = set(re.findall(r"[a-z_0-9]+", sql))
+    return {n for n in _NAMES if n in words} | {n for n, m in MONTH_OF.items() if m in words and n in _NAMES}
+
+
+def kept_steps(kept: dict[str, str] | None, rendered: list[tuple[SqlStep, str]]) -> set[str]:
+    """The steps of MONTH_STEPS (`rendered`: each with its SQL) that an engine running one
+    partition need not run again after a kept run (`kept`: its steps' SQL): those rendered
+    the same whose every input was kept too (a step run again is a new relation for the
+    steps that read it). Never SUMMARY_STEPS: a run reads its own month_summary back. For the
+    sensitivity variants: a variant of min_coverage or comparison keeps the month's `paths`,
+    one of min_coverage alone its pairs too."""
+    out: set[str] = set()
+    if not kept:
+        return out
+    for s, sql in rendered:
+        if s not in SUMMARY_STEPS and kept.get(s.name) == sql and reads(sql) - {s.name} <= out:
+            out.add(s.name)
+    return out
 
 
 def partition_sql(params: MethodParams, engine: str, plan: SnapshotPlan) -> list[str]:

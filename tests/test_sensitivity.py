@@ -152,11 +152,51 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     # changes the partition steps (first_as_rule, reserved_asns, grouping, snapshots, as_set,
     # destination); min_coverage, representative and comparison reuse the base's.
     assert out["cleanings"] == 7, out["cleanings"]
+    # Spark also chooses each month's representative paths once per cleaning and
+    # representative: the coverage and comparison variants read the base's `paths`
+    # (steps.kept_steps), so 7 cleanings + 3 other representatives = 10; DuckDB, whose
+    # per-VP steps run a partition at a time, chooses them for each of the 13 (16) sets.
+    assert out["steps"]["per_path"] == 7 and out["steps"]["paths"] == (10 if engine == "spark" else 16), out["steps"]
     # The default variant is the published month, every figure of it.
     [ms] = read_published(tmp_path, "month_summary", M).to_pylist()
     for r in rows:
         if r["variant"] == "default":
             assert {k: r[k] for k in ms if k != "month"} == {k: v for k, v in ms.items() if k != "month"}
+
+
+def test_a_kept_run_s_steps_are_those_rendered_the_same_whose_inputs_were_kept():
+    """steps.kept_steps by hand, on the Spark texts: after the month's own run, a variant of
+    min_coverage keeps the cleaning and per-path aggregates, the facts and the paths (only
+    vp_base reads the threshold: it and every step after it run again); one of comparison
+    (share) also keeps vp_base (its pairs differ from any_equal on); one of representative keeps
+    only what is upstream of `paths`; one of first_as_rule nothing. The summary is never
+    kept. And the sensitivity run's order puts the sets that keep the most side by side."""
+    from types import SimpleNamespace
+
+    from bgp_congruency.pipeline import steps as S
+    from bgp_congruency.pipeline.sensitivity import _by_cleaning
+
+    plan = S.SnapshotPlan((0,), {"route-views2": (0,)})
+    base = MethodParams(min_coverage=0.0)
+
+    def texts(p):
+        return [(s, S.render(s, "spark", p, plan)) for s in S.MONTH_STEPS]
+
+    kept = {s.name: sql for s, sql in texts(base)}
+    upstream = ["observed", "rows", "by_session", "per_path", "cleaning_stats", "totals", "transit",
+                "v6_asns", "destinations"]
+    assert S.kept_steps(kept, texts(base)) == {s.name for s in S.MONTH_STEPS} - {"month_summary"}
+    assert S.kept_steps(kept, texts(replace(base, min_coverage=0.5))) == \
+        {*upstream, "paths", "sessions", "origins", "any_equal"}
+    assert S.kept_steps(kept, texts(replace(base, comparison="share"))) == \
+        {*upstream, "paths", "sessions", "origins", "vp_base"}
+    assert S.kept_steps(kept, texts(replace(base, representative="lowest"))) == {*upstream, "sessions", "any_equal"}
+    assert S.kept_steps(kept, texts(replace(base, first_as_rule=False))) == {"observed"}
+    assert S.kept_steps(None, texts(base)) == set()
+    sets = [base, replace(base, representative="lowest"), replace(base, first_as_rule=False),
+            replace(base, min_coverage=0.5), replace(base, comparison="share")]
+    got = _by_cleaning(sets, SimpleNamespace(name="spark", plan=plan))
+    assert got == [base, sets[4], sets[3], sets[1], sets[2]]
 
 
 @pytest.mark.slow

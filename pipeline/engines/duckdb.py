@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 
 import duckdb
 import pyarrow as pa
@@ -83,7 +84,8 @@ class DuckDBEngine:
         self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
         self._work_kept, self._kept, self._private = False, None, None
-        self.cleanings = 0  # runs that computed the partition steps (the rest reused a kept run's)
+        self.cleanings = 0  # runs that computed the partition steps (the rest reused or resumed them)
+        self.computed = Counter()  # step -> runs that computed it (in any partition)
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore | ObjectStore:
@@ -189,9 +191,9 @@ class DuckDBEngine:
             console.note(f"{staged}: resuming what a stopped run of the month finished with the same inputs: "
                          f"{len(done1)} of {k} partitions' cleaning and {len(done2)} of {k} partitions' tables "
                          "are reused")
+        ran: set[str] = set()
         if not reuse:
             self._parts = k
-            self.cleanings += 1
             without_bucket = f" EXCLUDE ({vp_hash.COLUMN})"
             for i in range(k):  # the cleaning and per-path aggregates, a partition at a time
                 if i in done1:
@@ -200,6 +202,7 @@ class DuckDBEngine:
                                  f"{_partition_filter(cuts, i)}")
                 for s, sql in zip(S.PARTITION_STEPS, part_sql):
                     step(_label(s.name, i, k))
+                    ran.add(s.name)
                     kind = "VIEW" if s.kind == "view" else "TABLE"
                     # work: the partition's, kept in the work database; scratch: dropped below
                     name = f"{WORK}.{s.name}_{i}" if s.kind == "work" else s.name
@@ -208,12 +211,14 @@ class DuckDBEngine:
                     if s.kind == "scratch":
                         self.con.execute(f"DROP TABLE {s.name}")
                 self.con.execute(f"INSERT INTO {WORK}.done VALUES (1, {i}, ?)", [key1])
+        self.cleanings += "per_path" in ran  # not when every partition's was resumed
         self._kept = (part_sql, cuts) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "
                              + " UNION ALL ".join(f"SELECT * FROM {WORK}.{name}_{i}" for i in range(k)))
         for s in S.FACTS:
             step(s.name)
+            ran.add(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.plan), staged)
         if prev is not None:
             self.con.execute(f"CREATE OR REPLACE VIEW prev_paths AS SELECT * FROM {_prev(prev, 'paths')}")
@@ -225,6 +230,7 @@ class DuckDBEngine:
                 self.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM {WORK}.{name}_{i}")
             for n, s in enumerate(S.VP_STEPS):
                 step(_label(s.name, i, k))
+                ran.add(s.name)
                 self._run_step(s, S.render(s, "duckdb", params, self.plan), staged, part=i)
                 if i and not n:
                     hooks.pause("mid-partition")
@@ -254,8 +260,10 @@ class DuckDBEngine:
             self._write_arrow(TRANSITIONS.empty_table().to_batches(), TRANSITIONS, staged, "transitions")
         for s in S.SUMMARY_STEPS:
             step(s.name)
+            ran.add(s.name)
             self._run_step(s, S.render(s, "duckdb", params, self.plan), staged)
             self.con.execute(f"DROP TABLE {s.name}")
+        self.computed.update(ran)
         if not keep:
             self.end_month()  # every table is written; closing releases the spill files
 

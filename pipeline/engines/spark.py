@@ -8,6 +8,8 @@ executor loss.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from bgp_congruency.common import routes, s3
 from bgp_congruency.common.errors import BadInput
 from bgp_congruency.common.params import MethodParams
@@ -45,8 +47,9 @@ class SparkEngine:
     def __init__(self, spark, own: bool = False):
         self.spark, self.own = spark, own
         self.variant = False  # a sensitivity variant's run (keep): steps.VARIANT_VIEWS stay views
-        self._kept = None  # the partition steps' SQL of the last kept run, whose views stand
+        self._kept = None  # each step's SQL in the last kept run, whose views stand
         self.cleanings = 0  # runs that computed the partition steps (the rest reused a kept run's)
+        self.computed = Counter()  # step -> runs that computed it
 
     def store(self, root: str) -> HadoopStore:
         """The data dir through Hadoop: S3A's store on S3 (its staging in the bucket, where
@@ -96,25 +99,27 @@ class SparkEngine:
             partitions: int = 1) -> None:
         """Every step, as one partition: each name the month-level steps read (MONTH_OF) is a
         view of the step's own output; output tables end up as Parquet folders staged/<table>
-        (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB, and the
-        partition steps' outputs stay registered: the next kept run whose partition steps render
-        the same reads them instead of cleaning the month again, from this run's `staged`/_work,
-        which must outlive it: the sensitivity run's staging folder does)."""
+        (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB, and every
+        step's output stays registered: the next kept run skips each step that renders the same
+        and reads only kept steps (steps.kept_steps: the cleaning, `paths`, ...), reading this
+        run's instead, from its `staged`, which must outlive it: the sensitivity run's staging
+        folder does)."""
         self.variant = keep
-        part_sql = S.partition_sql(params, "spark", self.plan)
-        reuse = keep and self._kept == part_sql
+        rendered = [(s, S.render(s, "spark", params, self.plan)) for s in S.MONTH_STEPS]
+        stand = S.kept_steps(self._kept, rendered) if keep else set()
         self._kept = None
-        if not reuse:
+        if "per_path" not in stand:
             self.cleanings += 1
         self.spark.table("month_entries").createOrReplaceTempView("entries")
-        for s in S.MONTH_STEPS:
-            if reuse and s in S.PARTITION_STEPS:  # by_session, per_path and their month_* views stand
+        for s, sql in rendered:
+            if s.name in stand:  # the kept run's view (and its month_* name) stands
                 continue
             step(s.name)
-            self._run_step(s, S.render(s, "spark", params, self.plan), staged)
+            self.computed[s.name] += 1
+            self._run_step(s, sql, staged)
             if s.name in S.MONTH_OF:
                 self.spark.table(s.name).createOrReplaceTempView(S.MONTH_OF[s.name])
-        self._kept = part_sql if keep else None
+        self._kept = {s.name: sql for s, sql in rendered} if keep else None
         step("transitions")
         if prev is None:  # the empty table, built in SQL (no Python rows, no Python worker)
 
