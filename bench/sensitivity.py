@@ -69,6 +69,7 @@ def main() -> int:
     result = {"month": MONTH, "engine": args.engine,
               "entries": sum((r.entries_v4 or 0) + (r.entries_v6 or 0) for r in out.rows),
               "variants": s["variants"], "computed": s["computed"], "cleanings": s.get("cleanings"),
+              "paths_chosen": s.get("steps", {}).get("paths"),
               "compare_s": round(min(compare_s), 3),
               "sensitivity_s": round(min(sens_s), 3), "ratio": round(min(sens_s) / min(compare_s), 2),
               "target_ratio": 10, "load": load_now(), "machine": machine_facts()}
@@ -77,7 +78,9 @@ def main() -> int:
     else:
         print(f"real {MONTH} pair ({result['entries']:,} entries), {args.engine}: compare {result['compare_s']:.2f} s, "
               f"sensitivity ({result['variants']} variants, {result['computed']} computed, "
-              f"{result['cleanings'] if result['cleanings'] is not None else '?'} cleanings) "
+              f"{result['cleanings'] if result['cleanings'] is not None else '?'} cleanings, "
+              f"representative paths chosen {result['paths_chosen'] if result['paths_chosen'] is not None else '?'} "
+              "times) "
               f"{result['sensitivity_s']:.2f} s = {result['ratio']}x one compare (target < 10x); load {result['load']}")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
