@@ -658,3 +658,26 @@ def test_a_month_of_collectors_of_both_versions_compares_and_stages_the_same(con
         assert origins.stage(duck(config, data_dir=data), "2024-04", str(data / "st")) > 0
         staged[data] = pq.read_table(data / "st" / "prefix_origins").to_pylist()
     assert staged[old] == staged[now]
+
+
+def test_the_prefixes_stager_counts_each_entry_of_every_snapshot(config, tmp_path):
+    """prefix_origins (selector/origins.py) from the routes, against the hand rows it stands
+    for, counted in Python: an entry per (family, prefix, origin) and row, whatever snapshot
+    it is in. The routes hold a route once with the bits of its snapshots (150 of them,
+    across three words), two ADD-PATH copies of one route in a snapshot as two routes, and
+    no origin for a path that is missing, empty or only text; summing each route's entries
+    must give the count of the rows."""
+    from collections import Counter
+
+    from bgp_congruency.selector import origins
+
+    rows = cases.snapshot_rows() + cases.paths_rows() + cases.cleaning_rows()
+    rows += [cases.R("rrc00", 7, 4, [7, 8], prefix="10.7.0.0/16")] * 2  # ADD-PATH: the same route twice
+    write_entries(tmp_path, "2024-06", rows)
+    (tmp_path / "st").mkdir()
+    n = origins.stage(duck(config, data_dir=tmp_path), "2024-06", str(tmp_path / "st"))
+    got = {(r["afi"], r["prefix"], r["origin_asn"]): r["entries"]
+           for r in pq.read_table(tmp_path / "st" / "prefix_origins").to_pylist()}
+    want = Counter((r["afi"], r["prefix"], r["as_path"][-1]) for r in rows if r["as_path"])
+    assert got == dict(want) and n == len(want)
+    assert got[(4, "10.0.0.0/16", 9)] == 75 and got[(4, "10.7.0.0/16", 8)] == 2
