@@ -35,7 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import common, render  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
-TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary", "hints")
+#: The published tables compared row for row between commits: the engine's, and those the
+#: compare's stagers build from the routes (provenance names its commit, so it differs).
+TABLES = ("cleaning_stats", "paths", "vps", "pairs", "divergence", "month_summary", "as_relationships",
+          "prefix_origins", "hints")
 
 #: The child: one commit's compare job, timed inside the process (argv: data dir, month).
 JOB = """

@@ -442,8 +442,11 @@ def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
 
     late, once = tmp_path / "late", tmp_path / "once"
     for days in ("1,3", "1-3"):
-        r = _ingest(three_days, late, days)
+        r = _ingest(three_days, late, days, "--json")
         assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)  # day 2 alone decoded: days 1 and 3 are in the routes, not redone
+    assert out["already_done"] == 8 and sorted(x["slot"].split("@")[1][:8] for x in out["snapshots"]) == \
+        [ROUTES_MONTH.replace("-", "") + "02"] * 4, out
     r = _ingest(three_days, once, "1-3")
     assert r.returncode == 0, r.stderr
     got, want = _stored(late), _stored(once)
@@ -673,6 +676,37 @@ def test_a_kill_during_the_merge_then_a_run_equals_an_uninterrupted_one(three_da
     rows = [sorted(({k: r[k] for k in keep} for r in pq.read_table(d / "manifest" / f"month={ROUTES_MONTH}")
                     .to_pylist()), key=lambda r: r["slot"]) for d in (data, once)]
     assert rows[0] == rows[1]
+    assert not list(data.rglob(".gen-*")) and not (data / "_staging" / f"ingest-{ROUTES_MONTH}").exists()
+
+
+@pytest.mark.slow
+def test_a_kill_while_a_late_snapshot_merges_leaves_the_month_as_it_was(three_days, tmp_path):
+    """Days 1 and 3 ingested; SIGKILL while day 2 merges into them (a collector's new
+    generation half written): every reader still sees the routes of days 1 and 3, bit for
+    bit. The next ingest decodes nothing again (day 2's dumps wait decoded, each with its
+    row) and leaves the routes of the three days ingested at once."""
+    import signal
+
+    from tests.support.cli import start, wait_for
+
+    data, once = tmp_path / "data", tmp_path / "once"
+    assert _ingest(three_days, data, "1,3").returncode == 0
+    assert _ingest(three_days, once, "1-3").returncode == 0
+    before = _stored(data)
+    pause = tmp_path / "paused"
+    p = start("ingest", "--month", ROUTES_MONTH, "--days", "1-3", "--times", "00:00", "--collectors",
+              "route-views2,route-views6,rrc00,rrc01", "--archive-root", str(three_days), "--data-dir", str(data),
+              CONGRUENCY_PAUSE_AT="merge", CONGRUENCY_PAUSE_FILE=str(pause))
+    wait_for(pause, p)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    assert list((data / "routes" / f"month={ROUTES_MONTH}").glob("collector=*/.gen-*.tmp"))
+    assert _stored(data) == before and all(len(s) == 2 for s, _ in before.values())
+    r = _ingest(three_days, data, "1-3", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["already_done"] == 12 and out["snapshots"] == [], out  # nothing decoded again
+    assert _stored(data) == _stored(once)
     assert not list(data.rglob(".gen-*")) and not (data / "_staging" / f"ingest-{ROUTES_MONTH}").exists()
 
 

@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+import statistics
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ from bgp_congruency.common.params import MethodParams, load_groups
 from bgp_congruency.congruency.method import strip_prepending
 from bgp_congruency.synth import generate
 from bgp_congruency.synth.topology import CUSTOMER, PEER, PROVIDER, Graph, Internet
-from tests.support.data import require_tool
+from tests.support.data import ARCHIVE, needs_data, require_tool
 
 SEED, ASES, VPS, MONTHS = 7, 60, 6, ("2026-06", "2026-07")
 REL = {CUSTOMER: "c", PEER: "p", PROVIDER: "P"}  # what a route's next AS is to its holder
@@ -285,6 +286,8 @@ def test_ipv6_adoption_grows_and_relationships_differ(archive):
     (["--seed", "x"], "--seed"),
     (["--ases", "30", "--vps", "31"], "--vps"),
     (["--min-coverage", "1.5"], "--min-coverage"),
+    (["--every-hours", "5"], "--every-hours: expected a divisor of 24"),
+    (["--every-hours", "0"], "--every-hours"),
 ])
 def test_cli_bad_arguments(tmp_path, capsys, bad, name):
     from bgp_congruency.cli.main import main
@@ -306,6 +309,15 @@ def test_cli_json(tmp_path, capsys):
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["months"] == ["2026-06", "2026-07"] and summary["files"] == 8 and summary["entries"] > 0
+    # --every-hours 8 of 2 days: 6 snapshots a collector, at 00:00, 08:00 and 16:00 of each day
+    every = tmp_path / "every"
+    assert main(["synth", "--out", str(every), "--ases", "30", "--vps", "3", "--months", "2026-07",
+                 "--snapshots-per-month", "2", "--every-hours", "8", "--json"]) == 0
+    listed = json.loads((every / "ground_truth" / "files.json").read_text())["files"]
+    times = {c: sorted(f["snapshot_time"][8:16] for f in listed if f["collector"] == c) for c in
+             {f["collector"] for f in listed}}
+    assert len(times) == 4 and all(t == ["01T00:00", "01T08:00", "01T16:00", "02T00:00", "02T08:00", "02T16:00"]
+                                   for t in times.values()), times
 
 
 # --- churn (issue 56) ---------------------------------------------------------------------------
@@ -329,6 +341,21 @@ def test_without_churn_the_months_of_before_byte_for_byte(tmp_path):
     listed = json.loads((tmp_path / "ground_truth" / "files.json").read_text())["files"]
     assert {f["path"]: f["sha256"] for f in listed} == BEFORE_CHURN
     assert {f["path"]: hashlib.sha256((tmp_path / f["path"]).read_bytes()).hexdigest() for f in listed} == BEFORE_CHURN
+
+
+def test_the_cli_churns_by_default_and_no_churn_writes_the_months_of_before(tmp_path, capsys):
+    """`congruency synth --no-churn` (its default workers, with the ground truth) writes the
+    files of before byte for byte; without the flag the second day's dumps differ."""
+    from bgp_congruency.cli.main import main
+
+    args = ["synth", "--seed", "3", "--ases", "60", "--vps", "4", "--months", "2026-07", "--snapshots-per-month", "2"]
+    assert main([*args, "--out", str(tmp_path / "before"), "--no-churn"]) == 0
+    assert main([*args, "--out", str(tmp_path / "now")]) == 0
+    capsys.readouterr()
+    sha = {k: {p: hashlib.sha256((tmp_path / k / p).read_bytes()).hexdigest() for p in BEFORE_CHURN}
+           for k in ("before", "now")}
+    assert sha["before"] == BEFORE_CHURN
+    assert {p for p in BEFORE_CHURN if sha["now"][p] != BEFORE_CHURN[p]} == {p for p in BEFORE_CHURN if "0702" in p}
 
 
 @pytest.mark.slow
@@ -358,3 +385,22 @@ def test_churn_between_snapshots_is_the_fitted_rate(tmp_path, days, every, hours
                 total += len(keys)
             prev = cur
     assert changed / total == pytest.approx(churn.expected(hours), rel=0.25), (changed / total, churn.expected(hours))
+
+
+@needs_data
+def test_the_churn_model_s_rates_are_those_measured_in_the_real_update_files(monkeypatch):
+    """synth/churn.py's three measured rates, measured again here: bench/churn.py's pooled
+    figures over the four real update files of the shared archive, decoded by `bgpdump -m`
+    (an independent decoder), equal the model's constants to the digits they keep."""
+    from bench import churn as measured
+    from bgp_congruency.synth import churn
+
+    require_tool("bgpdump")
+    monkeypatch.setattr(measured, "ARCHIVE", ARCHIVE)  # the suite's shared data, wherever it is
+    got = [measured.measure(ARCHIVE / f) for f in measured.FILES]
+    assert all(g["sessions"] > 10 for g in got), got
+    median = {k: statistics.median(g[k] for g in got) for k in ("median_share_per_hour", "path_change_share",
+                                                                "withdrawal_share")}
+    assert median["median_share_per_hour"] == pytest.approx(churn.TOUCHED_PER_HOUR, abs=5e-5), median
+    assert median["path_change_share"] == pytest.approx(churn.PATH_CHANGE_SHARE, abs=5e-4), median
+    assert median["withdrawal_share"] == pytest.approx(churn.WITHDRAWAL_SHARE, abs=5e-4), median
