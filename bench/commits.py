@@ -124,11 +124,22 @@ def same_tables(a: Path, b: Path, month: str) -> dict:
         if not fa or not fb:  # a table one commit's compare does not publish (the hints, before 5abd4eb)
             out[t] = {"published_by": [d.name for d, f in ((a, fa), (b, fb)) if f]}
             continue
-        rel = [f"read_parquet({f!r}, hive_partitioning = false)" for f in (fa, fb)]
-        n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
-        diff = sum(con.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})").fetchone()[0]
-                   for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
-        out[t] = {"rows": n, "differing_rows": diff}
+        out[t] = differing(con, *(f"read_parquet({f!r}, hive_partitioning = false)" for f in (fa, fb)))
+    return out
+
+
+def differing(con, a: str, b: str) -> dict:
+    """The rows of two relations, and the rows in one and not the other, over the columns both
+    have (a table that gained columns after a commit, as as_relationships' `decided` and
+    `evidence`, is compared on the others, which are named)."""
+    ca, cb = ([c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {r}").fetchall()] for r in (a, b))
+    cols = ", ".join(f'"{c}"' for c in ca if c in cb)
+    n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in (a, b)]
+    diff = sum(con.execute(f"SELECT count(*) FROM (SELECT {cols} FROM {x} EXCEPT ALL SELECT {cols} FROM {y})")
+               .fetchone()[0] for x, y in ((a, b), (b, a)))
+    out = {"rows": n, "differing_rows": diff}
+    if set(ca) != set(cb):
+        out["columns_in_one_only"] = sorted(set(ca) ^ set(cb))
     return out
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import common, render  # noqa: E402
-from bench.commits import TABLES, worktree  # noqa: E402
+from bench.commits import TABLES, differing, worktree  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
 COLLECTORS = "route-views2,route-views6,rrc00,rrc01"
@@ -303,11 +303,8 @@ def common_tables(a: Path, b: Path, month: str) -> dict:
         fa, fb = (published.files(d, [t], month)[t] for d in (a, b))
         if not fa and not fb:
             continue
-        rel = [f"read_parquet([{', '.join(repr(f) for f in fs)}], hive_partitioning = false)" for fs in (fa, fb)]
-        n = [con.execute(f"SELECT count(*) FROM {r}").fetchone()[0] for r in rel]
-        diff = sum(con.execute(f"SELECT count(*) FROM (SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y})").fetchone()[0]
-                   for x, y in ((rel[0], rel[1]), (rel[1], rel[0])))
-        out[t] = {"rows": n, "differing_rows": diff}
+        out[t] = differing(con, *(f"read_parquet([{', '.join(repr(f) for f in fs)}], hive_partitioning = false)"
+                                  for fs in (fa, fb)))
     return out
 
 
