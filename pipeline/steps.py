@@ -797,7 +797,7 @@ def kept_steps(kept: dict[str, str] | None, rendered: list[tuple[SqlStep, str]])
     the same whose every input was kept too (a step run again is a new relation for the
     steps that read it). Never SUMMARY_STEPS: a run reads its own month_summary back. For the
     sensitivity variants: a variant of min_coverage or comparison keeps the month's `paths`,
-    one of min_coverage alone its pairs too."""
+    one of comparison its vp_base too (only vp_base reads the threshold)."""
     out: set[str] = set()
     if not kept:
         return out

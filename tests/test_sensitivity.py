@@ -155,7 +155,7 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
     # Spark also chooses each month's representative paths once per cleaning and
     # representative: the coverage and comparison variants read the base's `paths`
     # (steps.kept_steps), so 7 cleanings + 3 other representatives = 10; DuckDB, whose
-    # per-VP steps run a partition at a time, chooses them for each of the 13 (16) sets.
+    # per-VP steps run a partition at a time, chooses them for each of its 16 parameter sets.
     assert out["steps"]["per_path"] == 7 and out["steps"]["paths"] == (10 if engine == "spark" else 16), out["steps"]
     # The default variant is the published month, every figure of it.
     [ms] = read_published(tmp_path, "month_summary", M).to_pylist()
@@ -166,11 +166,12 @@ def test_every_variant_as_worked_out_by_hand(engine, tmp_path, capsys, request):
 
 def test_a_kept_run_s_steps_are_those_rendered_the_same_whose_inputs_were_kept():
     """steps.kept_steps by hand, on the Spark texts: after the month's own run, a variant of
-    min_coverage keeps the cleaning and per-path aggregates, the facts and the paths (only
-    vp_base reads the threshold: it and every step after it run again); one of comparison
-    (share) also keeps vp_base (its pairs differ from any_equal on); one of representative keeps
-    only what is upstream of `paths`; one of first_as_rule nothing. The summary is never
-    kept. And the sensitivity run's order puts the sets that keep the most side by side."""
+    min_coverage keeps the cleaning and per-path aggregates, the facts, `paths` and what reads
+    no threshold (only vp_base reads it: it and the steps after it run again); one of
+    comparison (share) also keeps vp_base, its pairs differing from any_equal on; one of
+    representative keeps what does not read `paths`; one of first_as_rule only the view of
+    the entries (the cleaning reads the rule). The summary is never kept. And the
+    sensitivity run's order puts the sets that keep the most side by side."""
     from types import SimpleNamespace
 
     from bgp_congruency.pipeline import steps as S

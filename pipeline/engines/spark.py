@@ -101,9 +101,9 @@ class SparkEngine:
         view of the step's own output; output tables end up as Parquet folders staged/<table>
         (`keep`, a sensitivity variant: steps.VARIANT_VIEWS stay views, as on DuckDB, and every
         step's output stays registered: the next kept run skips each step that renders the same
-        and reads only kept steps (steps.kept_steps: the cleaning, `paths`, ...), reading this
-        run's instead, from its `staged`, which must outlive it: the sensitivity run's staging
-        folder does)."""
+        and reads only kept steps (steps.kept_steps: the cleaning, `paths`, ...), reading the
+        output of the run that computed it (this one or an earlier kept one) from that run's
+        `staged`, which must outlive it: the sensitivity run's staging folder does)."""
         self.variant = keep
         rendered = [(s, S.render(s, "spark", params, self.plan)) for s in S.MONTH_STEPS]
         stand = S.kept_steps(self._kept, rendered) if keep else set()
