@@ -122,9 +122,10 @@ def section(runs: list[dict]) -> list[str]:
              "commits stored are compared row for row instead of the tables."]
     rows = []
     for r in runs:
-        ok = all(v.get("differing_rows", 0) == 0 and len(set(v["rows"])) == 1 and v.get("same_snapshots", True)
-                 for pair in r["tables"].values() for v in pair.values())
-        same = "routes identical" if r.get("ingest_only") else "identical"
+        bad = sorted({t for pair in r["tables"].values() for t, v in pair.items()
+                      if v.get("differing_rows", 0) or len(set(v["rows"])) != 1 or not v.get("same_snapshots", True)})
+        same = ("routes identical" if r.get("ingest_only") else "identical") if not bad else \
+            "DIFFERENT: " + ", ".join(bad)
         sy = r["synth"]
         name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
                 f"{', churn' if sy.get('churn') else ''}")
@@ -132,7 +133,7 @@ def section(runs: list[dict]) -> list[str]:
             rows.append([name if not i else "", f"`{c['commit'][:9]}` {c['subject'][:50]}", f"{c['entries']:,}",
                          common.mib(c["stored_bytes"]), render.num(c["ingest_s"]), render.num(c.get("floor_s")), render.num(c.get("duckdb_s")),
                          render.num(c.get("spark_s")), common.mib(c.get("duckdb_peak_rss")),
-                         (same if ok else "DIFFERENT") if i else "",
+                         same if i else "",
                          f"`{r['command']}` ({r['date']}, load after {r['load_after']})" if not i else ""])
         q = r["ratios"]
         rows.append(["", "ratios (baseline / HEAD)", "", render.ratio(q.get("stored_smaller")),

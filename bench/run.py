@@ -540,7 +540,7 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),
                      "memfloor": lambda r: (r["data_dir"], r["rows"]),
                      "routes": lambda r: (Path(r["archive"]).name, r["times"], r.get("limit"),
-                                          r.get("ingest_only", False)),
+                                          r.get("ingest_only", False), any("spark_s" in c for c in r["commits"])),
                      # a run of some parts (--vps alone, --scale alone) replaces those parts only
                      "reveal": _parts, "relationships": _parts}.get(key)
             if ident:
