@@ -437,7 +437,8 @@ def _stored(data: Path) -> dict:
 def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
     """Days 1 and 3, then day 2 (a backfill in the middle: every route's bits move) give the
     routes of the three ingested at once, bit for bit; the routes expand back to every dump's
-    entries as the native decoder reads them (not merged); the older generations are gone."""
+    entries as the native decoder reads them (not merged); the older generations are gone;
+    the compare's provenance is the one of the three days ingested at once."""
     from tests.support.month import entry_rows
 
     late, once = tmp_path / "late", tmp_path / "once"
@@ -463,6 +464,25 @@ def test_a_snapshot_ingested_later_merges_into_the_month(three_days, tmp_path):
     m = pq.read_table(late / "manifest" / f"month={ROUTES_MONTH}").to_pylist()
     assert len(m) == 12 and {r["status"] for r in m} == {"ok"}
     assert {r["output"] for r in m} == {f"routes/month={ROUTES_MONTH}/collector={c}" for c in got}
+    # Traceable: the compare's provenance of the month with its late day is that of the month
+    # ingested at once (but when it was published): the 12 dumps, each file hashed here.
+    import hashlib
+
+    from bgp_congruency.lake import published
+    from tests.support.cli import congruency
+
+    prov = {}
+    for d in (late, once):
+        r = congruency("compare", "--month", ROUTES_MONTH, "--data-dir", str(d), "--min-coverage", "0")
+        assert r.returncode == 0, r.stderr
+        [prov[d]] = [{k: v for k, v in p.items() if k != "published_at"}
+                     for p in published.read(d, "provenance", ROUTES_MONTH).to_pylist()]
+    assert prov[late] == prov[once]
+    p = prov[late]
+    assert len(p["snapshots_used"]) == 12 and p["snapshots_missing"] == [] == p["snapshots_failed"]
+    assert p["input_sha256"] == [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in p["input_files"]]
+    assert sorted(p["input_files"]) == sorted(r["url"] for r in m)
+    assert p["entries"] == sum(r["entries_v4"] + r["entries_v6"] for r in m)
 
 
 @pytest.mark.slow
