@@ -136,5 +136,5 @@ def run(cfg: Config, month: str, wanted: list[str] | None = None, progress=None,
     published_row = published.read(root, "month_summary", month).to_pylist()[0] \
         if not layout.is_cluster(root) else None
     return {"month": month, "path": path, "variants": len(rows), "computed": len(done),
-            "cleanings": engine.cleanings, "steps": dict(engine.computed), "published": published_row,
+            "cleanings": engine.computed["per_path"], "steps": dict(engine.computed), "published": published_row,
             "seconds": round(time.perf_counter() - t0, 2), "rows": rows}

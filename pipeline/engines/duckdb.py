@@ -84,8 +84,7 @@ class DuckDBEngine:
         self.memory_limit, self.temp_dir, self.threads = duck.memory_limit(memory_limit), temp_dir, threads
         self.con = None
         self._work_kept, self._kept, self._private = False, None, None
-        self.cleanings = 0  # runs that computed the partition steps (the rest reused or resumed them)
-        self.computed = Counter()  # step -> runs that computed it (in any partition)
+        self.computed = Counter()  # step -> runs that computed it in any partition (per_path's: the cleanings)
         self.only: set[str] | None = None  # output tables written (None: all)
 
     def store(self, root: str) -> LocalStore | ObjectStore:
@@ -211,7 +210,6 @@ class DuckDBEngine:
                     if s.kind == "scratch":
                         self.con.execute(f"DROP TABLE {s.name}")
                 self.con.execute(f"INSERT INTO {WORK}.done VALUES (1, {i}, ?)", [key1])
-        self.cleanings += "per_path" in ran  # not when every partition's was resumed
         self._kept = (part_sql, cuts) if keep else None
         for name in ("by_session", "per_path"):
             self.con.execute(f"CREATE OR REPLACE VIEW {S.MONTH_OF[name]} AS "

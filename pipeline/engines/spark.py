@@ -48,8 +48,7 @@ class SparkEngine:
         self.spark, self.own = spark, own
         self.variant = False  # a sensitivity variant's run (keep): steps.VARIANT_VIEWS stay views
         self._kept = None  # each step's SQL in the last kept run, whose views stand
-        self.cleanings = 0  # runs that computed the partition steps (the rest reused a kept run's)
-        self.computed = Counter()  # step -> runs that computed it
+        self.computed = Counter()  # step -> runs that computed it (per_path's: the cleanings)
 
     def store(self, root: str) -> HadoopStore:
         """The data dir through Hadoop: S3A's store on S3 (its staging in the bucket, where
@@ -108,8 +107,6 @@ class SparkEngine:
         rendered = [(s, S.render(s, "spark", params, self.plan)) for s in S.MONTH_STEPS]
         stand = S.kept_steps(self._kept, rendered) if keep else set()
         self._kept = None
-        if "per_path" not in stand:
-            self.cleanings += 1
         self.spark.table("month_entries").createOrReplaceTempView("entries")
         for s, sql in rendered:
             if s.name in stand:  # the kept run's view (and its month_* name) stands
