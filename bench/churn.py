@@ -86,6 +86,12 @@ def measure(path: Path) -> dict:
     }
 
 
+def pool(files: list[dict]) -> dict:
+    """The figures synth/churn.py is fitted to: the median over the files of each file's."""
+    return {k: statistics.median(g[k] for g in files)
+            for k in ("median_share_per_hour", "path_change_share", "withdrawal_share")}
+
+
 # ------------------------------------------------------------------ its section of RESULTS.md
 def section(runs: list[dict]) -> list[str]:
     """bench/churn.py: how a session's routes change per hour in the real update files."""
@@ -119,11 +125,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     got = [measure(ARCHIVE / f) for f in FILES]
-    pooled = {
-        "median_share_per_hour": statistics.median(g["median_share_per_hour"] for g in got),
-        "path_change_share": statistics.median(g["path_change_share"] for g in got),
-        "withdrawal_share": statistics.median(g["withdrawal_share"] for g in got),
-    }
+    pooled = pool(got)
     from bench import common
 
     doc = {"files": got, "pooled": pooled, "command": "bench/churn.py",

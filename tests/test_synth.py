@@ -5,7 +5,6 @@ import hashlib
 import json
 import os
 import re
-import statistics
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -399,8 +398,7 @@ def test_the_churn_model_s_rates_are_those_measured_in_the_real_update_files(mon
     monkeypatch.setattr(measured, "ARCHIVE", ARCHIVE)  # the suite's shared data, wherever it is
     got = [measured.measure(ARCHIVE / f) for f in measured.FILES]
     assert all(g["sessions"] > 10 for g in got), got
-    median = {k: statistics.median(g[k] for g in got) for k in ("median_share_per_hour", "path_change_share",
-                                                                "withdrawal_share")}
+    median = measured.pool(got)
     assert median["median_share_per_hour"] == pytest.approx(churn.TOUCHED_PER_HOUR, abs=5e-5), median
     assert median["path_change_share"] == pytest.approx(churn.PATH_CHANGE_SHARE, abs=5e-4), median
     assert median["withdrawal_share"] == pytest.approx(churn.WITHDRAWAL_SHARE, abs=5e-4), median
