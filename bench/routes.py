@@ -126,6 +126,8 @@ def section(runs: list[dict]) -> list[str]:
                       if v.get("differing_rows", 0) or len(set(v["rows"])) != 1 or not v.get("same_snapshots", True)})
         same = ("routes identical" if r.get("ingest_only") else "identical") if not bad else \
             "DIFFERENT: " + ", ".join(bad)
+        if not r.get("tables_checked", True):  # its timings were written, its check did not finish
+            same = "not compared" + (f" ({r['tables_error']})" if r.get("tables_error") else "")
         sy = r["synth"]
         name = (f"{sy['ases']:,} ASes, {sy['vps']} VPs, days {r['days']} at {r['times']}"
                 f"{', churn' if sy.get('churn') else ''}")
@@ -227,30 +229,39 @@ def main(argv=None) -> int:
                                                       (after["ingest_s"] + after["duckdb_s"]), 2)}
     if a.spark:
         ratios["spark_compare_faster"] = round(before["spark_s"] / after["spark_s"], 2)
-    checks = {} if a.ingest_only else {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
-                                                               OUT / "routes" / trees[1][0][:12] / "data", a.month)}
-    dirs = [OUT / "routes" / sha[:12] / "data" for sha, _ in trees]
-    if a.ingest_only and all((d / "routes" / f"month={a.month}").is_dir() for d in dirs):
-        # the routes themselves, row for row, shaped as common_tables' tables (a baseline that
-        # stores rib_entries has none: its ingest is timed, not compared)
-        checks["ingest"] = {"routes": same_routes(*dirs, a.month)}
-    if a.spark:
-        for sha, _ in trees:
-            checks[f"spark-{sha[:12]}"] = common_tables(OUT / "routes" / sha[:12] / "data",
-                                                        OUT / "routes" / sha[:12] / "spark", a.month)
     synth = json.loads((a.archive / "SYNTH.json").read_text())
     doc = {"archive": str(a.archive), "synth": {k: synth.get(k) for k in ("seed", "ases", "vps", "snapshots_per_month",
                                                                           "every_hours", "churn")},
            "month": a.month, "days": a.days, "times": a.times, "limit": a.limit, "repeat": a.repeat,
            "ingest_only": a.ingest_only,
-           "commits": rows, "ratios": ratios, "tables": checks,
+           "commits": rows, "ratios": ratios, "tables": {}, "tables_checked": False,
            "command": "bench/routes.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "date": common.now_utc(), "load_after": common.load_now(),
            "machine": common.machine_facts().get("cpu")}
     n_times = len([t for t in a.times.split(",") if t.strip()])
     name = (f"{a.archive.resolve().name}{f'-{n_times}-a-day' if n_times > 1 else ''}{'-' + a.limit if a.limit else ''}"
             f"{'-ingest' if a.ingest_only else ''}")
-    common.write_json(doc, OUT / f"routes-{name}.json")
+    # The timings first, so that a check that fails (or crashes) loses none of them.
+    out = OUT / f"routes-{name}.json"
+    common.write_json(doc, out)
+    try:
+        checks = {} if a.ingest_only else {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
+                                                                   OUT / "routes" / trees[1][0][:12] / "data", a.month)}
+        dirs = [OUT / "routes" / sha[:12] / "data" for sha, _ in trees]
+        if a.ingest_only and all((d / "routes" / f"month={a.month}").is_dir() for d in dirs):
+            # the routes themselves, row for row, shaped as common_tables' tables (a baseline that
+            # stores rib_entries has none: its ingest is timed, not compared)
+            checks["ingest"] = {"routes": same_routes(*dirs, a.month)}
+        if a.spark:
+            for sha, _ in trees:
+                checks[f"spark-{sha[:12]}"] = common_tables(OUT / "routes" / sha[:12] / "data",
+                                                            OUT / "routes" / sha[:12] / "spark", a.month)
+    except Exception as e:  # the timings stay written; the table says what was not compared
+        doc["tables_error"] = f"{type(e).__name__}: {e}"[:300]
+        common.write_json(doc, out)
+        raise
+    doc |= {"tables": checks, "tables_checked": True}
+    common.write_json(doc, out)
     if a.json:
         common.write_json(doc, stdout=True)
     elif a.ingest_only:
