@@ -16,7 +16,7 @@ BENCHES = (("steps", "steps-*.json", "steps"), ("endtoend", "endtoend-*.json", "
            ("churn", "churn.json", "churn"), ("routes", "routes-*.json", "routes"),
            ("multipath", "multipath.json", "multipath"), ("relationships", "relationships*.json", "relationships"),
            ("reveal", "reveal*.json", "reveal"), ("route_simulation", "route_simulation.json", "route_simulation"),
-           ("s3", "s3-compare*.json", "s3"))
+           ("s3", "s3-compare*.json", "s3"), ("path_keys", "path-keys-*.json", "path_keys"))
 
 
 def sections(real: dict) -> list[str]:
