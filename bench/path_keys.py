@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """What integer path ids would gain the DuckDB compare: the per-path aggregate (pipeline/steps.py
-`per_path`, the compare's longest step) on one month's cleaned rows, as the compare runs it
-(grouped by the path, a BIGINT[]), against the same aggregate grouped by a 64-bit hash of the
-path with no path carried: the cost of grouping on one BIGINT, a lower bound for path ids that
-ingest would write (the ids' dictionary and the join back to the paths are not counted).
+`per_path`, the compare's longest step) on one month's cleaned rows grouped by the path, a
+BIGINT[], as the compare groups them, against the same SQL grouped by a 64-bit hash of the path
+(a UBIGINT) with no path carried: the grouping on one integer key that ids written by ingest
+would give.
 
-The rows (`observed` and `rows`, as the compare renders them for the month) are built once in one
-DuckDB connection at the config's memory limit; the two aggregates then run in turn, --repeat
-rounds, best of each, and their group counts must agree (a hash collision would show there).
+Not a bound either way: the hashed variant still reads the path and hashes it in the timed query
+(ids would not), and it leaves out what ids would add (their dictionary, the join back to the
+paths). Both variants carry the destination (the path's last AS) as a key column, as ids would
+have to. The month runs as one VP partition, in one DuckDB connection at the config's memory
+limit (the compare's partitions split it only when the limit is too small for the month): the
+rows (`observed` and `rows`, as the compare renders them for the month) are built once, then the
+two aggregates run in turn, --repeat rounds, each round in the other order, best of each; their
+group counts are compared (a hash collision would show there).
 
     .venv/bin/python bench/path_keys.py --data-dir bench/out/routes/<commit>/data [--repeat 2] [--json]
 
@@ -28,12 +33,24 @@ from bench import common, render  # noqa: E402
 from bench.common import OUT  # noqa: E402
 
 
-def hashed(per_path: str) -> str:
-    """`per_path` grouped by hash(path) instead of the path, the path not carried (dest_asn kept
-    as a column of the hash's group: any_value would carry the list again)."""
-    inner = per_path.replace("FROM rows WHERE reason IS NULL",
-                             "FROM (SELECT * EXCLUDE (path), hash(path) AS path FROM rows) WHERE reason IS NULL")
-    return inner.replace("path[-1] AS dest_asn", "max(path) AS dest_asn")
+def keyed(per_path: str, key: str) -> str:
+    """`per_path` with the destination carried as a key column (it is the path's last AS: the
+    groups do not change), and with `key` "hash" grouped by hash(path), the path not carried."""
+    edits = [("FROM rows WHERE reason IS NULL",
+              "FROM (SELECT *, path[-1] AS dest FROM rows) WHERE reason IS NULL"
+              if key == "path" else
+              "FROM (SELECT * EXCLUDE (path), hash(path) AS path, path[-1] AS dest FROM rows) WHERE reason IS NULL"),
+             ("GROUP BY vp_group, vp_asn, afi, path, prefix)", "GROUP BY vp_group, vp_asn, afi, path, dest, prefix)"),
+             ("SELECT vp_group, vp_asn, afi, path, prefix,", "SELECT vp_group, vp_asn, afi, path, dest, prefix,"),
+             ("path[-1] AS dest_asn", "dest AS dest_asn")]
+    for old, new in edits:  # each once, or the SQL of per_path changed under this bench
+        if per_path.count(old) != 1:
+            raise SystemExit(f"error: pipeline/steps.py per_path no longer holds {old!r} once: update bench/path_keys.py")
+        per_path = per_path.replace(old, new)
+    outer = per_path.rsplit("GROUP BY vp_group, vp_asn, afi, path", 1)
+    if len(outer) != 2:
+        raise SystemExit("error: pipeline/steps.py per_path has no outer GROUP BY by path: update bench/path_keys.py")
+    return outer[0] + "GROUP BY vp_group, vp_asn, afi, path, dest" + outer[1]
 
 
 def measure(data: Path, month: str, repeat: int) -> dict:
@@ -43,7 +60,7 @@ def measure(data: Path, month: str, repeat: int) -> dict:
     from bgp_congruency.pipeline.engines.duckdb import DuckDBEngine
 
     cfg = load().with_overrides(data_dir=str(data), engine="duckdb")
-    engine = DuckDBEngine(cfg.duckdb_memory_limit, None, cfg.duckdb_threads)
+    engine = DuckDBEngine(cfg.duckdb_memory_limit, cfg.duckdb_temp_dir, cfg.duckdb_threads)
     staged = tempfile.mkdtemp(prefix="path-keys-", dir=str(OUT))
     try:
         store = engine.store(str(data.resolve()))
@@ -56,11 +73,12 @@ def measure(data: Path, month: str, repeat: int) -> dict:
         con.execute(f"CREATE TEMP TABLE rows AS {sql['rows']}")
         rows_s = time.perf_counter() - t
         n_rows, kept = con.execute("SELECT count(*), count(*) FILTER (WHERE reason IS NULL) FROM rows").fetchone()
-        variants = {"path": sql["per_path"], "hash": hashed(sql["per_path"])}
+        variants = {k: keyed(sql["per_path"], k) for k in ("path", "hash")}
         runs: dict[str, list[float]] = {k: [] for k in variants}
         groups: dict[str, int] = {}
-        for _ in range(repeat):
-            for k, q in variants.items():
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        for i in range(repeat):
+            for k, q in sorted(variants.items(), reverse=bool(i % 2)):  # each round in the other order
                 t = time.perf_counter()
                 con.execute(f"CREATE OR REPLACE TEMP TABLE out_{k} AS {q}")
                 runs[k].append(round(time.perf_counter() - t, 2))
@@ -71,7 +89,7 @@ def measure(data: Path, month: str, repeat: int) -> dict:
         shutil.rmtree(staged, ignore_errors=True)
     return {"data_dir": str(data), "month": month, "rows": n_rows, "kept_rows": kept, "rows_s": round(rows_s, 2),
             "runs": runs, "best": {k: min(v) for k, v in runs.items()}, "groups": groups,
-            "same_groups": len(set(groups.values())) == 1, "memory_limit": cfg.duckdb_memory_limit}
+            "same_groups": len(set(groups.values())) == 1, "memory_limit": limit}
 
 
 # ------------------------------------------------------------------ its section of RESULTS.md
@@ -79,14 +97,14 @@ def section(runs: list[dict]) -> list[str]:
     """bench/path_keys.py: the per-path aggregate keyed by the path against a 64-bit key."""
     intro = ["`bench/path_keys.py --data-dir D`: the compare's per-path aggregate (DuckDB, the config's memory",
              "limit) on one month's cleaned rows, grouped by the path as today, and grouped by a 64-bit hash of",
-             "it with no path carried (a lower bound for integer path ids written by ingest), in turn, best of",
-             "--repeat; the group counts agree."]
-    rows = [[f"`{Path(r['data_dir']).parent.name}`", f"{r['rows']:,}", f"{r['kept_rows']:,}", f"{r['groups']['path']:,}",
+             "it with no path carried (the grouping integer path ids written by ingest would give; not a bound",
+             "either way: its docstring), in turn, best of --repeat, one VP partition; the group counts compared."]
+    rows = [[f"`{r['name']}`", f"{r['rows']:,}", f"{r['kept_rows']:,}", f"{r['groups']['path']:,}",
              render.num(r["best"]["path"]), render.num(r["best"]["hash"]),
-             render.ratio(r["best"]["path"] / r["best"]["hash"]), "yes" if r["same_groups"] else "NO",
+             render.ratio(r["best"]["path"] / r["best"]["hash"] if r["best"]["hash"] else None), "yes" if r["same_groups"] else "NO",
              f"`{r['command']}` ({r['date']}, load after {r['load_after']})"] for r in runs]
     return render.section("Integer path keys, measured in advance (bench/path_keys.py)", intro,
-                          ["data", "rows", "kept", "paths", "keyed by path s", "keyed by BIGINT s", "gain",
+                          ["data", "rows", "kept", "paths", "keyed by path s", "keyed by hash s", "gain",
                            "same groups", "command"], rows, align="lrrrrrrll")
 
 
@@ -103,9 +121,9 @@ def main(argv=None) -> int:
     if not 1 <= a.repeat <= 10:
         ap.error("--repeat: 1..10")
     res = measure(a.data_dir, a.month, a.repeat)
-    res |= {"command": "bench/path_keys.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    res |= {"name": a.data_dir.resolve().parent.name, "command": "bench/path_keys.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date": common.now_utc(), "load_after": common.load_now()}
-    common.write_json(res, OUT / f"path-keys-{a.data_dir.resolve().parent.name}.json")
+    common.write_json(res, OUT / f"path-keys-{res['name']}.json")
     if a.json:
         common.write_json(res, stdout=True)
     else:

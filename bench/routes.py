@@ -244,9 +244,11 @@ def main(argv=None) -> int:
     # The timings first, so that a check that fails (or crashes) loses none of them.
     out = OUT / f"routes-{name}.json"
     common.write_json(doc, out)
+    checks = doc["tables"]  # filled as each check finishes: a later one that crashes keeps them
     try:
-        checks = {} if a.ingest_only else {"duckdb": common_tables(OUT / "routes" / trees[0][0][:12] / "data",
-                                                                   OUT / "routes" / trees[1][0][:12] / "data", a.month)}
+        if not a.ingest_only:
+            checks["duckdb"] = common_tables(OUT / "routes" / trees[0][0][:12] / "data",
+                                             OUT / "routes" / trees[1][0][:12] / "data", a.month)
         dirs = [OUT / "routes" / sha[:12] / "data" for sha, _ in trees]
         if a.ingest_only and all((d / "routes" / f"month={a.month}").is_dir() for d in dirs):
             # the routes themselves, row for row, shaped as common_tables' tables (a baseline that
@@ -257,10 +259,11 @@ def main(argv=None) -> int:
                 checks[f"spark-{sha[:12]}"] = common_tables(OUT / "routes" / sha[:12] / "data",
                                                             OUT / "routes" / sha[:12] / "spark", a.month)
     except Exception as e:  # the timings stay written; the table says what was not compared
-        doc["tables_error"] = f"{type(e).__name__}: {e}"[:300]
+        # one line, no table separator: it is shown in a cell of RESULTS.md
+        doc["tables_error"] = " ".join(f"{type(e).__name__}: {e}".split()).replace("|", "/")[:300]
         common.write_json(doc, out)
         raise
-    doc |= {"tables": checks, "tables_checked": True}
+    doc["tables_checked"] = True
     common.write_json(doc, out)
     if a.json:
         common.write_json(doc, stdout=True)
