@@ -210,7 +210,7 @@ def main(argv=None) -> int:
                      "peak_rss": best["peak_rss"]})
     rows[1]["vs_first"] = round(rows[1]["best_s"] / rows[0]["best_s"], 3)
     check = same_tables(*(OUT / "commits" / sha[:12] for sha, _ in trees), a.month)
-    name = a.data_dir.resolve().name if a.data_dir.resolve().name != "data" else a.data_dir.resolve().parent.name
+    name = common.data_name(a.data_dir)
     doc = {"data_dir": str(a.data_dir), "name": name, "month": a.month, "repeat": a.repeat, "limit": a.limit,
            "floor_s": round(floor, 3), "floor_runs_s": [round(r["work_s"], 3) for r in runs["floor"]],
            "commits": rows, "tables": check,

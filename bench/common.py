@@ -450,6 +450,13 @@ def synth_params(entries: int, *, per: float, snapshots: int) -> dict:
     return {"seed": 1, "ases": ases, "vps": vps, "months": [SYNTH_MONTH], "snapshots_per_month": snapshots}
 
 
+def data_name(data_dir: Path) -> str:
+    """A data dir's name in bench/out's file names and RESULTS.md: the folder holding it when it
+    is called `data` (bench/out/synth-10/data -> synth-10), else its own."""
+    src = Path(data_dir).resolve()
+    return src.parent.name if src.name == "data" else src.name
+
+
 def du(path) -> int:
     """Bytes of the files under `path` (files removed while it walks, as spill files are, count
     0): the project's own walker, common/layout.bytes_under, which the plan and the compare's

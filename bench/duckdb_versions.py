@@ -110,7 +110,7 @@ def main() -> int:
     a = ap.parse_args()
     con = common.console()
     src = a.data_dir.resolve()
-    name = src.parent.name if src.name == "data" else src.name  # bench/out/synth-10/data -> synth-10
+    name = common.data_name(src)
     from bgp_congruency.common import routes
 
     if not routes.month_files(src, a.month):

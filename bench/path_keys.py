@@ -16,7 +16,7 @@ group counts are compared (a hash collision would show there).
 
     .venv/bin/python bench/path_keys.py --data-dir bench/out/routes/<commit>/data [--repeat 2] [--json]
 
-Writes bench/out/path-keys-NAME.json (NAME: the data dir's parent folder name).
+Writes bench/out/path-keys-NAME.json (NAME: bench/common.data_name of the data dir).
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     if not 1 <= a.repeat <= 10:
         ap.error("--repeat: 1..10")
     res = measure(a.data_dir, a.month, a.repeat)
-    res |= {"name": a.data_dir.resolve().parent.name, "command": "bench/path_keys.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    res |= {"name": common.data_name(a.data_dir), "command": "bench/path_keys.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date": common.now_utc(), "load_after": common.load_now()}
     common.write_json(res, OUT / f"path-keys-{res['name']}.json")
     if a.json:

@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     res["date"] = common.now_utc()  # a table's columns may come from runs hours apart
     res["rows"] = _rows(args.data_dir, args.month)
     # bench/run.py renders every bench/out/steps-*.json into RESULTS.md.
-    name = args.data_dir.resolve().parent.name if args.data_dir.name == "data" else args.data_dir.name
+    name = common.data_name(args.data_dir)
     # One profile per month, engine and explicit memory limit (a 2GB run keeps the 4GB one).
     limit = f"-{args.limit}" if args.limit else ""
     (OUT / f"steps-{name}-{args.engine}{limit}.json").write_text(json.dumps(res, indent=1) + "\n")
