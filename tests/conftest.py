@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support import computed, shared
+from tests.support import computed, jvm, shared
 from tests.support.data import RV2_2026
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -34,6 +34,9 @@ pytest_plugins = ["tests.support.fastloop"]
 # No test reaches the real AWS: an S3 client without an endpoint of its own (a test's server)
 # gets a loopback port nothing listens on.
 os.environ.setdefault("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+# Every JVM the suite starts reads the suite's Spark conf dir: the JIT's first tier only
+# (tests/support/jvm.py says why). Set before any test starts one, for every subprocess too.
+os.environ["SPARK_CONF_DIR"] = str(jvm.conf_dir())
 
 #: The session's data dirs that tests only read, checked unchanged when the session ends.
 _WATCHED: list[computed.Untouched] = []

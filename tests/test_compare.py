@@ -22,7 +22,7 @@ import pytest
 from bgp_congruency.common.params import MethodParams
 from bgp_congruency.common.tables import TABLES
 from bgp_congruency.pipeline import job
-from tests.support import cases
+from tests.support import cases, jvm
 from tests.support.data import PEERS_IN_BOTH_2026, ROOT, RV2_2026, RV6_2026, require_tool
 from tests.support.month import (
     HAND_CASES,
@@ -314,17 +314,20 @@ def standalone_cluster(tmp_path):
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_LOG_DIR": str(tmp_path / "logs"), "SPARK_WORKER_DIR": str(tmp_path / "work"),
            "PYSPARK_PYTHON": sys.executable}
-    env.pop("SPARK_CONF_DIR", None)  # the daemons log at Spark's defaults into cluster.log
+    # The daemons log at Spark's defaults into cluster.log (no conf dir), at the JIT's first
+    # tier as every JVM of the suite (tests/support/jvm.py); the drivers keep the suite's conf
+    # dir, and their executors take its settings from them.
+    daemons = {k: v for k, v in env.items() if k != "SPARK_CONF_DIR"} | {"SPARK_DAEMON_JAVA_OPTS": jvm.OPTIONS}
     port, ui = _free_port(), _free_port()
     cls = str(home / "bin" / "spark-class")
     logs = open(tmp_path / "cluster.log", "wb")
     master = subprocess.Popen([cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(port), "--webui-port", str(ui)],
-                              env=env, stdout=logs, stderr=logs)
+                              env=daemons, stdout=logs, stderr=logs)
     worker = subprocess.Popen([cls, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                                "--host", "127.0.0.1", "--cores", "2", "--memory", "3g",
                                "--webui-port", str(_free_port())],
-                              env=env, stdout=logs, stderr=logs)
+                              env=daemons, stdout=logs, stderr=logs)
     try:
         import json
         import urllib.request
