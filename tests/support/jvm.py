@@ -3,11 +3,13 @@ conf dir of the suite's own: every JVM a test starts reads it (the suite's local
 `congruency compare --engine spark` in a subprocess, spark-submit, the DAG's operator, a
 standalone cluster's executors, which take the driver's settings).
 
-Why: the tests' months are tiny and each JVM lives a few minutes, so C2 compiling Spark's
-hot code costs more than it ever saves. Measured on this 2-core machine (2026-12-01), the
-session's start 8.7 -> 5.9 s, the first hand-made month's compare 30.4 -> 19.2 s and each
-later one 11-13 -> 7.7 s. Results do not depend on the JIT; the product leaves it at the
-JVM's default (a real month runs minutes of hot loops, where C2 pays)."""
+Why: the tests' months are tiny and most JVMs live a minute or two, so C2 compiling Spark's
+code costs more than it saves. bench/suite_jvm.py (a fresh session, three hand-made months,
+two rounds alternating; this 2-core machine, 2026-12-01 21:42): the first month's compare on
+the cold JVM 28.6 and 30.5 -> 23.6 and 23.4 s, the next two 9.9-13.1 -> 8.9-9.5 s, the
+session's start the same (7.4-8.9 s); 61 -> 50 s a run. Results do not depend on the JIT;
+the product leaves it at the JVM's default (a real month runs minutes of hot loops, where
+C2 pays)."""
 from __future__ import annotations
 
 import hashlib
