@@ -4,7 +4,7 @@ JVM's default, as the suite meets it: a fresh local Spark session (local[2], the
 settings) comparing three hand-made months one after the other, the first on a cold JVM.
 
 Each run is a process of its own; rounds alternate which setting goes first. Prints the
-session's start and each month's compare, per run, and writes them to bench/out/suite-jvm.json.
+session's start and each month's compare, per run, and writes them to bench/out/suite-jvm.json (the last run's).
 Not a product figure: the product leaves the JIT at the JVM's default.
 
     .venv/bin/python bench/suite_jvm.py [--rounds 2] [--json]
@@ -64,9 +64,11 @@ def run_one(setting: str) -> dict:
     if setting == "first-tier":
         env["SPARK_CONF_DIR"] = str(jvm.conf_dir())
     p = subprocess.run([sys.executable, __file__, "--child"], capture_output=True, text=True, env=env, cwd=ROOT)
-    if p.returncode:
-        raise SystemExit(f"error: the {setting} run failed: {p.stderr.strip().splitlines()[-1:]}")
-    return {"setting": setting, **json.loads(p.stdout.splitlines()[-1])}
+    lines = p.stdout.strip().splitlines()
+    if p.returncode or not lines:
+        why = (p.stderr.strip().splitlines() or [f"exit {p.returncode}, nothing printed"])[-1]
+        raise SystemExit(f"error: the {setting} run failed: {why}")
+    return {"setting": setting, **json.loads(lines[-1])}
 
 
 def main(argv=None) -> int:
@@ -81,6 +83,10 @@ def main(argv=None) -> int:
         return 0
     if a.rounds < 1:
         ap.error("--rounds: expected at least 1")
+    from bgp_congruency.pipeline.spark_session import java_problem
+
+    if problem := java_problem():
+        raise SystemExit(f"error: {problem}")
     runs = []
     for r in range(a.rounds):
         for setting in (("default", "first-tier") if r % 2 == 0 else ("first-tier", "default")):

@@ -51,7 +51,8 @@ def spark():
         pytest.fail(problem) if os.environ.get("CI") else pytest.skip(problem)
     # Whole-stage code generation off: the tests' months are tiny, so compiling each query's
     # Java costs more than it saves (measured: the Spark tests of a month 30% faster); results
-    # are the same, and the cluster and spark-submit tests keep the product's settings.
+    # are the same, and the cluster and spark-submit tests keep the product's Spark settings
+    # (every JVM of the suite, theirs too, stops at the JIT's first tier: tests/support/jvm.py).
     conf = {"spark.sql.shuffle.partitions": "4", "spark.sql.codegen.wholeStage": "false"}
     # S3A on the driver's class path (local mode: no copy of the jars), not bound to s3://: a
     # test that reaches its S3 server through this session binds it and sets the endpoint and
@@ -63,6 +64,7 @@ def spark():
     except Exception:  # no jars: that test fails naming them (make s3a-jars)
         pass
     s = sparkmod.session("local[2]", conf, app="bgp-congruency-tests")
+    jvm.check(s)
     yield s
     s.stop()
 
