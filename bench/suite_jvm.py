@@ -33,12 +33,11 @@ def child() -> dict:
     from bgp_congruency.common.config import load
     from bgp_congruency.pipeline import job
     from bgp_congruency.pipeline import spark_session as sparkmod
+    from tests.support.jvm import SESSION_CONF
     from tests.support.month import HAND_CASES, write_entries
 
     t0 = time.monotonic()
-    # the suite's session settings (tests/conftest.py `spark`)
-    s = sparkmod.session("local[2]", {"spark.sql.shuffle.partitions": "4", "spark.sql.codegen.wholeStage": "false"},
-                         app="bench-suite-jvm")
+    s = sparkmod.session("local[2]", dict(SESSION_CONF), app="bench-suite-jvm")  # as the suite's `spark`
     out = {"session_s": round(time.monotonic() - t0, 2), "months_s": []}
     cases = list(HAND_CASES.items())[:MONTHS]
     with tempfile.TemporaryDirectory() as tmp:

@@ -49,11 +49,7 @@ def spark():
     problem = sparkmod.java_problem()
     if problem:
         pytest.fail(problem) if os.environ.get("CI") else pytest.skip(problem)
-    # Whole-stage code generation off: the tests' months are tiny, so compiling each query's
-    # Java costs more than it saves (measured: the Spark tests of a month 30% faster); results
-    # are the same, and the cluster and spark-submit tests keep the product's Spark settings
-    # (every JVM of the suite, theirs too, stops at the JIT's first tier: tests/support/jvm.py).
-    conf = {"spark.sql.shuffle.partitions": "4", "spark.sql.codegen.wholeStage": "false"}
+    conf = dict(jvm.SESSION_CONF)  # the suite's settings, and why: tests/support/jvm.py
     # S3A on the driver's class path (local mode: no copy of the jars), not bound to s3://: a
     # test that reaches its S3 server through this session binds it and sets the endpoint and
     # keys on the running session's Hadoop configuration, then unsets them (tests/test_s3.py).
