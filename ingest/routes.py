@@ -24,6 +24,7 @@ from bgp_congruency.common.locks import month_lock
 from bgp_congruency.common.routes import GEN, SNAPSHOTS, WORD, Snapshot, current, files, generations, snapshots, words
 from bgp_congruency.common.tables import ROUTES
 from bgp_congruency.ingest.catalogue import MRT_BYTES_PER_ENTRY
+from bgp_congruency.ingest.writer import path_lists
 
 #: The key of a route: every decoded column but the dump's time and file (origin_asn and
 #: vp_bucket follow from these).
@@ -292,9 +293,13 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
                 rest = [i for i, one in enumerate(single) if one is None or (groups[i] is None and len(chunks) > 1)]
                 if rest:
                     fed = None
-                    src = "(" + " UNION ALL ".join(srcs[i] for i in rest) + ")"
-                    for k, fs in enumerate(_split(con, src, chunks, work / f".chunks-{collector}")):
-                        per_chunk[k] += [(f, None, None) for f in fs]
+                    forms: dict[str, list[int]] = {}  # one split per form of as_path: a UNION needs one type
+                    for i in rest:
+                        forms.setdefault(str(pq.read_schema(decoded[i]).field("as_path").type), []).append(i)
+                    for j, idx in enumerate(forms.values()):
+                        src = "(" + " UNION ALL ".join(srcs[i] for i in idx) + ")"
+                        for k, fs in enumerate(_split(con, src, chunks, work / f".chunks-{collector}" / str(j))):
+                            per_chunk[k] += [(f, None, None) for f in fs]
                 if len(chunks) > 1:
                     fed = None
                 m = None
@@ -463,7 +468,7 @@ def _add(m, b: pa.RecordBatch, *, sids: np.ndarray | None = None, words: np.ndar
         bufs = a.buffers()
         return _addr(bufs[1], a.offset, 4), _addr(bufs[2])
 
-    path = b.column("as_path")
+    path = path_lists(b.column("as_path"))  # a decoded file's may be stored as bytes (common/tables.DECODED_STORED)
     offsets, values = path.offsets, path.values
     masks = [_mask(b.column(c)) for c in ("as_path", "as_path_raw", "origin_asn")]
     has_set = np.ascontiguousarray(b.column("has_as_set").to_numpy(zero_copy_only=False), np.uint8)

@@ -23,13 +23,62 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from bgp_congruency.common import atomic, layout, vp_hash
-from bgp_congruency.common.tables import DECODED_FILE, VP_BUCKET
+from bgp_congruency.common.tables import DECODED_FILE, DECODED_STORED, VP_BUCKET
 
 # Dictionary pages only where values repeat (a prefix or path dictionary costs time and
 # bytes); min/max statistics on the dump's time and file, which the merge reads off the
 # footer (ingest/routes.py: a dump's file is one snapshot), and on the bucket of each row group.
 _DICTIONARY = ["project", "peer_ip", "source_file"]
 _STATISTICS = ["snapshot_time", "source_file", vp_hash.COLUMN]
+
+
+_PATHS = DECODED_FILE.field("as_path").type
+
+
+def _validity(a: pa.Array) -> pa.Buffer | None:
+    """`a`'s validity as a bitmap starting at its first row (None: no nulls)."""
+    return pc.is_valid(a).buffers()[1] if a.null_count else None
+
+
+def path_bytes(paths: pa.Array) -> pa.Array:
+    """AS paths (list<uint32>) as DECODED_STORED holds them: each row the bytes of its ASNs,
+    over the list's own values buffer (only the offsets are new)."""
+    if not (pa.types.is_list(paths.type) and paths.type.value_type == pa.uint32()):
+        raise TypeError(f"as_path: expected {_PATHS}, got {paths.type}")
+    n, values = len(paths), paths.values
+    offsets = np.frombuffer(paths.buffers()[1], np.int32, n + 1, paths.offset * 4) if n else np.zeros(1, np.int32)
+    at = (offsets.astype(np.int64) + values.offset) * 4  # bytes into the values' buffer
+    if at[-1] >= 2**31:
+        raise ValueError(f"as_path: {at[-1]:,} bytes of ASNs in one batch (at most 2 GiB)")
+    data = values.buffers()[1] if values.buffers()[1] is not None else pa.py_buffer(b"")
+    return pa.Array.from_buffers(pa.binary(), n, [_validity(paths), pa.py_buffer(at.astype(np.int32)), data],
+                                 paths.null_count)
+
+
+def path_lists(stored: pa.Array) -> pa.Array:
+    """The inverse of path_bytes: a stored file's as_path (binary) as the decoders' lists;
+    lists are returned as they are (files written before DECODED_STORED, hand-made ones)."""
+    if pa.types.is_list(stored.type):
+        return stored
+    if stored.type != pa.binary():
+        raise TypeError(f"as_path: expected {_PATHS} or binary, got {stored.type}")
+    n = len(stored)
+    at = np.frombuffer(stored.buffers()[1], np.int32, n + 1, stored.offset * 4) if n else np.zeros(1, np.int32)
+    if (at & 3).any():
+        raise ValueError("as_path: a stored path's length is not a whole number of 4-byte ASNs")
+    data = stored.buffers()[2] if stored.buffers()[2] is not None else pa.py_buffer(b"")
+    values = pa.Array.from_buffers(pa.uint32(), len(data) // 4, [None, data])
+    return pa.Array.from_buffers(_PATHS, n, [_validity(stored), pa.py_buffer(at // 4)], stored.null_count,
+                                 children=[values])
+
+
+def entries(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch read from a decoded file with its AS paths as lists, whichever form the file
+    stored them in (DECODED_STORED or DECODED_FILE)."""
+    if "as_path" not in batch.schema.names or pa.types.is_list(batch.schema.field("as_path").type):
+        return batch
+    i = batch.schema.get_field_index("as_path")
+    return batch.set_column(i, batch.schema.field(i).with_type(_PATHS), path_lists(batch.column(i)))
 
 
 def decoded_path(data_dir: Path, month: str, collector: str, file_name: str) -> Path:
@@ -103,7 +152,7 @@ class SnapshotWriter:
         self.final = final
         self._feed = feed  # ingest/routes.FeedDump: the merge's share of each batch, or None
         self._file = atomic.Pending(final)
-        self._writer = pq.ParquetWriter(self._file.tmp, DECODED_FILE, compression="zstd",
+        self._writer = pq.ParquetWriter(self._file.tmp, DECODED_STORED, compression="zstd",
                                         use_dictionary=_DICTIONARY, write_statistics=_STATISTICS)
         self.rows = 0
         self.span: dict[str, int | None] = {"v4": None, "v6": None}
@@ -121,8 +170,11 @@ class SnapshotWriter:
         if batch.num_rows:
             b = batch.column(vp_hash.COLUMN).to_numpy()
             cuts = [0, *(np.flatnonzero(b[1:] != b[:-1]) + 1).tolist(), len(b)] if grouped else [0, len(b)]
+            i = batch.schema.get_field_index("as_path")
+            stored = pa.RecordBatch.from_arrays([path_bytes(c) if j == i else c for j, c in enumerate(batch.columns)],
+                                                schema=DECODED_STORED)
             for lo, hi in zip(cuts, cuts[1:]):  # a row group per bucket
-                self._writer.write_batch(batch.slice(lo, hi - lo))
+                self._writer.write_batch(stored.slice(lo, hi - lo))
             if self._feed is not None:
                 self._feed.add(batch)
 

@@ -212,13 +212,15 @@ def test_a_month_ingested_before_the_routes_layout_is_merged_and_compares_the_sa
     gives the reference's tables, in partitions too."""
     from bgp_congruency.common import vp_hash
     from bgp_congruency.ingest import run as ingest_run
+    from bgp_congruency.ingest.writer import entries
     from tests.support.month import ENTRIES
 
     write_entries(tmp_path / "want", "2024-01", cases.full_month_rows())
     for f in (tmp_path / "want" / ENTRIES / "month=2024-01").rglob("*.parquet"):
         old = tmp_path / "rib_entries" / "month=2024-01" / f.parent.name / f.name
         old.parent.mkdir(parents=True)
-        t = pq.read_table(f)  # an earlier file of rrc00 without the VP bucket, the others' with it
+        # an earlier file (AS paths as lists) of rrc00 without the VP bucket, the others' with it
+        t = pa.Table.from_batches([entries(b) for b in pq.read_table(f).to_batches()])
         bucket = vp_hash.buckets(t["peer_asn"].to_numpy().astype("uint32"))
         pq.write_table(t if "rrc00" in f.parent.name else t.append_column(vp_hash.COLUMN, pa.array(bucket)), old)
     cfg = duck(config, data_dir=tmp_path, compare_partitions=2)

@@ -332,6 +332,27 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
     assert "unknown setting(s) colectors" in capsys.readouterr().err
 
 
+def test_stored_paths_are_the_lists_bytes_and_read_back_as_lists():
+    """ingest/writer.path_bytes and path_lists: each path's ASNs as 4 little-endian bytes
+    each, nulls (AS_SET paths) and empty paths kept, slices and a sliced values buffer too;
+    lists pass path_lists unchanged."""
+    from bgp_congruency.ingest.writer import path_bytes, path_lists
+
+    t = pa.list_(pa.uint32())
+    paths = pa.array([[1, 2, 3], None, [], [4294967295, 7], [5]], t)
+    stored = path_bytes(paths)
+    assert stored.type == pa.binary() and stored.to_pylist() == [
+        bytes([1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]), None, b"", bytes([255] * 4 + [7, 0, 0, 0]), bytes([5, 0, 0, 0])]
+    shifted = pa.ListArray.from_arrays(pa.array([0, 2, 4], pa.int32()), pa.array([9, 9, 1, 2, 3, 4], pa.uint32()).slice(2))
+    for a in (paths, paths.slice(1), paths.slice(2, 2), paths.slice(5), pa.array([], t), shifted, shifted.slice(1)):
+        back = path_lists(path_bytes(a))
+        assert back.to_pylist() == a.to_pylist() and back.type == t
+        assert path_lists(path_bytes(paths).slice(1)).to_pylist() == paths.slice(1).to_pylist()
+    assert path_lists(paths) is paths
+    with pytest.raises(ValueError, match="whole number of 4-byte ASNs"):
+        path_lists(pa.array([b"\x01\x00\x00"], pa.binary()))
+
+
 def test_decode_edge_files_through_the_writer(tmp_path):
     """ADD-PATH subtypes and a >64 KiB record come out whole, with bgpdump's counts."""
     for name in ("lab.rib.ipv4-addpath.gz", "lab.rib.ipv6-addpath.gz", "rrc00.bview.20180919.0800.64k-record.gz"):
@@ -747,7 +768,8 @@ def test_a_merge_in_many_bucket_ranges_equals_one_in_one(ingested_2026, config, 
     its prefixes gone and a seventh of its paths changed): merged at once in one bucket range,
     and one dump after the other in ranges of about 30,000 rows (the rows split into a file
     per range first: ingest/routes._split), the routes are the same, bit for bit, and the
-    split's files are gone."""
+    split's files are gone; also with the second dump's paths stored as bytes, as ingest's
+    writer stores them (common/tables.DECODED_STORED), beside the first's lists."""
     from bgp_congruency.common import routes as stored
     from bgp_congruency.common.tables import DECODED_SCHEMA
     from bgp_congruency.ingest import routes
@@ -765,18 +787,35 @@ def test_a_merge_in_many_bucket_ranges_equals_one_in_one(ingested_2026, config, 
                           FROM {entries} WHERE hash(prefix) % 5 != 0) TO '{b}' (FORMAT parquet)""")
     once, split = tmp_path / "once", tmp_path / "split"
     routes.merge(config.with_overrides(data_dir=once, duckdb_memory_limit="1GB"), ROUTES_MONTH, c, [a, b])
+    one_range = routes.BYTES_PER_ROW
     monkeypatch.setattr(routes, "MIN_CHUNK_ROWS", 1)
     monkeypatch.setattr(routes, "BYTES_PER_ROW", (1 << 30) // 30_000)  # 1GB: 30,000 rows a range
     for d in (a, b):
         routes.merge(config.with_overrides(data_dir=split, duckdb_memory_limit="1GB"), ROUTES_MONTH, c, [d])
 
+    # The second dump as ingest's writer stores it (paths as bytes) beside the first as a list,
+    # as a run of an earlier version killed before its merge leaves them: merged at once, in
+    # one range and in ranges (one split per form), the routes are the same.
+    b_bytes = tmp_path / "b-bytes.parquet"
+    w = SnapshotWriter(b_bytes)
+    for batch in pq.read_table(b).cast(DECODED_SCHEMA).to_batches():
+        w.write(batch)
+    w.publish()
+    assert pq.read_schema(b_bytes).field("as_path").type == pa.binary()
+    mixed_once, mixed_split = tmp_path / "mixed-once", tmp_path / "mixed-split"
+    for d, per_row in ((mixed_once, one_range), (mixed_split, (1 << 30) // 30_000)):
+        monkeypatch.setattr(routes, "BYTES_PER_ROW", per_row)
+        routes.merge(config.with_overrides(data_dir=d, duckdb_memory_limit="1GB"), ROUTES_MONTH, c, [a, b_bytes])
+
     got, want = _stored(split), _stored(once)
     assert got == want and list(want) == [c]
+    assert _stored(mixed_once) == _stored(mixed_split) == want
     assert len(want[c][0]) == 2 and len(want[c][1]) > 100_000
-    gens = {d: stored.current(d, ROUTES_MONTH, c) for d in (once, split)}
+    gens = {d: stored.current(d, ROUTES_MONTH, c) for d in (once, split, mixed_split)}
     assert stored.snapshots(gens[split]) == stored.snapshots(gens[once])  # times too
     assert len(stored.files(gens[once])) == 1 and len(stored.files(gens[split])) > 4
-    assert not list(split.rglob(".chunks-*")) and not list(split.rglob("*.tmp"))
+    assert len(stored.files(gens[mixed_split])) > 4
+    assert not list(tmp_path.rglob(".chunks-*")) and not list(tmp_path.rglob("*.tmp"))
 
 
 def test_a_merge_makes_its_spill_folder_again_when_another_merge_removed_its_parent(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from bgp_congruency.common.tables import DECODED_SCHEMA, TABLES
 from bgp_congruency.congruency import reference
-from bgp_congruency.ingest.writer import SnapshotWriter
+from bgp_congruency.ingest.writer import SnapshotWriter, entries
 from tests.support import cases, shared
 
 
@@ -118,7 +118,7 @@ def entry_rows(data: Path, month: str):
     if written.is_dir():
         d = ds.dataset(written, partitioning="hive")
         for b in d.to_batches(columns=ENTRY_COLS):
-            yield from b.to_pylist()
+            yield from entries(b).to_pylist()  # the paths as lists, as stored in any form
         return
     for collector, gen in sorted(routes.month_generations(data, month).items()):
         for sn in routes.snapshots(gen):
