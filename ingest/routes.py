@@ -75,7 +75,9 @@ def one_snapshot(path: Path) -> Snapshot | None:
             seen |= {st.min, st.max}
         if len(seen) != 1:
             return None
-    first = pf.read_row_group(0, columns=["snapshot_time", "source_file", "project"]).slice(0, 1).to_pylist()[0]
+    # the first row alone (a whole row group's columns took 0.12 s of a 2.4 s ingest of the real sample)
+    first = next(pf.iter_batches(batch_size=1, row_groups=[0], columns=["snapshot_time", "source_file", "project"])
+                 ).to_pylist()[0]
     t = first["snapshot_time"]
     return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
 
