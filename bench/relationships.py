@@ -11,6 +11,13 @@ bench/out/relationships/; --real: a data dir holding the real 2026-07 sample mon
 --scale: a data dir holding a generated month at scale (bench/endtoend.py's), compared again
 (`congruency compare`, which infers the relationships inside it) and then `congruency
 relationships --infer` alone, each a fresh process. The result goes to bench/out/relationships.json.
+
+    .venv/bin/python bench/relationships.py --step DATA [--commits A,B] [--repeat 3]
+
+--step: instead, the relationships stager of two commits (each a git worktree, as
+bench/commits.py makes them) on DATA's published month, in fresh processes, rounds
+alternating, best of --repeat; the staged tables compared row for row. The result goes to
+bench/out/relationships-step.json.
 """
 from __future__ import annotations
 
@@ -209,6 +216,54 @@ def section(runs: list[dict]) -> list[str]:
     return lines
 
 
+#: The child of --step: one commit's relationships stager on a data dir's published paths,
+#: timed inside the process (argv: data dir, month, the folder it stages into).
+STEP = """
+import json, shutil, sys, time
+from bgp_congruency.common import console, layout
+from bgp_congruency.common.config import load
+from bgp_congruency.lake import published
+from bgp_congruency.lake.attach import pinned
+from bgp_congruency.relationships import table
+cfg = load().with_overrides(data_dir=sys.argv[1])
+root = layout.local(cfg.data_dir, "bench")
+with pinned(root):
+    files = published.files(root, ["paths"], sys.argv[2])["paths"]
+shutil.rmtree(sys.argv[3], ignore_errors=True)
+t = time.perf_counter()
+with console.progress() as prog:
+    table.stage(cfg, sys.argv[2], sys.argv[3], files, prog)
+print(json.dumps({"work_s": time.perf_counter() - t, "error": None}))
+"""
+
+
+def step(data: Path, commits: list[str], repeat: int) -> dict:
+    """The relationships stager (relationships/table.stage, as the compare runs it) of each
+    commit on `data`'s published paths, each a fresh process, rounds alternating, best of
+    `repeat`; then the staged tables of the commits compared row for row."""
+    import duckdb
+
+    from bench.commits import child, worktree
+
+    trees = [worktree(c) for c in commits]
+    runs: dict[str, list[float]] = {sha: [] for sha, _ in trees}
+    for i in range(repeat):
+        for sha, tree in (trees if i % 2 == 0 else trees[::-1]):
+            out = OUT / "relationships-step" / sha[:12]
+            r = child(STEP, [str(data), MONTH, str(out)], f"{tree}:{tree.parent / (sha[:12] + '-pythonpath')}",
+                      f"{sha[:12]} relationships", 3600)
+            runs[sha].append(round(r["work_s"], 2))
+            print(f"round {i + 1}: {sha[:12]} {r['work_s']:.2f} s", file=sys.stderr)
+    con = duckdb.connect()
+    rows = []
+    for sha, _ in trees:
+        rel = f"read_parquet('{OUT / 'relationships-step' / sha[:12] / 'as_relationships'}/*.parquet')"
+        rows.append(con.execute(f"SELECT * FROM {rel} ORDER BY ALL").fetchall())
+    return {"data": str(data), "commits": [{"commit": sha[:12], "runs": runs[sha], "best_s": min(runs[sha])}
+                                           for sha, _ in trees],
+            "rows": len(rows[0]), "identical": all(r == rows[0] for r in rows)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--generated", default="400,1000", help="sizes of the generated months (ASes), comma-separated")
@@ -217,7 +272,16 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=Path, help="a data dir holding a generated month at scale")
     ap.add_argument("--memory-limit", default="4GB", help="duckdb_memory_limit of the --scale runs")
     ap.add_argument("--work", type=Path, default=OUT / "relationships")
+    ap.add_argument("--step", type=Path, metavar="DATA",
+                    help="instead: the relationships stager of --commits on DATA's published month, side by side")
+    ap.add_argument("--commits", default="HEAD~1,HEAD", help="with --step: two commits (default HEAD~1,HEAD)")
+    ap.add_argument("--repeat", type=int, default=3, help="with --step: rounds, alternating; the best counts")
     a = ap.parse_args(argv)
+    if a.step:
+        res = {"command": "bench/relationships.py " + " ".join(argv or sys.argv[1:]), "date": common.now_utc(),
+               **step(a.step, [c for c in a.commits.split(",") if c], a.repeat)}
+        write_json(res, OUT / "relationships-step.json", stdout=True)
+        return 0 if res["identical"] else 1
     a.work.mkdir(parents=True, exist_ok=True)
     res: dict = {"command": "bench/relationships.py " + " ".join(argv or sys.argv[1:]), "machine": machine_facts()}
     res["generated"] = [generated(int(n), a.work, int(v)) for n in a.generated.split(",") if n
