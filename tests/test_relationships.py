@@ -102,6 +102,25 @@ def test_sql_evidence_equals_the_reference_on_the_hand_made_month():
         assert E.infer_family(con, rel, afi, PARAMS) == I.infer_paths(R.items(afi), PARAMS, afi)
 
 
+def test_sql_evidence_counts_the_vps_of_a_link_past_64_of_them():
+    """The links' VP counts are bitmaps of 64 VPs each (evidence._aggregate): 200 VP ASes on
+    2,000 random loop-free paths over 12 ASes give the reference's counts, links, triplets
+    and reach."""
+    import random
+
+    rnd = random.Random(64)
+    rows = []
+    for i in range(2000):
+        vp = 1000 + rnd.randrange(200)
+        path = [vp, *rnd.sample(range(1, 13), rnd.randint(1, 6))]
+        rows.append({"month": "2026-07", "vp_group": "g", "vp_asn": vp, "dest_asn": path[-1], "afi": 4, "path": path})
+    con = duckdb.connect()
+    ev = E.evidence(con, _paths_relation(con, rows), 4, ())
+    ref = I.evidence_of((r["vp_asn"], r["path"]) for r in rows)
+    assert (ev.links, ev.trips, ev.reach) == (ref.links, ref.trips, ref.reach)
+    assert max(v for _n, v in ev.links.values()) > 64
+
+
 def test_poisoned_paths_and_sanitising():
     assert I.poisoned([5, 1, 9, 2], {1, 2}) and not I.poisoned([5, 1, 2, 9], {1, 2}) and not I.poisoned([1, 9], {1})
     assert I.sanitise([[1, 6695, 2], [1, 64512, 2], [1, 2, 1]], {6695}, MethodParams().is_reserved) == [(1, 2)]
