@@ -69,11 +69,11 @@ def child_decode_only(files: list[Path], result: str | None) -> int:
 def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: str | None) -> int:
     """Child mode: decode every file with one backend into out_dir, then merge each
     collector's dumps into its routes (production's layout and steps: ingest/run.py, the
-    collectors' route mergers fed as the dumps are decoded, `_feeds`)."""
+    collectors' route mergers fed as the dumps are decoded, `route_feeds`)."""
     from bgp_congruency.common import layout
     from bgp_congruency.common.config import Config
     from bgp_congruency.ingest import backends, routes
-    from bgp_congruency.ingest.run import _feeds, decode_file
+    from bgp_congruency.ingest.run import decode_file, route_feeds
     from bgp_congruency.ingest.writer import SnapshotWriter
 
     t0 = time.perf_counter()
@@ -82,7 +82,7 @@ def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: st
     batch_rows = cfg.batch_rows
     entries = 0
     decoded_files: dict[tuple[str, str], list[Path]] = {}
-    feeds = _feeds(cfg, [slot_for(f) for f in files])
+    feeds = route_feeds(cfg, [slot_for(f) for f in files])
     for f in files:
         slot = slot_for(f)
         writer = SnapshotWriter(Path(layout.decoded_file(out_dir, slot.month, slot.collector, f.name)),

@@ -347,7 +347,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
         todo.append(s)
     overall = progress.add_task(f"ingest {month}", total=len(todo)) if progress else None
     rows: list[manifest.Row] = []
-    feeds = _feeds(cfg, todo)
+    feeds = route_feeds(cfg, todo)
     # Collectors in turn (their first dumps, then their second...): the decoders at work at
     # once most often feed different collectors' mergers, each behind a lock of its own.
     count: dict[str, int] = {}
@@ -394,7 +394,7 @@ def run(cfg: Config, month: str, progress=None, on_row=None) -> Outcome:
     return Outcome(rows=[r for r in rows if r not in recovered], skipped_done=done, manifest_path=mpath, keys=keys)
 
 
-def _feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
+def route_feeds(cfg: Config, todo: list[Slot]) -> dict[str, routes.Feed]:
     """A route merger per collector with dumps to decode, fed as they are decoded (ingest/
     routes.Feed), together in half the memory limit (the decoders hold the rest)."""
     dumps: dict[str, int] = {}
