@@ -85,10 +85,11 @@ def child_decode(backend_name: str, files: list[Path], out_dir: Path, result: st
     feeds = route_feeds(cfg, [slot_for(f) for f in files])
     for f in files:
         slot = slot_for(f)
-        writer = SnapshotWriter(Path(layout.decoded_file(out_dir, slot.month, slot.collector, f.name)),
-                                feeds[slot.collector].start())
+        share = feeds[slot.collector].start()
+        writer = SnapshotWriter(Path(layout.decoded_file(out_dir, slot.month, slot.collector, f.name)), share)
         try:
-            stats, decoded = decode_file(f, slot, backend, writer, batch_rows=batch_rows, source=str(f))
+            stats, decoded = decode_file(f, slot, backend, writer, batch_rows=batch_rows, source=str(f),
+                                         grouped=share.grouped(f.stat().st_size, slot.project))
             decoded_files.setdefault((slot.month, slot.collector), []).append(Path(writer.publish()))
             writer = None
         finally:

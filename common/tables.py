@@ -42,17 +42,17 @@ PARTITION_KEYS = ("month", "collector")
 #: reads only the row groups of its buckets.
 VP_BUCKET = pa.field("vp_bucket", pa.int8(), nullable=False)
 
-#: The decoders' columns stored inside each Parquet file (partition keys live in the path):
-#: what ingest's writer is given.
+#: The decoders' columns (partition keys live in the path): what ingest's writer is given.
 DECODED_SCHEMA = pa.schema([f for f in RIB_ENTRIES if f.name not in PARTITION_KEYS])
-#: What a decoded dump's file holds (ingest/writer.py): the decoders' columns and each row's
-#: VP bucket, every row group one bucket's rows.
+#: A decoded dump's rows as ingest reads them (ingest/writer.py `entries`): the decoders'
+#: columns and each row's VP bucket; the writer's batches, checked against it.
 DECODED_FILE = DECODED_SCHEMA.append(VP_BUCKET)
-#: A decoded dump's file as ingest's writer stores it: DECODED_FILE with each AS path as the
-#: bytes of its ASNs (uint32, little-endian, the list's own buffer), which Parquet writes in
-#: under half the time of a list column (its repetition levels), the largest part of writing
-#: a dump (ingest/writer.py). ingest/routes.py reads either form: files of both exist (a run
-#: of an earlier version killed before its merge; hand-made months written as lists).
+#: What a decoded dump's file holds as ingest's writer stores it, every row group one bucket's
+#: rows: DECODED_FILE with each AS path as the bytes of its ASNs (uint32, little-endian, the
+#: list's own buffer). As a list column the paths took about half of the writer's time (their
+#: repetition levels: 2.0 of 3.9 s for a 9M-entry dump). ingest/routes.py reads either form:
+#: files of both exist (a run of an earlier version killed before its merge; files written
+#: by DuckDB, as some tests do).
 DECODED_STORED = DECODED_FILE.set(DECODED_FILE.get_field_index("as_path"), pa.field("as_path", pa.binary()))
 
 

@@ -76,8 +76,10 @@ def one_snapshot(path: Path) -> Snapshot | None:
         if len(seen) != 1:
             return None
     # the first row alone (a whole row group's columns took 0.12 s of a 2.4 s ingest of the real sample)
-    first = next(pf.iter_batches(batch_size=1, row_groups=[0], columns=["snapshot_time", "source_file", "project"])
-                 ).to_pylist()[0]
+    batch = next(pf.iter_batches(batch_size=1, row_groups=[0], columns=["snapshot_time", "source_file", "project"]), None)
+    if batch is None or batch.num_rows == 0:
+        return None
+    first = batch.to_pylist()[0]
     t = first["snapshot_time"]
     return Snapshot(t if t.tzinfo else t.replace(tzinfo=timezone.utc), first["source_file"], first["project"])
 
@@ -295,9 +297,9 @@ def merge(cfg, month: str, collector: str, decoded: list[Path], share: int = 1, 
                 rest = [i for i, one in enumerate(single) if one is None or (groups[i] is None and len(chunks) > 1)]
                 if rest:
                     fed = None
-                    forms: dict[str, list[int]] = {}  # one split per form of as_path: a UNION needs one type
+                    forms: dict[bool, list[int]] = {}  # one split per form of as_path: a UNION needs one type
                     for i in rest:
-                        forms.setdefault(str(pq.read_schema(decoded[i]).field("as_path").type), []).append(i)
+                        forms.setdefault(pa.types.is_binary(pq.read_schema(decoded[i]).field("as_path").type), []).append(i)
                     for j, idx in enumerate(forms.values()):
                         src = "(" + " UNION ALL ".join(srcs[i] for i in idx) + ")"
                         for k, fs in enumerate(_split(con, src, chunks, work / f".chunks-{collector}" / str(j))):
@@ -378,7 +380,7 @@ def _merge_chunk(con, new: list[tuple[str, int | None, list[int] | None]], old_f
                 b.column("sid").to_numpy(zero_copy_only=False).astype(np.int32)
             try:
                 cursor = _add(m, b, sids=sids, cursor=cursor)
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 raise RoutesError(f"{path}: {exc}") from None
     if mapping:
         m.set_mapping([mapping.get(o, -1) for o in range(nw_old * WORD)])
@@ -389,7 +391,7 @@ def _merge_chunk(con, new: list[tuple[str, int | None, list[int] | None]], old_f
                 for b in pf.iter_batches(BATCH_ROWS, row_groups=groups, columns=[*_ENTRY, "copy", "seen", "seen_more"]):
                     try:
                         _add(m, b, words=_words(b, nw_old, path))
-                    except ValueError as exc:
+                    except (ValueError, TypeError) as exc:
                         raise RoutesError(f"{path}: {exc}") from None
     m.finish()
 

@@ -167,6 +167,8 @@ class SnapshotWriter:
             asns = batch.column("peer_asn").to_numpy(zero_copy_only=False)
             batch = batch.append_column(VP_BUCKET, pa.array(vp_hash.buckets(asns), pa.int8()))
         batch = batch.select(DECODED_FILE.names)
+        if not batch.schema.equals(DECODED_FILE):  # the stored form below would convert other types quietly
+            raise ValueError(f"{self.final}: a batch whose columns are not common.tables.DECODED_FILE's: {batch.schema}")
         self.rows += batch.num_rows
         self._note_span(batch)
         if batch.num_rows:

@@ -347,7 +347,7 @@ def test_stored_paths_are_the_lists_bytes_and_read_back_as_lists():
     for a in (paths, paths.slice(1), paths.slice(2, 2), paths.slice(5), pa.array([], t), shifted, shifted.slice(1)):
         back = path_lists(path_bytes(a))
         assert back.to_pylist() == a.to_pylist() and back.type == t
-        assert path_lists(path_bytes(paths).slice(1)).to_pylist() == paths.slice(1).to_pylist()
+    assert path_lists(path_bytes(paths).slice(1)).to_pylist() == paths.slice(1).to_pylist()
     assert path_lists(paths) is paths
     with pytest.raises(ValueError, match="whole number of 4-byte ASNs"):
         path_lists(pa.array([b"\x01\x00\x00"], pa.binary()))
