@@ -175,8 +175,7 @@ class SnapshotWriter:
             b = batch.column(vp_hash.COLUMN).to_numpy()
             cuts = [0, *(np.flatnonzero(b[1:] != b[:-1]) + 1).tolist(), len(b)] if grouped else [0, len(b)]
             i = batch.schema.get_field_index("as_path")
-            stored = pa.RecordBatch.from_arrays([path_bytes(c) if j == i else c for j, c in enumerate(batch.columns)],
-                                                schema=DECODED_STORED)
+            stored = batch.set_column(i, DECODED_STORED.field(i), path_bytes(batch.column(i)))  # as `entries`, inverted
             for lo, hi in zip(cuts, cuts[1:]):  # a row group per bucket
                 self._writer.write_batch(stored.slice(lo, hi - lo))
             if self._feed is not None:
