@@ -168,7 +168,9 @@ class SnapshotWriter:
             batch = batch.append_column(VP_BUCKET, pa.array(vp_hash.buckets(asns), pa.int8()))
         batch = batch.select(DECODED_FILE.names)
         if not batch.schema.equals(DECODED_FILE):  # the stored form below would convert other types quietly
-            raise ValueError(f"{self.final}: a batch whose columns are not common.tables.DECODED_FILE's: {batch.schema}")
+            got = ", ".join(f"{f.name} {f.type}{'' if f.nullable else ' not null'}"
+                            for f, want in zip(batch.schema, DECODED_FILE) if not f.equals(want))
+            raise ValueError(f"{self.final}: columns not of common.tables.DECODED_FILE's types: {got}")
         self.rows += batch.num_rows
         self._note_span(batch)
         if batch.num_rows:

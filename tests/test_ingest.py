@@ -353,6 +353,26 @@ def test_stored_paths_are_the_lists_bytes_and_read_back_as_lists():
         path_lists(pa.array([b"\x01\x00\x00"], pa.binary()))
 
 
+def test_the_writer_refuses_a_batch_of_other_types_in_one_line(tmp_path):
+    """A batch whose column types are not DECODED_FILE's (here peer_asn as int64) is refused,
+    naming the file and that column on one line, before anything is written or fed."""
+    from bgp_congruency.common.tables import DECODED_SCHEMA
+
+    row = dict(project="ris", snapshot_time=datetime(2026, 7, 1, tzinfo=timezone.utc), peer_asn=64500,
+               peer_ip="192.0.2.1", afi=4, prefix="192.0.2.0/24", as_path=[64500, 64501], has_as_set=False,
+               as_path_raw=None, origin_asn=64501, source_file="x")
+    i = DECODED_SCHEMA.get_field_index("peer_asn")
+    wrong = DECODED_SCHEMA.set(i, pa.field("peer_asn", pa.int64(), nullable=False))
+    w = SnapshotWriter(tmp_path / "x.parquet")
+    with pytest.raises(ValueError) as e:
+        w.write(pa.RecordBatch.from_pylist([row], schema=wrong))
+    assert str(e.value) == f"{tmp_path / 'x.parquet'}: columns not of common.tables.DECODED_FILE's types: peer_asn int64 not null"
+    assert w.rows == 0
+    w.write(pa.RecordBatch.from_pylist([row], schema=DECODED_SCHEMA))
+    w.publish()
+    assert pq.read_table(tmp_path / "x.parquet").column("as_path").to_pylist() == [bytes([244, 251, 0, 0, 245, 251, 0, 0])]
+
+
 def test_decode_edge_files_through_the_writer(tmp_path):
     """ADD-PATH subtypes and a >64 KiB record come out whole, with bgpdump's counts."""
     for name in ("lab.rib.ipv4-addpath.gz", "lab.rib.ipv6-addpath.gz", "rrc00.bview.20180919.0800.64k-record.gz"):
