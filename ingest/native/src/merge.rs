@@ -82,9 +82,35 @@ pub(crate) struct Merger {
     /// the route the last entry found: the next entry is most often the next route (a
     /// collector's dumps list their entries in the same order), found without the table
     last: usize,
+    /// whether the last entry's route was not the one after `last` (`add` then prefetches)
+    missed: bool,
     /// routes in output order, once `finish` ran; `pos` the next to hand out
     order: Vec<u32>,
     pos: usize,
+}
+
+/// A row's fixed fields (its key bytes apart).
+#[derive(Clone, Copy)]
+struct Row {
+    asn: u32,
+    afi: i8,
+    flags: u8,
+    lens: [u32; 4],
+}
+
+/// A row's key in its four parts (peer address, prefix, the path's ASNs, raw path).
+type Parts<'b> = [&'b [u8]; 4];
+
+/// The hash of a route's key (its slot in the table), from its four parts.
+#[inline(always)]
+fn key_hash(k: &Row, parts: &Parts) -> u64 {
+    let l = k.lens;
+    let mut h = fx(fx(fx(0, k.asn as u64), k.afi as u64), ((k.flags & !ORIGIN_VALID) as u64) << 8
+                   | (l[0] as u64) << 16 | (l[1] as u64) << 32 | (l[2] as u64) << 48);
+    for p in parts {
+        h = hash_bytes(h, p);
+    }
+    h
 }
 
 #[inline]
@@ -92,6 +118,7 @@ fn fx(h: u64, v: u64) -> u64 {
     (h.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95)
 }
 
+#[inline(always)]
 fn hash_bytes(mut h: u64, b: &[u8]) -> u64 {
     let mut c = b.chunks_exact(8);
     for w in &mut c {
@@ -121,6 +148,7 @@ impl Merger {
             arena: vec![],
             table: vec![0; 1 << 16],
             last: usize::MAX,
+            missed: true,
             order: vec![],
             pos: 0,
         }
@@ -222,15 +250,16 @@ impl Merger {
     }
 
     /// The route of a key, made when new.
-    #[allow(clippy::too_many_arguments)]
-    fn find(&mut self, asn: u32, afi: i8, flags: u8, lens: [u32; 4], key: &[u8], origin: u32) -> usize {
+    fn find(&mut self, k: &Row, parts: &Parts, key: &[u8], origin: u32) -> usize {
+        let Row { asn, afi, flags, lens } = *k;
         let pred = self.last.wrapping_add(1);
         if pred < self.r.len() && self.r[pred].copy == 0 && self.same(&self.r[pred], asn, afi, flags, lens, key) {
             self.last = pred;
+            self.missed = false;
             return pred;
         }
-        let h = hash_bytes(fx(fx(fx(0, asn as u64), afi as u64), ((flags & !ORIGIN_VALID) as u64) << 8
-                              | (lens[0] as u64) << 16 | (lens[1] as u64) << 32 | (lens[2] as u64) << 48), key);
+        self.missed = true;
+        let h = key_hash(k, parts);
         let mask = self.table.len() - 1;
         let mut s = (h as usize) & mask;
         loop {
@@ -257,6 +286,37 @@ impl Merger {
         }
     }
 
+    /// Row `i` of `b` outside the merger's bucket range: None; else its fixed fields and its
+    /// key's four parts (peer address, prefix, the path's ASNs, raw path), in `b`'s buffers.
+    ///
+    /// # Safety
+    /// As `add`'s.
+    #[inline(always)]
+    unsafe fn row<'b>(&self, b: &'b Batch, i: usize) -> Result<Option<(Row, Parts<'b>)>, String> {
+        let asn = *b.peer_asn.add(i);
+        let bucket = self.bucket(asn);
+        if bucket < self.lo || bucket > self.hi {
+            return Ok(None);
+        }
+        let span = |off: *const i32| (*off.add(i) as usize, *off.add(i + 1) as usize);
+        let (i0, i1) = span(b.ip_off);
+        let (p0, p1) = span(b.pfx_off);
+        let path_valid = *b.path_valid.add(i) != 0;
+        let (a0, a1) = if path_valid { span(b.path_off) } else { (0, 0) };
+        let raw_valid = *b.raw_valid.add(i) != 0;
+        let (r0, r1) = if raw_valid { span(b.raw_off) } else { (0, 0) };
+        let lens = [i1 - i0, p1 - p0, a1 - a0, r1 - r0];
+        if lens.iter().any(|&l| l > u32::MAX as usize / 4) {
+            return Err(format!("a route's key is too long (peer_ip, prefix, as_path, as_path_raw lengths {lens:?})"));
+        }
+        let parts = [std::slice::from_raw_parts(b.ip.add(i0), i1 - i0), std::slice::from_raw_parts(b.pfx.add(p0), p1 - p0),
+                     std::slice::from_raw_parts(b.path.add(a0) as *const u8, 4 * (a1 - a0)),
+                     std::slice::from_raw_parts(b.raw.add(r0), r1 - r0)];
+        let flags = (if path_valid { PATH_VALID } else { 0 }) | (if *b.has_set.add(i) != 0 { HAS_SET } else { 0 })
+            | (if raw_valid { RAW_VALID } else { 0 }) | (if *b.origin_valid.add(i) != 0 { ORIGIN_VALID } else { 0 });
+        Ok(Some((Row { asn, afi: *b.afi.add(i), flags, lens: lens.map(|l| l as u32) }, parts)))
+    }
+
     /// Fold a batch in; `cursor` is the route the previous batch of the same input ended on
     /// (returned: usize::MAX for none). Errors name what is wrong (an oversized key, a bit
     /// past the words).
@@ -268,33 +328,20 @@ impl Merger {
         let mut key: Vec<u8> = Vec::with_capacity(256);
         let entries = b.copy.is_null();
         for i in 0..b.n {
-            let asn = *b.peer_asn.add(i);
-            let bucket = self.bucket(asn);
-            if bucket < self.lo || bucket > self.hi {
-                continue;
+            // while routes are new (a collector's first dump), each one's table slot is a
+            // cache miss: ask for the slot of the row AHEAD rows on first (its hash twice)
+            if self.missed && i + AHEAD < b.n {
+                if let Some((k, parts)) = self.row(b, i + AHEAD)? {
+                    prefetch(self.table.as_ptr().wrapping_add((key_hash(&k, &parts) as usize) & (self.table.len() - 1)));
+                }
             }
-            let span = |off: *const i32| (*off.add(i) as usize, *off.add(i + 1) as usize);
-            let (i0, i1) = span(b.ip_off);
-            let (p0, p1) = span(b.pfx_off);
-            let path_valid = *b.path_valid.add(i) != 0;
-            let (a0, a1) = if path_valid { span(b.path_off) } else { (0, 0) };
-            let raw_valid = *b.raw_valid.add(i) != 0;
-            let (r0, r1) = if raw_valid { span(b.raw_off) } else { (0, 0) };
-            let lens = [i1 - i0, p1 - p0, a1 - a0, r1 - r0];
-            if lens.iter().any(|&l| l > u32::MAX as usize / 4) {
-                return Err(format!("a route's key is too long (peer_ip, prefix, as_path, as_path_raw lengths {lens:?})"));
-            }
-            let lens = lens.map(|l| l as u32);
+            let Some((k, parts)) = self.row(b, i)? else { continue };
             key.clear();
-            key.extend_from_slice(std::slice::from_raw_parts(b.ip.add(i0), i1 - i0));
-            key.extend_from_slice(std::slice::from_raw_parts(b.pfx.add(p0), p1 - p0));
-            key.extend_from_slice(std::slice::from_raw_parts(b.path.add(a0) as *const u8, 4 * (a1 - a0)));
-            key.extend_from_slice(std::slice::from_raw_parts(b.raw.add(r0), r1 - r0));
-            let origin_valid = *b.origin_valid.add(i) != 0;
-            let flags = (if path_valid { PATH_VALID } else { 0 }) | (if *b.has_set.add(i) != 0 { HAS_SET } else { 0 })
-                | (if raw_valid { RAW_VALID } else { 0 }) | (if origin_valid { ORIGIN_VALID } else { 0 });
-            let afi = *b.afi.add(i);
-            let r = self.find(asn, afi, flags, lens, &key, if origin_valid { *b.origin.add(i) } else { 0 });
+            for p in parts {
+                key.extend_from_slice(p);
+            }
+            let origin_valid = k.flags & ORIGIN_VALID != 0;
+            let r = self.find(&k, &parts, &key, if origin_valid { *b.origin.add(i) } else { 0 });
             if entries {
                 let sid = *b.sid.add(i);
                 if sid < 0 || sid as usize >= self.nw * WORD {
@@ -368,7 +415,7 @@ impl Merger {
             .map(|(id, r)| (((self.bucket(r.peer_asn) as u8 as u64) << 40) | ((r.peer_asn as u64) << 8) | (r.afi as u8 as u64),
                             (lead(field(r, 0)) >> 64) as u64, lead(field(r, 1)), id as u32))
             .collect();
-        order.sort_unstable_by(|&(ka, ia, pa, a), &(kb, ib, pb, b)| {
+        sort_in_two(&mut order, |&(ka, ia, pa, a), &(kb, ib, pb, b)| {
             (ka, ia, pa).cmp(&(kb, ib, pb)).then_with(|| {
                 let (a, b) = (&self.r[a as usize], &self.r[b as usize]);
                 field(a, 0).cmp(field(b, 0))
@@ -421,7 +468,18 @@ impl Merger {
         o.pfx_off.push(0);
         o.path_off.push(0);
         o.raw_off.push(0);
-        for &r in ids {
+        for (j, &r) in ids.iter().enumerate() {
+            // the routes come in sorted order, scattered over what add made: ask for the
+            // route AHEAD rows on, and for the key and bits of the one AHEAD/2 on (its route
+            // asked for earlier), so each row's reads wait on no miss of their own
+            if let Some(&a) = ids.get(j + AHEAD) {
+                prefetch(self.r.as_ptr().wrapping_add(a as usize));
+            }
+            if let Some(&a) = ids.get(j + AHEAD / 2) {
+                let a = a as usize;
+                prefetch(self.arena.as_ptr().wrapping_add(self.r[a].key_at as usize));
+                prefetch(self.bits.as_ptr().wrapping_add(a * self.nw));
+            }
             let id = r as usize;
             let r = &self.r[id];
             let l = r.lens;
@@ -482,6 +540,52 @@ pub(crate) struct Out {
     pub copy: Vec<i16>,
     pub words: Vec<u64>,
     pub bucket: Vec<i8>,
+}
+
+/// `v` sorted by `cmp` (a total order), its halves on two threads and merged: the sort is
+/// most of a merge's `finish`, and a run merging one collector leaves the second core idle.
+fn sort_in_two<T: Copy + Send + Sync, F: Fn(&T, &T) -> std::cmp::Ordering + Sync>(v: &mut Vec<T>, cmp: F) {
+    if v.len() < 1 << 16 {
+        v.sort_unstable_by(&cmp);
+        return;
+    }
+    let half = v.len() / 2;
+    let (a, b) = v.split_at_mut(half);
+    std::thread::scope(|s| {
+        s.spawn(|| a.sort_unstable_by(&cmp));
+        b.sort_unstable_by(&cmp);
+    });
+    let (a, b) = v.split_at(half);
+    let mut out = Vec::with_capacity(v.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if cmp(&b[j], &a[i]) == std::cmp::Ordering::Less {
+            out.push(b[j]);
+            j += 1;
+        } else {
+            out.push(a[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    *v = out;
+}
+
+/// Rows ahead that `take` asks memory for.
+const AHEAD: usize = 16;
+
+/// Ask for the cache line at `x` (a hint: it reads nothing, cannot fault, and changes no
+/// result; an address past a buffer's end, as an empty key's, is harmless).
+#[inline(always)]
+fn prefetch<T>(x: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache, at any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(x as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// Whether an ASN occurs twice on the path: pairwise for a path of up to 32 ASes (nearly
@@ -622,6 +726,46 @@ mod tests {
         let e = try_add(&mut m, &Rows { asn: vec![1; n], ip: vec!["a"; n], pfx: vec!["p"; n], path: vec![Some(vec![1]); n],
                                         raw: vec![None; n], sid: vec![0; n] }).unwrap_err();
         assert!(e.contains("identical entries"), "{e}");
+    }
+
+    #[test]
+    fn sorting_in_two_halves_equals_one_sort() {
+        // past the size sorted on one thread, with many ties on the leading field
+        let mut x: u64 = 1;
+        let v: Vec<(u32, u32)> = (0..200_001).map(|i| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((x >> 60) as u32, i)
+        }).collect();
+        let (mut a, mut b) = (v.clone(), v);
+        a.sort_unstable();
+        sort_in_two(&mut b, |p, q| p.cmp(q));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn many_routes_come_out_in_order_each_whole() {
+        // enough routes that `take` prefetches; one with an empty key (its key at the arena's end)
+        let mut m = Merger::new(1, 2654435761, 5, 0, 31);
+        let n = 5_000;
+        let names: Vec<&'static str> = (0..n).map(|i| &*Box::leak(format!("10.{}.{}.0/24", i % 256, i / 256).into_boxed_str())).collect();
+        let asn: Vec<u32> = (0..n as u32).map(|i| i % 7).collect();
+        add(&mut m, &Rows { asn: asn.clone(), ip: vec!["x"; n], pfx: names.clone(), path: (0..n as u32).map(|i| Some(vec![i % 7, i])).collect(),
+                            raw: vec![None; n], sid: vec![0; n] });
+        add(&mut m, &Rows { asn: vec![3], ip: vec![""], pfx: vec![""], path: vec![None], raw: vec![None], sid: vec![0] });
+        m.finish();
+        let o = m.take(usize::MAX);
+        assert_eq!(o.n, n + 1);
+        let mut got: Vec<(u32, String, u32)> = vec![];
+        for i in 0..o.n {
+            let p = String::from_utf8(o.pfx[o.pfx_off[i] as usize..o.pfx_off[i + 1] as usize].to_vec()).unwrap();
+            let path = &o.path[o.path_off[i] as usize..o.path_off[i + 1] as usize];
+            got.push((o.peer_asn[i], p, path.last().copied().unwrap_or(u32::MAX)));
+        }
+        let mut want: Vec<(u32, String, u32)> = (0..n).map(|i| (asn[i], names[i].to_string(), i as u32)).collect();
+        want.push((3, String::new(), u32::MAX));
+        // output order: bucket, then session, then prefix
+        want.sort_by_key(|(a, p, _)| (m.bucket(*a), *a, p.clone()));
+        assert_eq!(got, want);
     }
 
     #[test]
