@@ -85,7 +85,35 @@ def worktree(commit: str) -> tuple[str, Path]:
     if not (ns / "bgp_congruency").is_symlink():
         ns.mkdir(parents=True, exist_ok=True)
         (ns / "bgp_congruency").symlink_to(tree, target_is_directory=True)
+    native(tree, ns)
     return sha, tree
+
+
+def native(tree: Path, ns: Path) -> None:
+    """The commit's own native module (ingest/native) in its PYTHONPATH folder `ns`, built once:
+    without it both commits would load the one installed in the venv, and a change of the
+    decoder or the route merger would measure nothing."""
+    if not (tree / "ingest" / "native" / "Cargo.toml").is_file() or (ns / "congruency_mrt" / ".built").is_file():
+        return
+    import importlib.util
+
+    installed = importlib.util.find_spec("congruency_mrt")
+    if installed is None or installed.origin is None:
+        raise SystemExit("error: congruency_mrt is not installed in this venv (run `make setup`)")
+    common.console().print(f"building {tree.name}'s native module (cargo build --release) ...")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{Path.home() / '.cargo' / 'bin'}"
+                                 f"{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYO3_PYTHON": sys.executable, "CARGO_TARGET_DIR": str(tree.parent / f"{tree.name}-cargo")}
+    got = subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=tree / "ingest" / "native", env=env,
+                         capture_output=True, text=True)
+    if got.returncode:
+        raise SystemExit(f"error: cargo build of {tree}/ingest/native failed: {got.stderr.strip()[-500:]}")
+    pkg = ns / "congruency_mrt"
+    shutil.rmtree(pkg, ignore_errors=True)
+    pkg.mkdir()
+    shutil.copy(installed.origin, pkg / "__init__.py")  # maturin's: it imports the .so beside it
+    shutil.copy(Path(env["CARGO_TARGET_DIR"]) / "release" / "libcongruency_mrt.so", pkg / "congruency_mrt.abi3.so")
+    (pkg / ".built").touch()
 
 
 def fresh_data_dir(sha: str, data_dir: Path, month: str) -> Path:
