@@ -539,8 +539,10 @@ def write_results(doc: dict, con, measured: bool = True) -> None:
             ident = {"steps": lambda r: (r["data_dir"], r["engine"], r.get("memory_limit")),
                      "endtoend": lambda r: (r["scale"], r.get("engine", "duckdb")),
                      "memfloor": lambda r: (r["data_dir"], r["rows"]),
+                     # a run against another baseline commit is a row of its own
                      "routes": lambda r: (Path(r["archive"]).name, r["times"], r.get("limit"),
-                                          r.get("ingest_only", False), any("spark_s" in c for c in r["commits"])),
+                                          r.get("ingest_only", False), any("spark_s" in c for c in r["commits"]),
+                                          r["commits"][0]["commit"]),
                      # a run of some parts (--vps alone, --scale alone) replaces those parts only
                      "reveal": _parts, "relationships": _parts}.get(key)
             if ident:
