@@ -2,7 +2,8 @@
 """The DuckDB compare job of two commits side by side on one month: what a change of the
 code costs, on this machine and this DuckDB, measured in one run.
 
-Each commit is checked out once as a git worktree under bench/out/worktrees/ and runs the
+Each commit is checked out once as a git worktree under bench/out/worktrees/, with its own
+build of the native module (`native`: cargo, once per commit), and runs the
 whole `congruency compare` of the month (pipeline/job.compare_months: the engine's steps, the
 hints build, the publish) with the config's defaults (common/config.load: the collectors' VP
 groups too), in a fresh process, into a data dir of
