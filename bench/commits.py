@@ -94,7 +94,9 @@ def native(tree: Path, ns: Path) -> None:
     """The commit's own native module (ingest/native) in its PYTHONPATH folder `ns`, built once:
     without it both commits would load the one installed in the venv, and a change of the
     decoder or the route merger would measure nothing."""
-    if not (tree / "ingest" / "native" / "Cargo.toml").is_file() or (ns / "congruency_mrt" / ".built").is_file():
+    built = ns / "congruency_mrt" / ".built"  # the interpreter it was built for
+    if not (tree / "ingest" / "native" / "Cargo.toml").is_file() or \
+            (built.is_file() and built.read_text() == sys.executable):
         return
     import importlib.util
 
@@ -105,8 +107,9 @@ def native(tree: Path, ns: Path) -> None:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{Path.home() / '.cargo' / 'bin'}"
                                  f"{os.pathsep}{os.environ.get('PATH', '')}",
            "PYO3_PYTHON": sys.executable, "CARGO_TARGET_DIR": str(tree.parent / f"{tree.name}-cargo")}
-    got = subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=tree / "ingest" / "native", env=env,
-                         capture_output=True, text=True)
+    # as maturin builds the wheel (ingest/native/pyproject.toml): not linked to libpython
+    got = subprocess.run(["cargo", "build", "--release", "--quiet", "--features", "pyo3/extension-module"],
+                         cwd=tree / "ingest" / "native", env=env, capture_output=True, text=True)
     if got.returncode:
         raise SystemExit(f"error: cargo build of {tree}/ingest/native failed: {got.stderr.strip()[-500:]}")
     pkg = ns / "congruency_mrt"
@@ -114,7 +117,7 @@ def native(tree: Path, ns: Path) -> None:
     pkg.mkdir()
     shutil.copy(installed.origin, pkg / "__init__.py")  # maturin's: it imports the .so beside it
     shutil.copy(Path(env["CARGO_TARGET_DIR"]) / "release" / "libcongruency_mrt.so", pkg / "congruency_mrt.abi3.so")
-    (pkg / ".built").touch()
+    built.write_text(sys.executable)
 
 
 def fresh_data_dir(sha: str, data_dir: Path, month: str) -> Path:
