@@ -3,7 +3,8 @@
 code costs, on this machine and this DuckDB, measured in one run.
 
 Each commit is checked out once as a git worktree under bench/out/worktrees/, with its own
-build of the native module (`native`: cargo, once per commit), and runs the
+build of the native module (`native`: cargo, once per commit) and none of this checkout's
+modules (ONLY_THIS_COMMIT), and runs the
 whole `congruency compare` of the month (pipeline/job.compare_months: the engine's steps, the
 hints build, the publish) with the config's defaults (common/config.load: the collectors' VP
 groups too), in a fresh process, into a data dir of
@@ -86,8 +87,19 @@ def worktree(commit: str) -> tuple[str, Path]:
     if not (ns / "bgp_congruency").is_symlink():
         ns.mkdir(parents=True, exist_ok=True)
         (ns / "bgp_congruency").symlink_to(tree, target_is_directory=True)
+    (ns / "sitecustomize.py").write_text(ONLY_THIS_COMMIT)
     native(tree, ns)
     return sha, tree
+
+
+#: Imported at the start of every child with the commit's PYTHONPATH folder (Python's
+#: sitecustomize): `bgp_congruency` is a namespace package, and the venv's editable install of
+#: this checkout would lend the commit every module it lacks, silently HEAD's code.
+ONLY_THIS_COMMIT = """import sys
+
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable___bgp_congruency")]
+sys.path[:] = [p for p in sys.path if not p.startswith("__editable__.bgp_congruency")]
+"""
 
 
 def native(tree: Path, ns: Path) -> None:
