@@ -61,12 +61,6 @@ struct Route {
     flags: u8,
 }
 
-impl Route {
-    fn key_len(&self) -> usize {
-        self.lens[0] as usize + self.lens[1] as usize + 4 * self.lens[2] as usize + self.lens[3] as usize
-    }
-}
-
 pub(crate) struct Merger {
     nw: usize,
     mult: u64,
@@ -205,13 +199,18 @@ impl Merger {
         self.arena.len() + self.table.len() * 8 + self.bits.len() * 8 + self.r.len() * std::mem::size_of::<Route>()
     }
 
-    fn key(&self, r: &Route) -> &[u8] {
-        &self.arena[r.key_at as usize..r.key_at as usize + r.key_len()]
-    }
-
-    fn same(&self, r: &Route, asn: u32, afi: i8, flags: u8, lens: [u32; 4], key: &[u8]) -> bool {
-        r.peer_asn == asn && r.afi == afi && (r.flags & !ORIGIN_VALID) == (flags & !ORIGIN_VALID) && r.lens == lens
-            && self.key(r) == key
+    /// Whether route `r` has the key of row `k` (its parts compared where they lie: equal
+    /// lengths, so equal bytes part by part are the equal key).
+    fn same(&self, r: &Route, k: &Row, parts: &Parts) -> bool {
+        if !(r.peer_asn == k.asn && r.afi == k.afi && (r.flags & !ORIGIN_VALID) == (k.flags & !ORIGIN_VALID) && r.lens == k.lens) {
+            return false;
+        }
+        let mut at = r.key_at as usize;
+        parts.iter().all(|p| {
+            let same = &self.arena[at..at + p.len()] == *p;
+            at += p.len();
+            same
+        })
     }
 
     fn slot(&self, h: u64, id: usize) -> u64 {
@@ -254,10 +253,10 @@ impl Merger {
     }
 
     /// The route of a key, made when new.
-    fn find(&mut self, k: &Row, parts: &Parts, key: &[u8], origin: u32) -> usize {
+    fn find(&mut self, k: &Row, parts: &Parts, origin: u32) -> usize {
         let Row { asn, afi, flags, lens } = *k;
         let pred = self.last.wrapping_add(1);
-        if pred < self.r.len() && self.r[pred].copy == 0 && self.same(&self.r[pred], asn, afi, flags, lens, key) {
+        if pred < self.r.len() && self.r[pred].copy == 0 && self.same(&self.r[pred], k, parts) {
             self.last = pred;
             self.missed = false;
             return pred;
@@ -270,7 +269,9 @@ impl Merger {
             let t = self.table[s];
             if t == 0 {
                 let at = self.arena.len() as u64;
-                self.arena.extend_from_slice(key);
+                for p in parts {
+                    self.arena.extend_from_slice(p);
+                }
                 let id = self.push(Route { hash: h, key_at: at, lens, peer_asn: asn, origin, next: 0, copy: 0, afi, flags });
                 self.table[s] = self.slot(h, id);
                 if self.r.len() * 2 > self.table.len() {
@@ -281,7 +282,7 @@ impl Merger {
             }
             if (t ^ h) >> 32 == 0 {
                 let id = (t & 0xffff_ffff) as usize - 1;
-                if self.same(&self.r[id], asn, afi, flags, lens, key) {
+                if self.same(&self.r[id], k, parts) {
                     self.last = id;
                     return id;
                 }
@@ -329,7 +330,6 @@ impl Merger {
     /// Every pointer of `b` is valid for `b.n` rows (offsets for `b.n + 1`).
     pub(crate) unsafe fn add(&mut self, b: &Batch, cursor: usize) -> Result<usize, String> {
         self.last = cursor;
-        let mut key: Vec<u8> = Vec::with_capacity(256);
         let entries = b.copy.is_null();
         for i in 0..b.n {
             // while entries go through the table (a collector's first dump: its routes are new),
@@ -341,12 +341,8 @@ impl Merger {
                 }
             }
             let Some((k, parts)) = self.row(b, i)? else { continue };
-            key.clear();
-            for p in parts {
-                key.extend_from_slice(p);
-            }
             let origin_valid = k.flags & ORIGIN_VALID != 0;
-            let r = self.find(&k, &parts, &key, if origin_valid { *b.origin.add(i) } else { 0 });
+            let r = self.find(&k, &parts, if origin_valid { *b.origin.add(i) } else { 0 });
             if entries {
                 let sid = *b.sid.add(i);
                 if sid < 0 || sid as usize >= self.nw * WORD {
