@@ -72,18 +72,19 @@ def evidence(con, relation: str, afi: int, route_servers, clique=None) -> Eviden
         con.execute("DROP TABLE IF EXISTS rel_items")
 
 
-def _aggregate(con) -> Evidence:
+def _aggregate(con, dests: bool = True) -> Evidence:
     """The Evidence of the items in `rel_items`: links, triplets and reach. A path's pairs and
     triplets are its shifted slices unnested side by side; a triplet ends at the origin when
-    its far AS is the path's last (the paths have no loops)."""
+    its far AS is the path's last (the paths have no loops). Without `dests`, the triplets'
+    destinations are left uncounted (None; _count_dests counts those the clique search reads)."""
     ev = Evidence()
     for a, b, n, v in con.execute("""
             SELECT least(a, b), greatest(a, b), count(*), count(DISTINCT vp_asn)
             FROM (SELECT vp_asn, unnest(path[1:-2]) AS a, unnest(path[2:]) AS b FROM rel_items)
             GROUP BY ALL""").fetchall():
         ev.links[(int(a), int(b))] = (int(n), int(v))
-    reader = con.execute("""
-        SELECT near, mid, far, count(*) AS paths, count(DISTINCT dest) AS dests,
+    reader = con.execute(f"""
+        SELECT near, mid, far, count(*) AS paths, {"count(DISTINCT dest)" if dests else "NULL"} AS dests,
                count(*) FILTER (WHERE far = dest) AS ends, count(*) FILTER (WHERE n = 3) AS whole
         FROM (SELECT unnest(path[1:-3]) AS near, unnest(path[2:-2]) AS mid, unnest(path[3:]) AS far,
                      path[-1] AS dest, len(path) AS n FROM rel_items)
@@ -96,16 +97,39 @@ def _aggregate(con) -> Evidence:
     return ev
 
 
+def _count_dests(con, ev: Evidence, trips: list[tuple[int, int, int]]) -> None:
+    """infer.CountDests over the items in `rel_items`: the distinct destinations of these
+    triplets, into `ev`. Every path's triplets are unnested and joined to them: 0.52 s for
+    102 triplets over the 9.0M IPv4 items of synthetic scale 50, against 2.32 s unnesting
+    only the paths through one of their middle ASes (list_has_any is the cost)."""
+    if not trips:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE rel_trips AS SELECT unnest($n::BIGINT[]) AS near, "
+                "unnest($m::BIGINT[]) AS mid, unnest($f::BIGINT[]) AS far",
+                {"n": [k[0] for k in trips], "m": [k[1] for k in trips], "f": [k[2] for k in trips]})
+    try:
+        for near, mid, far, n in con.execute("""
+                SELECT near, mid, far, count(DISTINCT dest) FROM (
+                    SELECT unnest(path[1:-3]) AS near, unnest(path[2:-2]) AS mid, unnest(path[3:]) AS far,
+                           path[-1] AS dest FROM rel_items) t
+                SEMI JOIN rel_trips k USING (near, mid, far)
+                GROUP BY ALL""").fetchall():
+            ev.trips[(near, mid, far)].dests = n
+    finally:
+        con.execute("DROP TABLE IF EXISTS rel_trips")
+
+
 def infer_family(con, relation: str, afi: int, p: RelationshipParams) -> tuple[frozenset[int], list[Relationship]]:
     """(the clique, the relationships) of one family of the paths in `relation`: the clique
     from every path, the steps on the paths it does not show poisoned. The items are made
-    once; the evidence is computed again only when the clique poisons one of them."""
+    once; the evidence is computed again only when the clique poisons one of them. The
+    triplets' destinations are counted only where the clique search reads them."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE rel_items AS {_items_sql(con, relation, afi, p.route_servers)}")
     try:
-        g = Graph(_aggregate(con))
-        clique = find_clique(g, p, p.missing(afi))
+        g = Graph(_aggregate(con, dests=False))
+        clique = find_clique(g, p, p.missing(afi), lambda trips: _count_dests(con, g.ev, trips))
         if _drop_poisoned(con, clique):
-            g = Graph(_aggregate(con))
+            g = Graph(_aggregate(con, dests=False))
         return infer(g.ev, p, afi, clique, g)
     finally:
         con.execute("DROP TABLE IF EXISTS rel_items")

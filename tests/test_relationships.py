@@ -122,6 +122,33 @@ def test_sql_evidence_counts_the_vps_of_a_link_past_64_of_them():
     assert max(v for _n, v in ev.links.values()) > 64
 
 
+def test_the_clique_search_counts_only_the_destinations_it_reads(monkeypatch):
+    """infer_family counts a triplet's destinations only where the clique search reads them
+    (infer.refuting: among the ASes it looks at, ends linked, enough paths). 1, 2 and 3 are
+    linked to each other and carry 60 VPs' routes (each VP a customer of one) to 30 customers; 3 is also seen passing
+    2's routes to 1 on 6 paths, toward 2 destinations only: short of the 3 that would refute
+    1-2, though the paths are not. The clique is the three, and every relationship the
+    reference's; the triplets counted are few, that one among them."""
+    rows, core = [], (1, 2, 3)
+    for vp in range(100, 160):
+        for i in range(6):
+            c, x = core[vp % 3], core[(vp + 1 + i % 2) % 3]
+            rows.append([vp, c, x, 10 * x + (vp + i) % 10])
+    rows += [[vp, 1, 3, 2, 20 + vp % 2] for vp in range(100, 118, 3)]  # VPs whose first hop is 1
+    rows = [{"month": "2026-07", "vp_group": "g", "vp_asn": r[0], "dest_asn": r[-1], "afi": 4, "path": r} for r in rows]
+    p = RelationshipParams(clique_candidates=10)
+    counted = []
+    count = E._count_dests
+    monkeypatch.setattr(E, "_count_dests", lambda con, ev, trips: (counted.extend(trips), count(con, ev, trips)))
+    con = duckdb.connect()
+    got = E.infer_family(con, _paths_relation(con, rows), 4, p)
+    assert got == I.infer_paths([(r["vp_asn"], r["path"]) for r in rows], p, 4)
+    assert got[0] == {1, 2, 3}
+    full = I.evidence_of((r["vp_asn"], r["path"]) for r in rows).trips
+    assert (1, 3, 2) in counted and (full[(1, 3, 2)].paths, full[(1, 3, 2)].dests) == (6, 2)
+    assert 0 < len(counted) < len(full) / 10
+
+
 def test_poisoned_paths_and_sanitising():
     assert I.poisoned([5, 1, 9, 2], {1, 2}) and not I.poisoned([5, 1, 2, 9], {1, 2}) and not I.poisoned([1, 9], {1})
     assert I.sanitise([[1, 6695, 2], [1, 64512, 2], [1, 2, 1]], {6695}, MethodParams().is_reserved) == [(1, 2)]
