@@ -75,6 +75,12 @@ def evidence(con, relation: str, afi: int, route_servers, clique=None) -> Eviden
         con.execute("DROP TABLE IF EXISTS rel_items")
 
 
+#: Every item's triplets, one row each: its shifted slices unnested side by side, with the
+#: item's destination and length (the triplets _aggregate counts and _count_dests looks up).
+_TRIPLETS = """SELECT unnest(path[1:-3]) AS near, unnest(path[2:-2]) AS mid, unnest(path[3:]) AS far,
+                      path[-1] AS dest, len(path) AS n FROM rel_items"""
+
+
 def _aggregate(con, dests: bool = True) -> Evidence:
     """The Evidence of the items in `rel_items`: links, triplets and reach. A path's pairs and
     triplets are its shifted slices unnested side by side; a triplet ends at the origin when
@@ -89,8 +95,7 @@ def _aggregate(con, dests: bool = True) -> Evidence:
     reader = con.execute(f"""
         SELECT near, mid, far, count(*) AS paths, {"count(DISTINCT dest)" if dests else "NULL"} AS dests,
                count(*) FILTER (WHERE far = dest) AS ends, count(*) FILTER (WHERE n = 3) AS whole
-        FROM (SELECT unnest(path[1:-3]) AS near, unnest(path[2:-2]) AS mid, unnest(path[3:]) AS far,
-                     path[-1] AS dest, len(path) AS n FROM rel_items)
+        FROM ({_TRIPLETS})
         GROUP BY ALL""").to_arrow_reader(BATCH_ROWS)
     for batch in reader:
         cols = [batch.column(i).to_pylist() for i in range(7)]
@@ -111,10 +116,8 @@ def _count_dests(con, ev: Evidence, trips: list[tuple[int, int, int]]) -> None:
                 "unnest($m::BIGINT[]) AS mid, unnest($f::BIGINT[]) AS far",
                 {"n": [k[0] for k in trips], "m": [k[1] for k in trips], "f": [k[2] for k in trips]})
     try:
-        for near, mid, far, n in con.execute("""
-                SELECT near, mid, far, count(DISTINCT dest) FROM (
-                    SELECT unnest(path[1:-3]) AS near, unnest(path[2:-2]) AS mid, unnest(path[3:]) AS far,
-                           path[-1] AS dest FROM rel_items) t
+        for near, mid, far, n in con.execute(f"""
+                SELECT near, mid, far, count(DISTINCT dest) FROM ({_TRIPLETS}) t
                 SEMI JOIN rel_trips k USING (near, mid, far)
                 GROUP BY ALL""").fetchall():
             ev.trips[(near, mid, far)].dests = n
