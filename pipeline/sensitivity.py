@@ -84,9 +84,11 @@ def _by_cleaning(params: list[MethodParams], engine) -> list[MethodParams]:
     rendered SQL of each step in turn (steps.MONTH_STEPS, each text numbered as first seen),
     so sets whose partition steps render the same come together (each cleaning computed
     once), and within them those whose `paths` does (Spark keeps it: steps.kept_steps). Every
-    variant of a month with VP groups cleans 7 ways: its own, and one for each of
+    variant of a month with VP groups cleans 7 ways on DuckDB: its own, and one for each of
     first_as_rule, reserved_asns, grouping, snapshots, as_set and destination (in table
-    order, 8 cleanings: the representative variants follow the grouping's)."""
+    order, 8 cleanings: the representative variants follow the grouping's). Spark's per_path
+    also ranks the paths for the representative, so its 3 other representatives clean again:
+    10."""
     distinct = list({repr(p): p for p in params}.values())
     texts = {repr(p): [S.render(s, engine.name, p, engine.plan) for s in S.MONTH_STEPS] for p in distinct}
     seen: list[dict[str, int]] = [{} for _ in S.MONTH_STEPS]

@@ -429,16 +429,26 @@ FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
     # rows' snapshot masks; then per path: prefixes are the rows, snapshots the bits set in
     # the OR of the masks. At scale 10, with a no-op sink: Spark 15.9 s against 26.4 s for
     # two dense_rank windows (39.9 s for collect_set, 107-121 s for count(DISTINCT)),
-    # shuffling once, by path, for both aggregations; DuckDB 3.8 s against 7.1 s for two
+    # shuffling once for both aggregations; DuckDB 3.8 s against 7.1 s for two
     # count(DISTINCT), each of which hashes every row's keys once more.
+    # Spark also ranks the paths here for `paths` (step 4): its one shuffle is by the
+    # representative's key (VP, AFI, destination), which both aggregations' keys contain, so
+    # the window needs no shuffle of its own, only a sort. Ranked in `paths`, per_path was
+    # read back and shuffled once more: at synthetic scale 50 per_path and paths took 38.4 +
+    # 33.2 s, here 52.1 + 9.0 s (bench/steps.py --engine spark, the same data, 2026-12-02).
+    # The price: a variant of the representative cleans again on Spark (pipeline/sensitivity.py).
     SqlStep("per_path", "work",
          spark="""
-SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
-       {mask_bits} AS snapshots, element_at(path, -1) AS dest_asn
-FROM (SELECT vp_group, vp_asn, afi, path, prefix, sum(n) AS n, {or_masks}
-      FROM (SELECT * FROM rows WHERE reason IS NULL DISTRIBUTE BY vp_group, vp_asn, afi, path)
-      GROUP BY vp_group, vp_asn, afi, path, prefix)
-GROUP BY vp_group, vp_asn, afi, path{unit_cols}""",
+SELECT *, sum(path_observations) OVER w AS observations,
+       row_number() OVER (PARTITION BY {rep_partition} ORDER BY {rep_order}) AS rank
+FROM (SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
+             {mask_bits} AS snapshots, dest_asn
+      FROM (SELECT vp_group, vp_asn, afi, dest_asn, path, prefix, sum(n) AS n, {or_masks}
+            FROM (SELECT *, element_at(path, -1) AS dest_asn FROM rows WHERE reason IS NULL
+                  DISTRIBUTE BY {rep_partition})
+            GROUP BY vp_group, vp_asn, afi, dest_asn, path, prefix)
+      GROUP BY vp_group, vp_asn, afi, dest_asn, path{unit_cols})
+WINDOW w AS (PARTITION BY {rep_partition})""",
          duckdb="""
 SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, path[-1] AS dest_asn
@@ -491,9 +501,10 @@ VP_STEPS: tuple[SqlStep, ...] = (
     #   one (`multi`, a hash aggregate) through the window: the SELECT alone on that month's
     #   per_path took 2.6-2.8 s against 3.1-6.4 s for one window over every row (three runs
     #   each, 2026-11-30; the window's time varies with what else DuckDB holds in memory).
-    # - Spark keeps one window over every row: the same split took its `paths` from 27.5 to
-    #   49.2 s (bench/steps.py --engine spark, run each way on the same data, 2026-11-30; its
-    #   plan reads per_path twice and shuffles it for the aggregate and the joins).
+    # - Spark keeps one window over every row, computed with per_path (its `rank`): the
+    #   split took `paths` from 27.5 to 49.2 s (bench/steps.py --engine spark, run each way
+    #   on the same data, 2026-11-30; its plan read per_path twice and shuffled it for the
+    #   aggregate and the joins).
     # A window, not an aggregate: DuckDB's arg_min over a struct key was ~3x slower, Spark's
     # min_by over a struct holding the path array forces a sort-based aggregate. dest_asn
     # leads the partition key: Spark sorts on a prefix of the first key, a bigint tells rows
@@ -502,11 +513,7 @@ VP_STEPS: tuple[SqlStep, ...] = (
          spark="""
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
        path_observations / observations AS stability, prefixes, snapshots
-FROM (SELECT *, sum(path_observations) OVER w AS observations,
-             row_number() OVER (PARTITION BY {rep_partition}
-                                ORDER BY {rep_order}) AS rank
-      FROM per_path WINDOW w AS (PARTITION BY {rep_partition}))
-WHERE rank = 1""",
+FROM per_path WHERE rank = 1""",
          duckdb="""
 WITH multi AS MATERIALIZED (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
