@@ -435,20 +435,24 @@ FROM rows GROUP BY vp_group, vp_asn, afi, peer_ip, reason"""),
     # representative's key (VP, AFI, destination), which both aggregations' keys contain, so
     # the window needs no shuffle of its own, only a sort. Ranked in `paths`, per_path was
     # read back and shuffled once more: at synthetic scale 50 per_path and paths took 38.4 +
-    # 33.2 s, here 52.1 + 9.0 s (bench/steps.py --engine spark, the same data, 2026-12-02).
-    # The price: a variant of the representative cleans again on Spark (pipeline/sensitivity.py).
+    # 33.2 s, here 52.1 + 9.0 s (bench/steps.py --engine spark, the same data, 2026-12-02),
+    # and 53.6 + 0 s with the rows written split into `paths` and the rest (SPARK_SPLIT), so
+    # Spark's per_path has the columns of `paths`. The price: a variant of the representative
+    # cleans again on Spark (pipeline/sensitivity.py).
     SqlStep("per_path", "work",
          spark="""
-SELECT *, sum(path_observations) OVER w AS observations,
-       row_number() OVER (PARTITION BY {rep_partition} ORDER BY {rep_order}) AS rank
-FROM (SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
-             {mask_bits} AS snapshots, dest_asn
-      FROM (SELECT vp_group, vp_asn, afi, dest_asn, path, prefix, sum(n) AS n, {or_masks}
-            FROM (SELECT *, element_at(path, -1) AS dest_asn FROM rows WHERE reason IS NULL
-                  DISTRIBUTE BY {rep_partition})
-            GROUP BY vp_group, vp_asn, afi, dest_asn, path, prefix)
-      GROUP BY vp_group, vp_asn, afi, dest_asn, path{unit_cols})
-WINDOW w AS (PARTITION BY {rep_partition})""",
+SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
+       path_observations / observations AS stability, prefixes, snapshots, rank = 1 AS representative
+FROM (SELECT *, sum(path_observations) OVER w AS observations,
+             row_number() OVER (PARTITION BY {rep_partition} ORDER BY {rep_order}) AS rank
+      FROM (SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n) AS path_observations, count(*) AS prefixes,
+                   {mask_bits} AS snapshots, dest_asn
+            FROM (SELECT vp_group, vp_asn, afi, dest_asn, path, prefix, sum(n) AS n, {or_masks}
+                  FROM (SELECT *, element_at(path, -1) AS dest_asn FROM rows WHERE reason IS NULL
+                        DISTRIBUTE BY {rep_partition})
+                  GROUP BY vp_group, vp_asn, afi, dest_asn, path, prefix)
+            GROUP BY vp_group, vp_asn, afi, dest_asn, path{unit_cols})
+      WINDOW w AS (PARTITION BY {rep_partition}))""",
          duckdb="""
 SELECT vp_group, vp_asn, afi, path{unit_cols}, sum(n)::BIGINT AS path_observations, count(*) AS prefixes,
        {mask_bits} AS snapshots, path[-1] AS dest_asn
@@ -511,9 +515,8 @@ VP_STEPS: tuple[SqlStep, ...] = (
     # apart where vp_group ('route-views...') does not.
     SqlStep("paths", "table",
          spark="""
-SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
-       path_observations / observations AS stability, prefixes, snapshots
-FROM per_path WHERE rank = 1""",
+SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations, stability, prefixes, snapshots
+FROM per_path WHERE representative""",
          duckdb="""
 WITH multi AS MATERIALIZED (SELECT {rep_partition} FROM per_path GROUP BY {rep_partition} HAVING count(*) > 1)
 SELECT vp_group, vp_asn, dest_asn, afi, path, observations, path_observations,
@@ -758,6 +761,14 @@ MONTH_STEPS: tuple[SqlStep, ...] = PARTITION_STEPS + FACTS + VP_STEPS + SUMMARY_
 #: views there, so the columns it never reads (the edit distance, the divergence) are never
 #: computed.
 VARIANT_VIEWS = ("pairs", "divergence")
+
+#: (step, boolean column, table): Spark writes the step's rows split by the column
+#: (partitionBy), and the part where it is true, moved, is the table, whose SQL is that
+#: filter: per_path's representative rows are `paths` row for row. Writing and reading back
+#: every representative once more cost `paths` 9.0 s of the scale-50 month's Spark compare;
+#: the split write costs per_path 1.5 s more, 53.6 against 52.1 s (bench/steps.py --engine
+#: spark, 2026-12-02).
+SPARK_SPLIT = ("per_path", "representative", "paths")
 
 #: The names the month-level steps read, for the per-partition steps' outputs: an engine running
 #: one partition makes each a view of the other; one running K makes each the union of K.

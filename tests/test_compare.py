@@ -166,6 +166,20 @@ def test_routes_without_as_path_repeats_compare_the_same_on_spark(spark, config,
     assert_same_as_reference(tmp_path, "2024-04", config.method)
 
 
+def test_a_month_whose_every_path_is_cleaned_away_compares_on_spark(spark, config, tmp_path):
+    """No entry kept (a default route and an AS_SET in each family): Spark's per_path has no
+    row, so its split write (steps.SPARK_SPLIT) has no representative part to move and writes
+    `paths` empty; every table equals the reference's and has DuckDB's schema."""
+    rows = [cases.R("rrc00", 1, 4, [1, 2], prefix="0.0.0.0/0"), cases.R("rrc00", 1, 4, [1, 3], as_set=True),
+            cases.R("rrc00", 1, 6, [1, 2], prefix="::/0"), cases.R("rrc00", 1, 6, [1, 3], as_set=True)]
+    write_entries(tmp_path, "2024-05", rows)
+    res = job.compare_month(config.with_overrides(data_dir=tmp_path), "2024-05", spark=spark)
+    assert res.error is None, res.error
+    assert_same_as_reference(tmp_path, "2024-05", config.method)
+    assert published(tmp_path, "paths", "2024-05") == []
+    assert_engines_agree(tmp_path, config, "2024-05", config.method)
+
+
 def test_the_staging_peak_is_sampled_while_the_compare_runs(tmp_path):
     """The compare's staging peak (pipeline/job._StagingPeak) is what its folder held at its
     fullest, seen by the sampling thread though the file is gone by the end; a last sample

@@ -131,11 +131,36 @@ class SparkEngine:
         self._run_step(S.TRANSITIONS, S.render(S.TRANSITIONS, "spark", params, self.plan), staged)
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
-        df = self.spark.sql(sql)
-        lazy = self.variant and s.name in S.VARIANT_VIEWS
-        if s.kind in ("work", "table") and not lazy:  # a fact is small and read once here, a scratch step read in place: views
-            df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
+        split, column, table = S.SPARK_SPLIT
+        if s.name == table:  # written by the split step, which runs just before it
+            df = self.spark.table(f"_{table}_split")
+        elif s.name == split:
+            df = self._write_split(self.spark.sql(sql), column, table, staged)
+        else:
+            df = self.spark.sql(sql)
+            lazy = self.variant and s.name in S.VARIANT_VIEWS
+            if s.kind in ("work", "table") and not lazy:  # a fact is small and read once here, a scratch step read in place: views
+                df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
         df.createOrReplaceTempView(s.name)
+
+    def _write_split(self, df, column: str, table: str, staged: str):
+        """The split step (steps.SPARK_SPLIT) written once, split by `column`: the part where
+        it is true moved to staged/<table> (registered as _<table>_split for the table's
+        step), the rest left in staged/_work; returns both parts as the step's rows."""
+        out, store = f"{staged}/_work/{table}_split", self.store_for(staged)
+        schema = df.schema
+        df.write.mode("error").partitionBy(column).parquet(out)
+        part = f"{out}/{column}=true"
+        data = self.spark.read.schema(schema).parquet(literal(out)).drop(column)  # its schema, in file order
+        if store.exists(part):
+            if not store.rename(part, f"{staged}/{table}"):
+                raise OSError(f"could not move {part} to {staged}/{table}")
+            kept = self.spark.read.schema(data.schema).parquet(literal(f"{staged}/{table}"))
+        else:  # no row on that side: the table as Spark writes an empty result
+            kept = self._write(data.limit(0), table, staged)
+        kept.createOrReplaceTempView(f"_{table}_split")
+        rest = self.spark.read.schema(schema).parquet(literal(out))  # the part left: `column` false
+        return rest.unionByName(kept.selectExpr("*", f"true AS {column}"))
 
     def _write(self, df, name: str, staged: str):
         out = df.coalesce(1) if name in SMALL else df
