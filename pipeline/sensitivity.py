@@ -83,7 +83,8 @@ def _by_cleaning(params: list[MethodParams], engine) -> list[MethodParams]:
     """The distinct parameter sets in an order that lets the engine reuse the most: by the
     rendered SQL of each step in turn (steps.MONTH_STEPS, each text numbered as first seen),
     so sets whose partition steps render the same come together (each cleaning computed
-    once), and within them those whose `paths` does (Spark keeps it: steps.kept_steps). Every
+    once; on Spark, whose per_path also chooses the representative paths, those sets share
+    `paths` too, and the later steps each kept run computes alike: steps.kept_steps). Every
     variant of a month with VP groups cleans 7 ways on DuckDB: its own, and one for each of
     first_as_rule, reserved_asns, grouping, snapshots, as_set and destination (in table
     order, 8 cleanings: the representative variants follow the grouping's). Spark's per_path

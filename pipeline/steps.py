@@ -505,10 +505,10 @@ VP_STEPS: tuple[SqlStep, ...] = (
     #   one (`multi`, a hash aggregate) through the window: the SELECT alone on that month's
     #   per_path took 2.6-2.8 s against 3.1-6.4 s for one window over every row (three runs
     #   each, 2026-11-30; the window's time varies with what else DuckDB holds in memory).
-    # - Spark keeps one window over every row, computed with per_path (its `rank`): the
-    #   split took `paths` from 27.5 to 49.2 s (bench/steps.py --engine spark, run each way
-    #   on the same data, 2026-11-30; its plan read per_path twice and shuffled it for the
-    #   aggregate and the joins).
+    # - Spark keeps one window over every row, computed with per_path (its `representative`):
+    #   DuckDB's way (`multi`) took Spark's `paths` from 27.5 to 49.2 s (bench/steps.py
+    #   --engine spark, run each way on the same data, 2026-11-30; its plan read per_path
+    #   twice and shuffled it for the aggregate and the joins).
     # A window, not an aggregate: DuckDB's arg_min over a struct key was ~3x slower, Spark's
     # min_by over a struct holding the path array forces a sort-based aggregate. dest_asn
     # leads the partition key: Spark sorts on a prefix of the first key, a bigint tells rows

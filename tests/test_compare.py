@@ -180,6 +180,22 @@ def test_a_month_whose_every_path_is_cleaned_away_compares_on_spark(spark, confi
     assert_engines_agree(tmp_path, config, "2024-05", config.method)
 
 
+def test_the_split_must_give_the_table_its_sql_selects(spark, config, tmp_path, monkeypatch):
+    """Spark stages `paths` as per_path's representative part (steps.SPARK_SPLIT) and checks
+    it against the table's own SQL, analysed: an edit of that SQL that the split does not
+    follow is a one-line error, not a table quietly other than its SQL."""
+    from bgp_congruency.pipeline import steps as S
+
+    i = next(i for i, s in enumerate(S.MONTH_STEPS) if s.name == "paths")
+    edited = replace(S.MONTH_STEPS[i], spark=S.MONTH_STEPS[i].spark.replace(", snapshots\n", "\n"))
+    assert edited.spark != S.MONTH_STEPS[i].spark
+    monkeypatch.setattr(S, "MONTH_STEPS", S.MONTH_STEPS[:i] + (edited,) + S.MONTH_STEPS[i + 1:])
+    write_entries(tmp_path, "2024-01", cases.full_month_rows())
+    res = job.compare_month(config.with_overrides(data_dir=tmp_path), "2024-01", spark=spark)
+    assert res.error and "steps.SPARK_SPLIT: per_path's part where representative is true" in res.error, res.error
+    assert "\n" not in res.error and published(tmp_path, "paths", "2024-01") == []
+
+
 def test_the_staging_peak_is_sampled_while_the_compare_runs(tmp_path):
     """The compare's staging peak (pipeline/job._StagingPeak) is what its folder held at its
     fullest, seen by the sampling thread though the file is gone by the end; a last sample

@@ -132,8 +132,12 @@ class SparkEngine:
 
     def _run_step(self, s: S.SqlStep, sql: str, staged: str) -> None:
         split, column, table = S.SPARK_SPLIT
-        if s.name == table:  # written by the split step, which runs just before it
+        if s.name == table:  # staged by the split step's write (this run's, or a kept run's)
             df = self.spark.table(f"_{table}_split")
+            want = self.spark.sql(sql).schema  # the table's SQL, analysed (no job): the split must give it
+            if [(f.name, f.dataType) for f in df.schema] != [(f.name, f.dataType) for f in want]:
+                raise S.JobError(f"steps.SPARK_SPLIT: {split}'s part where {column} is true has columns "
+                                 f"{df.schema.simpleString()}, not {table}'s {want.simpleString()}")
         elif s.name == split:
             df = self._write_split(self.spark.sql(sql), column, table, staged)
         else:
@@ -146,18 +150,25 @@ class SparkEngine:
     def _write_split(self, df, column: str, table: str, staged: str):
         """The split step (steps.SPARK_SPLIT) written once, split by `column`: the part where
         it is true moved to staged/<table> (registered as _<table>_split for the table's
-        step), the rest left in staged/_work; returns both parts as the step's rows."""
-        out, store = f"{staged}/_work/{table}_split", self.store_for(staged)
+        step), the rest left in staged/_work; returns both parts as the step's rows. On S3 the
+        move is S3A's copy of each object (HDFS and local disk rename)."""
+        from pyspark.sql.types import StructType
+
+        name = S.SPARK_SPLIT[0]
+        out, dst, store = f"{staged}/_work/{name}", f"{staged}/{table}", self.store(staged)
         schema = df.schema
+        data = StructType([f for f in schema.fields if f.name != column])  # the files' columns
         df.write.mode("error").partitionBy(column).parquet(out)
         part = f"{out}/{column}=true"
-        data = self.spark.read.schema(schema).parquet(literal(out)).drop(column)  # its schema, in file order
+        if store.exists(dst):  # Hadoop would move the part into it, not in its place
+            raise S.JobError(f"{dst}: exists, where {name}'s part where {column} is true goes")
         if store.exists(part):
-            if not store.rename(part, f"{staged}/{table}"):
-                raise OSError(f"could not move {part} to {staged}/{table}")
-            kept = self.spark.read.schema(data.schema).parquet(literal(f"{staged}/{table}"))
+            if not store.rename(part, dst):
+                raise S.JobError(f"{dst}: could not move {part} there")
+            kept = self.spark.read.schema(data).parquet(literal(dst))
         else:  # no row on that side: the table as Spark writes an empty result
-            kept = self._write(data.limit(0), table, staged)
+            kept = self._write(self.spark.read.schema(schema).parquet(literal(out)).drop(column).limit(0),
+                               table, staged)
         kept.createOrReplaceTempView(f"_{table}_split")
         rest = self.spark.read.schema(schema).parquet(literal(out))  # the part left: `column` false
         return rest.unionByName(kept.selectExpr("*", f"true AS {column}"))
