@@ -139,7 +139,7 @@ class SparkEngine:
                 raise S.JobError(f"steps.SPARK_SPLIT: {split}'s part where {column} is true has columns "
                                  f"{df.schema.simpleString()}, not {table}'s {want.simpleString()}")
         elif s.name == split:
-            df = self._write_split(self.spark.sql(sql), column, table, staged)
+            df = self._write_split(self.spark.sql(sql), split, column, table, staged)
         else:
             df = self.spark.sql(sql)
             lazy = self.variant and s.name in S.VARIANT_VIEWS
@@ -147,30 +147,27 @@ class SparkEngine:
                 df = self._write(df, s.name if s.kind == "table" else f"_work/{s.name}", staged)
         df.createOrReplaceTempView(s.name)
 
-    def _write_split(self, df, column: str, table: str, staged: str):
+    def _write_split(self, df, split: str, column: str, table: str, staged: str):
         """The split step (steps.SPARK_SPLIT) written once, split by `column`: the part where
         it is true moved to staged/<table> (registered as _<table>_split for the table's
         step), the rest left in staged/_work; returns both parts as the step's rows. On S3 the
         move is S3A's copy of each object (HDFS and local disk rename)."""
         from pyspark.sql.types import StructType
 
-        name = S.SPARK_SPLIT[0]
-        out, dst, store = f"{staged}/_work/{name}", f"{staged}/{table}", self.store(staged)
+        out, dst, store = f"{staged}/_work/{split}", f"{staged}/{table}", self.store(staged)
+        if store.exists(dst):  # Hadoop would move the part into it, not in its place
+            raise S.JobError(f"{dst}: exists, where {split}'s part where {column} is true goes")
         schema = df.schema
-        data = StructType([f for f in schema.fields if f.name != column])  # the files' columns
         df.write.mode("error").partitionBy(column).parquet(out)
         part = f"{out}/{column}=true"
-        if store.exists(dst):  # Hadoop would move the part into it, not in its place
-            raise S.JobError(f"{dst}: exists, where {name}'s part where {column} is true goes")
-        if store.exists(part):
-            if not store.rename(part, dst):
-                raise S.JobError(f"{dst}: could not move {part} there")
-            kept = self.spark.read.schema(data).parquet(literal(dst))
-        else:  # no row on that side: the table as Spark writes an empty result
-            kept = self._write(self.spark.read.schema(schema).parquet(literal(out)).drop(column).limit(0),
-                               table, staged)
+        moved = store.exists(part)
+        if moved and not store.rename(part, dst):
+            raise S.JobError(f"{dst}: could not move {part} there")
+        rest = self.spark.read.schema(schema).parquet(literal(out))  # listed after the move: `column` false
+        data = StructType([f for f in schema.fields if f.name != column])  # the files' columns
+        kept = (self.spark.read.schema(data).parquet(literal(dst)) if moved else
+                self._write(rest.drop(column).limit(0), table, staged))  # no row on that side: an empty table
         kept.createOrReplaceTempView(f"_{table}_split")
-        rest = self.spark.read.schema(schema).parquet(literal(out))  # the part left: `column` false
         return rest.unionByName(kept.selectExpr("*", f"true AS {column}"))
 
     def _write(self, df, name: str, staged: str):
