@@ -297,7 +297,10 @@ def edit_distance_sql(a: str, b: str, engine: str = "duckdb") -> str:
         sql = ("CASE WHEN NOT arrays_overlap(v4_path, v6_path) THEN greatest(size(v4_path), size(v6_path)) "
                f"ELSE {sql} END")
     else:
-        sql = f"CASE WHEN NOT list_has_any(v4_path, v6_path) THEN greatest(len(v4_path), len(v6_path)) ELSE {sql} END"
+        # list_has_any builds a set per row: at synthetic scale 50, over the pairs' 3.3M trimmed
+        # paths, 0.36 s against 0.11 s filtering the one list by the other (2026-12-02)
+        sql = (f"CASE WHEN len(list_filter(v4_path, lambda x: list_contains(v6_path, x))) = 0 "
+               f"THEN greatest(len(v4_path), len(v6_path)) ELSE {sql} END")
     return sql.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
 
 
@@ -577,7 +580,11 @@ JOIN (SELECT vp_group, vp_asn, dest_asn, count(CASE WHEN afi = 4 THEN 1 END) AS 
       FROM per_path GROUP BY vp_group, vp_asn, dest_asn) n
   ON n.vp_group = e.vp_group AND n.vp_asn = e.vp_asn AND n.dest_asn = e.dest_asn
 WHERE CAST(e.c AS DOUBLE) >= {share} * n.n4 * n.n6"""),
-    # 7. Pairs: default-free VP x destination with a representative path in both AFIs.
+    # 7. Pairs: default-free VP x destination with a representative path in both AFIs. The
+    # shared ASes, on DuckDB, are the IPv4 path's that the IPv6 path holds: a cleaned path
+    # holds no AS twice (the loop rule), so these are list_intersect's, which builds a set per
+    # row: at synthetic scale 50 the expression took 1.80 s against 0.43 s over the 3.3M pairs,
+    # the same lists (2026-12-02).
     SqlStep("pairs_base", "work",
          spark=f"""
 SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a ->
@@ -596,7 +603,7 @@ SELECT *, CASE WHEN len(shared_asns) = 0 THEN NULL ELSE list_bool_and(list_trans
 FROM (SELECT p4.vp_group, p4.vp_asn, p4.dest_asn, p4.path AS v4_path, p6.path AS v6_path,
              ({{congruent}}) AS congruent,
              (len(p4.path) - 1)::INTEGER AS hops_v4, (len(p6.path) - 1)::INTEGER AS hops_v6,
-             list_sort(list_filter(list_intersect(p4.path, p6.path), lambda x: x != p4.vp_asn AND x != p4.dest_asn))
+             list_sort(list_filter(p4.path, lambda x: x != p4.vp_asn AND x != p4.dest_asn AND list_contains(p6.path, x)))
                AS shared_asns
 {_pairs_from("duckdb")}"""),
     SqlStep("non_adopt", "view",

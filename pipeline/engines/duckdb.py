@@ -71,10 +71,13 @@ def _label(name: str, i: int, k: int) -> str:
     return name if k == 1 else f"{name} ({i + 1}/{k})"
 
 
-#: Tables written in an order, in row groups small enough that a reader asking for one
-#: destination reads a few of them (min/max statistics): `advise` looks a destination's
-#: routes up in `paths` (selector/month.py), not scanning the month.
-SORTED = {"paths": (" ORDER BY afi, dest_asn, vp_asn", ", ROW_GROUP_SIZE 30000")}
+#: Tables written in an order, so that a reader asking for one destination reads a few row
+#: groups (min/max statistics): `advise` looks a destination's routes up in `paths`
+#: (selector/month.py), not scanning the month. DuckDB's own row groups (122,880 rows): at
+#: synthetic scale 50 (14.4M paths) the sorted write took 5.2-5.3 s against 5.9-6.0 s in groups
+#: of 30,000, and 50 lookups of a destination 0.41 s against 0.75 s (fewer groups' statistics
+#: to read); the file 6% larger (2026-12-02).
+SORTED = {"paths": (" ORDER BY afi, dest_asn, vp_asn", "")}
 
 
 class DuckDBEngine:
