@@ -299,7 +299,8 @@ def edit_distance_sql(a: str, b: str, engine: str = "duckdb") -> str:
     else:
         # list_has_any builds a set per row: at synthetic scale 50, over the pairs' 3.3M trimmed
         # paths, 0.36 s against 0.11 s filtering the one list by the other (2026-12-02)
-        sql = (f"CASE WHEN len(list_filter(v4_path, lambda x: list_contains(v6_path, x))) = 0 "
+        # (a NULL second list goes to the DP, NULL, as it did with list_has_any)
+        sql = (f"CASE WHEN v6_path IS NOT NULL AND len(list_filter(v4_path, lambda x: list_contains(v6_path, x))) = 0 "
                f"THEN greatest(len(v4_path), len(v6_path)) ELSE {sql} END")
     return sql.replace("v4_path", "__A__").replace("v6_path", "__B__").replace("__A__", a).replace("__B__", b)
 
@@ -582,11 +583,11 @@ JOIN (SELECT vp_group, vp_asn, dest_asn, count(CASE WHEN afi = 4 THEN 1 END) AS 
 WHERE CAST(e.c AS DOUBLE) >= {share} * n.n4 * n.n6"""),
     # 7. Pairs: default-free VP x destination with a representative path in both AFIs. The
     # shared ASes are the IPv4 path's ASes that the IPv6 path holds: a cleaned path holds no
-    # AS twice (the loop rule), so these are the intersection's, which builds a set per row.
-    # At synthetic scale 50, over the 3.3M pairs, the expression alone took DuckDB 0.43 s
-    # against 1.80 s for list_intersect, and Spark's pairs_base query 8.5-9.3 s against
-    # 9.2-11.3 s with array_intersect and array_except (5.2-8.3 s without the column), the
-    # same lists (2026-12-02).
+    # AS twice (the loop rule; ingest's as_path_repeats where the rule is not run), so these
+    # are the intersection's, which builds a set per row. At synthetic scale 50, over the
+    # 3.3M pairs, the expression alone took DuckDB 0.43 s against 1.80 s for list_intersect,
+    # and Spark's pairs_base query 8.5-9.3 s against 9.2-11.3 s with array_intersect and
+    # array_except (5.2-8.3 s without the column), the same lists (2026-12-02).
     SqlStep("pairs_base", "work",
          spark=f"""
 SELECT *, CASE WHEN size(shared_asns) = 0 THEN NULL ELSE forall(shared_asns, a ->

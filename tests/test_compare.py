@@ -246,6 +246,10 @@ def test_the_edit_distance_sql_is_the_method_s_in_both_dialects(spark):
     got_duckdb = [d for (d,) in con.execute(f"SELECT {edit_distance_sql('a', 'b')} FROM ed_cases ORDER BY i").fetchall()]
     assert got_spark == got_duckdb == want and max(want) >= 5
     assert want[7:10] == [3, 3, 2]
+    # a missing list has no distance, whichever side (the no-AS-in-common shortcut included)
+    con.execute("CREATE TABLE ed_null AS SELECT [1, 2]::BIGINT[] AS a, NULL::BIGINT[] AS n")
+    assert con.execute(f"SELECT {edit_distance_sql('a', 'n')}, {edit_distance_sql('n', 'a')} FROM ed_null").fetchone() \
+        == (None, None)
 
 
 def test_group_names_are_literals_in_both_dialects(spark):

@@ -75,9 +75,9 @@ def _label(name: str, i: int, k: int) -> str:
 #: groups (min/max statistics): `advise` looks a destination's routes up in `paths`
 #: (selector/month.py), not scanning the month. DuckDB's own row groups (122,880 rows): at
 #: synthetic scale 50 (14.4M paths) the sorted write took 5.2-5.3 s against 5.9-6.0 s in groups
-#: of 30,000, and 50 lookups of a destination 0.41 s against 0.75 s (fewer groups' statistics
-#: to read); the file 6% larger (2026-12-02).
-SORTED = {"paths": (" ORDER BY afi, dest_asn, vp_asn", "")}
+#: of 30,000, and 50 lookups of a destination 0.41 s against 0.75 s; the file 6% larger
+#: (2026-12-02).
+SORTED = {"paths": " ORDER BY afi, dest_asn, vp_asn"}
 
 
 class DuckDBEngine:
@@ -346,10 +346,10 @@ class DuckDBEngine:
         cols = ", ".join(f"CAST({f.name} AS {sql_type(f.type, 'duckdb')}) AS {f.name}" for f in file_schema)
         os.makedirs(f"{staged}/{name}", exist_ok=True)
         # Whole files only, on disk before a partition is recorded done: a resumed run trusts them.
-        order, groups = SORTED.get(name, ("", ""))
+        order = SORTED.get(name, "")
         with atomic.replacing(f"{staged}/{name}/part-{part}.parquet") as tmp:
             self.con.execute(f"COPY (SELECT {cols} FROM {name}{order}) TO {quote(str(tmp))} "
-                             f"(FORMAT parquet, COMPRESSION zstd{groups})")
+                             "(FORMAT parquet, COMPRESSION zstd)")
             if not pq.read_schema(tmp).equals(file_schema):  # the contract of common/tables.py
                 raise S.JobError(f"{name}: written schema {pq.read_schema(tmp)} differs from common.tables")
 
